@@ -1,0 +1,47 @@
+/* errcode.c — lookup over the registry in errcode.h. */
+#include "errcode.h"
+
+#include <stddef.h>
+#include <string.h>
+
+struct errcode_entry {
+	int code;
+	const char *name;
+	const char *message;
+};
+
+static const struct errcode_entry registry[] = {
+#define GARUDA_ERR_ROW_(name, num, msg) { num, #name, msg },
+	GARUDA_ERRCODES(GARUDA_ERR_ROW_)
+#undef GARUDA_ERR_ROW_
+};
+
+static const struct errcode_entry *lookup(int code)
+{
+	size_t i = (size_t)(code - GARUDA_ERR_BASE);
+	if (code < GARUDA_ERR_BASE || i >= sizeof(registry) / sizeof(registry[0]))
+		return NULL;
+	return &registry[i];
+}
+
+bool garuda_errcode_known(int code)
+{
+	return lookup(code) != NULL;
+}
+
+const char *garuda_errcode_name(int code)
+{
+	const struct errcode_entry *e = lookup(code);
+	return e ? e->name : NULL;
+}
+
+const char *garuda_strerror(int err)
+{
+	int code = err < 0 ? -err : err;
+	const struct errcode_entry *e = lookup(code);
+	if (e)
+		return e->message;
+	if (err < 0 && code < GARUDA_ERR_BASE)
+		return strerrordesc_np(code) ? strerrordesc_np(code) : "unknown error";
+	return "unknown error";
+}

@@ -1,0 +1,92 @@
+/* fdio.c — sendmsg/recvmsg with SCM_RIGHTS; see fdio.h. */
+#include "fdio.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds, int flags)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
+	} control;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds > FDIO_MAX_FDS)
+		return -EINVAL;
+	if (nfds) {
+		memset(&control, 0, sizeof(control));
+		mh.msg_control = control.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	ssize_t n;
+	do
+		n = sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+void fdio_close_all(int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
+		  int flags)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
+	} control;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = control.buf,
+		.msg_controllen = sizeof(control.buf),
+	};
+	int got[FDIO_MAX_FDS];
+	unsigned ngot = 0;
+
+	*nfds = 0;
+	ssize_t n;
+	do
+		n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+
+	/* collect every fd first, whatever else is wrong, so none can leak */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (ngot < FDIO_MAX_FDS)
+				got[ngot++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || ngot > max_fds) {
+		fdio_close_all(got, ngot);
+		return -EMSGSIZE;
+	}
+	memcpy(fds, got, sizeof(int) * ngot);
+	*nfds = ngot;
+	return n;
+}

@@ -1,0 +1,25 @@
+/* fdio.h — one datagram with at most a few fds over an AF_UNIX SOCK_SEQPACKET socket.
+ *
+ * Shared by garudad and libgaruda. Receiving never leaks an fd: every fd the kernel
+ * passed is either handed to the caller or closed, including on truncation
+ * (MSG_TRUNC/MSG_CTRUNC), which is reported as -EMSGSIZE. All fds arrive CLOEXEC.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define FDIO_MAX_FDS 4
+
+/* Send len bytes with nfds fds. flags as for sendmsg (MSG_DONTWAIT...); MSG_NOSIGNAL
+ * is always added. Returns bytes sent or -errno. */
+ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds, int flags);
+
+/* Receive one datagram into buf (cap bytes) and up to max_fds fds into fds.
+ * *nfds gets how many fds arrived. Returns its length, 0 on EOF, or -errno:
+ * -EMSGSIZE when the datagram or its fds did not fit (all fds closed, *nfds = 0). */
+ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
+		  int flags);
+
+/* Close n fds of an array (ignores -1). */
+void fdio_close_all(int *fds, unsigned n);
