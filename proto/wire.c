@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "errcode.h"
-#include "segment.h"
+#include "segment_layout.h"
 
 struct cursor {
 	uint8_t *p;

@@ -1,4 +1,4 @@
-/* segment.h — the shared-memory layout of a segment.
+/* segment_layout.h — the shared-memory layout of a segment.
  *
  * A segment is one sealed memfd: a header of two lines, then N lines of 8 words.
  *
