@@ -1,0 +1,393 @@
+/* config.c — see config.h. */
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define DEFAULT_SOCKET "/run/garuda/garuda.sock"
+#define DEFAULT_CONTROL "/run/garuda/control.sock"
+
+static const struct quota_limits default_quota_connection = {
+	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144,
+};
+static const struct quota_limits default_quota_uid = {
+	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
+	.outbox_bytes = 4194304,
+};
+
+static const char *const loop_names[] = {
+	[EVENT_LOOP_AUTO] = "auto", [EVENT_LOOP_URING] = "io_uring", [EVENT_LOOP_EPOLL] = "epoll",
+};
+
+const char *event_loop_name(enum event_loop_kind k)
+{
+	return loop_names[k];
+}
+
+static int event_loop_parse(const char *s, enum event_loop_kind *out)
+{
+	for (unsigned i = 0; i < sizeof(loop_names) / sizeof(loop_names[0]); i++)
+		if (strcmp(s, loop_names[i]) == 0) {
+			*out = (enum event_loop_kind)i;
+			return 0;
+		}
+	return -1;
+}
+
+void config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->socket_path = strdup(DEFAULT_SOCKET);
+	c->control_socket_path = strdup(DEFAULT_CONTROL);
+	c->socket_group = strdup("garuda");
+	c->control_group = strdup("");
+	c->event_loop = EVENT_LOOP_AUTO;
+	c->scanners = 0;
+	c->spin_us = 50;
+	c->max_sleep_us = 1000;
+	c->log_level = LOG_INFO;
+	c->quota_connection = default_quota_connection;
+	c->quota_uid = default_quota_uid;
+}
+
+void config_free(struct config *c)
+{
+	free(c->config_path);
+	free(c->socket_path);
+	free(c->control_socket_path);
+	free(c->socket_group);
+	free(c->control_group);
+	memset(c, 0, sizeof(*c));
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int config_copy(struct config *dst, const struct config *src)
+{
+	*dst = *src;
+	dst->config_path = dup_or_null(src->config_path);
+	dst->socket_path = dup_or_null(src->socket_path);
+	dst->control_socket_path = dup_or_null(src->control_socket_path);
+	dst->socket_group = dup_or_null(src->socket_group);
+	dst->control_group = dup_or_null(src->control_group);
+	return 0;
+}
+
+static int fail(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(char **err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(err, fmt, ap) < 0)
+		*err = NULL;
+	va_end(ap);
+	return -1;
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = strdup(v);
+}
+
+/* An integer in [lo, hi]; name is the key path for messages. */
+static int json_uint(const cJSON *v, const char *name, uint64_t lo, uint64_t hi, uint64_t *out,
+		     char **err)
+{
+	if (!cJSON_IsNumber(v))
+		return fail(err, "config key \"%s\": expected a number", name);
+	double d = v->valuedouble;
+	if (d != (double)(uint64_t)d || d < (double)lo || d > (double)hi)
+		return fail(err, "config key \"%s\": must be an integer in [%llu, %llu]", name,
+			    (unsigned long long)lo, (unsigned long long)hi);
+	*out = (uint64_t)d;
+	return 0;
+}
+
+static int json_string(const cJSON *v, const char *name, const char **out, char **err)
+{
+	if (!cJSON_IsString(v) || !v->valuestring)
+		return fail(err, "config key \"%s\": expected a string", name);
+	*out = v->valuestring;
+	return 0;
+}
+
+static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *q, char **err)
+{
+	if (!cJSON_IsObject(obj))
+		return fail(err, "config key \"quota.%s\": expected an object", scope);
+	const cJSON *it;
+	cJSON_ArrayForEach(it, obj)
+	{
+		char name[96];
+		uint64_t v;
+		snprintf(name, sizeof(name), "quota.%s.%s", scope, it->string);
+		if (strcmp(it->string, "outbox_bytes") == 0) {
+			if (json_uint(it, name, 512, UINT32_MAX, &v, err))
+				return -1;
+			q->outbox_bytes = v;
+			continue;
+		}
+		uint32_t *field = strcmp(it->string, "segments") == 0   ? &q->segments
+				  : strcmp(it->string, "lines") == 0    ? &q->lines
+				  : strcmp(it->string, "bindings") == 0 ? &q->bindings
+				  : strcmp(it->string, "armed") == 0    ? &q->armed
+									: NULL;
+		if (!field)
+			return fail(err, "config key \"%s\": unknown key", name);
+		if (json_uint(it, name, 0, UINT32_MAX, &v, err))
+			return -1;
+		*field = (uint32_t)v;
+	}
+	return 0;
+}
+
+static int apply_json(struct config *c, const cJSON *root, char **err)
+{
+	if (!cJSON_IsObject(root))
+		return fail(err, "config: top level must be a JSON object");
+	const cJSON *it;
+	cJSON_ArrayForEach(it, root)
+	{
+		const char *k = it->string, *s = NULL;
+		uint64_t v;
+		if (strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0 ||
+		    strcmp(k, "socket_group") == 0 || strcmp(k, "control_group") == 0) {
+			if (json_string(it, k, &s, err))
+				return -1;
+			bool is_path = strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0;
+			if (is_path) {
+				if (s[0] != '/' || strlen(s) >= 108)
+					return fail(err, "config key \"%s\": must be an absolute path shorter than 108 bytes", k);
+			}
+			set_str(strcmp(k, "socket") == 0	   ? &c->socket_path
+				: strcmp(k, "control_socket") == 0 ? &c->control_socket_path
+				: strcmp(k, "socket_group") == 0   ? &c->socket_group
+								   : &c->control_group,
+				s);
+		} else if (strcmp(k, "event_loop") == 0) {
+			if (json_string(it, k, &s, err))
+				return -1;
+			if (event_loop_parse(s, &c->event_loop))
+				return fail(err, "config key \"event_loop\": must be auto, io_uring or epoll");
+		} else if (strcmp(k, "scanners") == 0) {
+			if (json_uint(it, k, 0, 64, &v, err))
+				return -1;
+			c->scanners = (unsigned)v;
+		} else if (strcmp(k, "spin_us") == 0) {
+			if (json_uint(it, k, 0, 1000000, &v, err))
+				return -1;
+			c->spin_us = (unsigned)v;
+		} else if (strcmp(k, "max_sleep_us") == 0) {
+			if (json_uint(it, k, 1, 1000000, &v, err))
+				return -1;
+			c->max_sleep_us = (unsigned)v;
+		} else if (strcmp(k, "log_level") == 0) {
+			if (json_string(it, k, &s, err))
+				return -1;
+			int l = log_level_from_string(s);
+			if (l < 0)
+				return fail(err, "config key \"log_level\": must be err, warning, notice, info or debug");
+			c->log_level = l;
+		} else if (strcmp(k, "quota") == 0) {
+			if (!cJSON_IsObject(it))
+				return fail(err, "config key \"quota\": expected an object");
+			const cJSON *q;
+			cJSON_ArrayForEach(q, it)
+			{
+				if (strcmp(q->string, "connection") == 0) {
+					if (load_quota(q, "connection", &c->quota_connection, err))
+						return -1;
+				} else if (strcmp(q->string, "uid") == 0) {
+					if (load_quota(q, "uid", &c->quota_uid, err))
+						return -1;
+				} else {
+					return fail(err, "config key \"quota.%s\": unknown key (connection or uid)", q->string);
+				}
+			}
+		} else {
+			return fail(err, "config key \"%s\": unknown key", k);
+		}
+	}
+	return 0;
+}
+
+int config_load_file(struct config *c, const char *path, char **err)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return fail(err, "config file %s: %s", path, strerror(errno));
+	char *buf = NULL;
+	size_t cap = 0, len = 0;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			if (cap > (1u << 20)) {
+				fclose(f);
+				free(buf);
+				return fail(err, "config file %s: larger than 1 MiB", path);
+			}
+			char *nb = realloc(buf, cap);
+			if (!nb) {
+				fclose(f);
+				free(buf);
+				return fail(err, "config file %s: out of memory", path);
+			}
+			buf = nb;
+		}
+		size_t n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	fclose(f);
+	buf[len] = '\0';
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
+	if (!root) {
+		size_t off = end ? (size_t)(end - buf) : 0;
+		free(buf);
+		return fail(err, "config file %s: invalid JSON near byte %zu", path, off);
+	}
+	free(buf);
+	int r = apply_json(c, root, err);
+	cJSON_Delete(root);
+	if (r == 0)
+		set_str(&c->config_path, path);
+	return r;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: garudad [OPTION]...\n"
+		"Per-host daemon that turns GPU completion words into readiness (eventfd,\n"
+		"message, doorbell) over a Unix socket.\n\n"
+		"  -c, --config=FILE          JSON configuration file\n"
+		"      --socket=PATH          client socket (default " DEFAULT_SOCKET ")\n"
+		"      --control-socket=PATH  control socket (default " DEFAULT_CONTROL ")\n"
+		"      --event-loop=KIND      auto, io_uring or epoll (default auto)\n"
+		"      --scanners=N           scanner threads (0 = one per NUMA node)\n"
+		"      --spin-us=N            scanner spin budget after activity, microseconds\n"
+		"      --log-level=LEVEL      err, warning, notice, info or debug\n"
+		"  -h, --help                 show this help\n"
+		"      --version              show the version\n\n"
+		"Environment: GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
+		"Socket activation: fds named \"client\" and \"control\".\n");
+}
+
+static int parse_uint_flag(const char *name, const char *v, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long x = strtoul(v, &end, 10);
+	if (errno || !*v || *end || x < lo || x > hi) {
+		fprintf(stderr, "garudad: --%s: must be an integer in [%u, %u], got \"%s\"\n", name, lo,
+			hi, v);
+		return -1;
+	}
+	*out = (unsigned)x;
+	return 0;
+}
+
+int config_from_args(struct config *c, int argc, char **argv)
+{
+	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "control-socket", required_argument, NULL, O_CONTROL },
+		{ "event-loop", required_argument, NULL, O_LOOP },
+		{ "scanners", required_argument, NULL, O_SCANNERS },
+		{ "spin-us", required_argument, NULL, O_SPIN },
+		{ "log-level", required_argument, NULL, O_LEVEL },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ 0 },
+	};
+	/* pass 1: --config and --help, so the file is applied before the other flags */
+	int o;
+	optind = 1;
+	opterr = 1;
+	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': {
+			char *err = NULL;
+			if (config_load_file(c, optarg, &err)) {
+				fprintf(stderr, "garudad: %s\n", err ? err : "bad config");
+				free(err);
+				return -1;
+			}
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 1;
+		case O_VERSION:
+			printf("garudad " GARUDA_VERSION "\n");
+			return 1;
+		case '?':
+			usage(stderr);
+			return -1;
+		default:
+			break;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "garudad: unexpected argument \"%s\"\n", argv[optind]);
+		return -1;
+	}
+	optind = 1;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (o) {
+		case O_SOCKET:
+		case O_CONTROL:
+			if (optarg[0] != '/' || strlen(optarg) >= 108) {
+				fprintf(stderr, "garudad: --%s: must be an absolute path shorter than 108 bytes\n",
+					o == O_SOCKET ? "socket" : "control-socket");
+				return -1;
+			}
+			set_str(o == O_SOCKET ? &c->socket_path : &c->control_socket_path, optarg);
+			break;
+		case O_LOOP:
+			if (event_loop_parse(optarg, &c->event_loop)) {
+				fprintf(stderr, "garudad: --event-loop: must be auto, io_uring or epoll, got \"%s\"\n", optarg);
+				return -1;
+			}
+			break;
+		case O_SCANNERS:
+			if (parse_uint_flag("scanners", optarg, 0, 64, &c->scanners))
+				return -1;
+			break;
+		case O_SPIN:
+			if (parse_uint_flag("spin-us", optarg, 0, 1000000, &c->spin_us))
+				return -1;
+			break;
+		case O_LEVEL: {
+			int l = log_level_from_string(optarg);
+			if (l < 0) {
+				fprintf(stderr, "garudad: --log-level: must be err, warning, notice, info or debug, got \"%s\"\n", optarg);
+				return -1;
+			}
+			c->log_level = l;
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* config.h — garudad's configuration: defaults, a JSON file (cJSON), then
+ * command-line flags on top. Every key is checked for type and range; a bad value
+ * gives an error that names the key and the reason. Reload (SIGHUP) parses into a
+ * fresh struct so a bad file leaves the running configuration untouched. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct quota_limits {
+	uint32_t segments;
+	uint32_t lines;
+	uint32_t bindings;
+	uint32_t armed;
+	uint64_t outbox_bytes;
+};
+
+enum event_loop_kind { EVENT_LOOP_AUTO, EVENT_LOOP_URING, EVENT_LOOP_EPOLL };
+
+struct config {
+	char *config_path; /* the file read, or NULL */
+	char *socket_path;
+	char *control_socket_path;
+	char *socket_group;  /* group of the client socket ("" = leave) */
+	char *control_group; /* group admitted to the control socket ("" = root only) */
+	enum event_loop_kind event_loop;
+	unsigned scanners; /* 0 = one per NUMA node */
+	unsigned spin_us;
+	unsigned max_sleep_us;
+	int log_level;
+	struct quota_limits quota_connection;
+	struct quota_limits quota_uid;
+};
+
+/* Fill defaults. */
+void config_defaults(struct config *c);
+
+/* Parse argv (flags and --config); reads the file first, then applies flags.
+ * Returns 0, 1 when --help/--version was printed (exit 0), or -1 after printing an
+ * error (exit 2). */
+int config_from_args(struct config *c, int argc, char **argv);
+
+/* Read a JSON config file into c (on top of what c holds). On error, *err gets a
+ * malloc'ed message naming the key and the reason; returns -1. */
+int config_load_file(struct config *c, const char *path, char **err);
+
+/* Deep copy / free. */
+int config_copy(struct config *dst, const struct config *src);
+void config_free(struct config *c);
+
+const char *event_loop_name(enum event_loop_kind k);

@@ -1,0 +1,51 @@
+/* delivery.h — what a scanner needs to deliver readiness to a session, shared between
+ * the loop thread (which owns the session) and the scanner threads (which fire
+ * armed descriptors): the sink (the session's socket and its counters) and bindings
+ * (a slot's eventfd). Both are reference-counted; each armed descriptor holds a
+ * reference, so a session can end while scanners still hold its descriptors: their
+ * sends then fail harmlessly (the socket is shut down) and the last reference closes
+ * the fd. */
+#pragma once
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quota.h"
+
+struct sink {
+	atomic_uint refs;
+	int fd; /* the session's socket; closed with the last reference */
+	uint64_t session_id;
+	struct quota_usage usage; /* per-connection quota usage */
+	struct quota_uid *uid;    /* per-uid usage (lives as long as the daemon) */
+	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
+	atomic_uint_fast64_t completions; /* readiness delivered */
+	atomic_uint_fast64_t by_form[4];  /* indexed by enum garuda_form */
+	atomic_uint_fast64_t wake_ns_sum; /* sum over completions of (delivery - arm) */
+};
+
+struct binding {
+	atomic_uint refs;
+	int fd; /* the client's eventfd */
+	uint32_t segment_id, index;
+	bool broken;             /* scanner-private: offender, stop writing */
+	uint64_t pending;        /* scanner-private: adds to write this pass */
+	struct binding *next;    /* session's list */
+};
+
+struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid);
+static inline struct sink *sink_ref(struct sink *s)
+{
+	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+void sink_unref(struct sink *s);
+
+struct binding *binding_new(int fd, uint32_t segment_id, uint32_t index);
+static inline struct binding *binding_ref(struct binding *b)
+{
+	atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+	return b;
+}
+void binding_unref(struct binding *b);

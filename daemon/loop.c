@@ -1,0 +1,302 @@
+/* loop.c — the two event-loop implementations behind loop.h.
+ *
+ * Watches are loop-owned. epoll: level-triggered; a removed watch is freed at the end
+ * of the iteration (events already collected may still point at it). io_uring:
+ * multishot POLL_ADD with the watch as user_data; a removed watch is freed when its
+ * poll's final CQE (no IORING_CQE_F_MORE) arrives, so no CQE can reach freed memory;
+ * a multishot poll the kernel ended on its own is re-armed.
+ */
+#include "loop.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "log.h"
+
+struct loop_watch {
+	int fd;
+	uint32_t events;
+	loop_fn fn;
+	void *data;
+	bool dead;
+	bool queued_again;
+	bool kernel_done; /* io_uring: final CQE seen while on the again list */
+	struct loop_watch *next; /* again list or graveyard */
+};
+
+struct loop {
+	enum event_loop_kind kind;
+	int epfd;
+	struct io_uring ring;
+	struct loop_watch *again;
+	struct loop_watch *graveyard;
+};
+
+#define MAX_EVENTS 64
+
+/* ---------------- io_uring ---------------- */
+
+static struct io_uring_sqe *uring_sqe(struct loop *l)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+	if (!sqe) {
+		io_uring_submit(&l->ring);
+		sqe = io_uring_get_sqe(&l->ring);
+	}
+	return sqe;
+}
+
+static int uring_arm(struct loop *l, struct loop_watch *w)
+{
+	struct io_uring_sqe *sqe = uring_sqe(l);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_multishot(sqe, w->fd, w->events);
+	io_uring_sqe_set_data(sqe, w);
+	return 0;
+}
+
+static int uring_init(struct loop *l)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_COOP_TASKRUN;
+	int r = io_uring_queue_init_params(256, &l->ring, &p);
+	if (r == -EINVAL) {
+		memset(&p, 0, sizeof(p));
+		r = io_uring_queue_init_params(256, &l->ring, &p);
+	}
+	if (r < 0)
+		return r;
+	/* multishot poll needs 5.13; probe for it */
+	if (!(p.features & IORING_FEAT_FAST_POLL)) {
+		io_uring_queue_exit(&l->ring);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static void dispatch(struct loop_watch *w, uint32_t ev)
+{
+	if (!w->dead)
+		w->fn(w, w->data, ev);
+}
+
+/* io_uring: the kernel holds no more reference to w; free it unless the again list
+ * still does (then loop_run_once frees it). */
+static void release(struct loop_watch *w)
+{
+	if (w->queued_again)
+		w->kernel_done = true;
+	else
+		free(w);
+}
+
+static int uring_run(struct loop *l, int timeout_ms)
+{
+	struct io_uring_cqe *cqe;
+	int r;
+	if (timeout_ms < 0) {
+		r = io_uring_submit_and_wait(&l->ring, 1);
+	} else {
+		struct __kernel_timespec ts = { .tv_sec = timeout_ms / 1000,
+						.tv_nsec = (timeout_ms % 1000) * 1000000L };
+		r = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+	}
+	if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+		return r;
+
+	unsigned head, n = 0;
+	struct loop_watch *rearm[MAX_EVENTS];
+	unsigned nrearm = 0;
+	io_uring_for_each_cqe(&l->ring, head, cqe)
+	{
+		n++;
+		struct loop_watch *w = io_uring_cqe_get_data(cqe);
+		if (!w)
+			continue; /* a poll_remove's own completion */
+		bool more = cqe->flags & IORING_CQE_F_MORE;
+		if (cqe->res > 0)
+			dispatch(w, (uint32_t)cqe->res);
+		else if (cqe->res < 0 && cqe->res != -ECANCELED && !w->dead)
+			dispatch(w, POLLERR);
+		if (!more) {
+			if (w->dead)
+				release(w);
+			else if (nrearm < MAX_EVENTS)
+				rearm[nrearm++] = w;
+			else
+				uring_arm(l, w);
+		}
+	}
+	io_uring_cq_advance(&l->ring, n);
+	for (unsigned i = 0; i < nrearm; i++)
+		if (!rearm[i]->dead)
+			uring_arm(l, rearm[i]);
+		else
+			release(rearm[i]); /* removed by a callback after its final CQE */
+	return 0;
+}
+
+/* ---------------- epoll ---------------- */
+
+static uint32_t to_epoll(uint32_t ev)
+{
+	return (ev & POLLIN ? EPOLLIN : 0) | (ev & POLLOUT ? EPOLLOUT : 0);
+}
+
+static uint32_t from_epoll(uint32_t ev)
+{
+	return (ev & EPOLLIN ? POLLIN : 0) | (ev & EPOLLOUT ? POLLOUT : 0) |
+	       (ev & EPOLLERR ? POLLERR : 0) | (ev & EPOLLHUP ? POLLHUP : 0);
+}
+
+static int epoll_run(struct loop *l, int timeout_ms)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	int n = epoll_wait(l->epfd, evs, MAX_EVENTS, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++)
+		dispatch(evs[i].data.ptr, from_epoll(evs[i].events));
+	return 0;
+}
+
+/* ---------------- common ---------------- */
+
+struct loop *loop_new(enum event_loop_kind kind)
+{
+	struct loop *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->epfd = -1;
+	if (kind != EVENT_LOOP_EPOLL) {
+		int r = uring_init(l);
+		if (r == 0) {
+			l->kind = EVENT_LOOP_URING;
+			return l;
+		}
+		if (kind == EVENT_LOOP_URING) {
+			log_err("io_uring refused by the kernel: %s", strerror(-r));
+			free(l);
+			errno = -r;
+			return NULL;
+		}
+		log_notice("io_uring unavailable (%s); using epoll", strerror(-r));
+	}
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0) {
+		int e = errno;
+		free(l);
+		errno = e;
+		return NULL;
+	}
+	l->kind = EVENT_LOOP_EPOLL;
+	return l;
+}
+
+enum event_loop_kind loop_kind(const struct loop *l)
+{
+	return l->kind;
+}
+
+static void bury(struct loop *l)
+{
+	while (l->graveyard) {
+		struct loop_watch *w = l->graveyard;
+		l->graveyard = w->next;
+		free(w);
+	}
+}
+
+void loop_free(struct loop *l)
+{
+	if (!l)
+		return;
+	if (l->kind == EVENT_LOOP_URING) {
+		/* the ring's teardown cancels every poll; watches still live are leaked to
+		 * their owners' cleanup (all removed before loop_free in practice) */
+		io_uring_queue_exit(&l->ring);
+	} else {
+		close(l->epfd);
+	}
+	bury(l);
+	free(l);
+}
+
+struct loop_watch *loop_add(struct loop *l, int fd, uint32_t events, loop_fn fn, void *data)
+{
+	struct loop_watch *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	*w = (struct loop_watch){ .fd = fd, .events = events, .fn = fn, .data = data };
+	int r;
+	if (l->kind == EVENT_LOOP_URING) {
+		r = uring_arm(l, w);
+	} else {
+		struct epoll_event ev = { .events = to_epoll(events), .data.ptr = w };
+		r = epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+	}
+	if (r < 0) {
+		free(w);
+		errno = -r;
+		return NULL;
+	}
+	return w;
+}
+
+void loop_remove(struct loop *l, struct loop_watch *w)
+{
+	if (!w || w->dead)
+		return;
+	w->dead = true;
+	if (l->kind == EVENT_LOOP_URING) {
+		struct io_uring_sqe *sqe = uring_sqe(l);
+		if (sqe) {
+			io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)w);
+			io_uring_sqe_set_data(sqe, NULL);
+		}
+		/* freed when the poll's final CQE arrives */
+	} else {
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+		if (!w->queued_again) {
+			w->next = l->graveyard;
+			l->graveyard = w;
+		}
+	}
+}
+
+void loop_again(struct loop *l, struct loop_watch *w)
+{
+	if (w->dead || w->queued_again)
+		return;
+	w->queued_again = true;
+	w->next = l->again;
+	l->again = w;
+}
+
+int loop_run_once(struct loop *l, int timeout_ms)
+{
+	struct loop_watch *again = l->again;
+	l->again = NULL;
+	int r = l->kind == EVENT_LOOP_URING ? uring_run(l, again ? 0 : timeout_ms)
+					    : epoll_run(l, again ? 0 : timeout_ms);
+	while (again) {
+		struct loop_watch *w = again;
+		again = w->next;
+		w->queued_again = false;
+		if (!w->dead) {
+			w->fn(w, w->data, w->events);
+		} else if (l->kind == EVENT_LOOP_EPOLL || w->kernel_done) {
+			w->next = l->graveyard;
+			l->graveyard = w;
+		}
+	}
+	bury(l);
+	return r;
+}

@@ -1,0 +1,590 @@
+/* scanner.c — see scanner.h.
+ *
+ * Wait policy (kept in one place, scanner_wait()): with nothing armed, park in
+ * FUTEX_WAIT on the command sequence until the loop posts a command; with something
+ * armed, spin (a pass, then cpu_relax) while the last activity (an arm or a
+ * completion) is younger than spin_us; after that sleep between passes, starting at
+ * 1 us and doubling up to max_sleep_us; any activity resets to spinning. Plans and
+ * the deadline estimator will replace the sleep schedule (DESIGN.md, "Waiting").
+ */
+#include "scanner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "errcode.h"
+#include "log.h"
+#include "seq.h"
+#include "wire.h"
+
+enum cmd_kind { CMD_ARM, CMD_DISARM, CMD_DROP_SEGMENT, CMD_DROP_BINDING, CMD_DROP_SINK, CMD_STOP };
+
+struct armed {
+	const uint64_t *word;
+	uint64_t target, token;
+	struct sink *sink;
+	struct segment *seg;
+	struct binding *bind;
+	uint32_t index;
+	uint8_t form;
+	uint64_t value; /* set when fired */
+};
+
+struct cmd {
+	enum cmd_kind kind;
+	struct armed a;   /* ARM */
+	void *obj;        /* DROP_*: segment, binding or sink; DISARM: sink */
+	uint32_t segment_id, index;
+	uint64_t token, cookie;
+	bool noreply;
+};
+
+struct scanner {
+	unsigned index;
+	int numa_node;
+	cpu_set_t cpus;
+	struct scanner_tuning *tuning;
+	struct notice_queue *notices;
+	pthread_t thread;
+	clockid_t cpu_clock;
+	timer_t guard;
+	bool guard_ok;
+
+	/* command queue, filled by the loop thread */
+	pthread_mutex_t lock;
+	struct cmd *cmds;
+	unsigned ncmds, capcmds;
+	atomic_uint seq;     /* bumped per posted command; the futex word */
+	atomic_int sleeping; /* the thread is in (or about to enter) FUTEX_WAIT */
+
+	/* thread-private */
+	struct armed *armed;
+	unsigned narmed, caparmed;
+	struct armed *fired;
+	unsigned capfired;
+	bool stop;
+
+	/* stats, written by the thread, read by anyone */
+	atomic_uint_fast64_t st_armed, st_passes, st_completions, st_parks;
+	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
+};
+
+int scanner_guard_signal(void)
+{
+	return SIGRTMIN;
+}
+
+static long futex(atomic_uint *uaddr, int op, unsigned val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+/* ---------------- command queue (loop side) ---------------- */
+
+static void post(struct scanner *s, const struct cmd *c)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->ncmds == s->capcmds) {
+		unsigned cap = s->capcmds ? s->capcmds * 2 : 256;
+		struct cmd *nc = realloc(s->cmds, cap * sizeof(*nc));
+		if (!nc) {
+			pthread_mutex_unlock(&s->lock);
+			log_err("scanner %u: out of memory for a command", s->index);
+			abort(); /* losing a DROP would leave dangling state; fail loudly */
+		}
+		s->cmds = nc;
+		s->capcmds = cap;
+	}
+	s->cmds[s->ncmds++] = *c;
+	pthread_mutex_unlock(&s->lock);
+	atomic_fetch_add(&s->seq, 1);
+	if (atomic_load(&s->sleeping))
+		futex(&s->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+void scanner_arm(struct scanner *s, const struct arm_request *r)
+{
+	struct cmd c = { .kind = CMD_ARM };
+	c.a = (struct armed){
+		.word = segment_word(r->segment, r->index),
+		.target = r->target,
+		.token = r->token,
+		.sink = r->sink,
+		.seg = r->segment,
+		.bind = r->binding,
+		.index = r->index,
+		.form = r->form,
+	};
+	post(s, &c);
+}
+
+void scanner_disarm(struct scanner *s, struct sink *sink, uint32_t segment_id, uint32_t index,
+		    uint64_t token, uint64_t cookie, bool noreply)
+{
+	struct cmd c = { .kind = CMD_DISARM, .obj = sink, .segment_id = segment_id, .index = index,
+			 .token = token, .cookie = cookie, .noreply = noreply };
+	post(s, &c);
+}
+
+void scanner_drop_segment(struct scanner *s, struct segment *seg)
+{
+	post(s, &(struct cmd){ .kind = CMD_DROP_SEGMENT, .obj = seg });
+}
+
+void scanner_drop_binding(struct scanner *s, struct binding *b)
+{
+	post(s, &(struct cmd){ .kind = CMD_DROP_BINDING, .obj = b });
+}
+
+void scanner_drop_sink(struct scanner *s, struct sink *sink)
+{
+	post(s, &(struct cmd){ .kind = CMD_DROP_SINK, .obj = sink });
+}
+
+/* ---------------- thread side ---------------- */
+
+static void release(struct armed *a)
+{
+	quota_release(&a->sink->usage, &a->sink->uid->usage, Q_ARMED, 1);
+	sink_unref(a->sink);
+	segment_unref(a->seg);
+	binding_unref(a->bind);
+}
+
+static void push_armed(struct scanner *s, const struct armed *a)
+{
+	if (s->narmed == s->caparmed) {
+		unsigned cap = s->caparmed ? s->caparmed * 2 : 1024;
+		struct armed *na = realloc(s->armed, cap * sizeof(*na));
+		struct armed *nf = na ? realloc(s->fired, cap * sizeof(*nf)) : NULL;
+		if (!na || !nf) {
+			log_err("scanner %u: out of memory for an armed descriptor", s->index);
+			abort();
+		}
+		s->armed = na;
+		s->fired = nf;
+		s->caparmed = s->capfired = cap;
+	}
+	s->armed[s->narmed++] = *a;
+}
+
+/* Remove arms matching pred; returns how many. */
+static unsigned drop_where(struct scanner *s, bool (*pred)(const struct armed *, const struct cmd *),
+			   const struct cmd *c)
+{
+	unsigned dropped = 0;
+	for (unsigned i = 0; i < s->narmed;) {
+		if (pred(&s->armed[i], c)) {
+			release(&s->armed[i]);
+			s->armed[i] = s->armed[--s->narmed];
+			dropped++;
+		} else {
+			i++;
+		}
+	}
+	return dropped;
+}
+
+static bool match_disarm(const struct armed *a, const struct cmd *c)
+{
+	return a->sink == c->obj && a->seg->id == c->segment_id && a->index == c->index &&
+	       a->token == c->token;
+}
+static bool match_segment(const struct armed *a, const struct cmd *c)
+{
+	return a->seg == c->obj;
+}
+static bool match_binding(const struct armed *a, const struct cmd *c)
+{
+	return a->bind == c->obj;
+}
+static bool match_sink(const struct armed *a, const struct cmd *c)
+{
+	return a->sink == c->obj;
+}
+
+/* Apply queued commands. Returns true when something was armed. */
+static bool take_commands(struct scanner *s)
+{
+	pthread_mutex_lock(&s->lock);
+	struct cmd *cmds = s->cmds;
+	unsigned n = s->ncmds;
+	s->cmds = NULL;
+	s->ncmds = s->capcmds = 0;
+	pthread_mutex_unlock(&s->lock);
+
+	bool armed = false;
+	for (unsigned i = 0; i < n; i++) {
+		struct cmd *c = &cmds[i];
+		switch (c->kind) {
+		case CMD_ARM:
+			push_armed(s, &c->a);
+			armed = true;
+			break;
+		case CMD_DISARM: {
+			unsigned k = drop_where(s, match_disarm, c);
+			struct sink *sink = c->obj;
+			notice_push(s->notices, &(struct notice){
+							.kind = NOTICE_DISARMED,
+							.session_id = sink->session_id,
+							.cookie = c->cookie,
+							.code = k ? 0 : -GARUDA_E_NOT_ARMED,
+							.noreply = c->noreply,
+						});
+			break;
+		}
+		case CMD_DROP_SEGMENT:
+			drop_where(s, match_segment, c);
+			break;
+		case CMD_DROP_BINDING:
+			drop_where(s, match_binding, c);
+			break;
+		case CMD_DROP_SINK:
+			drop_where(s, match_sink, c);
+			break;
+		case CMD_STOP:
+			s->stop = true;
+			break;
+		}
+	}
+	free(cmds);
+	atomic_store_explicit(&s->st_armed, s->narmed, memory_order_relaxed);
+	return armed;
+}
+
+static void guard_arm(struct scanner *s, bool on)
+{
+	if (!s->guard_ok)
+		return;
+	struct itimerspec its = { 0 };
+	if (on) /* fire every 200 us while armed: interrupts a write that blocks */
+		its.it_value.tv_nsec = its.it_interval.tv_nsec = 200000;
+	timer_settime(s->guard, 0, &its, NULL);
+}
+
+static void offender(struct scanner *s, struct sink *sink, int code)
+{
+	notice_push(s->notices, &(struct notice){ .kind = NOTICE_OFFENDER,
+						  .session_id = sink->session_id, .code = code });
+}
+
+/* One write of b->pending to the client's eventfd, never blocking. */
+static void deliver_eventfd(struct scanner *s, struct binding *b, struct sink *sink)
+{
+	uint64_t add = b->pending;
+	b->pending = 0;
+	if (b->broken)
+		return;
+	int fl = fcntl(b->fd, F_GETFL);
+	if (fl < 0 || !(fl & O_NONBLOCK)) {
+		b->broken = true;
+		log_client(LOG_WARNING, "session %llu: bound eventfd lost O_NONBLOCK; disconnecting",
+			   (unsigned long long)sink->session_id);
+		offender(s, sink, GARUDA_E_BAD_FD);
+		return;
+	}
+	ssize_t r = write(b->fd, &add, sizeof(add));
+	if (r < 0 && errno == EINTR) {
+		b->broken = true;
+		log_client(LOG_WARNING, "session %llu: eventfd write blocked; disconnecting",
+			   (unsigned long long)sink->session_id);
+		offender(s, sink, GARUDA_E_BAD_FD);
+	}
+	/* EAGAIN: the counter is saturated, so the eventfd is readable: delivered */
+}
+
+static void deliver_doorbell(struct segment *seg)
+{
+	uint32_t *bell = &seg->map->hdr.doorbell;
+	__atomic_fetch_add(bell, seg->doorbell_pending, __ATOMIC_RELEASE);
+	seg->doorbell_pending = 0;
+	syscall(SYS_futex, bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static int cmp_sink(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct armed *)a)->sink;
+	uintptr_t y = (uintptr_t)((const struct armed *)b)->sink;
+	return x < y ? -1 : x > y;
+}
+
+#define READY_BATCH 64
+
+/* READY messages of one sink: fired[0..n), sendmmsg in batches; on EAGAIN the rest
+ * coalesce into the sink's overflow flag. */
+static void deliver_messages(struct scanner *s, struct armed *f, unsigned n)
+{
+	struct sink *sink = f[0].sink;
+	static _Thread_local uint8_t bufs[READY_BATCH][64];
+	struct mmsghdr mm[READY_BATCH];
+	struct iovec iov[READY_BATCH];
+
+	for (unsigned done = 0; done < n;) {
+		unsigned k = n - done < READY_BATCH ? n - done : READY_BATCH;
+		for (unsigned i = 0; i < k; i++) {
+			struct garuda_msg m;
+			garuda_msg_init(&m, GARUDA_MSG_READY, 0);
+			m.ready.token = f[done + i].token;
+			m.ready.value = f[done + i].value;
+			m.ready.slot.segment = f[done + i].seg->id;
+			m.ready.slot.index = f[done + i].index;
+			ssize_t len = garuda_msg_encode(&m, bufs[i], sizeof(bufs[i]));
+			iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = (size_t)len };
+			mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+		}
+		int sent = sendmmsg(sink->fd, mm, k, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent < 0) {
+			if (errno == EAGAIN || errno == ENOBUFS) {
+				if (!atomic_exchange(&sink->overflow, true))
+					notice_push(s->notices, &(struct notice){ .kind = NOTICE_OVERFLOW,
+										  .session_id = sink->session_id });
+			}
+			return; /* EPIPE etc.: the session is ending */
+		}
+		done += (unsigned)sent;
+	}
+}
+
+static void deliver(struct scanner *s, unsigned nf)
+{
+	struct armed *f = s->fired;
+	bool binds = false;
+	struct segment *bells = NULL;
+	unsigned nmsg = 0;
+
+	for (unsigned i = 0; i < nf; i++) {
+		struct armed *a = &f[i];
+		switch (a->form) {
+		case GARUDA_FORM_EVENTFD:
+			a->bind->pending++;
+			binds = true;
+			break;
+		case GARUDA_FORM_DOORBELL:
+			if (a->seg->doorbell_pending++ == 0) {
+				a->seg->batch_next = bells;
+				bells = a->seg;
+			}
+			break;
+		default:
+			nmsg++;
+			break;
+		}
+	}
+	if (binds) {
+		guard_arm(s, true);
+		for (unsigned i = 0; i < nf; i++) /* in order; each binding once */
+			if (f[i].form == GARUDA_FORM_EVENTFD && f[i].bind->pending)
+				deliver_eventfd(s, f[i].bind, f[i].sink);
+		guard_arm(s, false);
+	}
+	for (struct segment *g = bells; g; g = g->batch_next)
+		deliver_doorbell(g);
+	if (nmsg) {
+		/* message-form entries to the front, grouped by sink */
+		unsigned m = 0;
+		for (unsigned i = 0; i < nf; i++)
+			if (f[i].form == GARUDA_FORM_MESSAGE) {
+				struct armed t = f[m];
+				f[m++] = f[i];
+				f[i] = t;
+			}
+		if (m > 1)
+			qsort(f, m, sizeof(*f), cmp_sink);
+		for (unsigned i = 0, j; i < m; i = j) {
+			for (j = i + 1; j < m && f[j].sink == f[i].sink; j++)
+				;
+			deliver_messages(s, f + i, j - i);
+		}
+	}
+	for (unsigned i = 0; i < nf; i++) {
+		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
+		release(&f[i]);
+	}
+	atomic_fetch_add_explicit(&s->st_completions, nf, memory_order_relaxed);
+}
+
+/* One pass over the armed set: O(armed). Returns completions delivered. */
+static unsigned scan_pass(struct scanner *s, uint64_t prev_pass)
+{
+	unsigned nf = 0;
+	for (unsigned i = 0; i < s->narmed;) {
+		struct armed *a = &s->armed[i];
+		uint64_t v = __atomic_load_n(a->word, __ATOMIC_ACQUIRE);
+		if (garuda_reached(v, a->target)) {
+			a->value = v;
+			s->fired[nf++] = *a;
+			s->armed[i] = s->armed[--s->narmed];
+		} else {
+			i++;
+		}
+	}
+	atomic_fetch_add_explicit(&s->st_passes, 1, memory_order_relaxed);
+	if (nf) {
+		uint64_t now = garuda_now_ns();
+		/* the stores landed within (prev_pass, now]: record that bound */
+		uint64_t d = now - prev_pass;
+		unsigned b = d ? 63 - (unsigned)__builtin_clzll(d) : 0;
+		atomic_fetch_add_explicit(&s->st_hist[b < SCANNER_LAT_BUCKETS ? b : SCANNER_LAT_BUCKETS - 1],
+					  nf, memory_order_relaxed);
+		atomic_store_explicit(&s->st_armed, s->narmed, memory_order_relaxed);
+		deliver(s, nf);
+	}
+	return nf;
+}
+
+/* Sleep until a command is posted or timeout_ns passes (0 = no timeout). */
+static void scanner_wait(struct scanner *s, unsigned seq, uint64_t timeout_ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000ull),
+			       .tv_nsec = (long)(timeout_ns % 1000000000ull) };
+	atomic_store(&s->sleeping, 1);
+	futex(&s->seq, FUTEX_WAIT_PRIVATE, seq, timeout_ns ? &ts : NULL);
+	atomic_store(&s->sleeping, 0);
+}
+
+static void guard_handler(int sig)
+{
+	(void)sig;
+}
+
+static void *scanner_main(void *arg)
+{
+	struct scanner *s = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "garuda-scan%u", s->index);
+	pthread_setname_np(pthread_self(), name);
+	prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0); /* short sleeps must be short */
+	if (CPU_COUNT(&s->cpus) > 0 &&
+	    pthread_setaffinity_np(pthread_self(), sizeof(s->cpus), &s->cpus) != 0)
+		log_warning("scanner %u: cannot pin to node %d's CPUs", s->index, s->numa_node);
+
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = scanner_guard_signal() };
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	s->guard_ok = timer_create(CLOCK_MONOTONIC, &sev, &s->guard) == 0;
+	if (!s->guard_ok)
+		log_warning("scanner %u: no write guard timer: %s", s->index, strerror(errno));
+
+	uint64_t last_active = garuda_now_ns(), prev_pass = last_active, sleep_ns = 0;
+	while (!s->stop) {
+		unsigned seq = atomic_load(&s->seq);
+		if (take_commands(s)) {
+			last_active = garuda_now_ns();
+			sleep_ns = 0;
+		}
+		if (s->stop)
+			break;
+		if (s->narmed == 0) {
+			atomic_fetch_add_explicit(&s->st_parks, 1, memory_order_relaxed);
+			scanner_wait(s, seq, 0);
+			prev_pass = last_active = garuda_now_ns();
+			sleep_ns = 0;
+			continue;
+		}
+		uint64_t start = garuda_now_ns();
+		unsigned fired = scan_pass(s, prev_pass);
+		prev_pass = start;
+		uint64_t now = garuda_now_ns();
+		if (fired) {
+			last_active = now;
+			sleep_ns = 0;
+			continue;
+		}
+		uint64_t spin_ns = (uint64_t)atomic_load_explicit(&s->tuning->spin_us, memory_order_relaxed) * 1000;
+		if (now - last_active < spin_ns) {
+			for (int i = 0; i < 16; i++)
+				cpu_relax();
+			continue;
+		}
+		uint64_t max_ns = (uint64_t)atomic_load_explicit(&s->tuning->max_sleep_us, memory_order_relaxed) * 1000;
+		sleep_ns = sleep_ns ? sleep_ns * 2 : 1000;
+		if (sleep_ns > max_ns)
+			sleep_ns = max_ns;
+		scanner_wait(s, seq, sleep_ns);
+	}
+	if (s->guard_ok)
+		timer_delete(s->guard);
+	return NULL;
+}
+
+int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu_set_t *cpus,
+		  struct scanner_tuning *tuning, struct notice_queue *notices)
+{
+	struct scanner *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->index = index;
+	s->numa_node = numa_node;
+	if (cpus)
+		s->cpus = *cpus;
+	s->tuning = tuning;
+	s->notices = notices;
+	pthread_mutex_init(&s->lock, NULL);
+	struct sigaction sa = { .sa_handler = guard_handler }; /* no SA_RESTART: EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(scanner_guard_signal(), &sa, NULL);
+	int r = pthread_create(&s->thread, NULL, scanner_main, s);
+	if (r) {
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return -r;
+	}
+	pthread_getcpuclockid(s->thread, &s->cpu_clock);
+	*out = s;
+	return 0;
+}
+
+void scanner_stop(struct scanner *s)
+{
+	if (!s)
+		return;
+	post(s, &(struct cmd){ .kind = CMD_STOP });
+	pthread_join(s->thread, NULL);
+	take_commands(s); /* anything posted after the stop */
+	for (unsigned i = 0; i < s->narmed; i++)
+		release(&s->armed[i]);
+	free(s->armed);
+	free(s->fired);
+	free(s->cmds);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->numa_node = s->numa_node;
+	o->armed = atomic_load_explicit(&s->st_armed, memory_order_relaxed);
+	o->passes = atomic_load_explicit(&s->st_passes, memory_order_relaxed);
+	o->completions = atomic_load_explicit(&s->st_completions, memory_order_relaxed);
+	o->parks = atomic_load_explicit(&s->st_parks, memory_order_relaxed);
+	struct timespec ts;
+	if (clock_gettime(s->cpu_clock, &ts) == 0)
+		o->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	for (int i = 0; i < SCANNER_LAT_BUCKETS; i++)
+		o->detect_hist[i] = atomic_load_explicit(&s->st_hist[i], memory_order_relaxed);
+}

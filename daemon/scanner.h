@@ -1,0 +1,73 @@
+/* scanner.h — one thread per NUMA node that watches the armed descriptors of the
+ * segments on its node and delivers readiness.
+ *
+ * Promises: a descriptor fires only after an acquire load of its word saw the target
+ * reached, and exactly once (unless dropped by disarm or by its session ending); a
+ * scan pass costs O(armed descriptors); with nothing armed the thread is parked in
+ * FUTEX_WAIT and uses no CPU; completions found in one pass are delivered batched
+ * (one eventfd write per binding, one doorbell wake per segment, sendmmsg per
+ * session). Writes to client fds never block the thread: an eventfd without
+ * O_NONBLOCK, or a write that blocks anyway, marks its client as an offender.
+ *
+ * The loop thread talks to a scanner through its command queue only; every object an
+ * armed descriptor points at is held by reference.
+ */
+#pragma once
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "delivery.h"
+#include "notice.h"
+#include "segment.h"
+
+struct scanner;
+
+struct scanner_tuning {
+	atomic_uint spin_us;      /* spin this long after the last activity */
+	atomic_uint max_sleep_us; /* then sleep, doubling up to this */
+};
+
+struct arm_request {
+	struct sink *sink;       /* reference passed to the scanner */
+	struct segment *segment; /* reference passed to the scanner */
+	struct binding *binding; /* reference passed (EVENTFD form), else NULL */
+	uint32_t index;
+	uint8_t form;
+	uint64_t target, token;
+};
+
+#define SCANNER_LAT_BUCKETS 24 /* log2(ns) buckets of detection delay */
+
+struct scanner_stats {
+	int numa_node;
+	uint64_t armed;
+	uint64_t passes;
+	uint64_t completions;
+	uint64_t parks; /* times it parked with nothing armed */
+	uint64_t cpu_ns;
+	uint64_t detect_hist[SCANNER_LAT_BUCKETS];
+};
+
+int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu_set_t *cpus,
+		  struct scanner_tuning *tuning, struct notice_queue *notices);
+/* Stop and join; drops (releases) everything still armed. */
+void scanner_stop(struct scanner *s);
+
+void scanner_arm(struct scanner *s, const struct arm_request *req);
+/* Remove not-yet-fired arms of (sink, segment_id, index, token); the outcome comes
+ * back as NOTICE_DISARMED with cookie. */
+void scanner_disarm(struct scanner *s, struct sink *sink, uint32_t segment_id, uint32_t index,
+		    uint64_t token, uint64_t cookie, bool noreply);
+/* Drop every arm on a segment / a binding's slot (eventfd form) / of a sink. */
+void scanner_drop_segment(struct scanner *s, struct segment *seg);
+void scanner_drop_binding(struct scanner *s, struct binding *b);
+void scanner_drop_sink(struct scanner *s, struct sink *sink);
+
+void scanner_get_stats(struct scanner *s, struct scanner_stats *out);
+
+/* The signal the scanners use to interrupt a blocked eventfd write; main installs a
+ * no-op handler for it without SA_RESTART before starting scanners. */
+int scanner_guard_signal(void);

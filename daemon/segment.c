@@ -1,0 +1,151 @@
+/* segment.c — see segment.h. */
+#include "segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "errcode.h"
+#include "log.h"
+#include "numa.h"
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+#define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
+
+static atomic_uint live_segments;
+
+unsigned segment_count(void)
+{
+	return atomic_load(&live_segments);
+}
+
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Map fd, place it, lock it. */
+static int map_segment(int fd, size_t bytes, int numa_node, struct garuda_segment **out)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (numa_node >= 0) {
+		int r = numa_place(p, bytes, numa_node);
+		if (r < 0 && r != -ENOSYS && r != -EINVAL)
+			log_debug("mbind to node %d: %s", numa_node, strerror(-r));
+	}
+	if (mlock(p, bytes) < 0) {
+		int e = errno;
+		munmap(p, bytes);
+		return e == ENOMEM || e == EPERM || e == EAGAIN ? -GARUDA_E_NO_MEMLOCK : -e;
+	}
+	*out = p;
+	return 0;
+}
+
+static struct segment *segment_new(int fd, struct garuda_segment *map, size_t bytes, uint32_t id,
+				   uint32_t lines, int numa_node)
+{
+	struct segment *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	atomic_init(&s->refs, 1);
+	s->fd = fd;
+	s->map = map;
+	s->bytes = bytes;
+	s->id = id;
+	s->lines = lines;
+	s->numa_node = numa_node;
+	atomic_fetch_add(&live_segments, 1);
+	return s;
+}
+
+int segment_create(uint32_t id, uint32_t lines, int numa_node, pid_t pid, struct segment **out)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "garuda-seg:pid=%d,lines=%u", (int)pid, lines);
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	size_t bytes = garuda_segment_bytes(lines, page_size());
+	if (ftruncate(fd, (off_t)bytes) < 0)
+		return -errno;
+	if (fcntl(fd, F_ADD_SEALS, REQUIRED_SEALS | F_SEAL_SEAL) < 0)
+		return -errno;
+	struct garuda_segment *map;
+	int r = map_segment(fd, bytes, numa_node, &map);
+	if (r < 0)
+		return r;
+	map->hdr.magic = GARUDA_SEGMENT_MAGIC;
+	map->hdr.layout = GARUDA_SEGMENT_LAYOUT;
+	map->hdr.lines = lines;
+	map->hdr.segment_id = id;
+	map->hdr.numa_node = numa_node;
+	struct segment *s = segment_new(fd, map, bytes, id, lines, numa_node);
+	if (!s) {
+		munmap(map, bytes);
+		return -ENOMEM;
+	}
+	TAKE_FD(fd);
+	*out = s;
+	return 0;
+}
+
+int segment_attach(int fd, uint32_t id, uint32_t lines, int numa_node, struct segment **out)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return errno == EINVAL ? -GARUDA_E_BAD_SEGMENT : -errno; /* not a memfd */
+	if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS)
+		return -GARUDA_E_BAD_SEGMENT;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	size_t bytes = garuda_segment_bytes(lines, page_size());
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != bytes)
+		return -GARUDA_E_BAD_SEGMENT;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+		return -GARUDA_E_BAD_SEGMENT;
+	struct garuda_segment *map;
+	int r = map_segment(fd, bytes, -1, &map);
+	if (r < 0)
+		return r;
+	/* shared memory: read each field once, check it, never trust it afterwards */
+	uint64_t magic = __atomic_load_n(&map->hdr.magic, __ATOMIC_RELAXED);
+	uint32_t layout = __atomic_load_n(&map->hdr.layout, __ATOMIC_RELAXED);
+	if (magic != GARUDA_SEGMENT_MAGIC || layout != GARUDA_SEGMENT_LAYOUT) {
+		munmap(map, bytes);
+		return -GARUDA_E_BAD_SEGMENT;
+	}
+	__atomic_store_n(&map->hdr.segment_id, id, __ATOMIC_RELAXED);
+	struct segment *s = segment_new(fd, map, bytes, id, lines, numa_node);
+	if (!s) {
+		munmap(map, bytes);
+		return -ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+void segment_unref(struct segment *s)
+{
+	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	munmap(s->map, s->bytes);
+	close(s->fd);
+	free(s);
+	atomic_fetch_sub(&live_segments, 1);
+}

@@ -1,0 +1,54 @@
+/* segment.h — a segment as the daemon holds it: a sealed memfd, the daemon's own
+ * MAP_SHARED mapping of it (mlock'ed, placed on its NUMA node), and its size and line
+ * count as the daemon decided them (never read back from shared memory).
+ *
+ * Reference-counted: the owning session holds one reference, every armed descriptor
+ * on the segment holds one; the mapping and the memfd go away with the last. */
+#pragma once
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "segment_layout.h"
+
+struct segment {
+	atomic_uint refs;
+	int fd;
+	struct garuda_segment *map;
+	size_t bytes;
+	uint32_t id; /* unique within its session */
+	uint32_t lines;
+	int numa_node;
+	unsigned scanner; /* index of the scanner that watches it */
+	uint32_t doorbell_pending; /* scanner-private: wakes to issue this pass */
+	struct segment *next; /* session's list */
+	struct segment *batch_next; /* scanner-private */
+};
+
+/* Create a new segment for client pid: memfd, size, seals, map, place, mlock, header.
+ * Returns 0 or -errno / -GARUDA_E_NO_MEMLOCK. */
+int segment_create(uint32_t id, uint32_t lines, int numa_node, pid_t pid, struct segment **out);
+
+/* Adopt a memfd a client presents again (after a daemon restart): it must be a memfd
+ * sealed against shrink and grow, of exactly the size `lines` needs, with a valid
+ * header. Takes ownership of fd on success only. Returns 0 or -GARUDA_E_BAD_SEGMENT,
+ * -GARUDA_E_NO_MEMLOCK, -errno. */
+int segment_attach(int fd, uint32_t id, uint32_t lines, int numa_node, struct segment **out);
+
+static inline struct segment *segment_ref(struct segment *s)
+{
+	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+void segment_unref(struct segment *s);
+
+/* The daemon's pointer to word `index`; index < lines * 8 must be checked before. */
+static inline const uint64_t *segment_word(struct segment *s, uint32_t index)
+{
+	return garuda_segment_word(s->map, index);
+}
+
+/* Number of segments alive in this process (for status and leak tests). */
+unsigned segment_count(void);

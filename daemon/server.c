@@ -1,0 +1,200 @@
+/* server.c — garudad's listening sockets: inherited through socket activation
+ * (sd_listen_fds_with_names, matched by name "client"/"control", else by order;
+ * unknown fds closed), or created here: AF_UNIX SOCK_SEQPACKET, client socket 0660
+ * with group socket_group, control socket 0600 (or 0660 with control_group). A stale
+ * socket left by a dead daemon is replaced; a live one (something accepts) or a
+ * symlink or any other file at the path is refused. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "daemon.h"
+#include "log.h"
+
+static int mkdir_parents(const char *path)
+{
+	char buf[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+static void fill_addr(struct sockaddr_un *a, const char *path)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	snprintf(a->sun_path, sizeof(a->sun_path), "%s", path);
+}
+
+/* Is something listening at path? */
+static bool socket_alive(const char *path)
+{
+	struct sockaddr_un a;
+	fill_addr(&a, path);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	return fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+}
+
+static int make_socket(const char *path, mode_t mode, const char *group, const char *what)
+{
+	struct sockaddr_un a;
+	struct stat st;
+	int r = mkdir_parents(path);
+	if (r < 0) {
+		log_err("%s socket %s: cannot create its directory: %s", what, path, strerror(-r));
+		return r;
+	}
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			log_err("%s socket %s is a symlink; refusing to use it", what, path);
+			return -ELOOP;
+		}
+		if (!S_ISSOCK(st.st_mode)) {
+			log_err("%s socket %s exists and is not a socket; refusing to replace it", what, path);
+			return -EEXIST;
+		}
+		if (socket_alive(path)) {
+			log_err("%s socket %s: another garudad is listening there", what, path);
+			return -EADDRINUSE;
+		}
+		unlink(path); /* stale */
+	}
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	fill_addr(&a, path);
+	mode_t old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (r < 0) {
+		r = -errno;
+		log_err("%s socket %s: bind: %s", what, path, strerror(-r));
+		return r;
+	}
+	if (group && *group) {
+		struct group *g = getgrnam(group);
+		if (g) {
+			if (chown(path, (uid_t)-1, g->gr_gid) < 0)
+				log_warning("%s socket %s: chown to group %s: %s", what, path, group, strerror(errno));
+		} else {
+			log_notice("%s socket %s: group %s does not exist; socket stays root's", what, path, group);
+		}
+	}
+	if (chmod(path, mode) < 0)
+		log_warning("%s socket %s: chmod: %s", what, path, strerror(errno));
+	if (listen(fd, 128) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+static int adopt(int fd, const char *what)
+{
+	if (sd_is_socket(fd, AF_UNIX, SOCK_SEQPACKET, 1) <= 0) {
+		log_err("activated fd %d (%s) is not a listening AF_UNIX SOCK_SEQPACKET socket", fd, what);
+		return -EINVAL;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+int server_open_sockets(struct daemon *d)
+{
+	char **names = NULL;
+	d->client_fd = d->control_fd = -1;
+	int n = sd_listen_fds_with_names(1, &names);
+	if (n < 0)
+		log_warning("socket activation: %s", strerror(-n));
+	int unnamed = 0;
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *name = names && names[i] ? names[i] : "unknown";
+		bool is_client = strcmp(name, "client") == 0 ||
+				 (strcmp(name, "unknown") == 0 && unnamed == 0 && d->client_fd < 0);
+		bool is_control = strcmp(name, "control") == 0 ||
+				  (strcmp(name, "unknown") == 0 && !is_client && unnamed == 1);
+		if (strcmp(name, "unknown") == 0)
+			unnamed++;
+		if (is_client && d->client_fd < 0)
+			d->client_fd = adopt(fd, "client");
+		else if (is_control && d->control_fd < 0)
+			d->control_fd = adopt(fd, "control");
+		else {
+			log_warning("socket activation: closing unexpected fd %d named \"%s\"", fd, name);
+			close(fd);
+		}
+	}
+	if (names) {
+		for (int i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+	}
+	if (d->client_fd < 0 && n > 0) {
+		log_err("socket activation passed no usable client socket");
+		return -EINVAL;
+	}
+	if (d->client_fd < 0) {
+		d->client_fd = make_socket(d->cfg.socket_path, 0660, d->cfg.socket_group, "client");
+		if (d->client_fd < 0)
+			return d->client_fd;
+		d->client_owned = true;
+	}
+	if (d->control_fd < 0) {
+		bool grp = d->cfg.control_group && *d->cfg.control_group;
+		d->control_fd = make_socket(d->cfg.control_socket_path, grp ? 0660 : 0600,
+					    grp ? d->cfg.control_group : NULL, "control");
+		if (d->control_fd < 0)
+			return d->control_fd;
+		d->control_owned = true;
+	}
+	return 0;
+}
+
+void server_close_sockets(struct daemon *d)
+{
+	if (d->client_fd >= 0)
+		close(d->client_fd);
+	if (d->control_fd >= 0)
+		close(d->control_fd);
+	if (d->client_owned)
+		unlink(d->cfg.socket_path);
+	if (d->control_owned)
+		unlink(d->cfg.control_socket_path);
+	d->client_fd = d->control_fd = -1;
+}
+
+void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events)
+{
+	struct daemon *d = data;
+	(void)events;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(d->client_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			if (errno == EMFILE || errno == ENFILE)
+				log_client(LOG_WARNING, "accept: %s (raise LimitNOFILE)", strerror(errno));
+			return;
+		}
+		session_accept(d, fd);
+	}
+	loop_again(d->loop, w);
+}

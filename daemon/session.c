@@ -1,0 +1,655 @@
+/* session.c — client sessions; see session.h. */
+#include "session.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "fdio.h"
+#include "log.h"
+#include "wire.h"
+
+#define RECV_BATCH 64 /* datagrams per callback before yielding to others */
+
+static void session_send(struct session *s, const struct garuda_msg *m, int fd);
+
+void daemon_count_error(struct daemon *d, int code)
+{
+	if (code < 0)
+		code = -code;
+	if (code >= GARUDA_ERR_BASE && code < GARUDA_ERR_BASE + ERRCOUNT_SLOTS)
+		d->errors_by_code[code - GARUDA_ERR_BASE]++;
+	if (code == GARUDA_E_QUOTA)
+		d->quota_refusals++;
+}
+
+/* ---------------- lookup ---------------- */
+
+struct session *session_find(struct daemon *d, uint64_t id)
+{
+	for (struct session *s = d->sessions; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+static struct segment *find_segment(struct session *s, uint32_t id)
+{
+	for (struct segment *g = s->segments; g; g = g->next)
+		if (g->id == id)
+			return g;
+	return NULL;
+}
+
+static struct binding *find_binding(struct session *s, uint32_t seg, uint32_t index)
+{
+	for (struct binding *b = s->bindings; b; b = b->next)
+		if (b->segment_id == seg && b->index == index)
+			return b;
+	return NULL;
+}
+
+static struct scanner *scanner_of(struct session *s, const struct segment *g)
+{
+	return s->d->scanner[g->scanner];
+}
+
+/* ---------------- replies ---------------- */
+
+static void reply_error(struct session *s, uint64_t cookie, int code, const char *text)
+{
+	struct garuda_msg m;
+	s->errors++;
+	daemon_count_error(s->d, code);
+	garuda_msg_error(&m, cookie, code, text);
+	session_send(s, &m, -1);
+}
+
+static void reply_ack(struct session *s, const struct garuda_msg *req)
+{
+	if (req->flags & GARUDA_F_NOREPLY)
+		return;
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_ACK, req->cookie);
+	session_send(s, &m, -1);
+}
+
+/* Send an error and end the session (protocol violations, offenders). */
+static void fail_session(struct session *s, uint64_t cookie, int code, const char *text)
+{
+	log_client(LOG_NOTICE, "session %llu (pid %d %s): %s; disconnecting",
+		   (unsigned long long)s->id, (int)s->pid, s->comm, text ? text : garuda_strerror(code));
+	reply_error(s, cookie, code, text);
+	session_close(s);
+}
+
+static void watch_out(struct session *s, bool on);
+
+static void on_out(struct loop_watch *w, void *data, uint32_t events)
+{
+	(void)w;
+	(void)events;
+	struct session *s = data;
+	while (s->out_head && !s->closed) {
+		struct outmsg *o = s->out_head;
+		ssize_t r = fdio_send(s->fd, o->buf, o->len, &o->fd, o->fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+		if (r == -EAGAIN)
+			return;
+		s->out_head = o->next;
+		if (!s->out_head)
+			s->out_tail = NULL;
+		quota_release(&s->sink->usage, &s->sink->uid->usage, Q_OUTBOX, o->len);
+		if (o->fd >= 0)
+			close(o->fd);
+		bool was_overflow = o->len > 0 && o->buf[0] == GARUDA_MSG_READY;
+		free(o);
+		if (was_overflow)
+			s->overflow_queued = false;
+		if (r < 0) {
+			session_close(s); /* EPIPE, ECONNRESET: peer gone */
+			return;
+		}
+	}
+	if (!s->closed)
+		watch_out(s, false);
+}
+
+static void watch_out(struct session *s, bool on)
+{
+	if (on && !s->w_out)
+		s->w_out = loop_add(s->d->loop, s->fd, POLLOUT, on_out, s);
+	else if (!on && s->w_out) {
+		loop_remove(s->d->loop, s->w_out);
+		s->w_out = NULL;
+	}
+}
+
+/* Send m (with fd, which stays the caller's) now, or queue it behind what is queued. */
+static void session_send(struct session *s, const struct garuda_msg *m, int fd)
+{
+	if (s->closed)
+		return;
+	uint8_t buf[GARUDA_MSG_MAX];
+	ssize_t len = garuda_msg_encode(m, buf, sizeof(buf));
+	if (len < 0) {
+		log_err("session %llu: cannot encode %s: %s", (unsigned long long)s->id,
+			garuda_msg_type_name(m->type), garuda_strerror((int)len));
+		return;
+	}
+	if (!s->out_head) {
+		ssize_t r = fdio_send(s->fd, buf, (size_t)len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+		if (r != -EAGAIN)
+			return; /* sent, or the peer is gone (noticed on the next receive) */
+	}
+	if (quota_charge(&s->sink->usage, &s->d->cfg.quota_connection, &s->sink->uid->usage,
+			 &s->d->cfg.quota_uid, Q_OUTBOX, (uint64_t)len)) {
+		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
+			   (unsigned long long)s->id, (int)s->pid, s->comm);
+		daemon_count_error(s->d, GARUDA_E_SLOW_PEER);
+		session_close(s);
+		return;
+	}
+	struct outmsg *o = malloc(sizeof(*o) + (size_t)len);
+	int dupfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+	if (!o || (fd >= 0 && dupfd < 0)) {
+		free(o);
+		if (dupfd >= 0)
+			close(dupfd);
+		quota_release(&s->sink->usage, &s->sink->uid->usage, Q_OUTBOX, (uint64_t)len);
+		session_close(s);
+		return;
+	}
+	o->next = NULL;
+	o->len = (size_t)len;
+	o->fd = dupfd;
+	memcpy(o->buf, buf, (size_t)len);
+	if (s->out_tail)
+		s->out_tail->next = o;
+	else
+		s->out_head = o;
+	s->out_tail = o;
+	watch_out(s, true);
+}
+
+/* ---------------- handlers ---------------- */
+
+static void on_hello(struct session *s, const struct garuda_msg *m)
+{
+	if (s->welcomed) {
+		fail_session(s, m->cookie, GARUDA_E_UNEXPECTED, "HELLO sent twice");
+		return;
+	}
+	s->welcomed = true;
+	const struct quota_limits *q = &s->d->cfg.quota_connection;
+	struct garuda_msg w;
+	garuda_msg_init(&w, GARUDA_MSG_WELCOME, m->cookie);
+	w.welcome.session_id = s->id;
+	w.welcome.max_segments = q->segments;
+	w.welcome.max_lines = q->lines;
+	w.welcome.max_bindings = q->bindings;
+	w.welcome.max_armed = q->armed;
+	session_send(s, &w, -1);
+}
+
+static int charge(struct session *s, enum quota_kind k, uint64_t n)
+{
+	return quota_charge(&s->sink->usage, &s->d->cfg.quota_connection, &s->sink->uid->usage,
+			    &s->d->cfg.quota_uid, k, n);
+}
+
+static void release_quota(struct session *s, enum quota_kind k, uint64_t n)
+{
+	quota_release(&s->sink->usage, &s->sink->uid->usage, k, n);
+}
+
+/* Scanner for a requested NUMA node (-1: round robin). Returns -1 if no such node. */
+static int pick_scanner(struct daemon *d, int node)
+{
+	if (node < 0)
+		return (int)(d->next_scanner++ % d->nscanners);
+	int idx = numa_index(&d->topo, node);
+	if (idx < 0)
+		return -1;
+	for (unsigned i = 0; i < d->nscanners; i++)
+		if (d->scanner_node[i] == node)
+			return (int)i;
+	return idx % (int)d->nscanners;
+}
+
+static void on_segment_open(struct session *s, const struct garuda_msg *m, int *fds)
+{
+	bool attach = m->type == GARUDA_MSG_SEGMENT_ATTACH;
+	uint32_t lines = m->segment_open.lines;
+	int sc = pick_scanner(s->d, m->segment_open.numa_node);
+	if (sc < 0) {
+		reply_error(s, m->cookie, GARUDA_E_BAD_VALUE, "no such NUMA node");
+		return;
+	}
+	int r = charge(s, Q_SEGMENTS, 1);
+	if (r == 0 && (r = charge(s, Q_LINES, lines)) != 0)
+		release_quota(s, Q_SEGMENTS, 1);
+	if (r) {
+		reply_error(s, m->cookie, r, attach ? "segment quota exceeded (attach)" : "segment or line quota exceeded");
+		return;
+	}
+	int node = s->d->scanner_node[sc];
+	struct segment *g = NULL;
+	uint32_t id = s->next_segment_id++;
+	if (attach) {
+		r = segment_attach(fds[0], id, lines, node, &g);
+		if (r == 0)
+			fds[0] = -1; /* the segment owns it now */
+	} else {
+		r = segment_create(id, lines, node, s->pid, &g);
+	}
+	if (r) {
+		release_quota(s, Q_SEGMENTS, 1);
+		release_quota(s, Q_LINES, lines);
+		if (r == -GARUDA_E_NO_MEMLOCK)
+			log_err("cannot mlock a segment: raise LimitMEMLOCK or grant CAP_IPC_LOCK");
+		reply_error(s, m->cookie, r, NULL);
+		return;
+	}
+	g->scanner = (unsigned)sc;
+	g->next = s->segments;
+	s->segments = g;
+
+	struct garuda_msg rep;
+	garuda_msg_init(&rep, GARUDA_MSG_SEGMENT, m->cookie);
+	rep.segment.segment_id = g->id;
+	rep.segment.lines = g->lines;
+	rep.segment.bytes = g->bytes;
+	rep.segment.numa_node = g->numa_node;
+	rep.nfds = attach ? 0 : 1;
+	session_send(s, &rep, attach ? -1 : g->fd);
+}
+
+static void drop_binding(struct session *s, struct binding *b, struct segment *g)
+{
+	struct binding **pp = &s->bindings;
+	while (*pp != b)
+		pp = &(*pp)->next;
+	*pp = b->next;
+	scanner_drop_binding(scanner_of(s, g), b);
+	release_quota(s, Q_BINDINGS, 1);
+	binding_unref(b);
+}
+
+static void on_segment_close(struct session *s, const struct garuda_msg *m)
+{
+	struct segment **pp = &s->segments, *g;
+	while ((g = *pp) && g->id != m->segment_close.segment_id)
+		pp = &g->next;
+	if (!g) {
+		reply_error(s, m->cookie, GARUDA_E_NO_SEGMENT, NULL);
+		return;
+	}
+	*pp = g->next;
+	for (struct binding *b = s->bindings, *nb; b; b = nb) {
+		nb = b->next;
+		if (b->segment_id == g->id)
+			drop_binding(s, b, g);
+	}
+	scanner_drop_segment(scanner_of(s, g), g);
+	release_quota(s, Q_SEGMENTS, 1);
+	release_quota(s, Q_LINES, g->lines);
+	segment_unref(g);
+	reply_ack(s, m);
+}
+
+/* Resolve a slot to the session's segment, or reply the error. */
+static struct segment *slot_segment(struct session *s, const struct garuda_msg *m,
+				    const struct garuda_slot *slot)
+{
+	struct segment *g = find_segment(s, slot->segment);
+	if (!g) {
+		reply_error(s, m->cookie, GARUDA_E_NO_SEGMENT, NULL);
+		return NULL;
+	}
+	if (slot->index >= g->lines * GARUDA_WORDS_PER_LINE) {
+		reply_error(s, m->cookie, GARUDA_E_SLOT_RANGE, "slot index beyond the segment's lines");
+		return NULL;
+	}
+	return g;
+}
+
+static bool is_eventfd(int fd)
+{
+	char link[64], target[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return strcmp(target, "anon_inode:[eventfd]") == 0;
+}
+
+static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
+{
+	struct segment *g = slot_segment(s, m, &m->bind.slot);
+	if (!g)
+		return;
+	if (!is_eventfd(fds[0])) {
+		reply_error(s, m->cookie, GARUDA_E_BAD_FD, "BIND needs an eventfd");
+		return;
+	}
+	int fl = fcntl(fds[0], F_GETFL);
+	if (fl < 0 || !(fl & O_NONBLOCK)) {
+		reply_error(s, m->cookie, GARUDA_E_BAD_FD, "the eventfd must be non-blocking (EFD_NONBLOCK)");
+		return;
+	}
+	if (find_binding(s, g->id, m->bind.slot.index)) {
+		reply_error(s, m->cookie, GARUDA_E_ALREADY_BOUND, NULL);
+		return;
+	}
+	int r = charge(s, Q_BINDINGS, 1);
+	if (r) {
+		reply_error(s, m->cookie, r, "binding quota exceeded");
+		return;
+	}
+	struct binding *b = binding_new(fds[0], g->id, m->bind.slot.index);
+	if (!b) {
+		release_quota(s, Q_BINDINGS, 1);
+		reply_error(s, m->cookie, -ENOMEM, NULL);
+		return;
+	}
+	fds[0] = -1;
+	b->next = s->bindings;
+	s->bindings = b;
+	reply_ack(s, m);
+}
+
+static void on_unbind(struct session *s, const struct garuda_msg *m)
+{
+	struct segment *g = slot_segment(s, m, &m->bind.slot);
+	if (!g)
+		return;
+	struct binding *b = find_binding(s, g->id, m->bind.slot.index);
+	if (!b) {
+		reply_error(s, m->cookie, GARUDA_E_NOT_BOUND, NULL);
+		return;
+	}
+	drop_binding(s, b, g);
+	reply_ack(s, m);
+}
+
+static void on_arm(struct session *s, const struct garuda_msg *m)
+{
+	struct segment *g = slot_segment(s, m, &m->arm.slot);
+	if (!g)
+		return;
+	struct binding *b = NULL;
+	if (m->arm.form == GARUDA_FORM_EVENTFD) {
+		b = find_binding(s, g->id, m->arm.slot.index);
+		if (!b) {
+			reply_error(s, m->cookie, GARUDA_E_NOT_BOUND, "eventfd-form arm on a slot with no binding");
+			return;
+		}
+	}
+	int r = charge(s, Q_ARMED, 1); /* released by the scanner when it fires or drops */
+	if (r) {
+		reply_error(s, m->cookie, r, "armed-descriptor quota exceeded");
+		return;
+	}
+	struct arm_request req = {
+		.sink = sink_ref(s->sink),
+		.segment = segment_ref(g),
+		.binding = b ? binding_ref(b) : NULL,
+		.index = m->arm.slot.index,
+		.form = m->arm.form,
+		.target = m->arm.target,
+		.token = m->arm.token,
+	};
+	scanner_arm(scanner_of(s, g), &req);
+	s->arms++;
+	s->d->arms_total++;
+	reply_ack(s, m);
+}
+
+static void on_disarm(struct session *s, const struct garuda_msg *m)
+{
+	struct segment *g = slot_segment(s, m, &m->disarm.slot);
+	if (!g)
+		return;
+	/* the scanner owns the armed set: it answers through a notice */
+	scanner_disarm(scanner_of(s, g), s->sink, g->id, m->disarm.slot.index, m->disarm.token,
+		       m->cookie, m->flags & GARUDA_F_NOREPLY);
+}
+
+/* ---------------- receive ---------------- */
+
+/* May close the session (s->closed); s stays valid until the loop iteration ends. */
+static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, int *fds, unsigned nfds)
+{
+	struct garuda_msg m;
+	int r = garuda_msg_decode(buf, len, nfds, &m);
+	if (r) {
+		uint64_t cookie = 0;
+		if (len >= GARUDA_HDR_BYTES)
+			memcpy(&cookie, buf + 16, sizeof(cookie)), cookie = le64toh(cookie);
+		fail_session(s, cookie, r, NULL);
+		return;
+	}
+	if (!s->welcomed && m.type != GARUDA_MSG_HELLO) {
+		fail_session(s, m.cookie, GARUDA_E_UNEXPECTED, "the first message must be HELLO");
+		return;
+	}
+	switch (m.type) {
+	case GARUDA_MSG_HELLO:
+		on_hello(s, &m);
+		break;
+	case GARUDA_MSG_SEGMENT_OPEN:
+	case GARUDA_MSG_SEGMENT_ATTACH:
+		on_segment_open(s, &m, fds);
+		break;
+	case GARUDA_MSG_SEGMENT_CLOSE:
+		on_segment_close(s, &m);
+		break;
+	case GARUDA_MSG_BIND:
+		on_bind(s, &m, fds);
+		break;
+	case GARUDA_MSG_UNBIND:
+		on_unbind(s, &m);
+		break;
+	case GARUDA_MSG_ARM:
+		on_arm(s, &m);
+		break;
+	case GARUDA_MSG_DISARM:
+		on_disarm(s, &m);
+		break;
+	default: {
+		char text[96];
+		snprintf(text, sizeof(text), "%s is not a request", garuda_msg_type_name(m.type));
+		fail_session(s, m.cookie, GARUDA_E_UNEXPECTED, text);
+		break;
+	}
+	}
+}
+
+static void on_in(struct loop_watch *w, void *data, uint32_t events)
+{
+	struct session *s = data;
+	(void)events;
+	uint8_t buf[GARUDA_MSG_MAX];
+	for (int i = 0; i < RECV_BATCH; i++) {
+		int fds[FDIO_MAX_FDS];
+		unsigned nfds = 0;
+		ssize_t n = fdio_recv(s->fd, buf, sizeof(buf), fds, FDIO_MAX_FDS, &nfds, MSG_DONTWAIT);
+		if (n == -EAGAIN)
+			return;
+		if (n == -EMSGSIZE) {
+			fail_session(s, 0, GARUDA_E_TOO_LONG, "datagram or its fds over the protocol's cap");
+			return;
+		}
+		if (n <= 0) {
+			session_close(s); /* EOF or a socket error: the peer is gone */
+			return;
+		}
+		handle_datagram(s, buf, (size_t)n, fds, nfds);
+		fdio_close_all(fds, nfds); /* whatever a handler did not take */
+		if (s->closed)
+			return;
+	}
+	loop_again(s->d->loop, w); /* more may be waiting: yield to others first */
+}
+
+/* ---------------- lifetime ---------------- */
+
+void session_accept(struct daemon *d, int fd)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		close(fd);
+		return;
+	}
+	struct quota_uid *qu = quota_uid_get(&d->quotas, cred.uid);
+	struct session *s = calloc(1, sizeof(*s));
+	struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu) : NULL;
+	if (!sink) {
+		free(s);
+		close(fd);
+		log_err("out of memory accepting a client");
+		return;
+	}
+	s->d = d;
+	s->id = d->next_session_id++;
+	s->sink = sink;
+	s->fd = fd;
+	s->pid = cred.pid;
+	s->uid = cred.uid;
+	s->gid = cred.gid;
+	s->next_segment_id = 1;
+	s->connected_ns = garuda_now_ns();
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)cred.pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (fgets(s->comm, sizeof(s->comm), f))
+			s->comm[strcspn(s->comm, "\n")] = '\0';
+		fclose(f);
+	}
+	s->w_in = loop_add(d->loop, fd, POLLIN, on_in, s);
+	if (!s->w_in) {
+		sink_unref(sink);
+		free(s);
+		return;
+	}
+	s->next = d->sessions;
+	if (d->sessions)
+		d->sessions->prev = s;
+	d->sessions = s;
+	d->nsessions++;
+	d->sessions_total++;
+	log_debug("session %llu: pid %d uid %d (%s) connected", (unsigned long long)s->id,
+		  (int)s->pid, (int)s->uid, s->comm);
+	daemon_update_status(d);
+}
+
+void session_close(struct session *s)
+{
+	struct daemon *d = s->d;
+	if (s->closed)
+		return;
+	s->closed = true;
+	loop_remove(d->loop, s->w_in);
+	watch_out(s, false);
+	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
+	for (unsigned i = 0; i < d->nscanners; i++)
+		scanner_drop_sink(d->scanner[i], s->sink);
+	while (s->bindings) {
+		struct binding *b = s->bindings;
+		s->bindings = b->next;
+		release_quota(s, Q_BINDINGS, 1);
+		binding_unref(b);
+	}
+	while (s->segments) {
+		struct segment *g = s->segments;
+		s->segments = g->next;
+		release_quota(s, Q_SEGMENTS, 1);
+		release_quota(s, Q_LINES, g->lines);
+		segment_unref(g);
+	}
+	while (s->out_head) {
+		struct outmsg *o = s->out_head;
+		s->out_head = o->next;
+		release_quota(s, Q_OUTBOX, o->len);
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o);
+	}
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		d->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	d->nsessions--;
+	log_debug("session %llu: closed", (unsigned long long)s->id);
+	sink_unref(s->sink);
+	s->sink = NULL;
+	/* freed after this loop iteration: callers up the stack may still hold s */
+	s->next = d->dead_sessions;
+	d->dead_sessions = s;
+	daemon_update_status(d);
+}
+
+void session_reap(struct daemon *d)
+{
+	while (d->dead_sessions) {
+		struct session *s = d->dead_sessions;
+		d->dead_sessions = s->next;
+		free(s);
+	}
+}
+
+void session_close_all(struct daemon *d)
+{
+	while (d->sessions)
+		session_close(d->sessions);
+}
+
+void session_handle_notices(struct daemon *d)
+{
+	struct notice *n;
+	unsigned k = notice_take(&d->notices, &n);
+	for (unsigned i = 0; i < k; i++) {
+		struct session *s = session_find(d, n[i].session_id);
+		if (!s)
+			continue; /* already gone */
+		switch (n[i].kind) {
+		case NOTICE_DISARMED:
+			if (n[i].code)
+				reply_error(s, n[i].cookie, n[i].code, NULL);
+			else if (!n[i].noreply) {
+				struct garuda_msg m;
+				garuda_msg_init(&m, GARUDA_MSG_ACK, n[i].cookie);
+				session_send(s, &m, -1);
+			}
+			break;
+		case NOTICE_OVERFLOW:
+			atomic_store(&s->sink->overflow, false);
+			if (!s->overflow_queued) {
+				struct garuda_msg m;
+				garuda_msg_init(&m, GARUDA_MSG_READY, 0);
+				m.ready.flags = GARUDA_READY_OVERFLOW;
+				s->overflow_queued = true;
+				session_send(s, &m, -1);
+				if (!s->out_head) /* it went out directly */
+					s->overflow_queued = false;
+			}
+			break;
+		case NOTICE_OFFENDER:
+			fail_session(s, 0, n[i].code, "bound eventfd would block the daemon");
+			break;
+		}
+	}
+	free(n);
+}

@@ -1,0 +1,47 @@
+/* session.h — one client connection: its credentials, what it holds (segments,
+ * bindings; armed descriptors live in the scanners), its outbox, and the handlers
+ * for every request type. Everything here runs on the loop thread.
+ *
+ * Promises: each request is decoded and validated before it acts; quotas are charged
+ * before anything is allocated; a protocol violation gets ERROR and a disconnect; a
+ * semantic error gets ERROR and the connection carries on; a peer that does not drain
+ * its socket is disconnected once its outbox passes its quota; when a session ends,
+ * everything it held is released (scanners drop its descriptors). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon.h"
+#include "delivery.h"
+#include "segment.h"
+
+struct outmsg {
+	struct outmsg *next;
+	size_t len;
+	int fd; /* rides along, or -1 */
+	uint8_t buf[];
+};
+
+struct session {
+	struct daemon *d;
+	uint64_t id;
+	struct sink *sink; /* owns the socket */
+	int fd;            /* = sink->fd */
+	struct loop_watch *w_in, *w_out;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char comm[17];
+	bool welcomed;
+	bool closed; /* session_close() ran; freed by session_reap() */
+	bool overflow_queued;
+	uint64_t connected_ns;
+	struct segment *segments;
+	uint32_t next_segment_id;
+	struct binding *bindings;
+	struct outmsg *out_head, *out_tail;
+	uint64_t arms, errors;
+	struct session *next, *prev;
+};
