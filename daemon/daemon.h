@@ -73,5 +73,7 @@ void daemon_count_error(struct daemon *d, int code);
 void control_on_accept(struct loop_watch *w, void *data, uint32_t events);
 void control_close_all(struct daemon *d);
 
-/* systemd status line (main.c) */
+/* systemd status line; configuration reload (main.c) */
 void daemon_update_status(struct daemon *d);
+/* Re-read the config file; keeps the running config on error (-GARUDA_E_BAD_ARGUMENT). */
+int daemon_reload(struct daemon *d);

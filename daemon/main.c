@@ -46,13 +46,13 @@ static void apply_tuning(struct daemon *d)
 	log_set_level(d->cfg.log_level);
 }
 
-static void reload(struct daemon *d)
+int daemon_reload(struct daemon *d)
 {
 	struct config next;
 	char *err = NULL;
 	if (!d->cfg.config_path) {
-		log_notice("SIGHUP: no config file to reload");
-		return;
+		log_notice("reload: no config file to reload");
+		return 0;
 	}
 	sd_notify(0, "RELOADING=1");
 	config_copy(&next, &d->cfg);
@@ -61,7 +61,7 @@ static void reload(struct daemon *d)
 		free(err);
 		config_free(&next);
 		sd_notify(0, "READY=1");
-		return;
+		return -GARUDA_E_BAD_ARGUMENT;
 	}
 	if (strcmp(next.socket_path, d->cfg.socket_path) || next.scanners != d->cfg.scanners ||
 	    strcmp(next.control_socket_path, d->cfg.control_socket_path) || next.event_loop != d->cfg.event_loop)
@@ -78,6 +78,7 @@ static void reload(struct daemon *d)
 	apply_tuning(d);
 	log_info("configuration reloaded from %s", d->cfg.config_path);
 	sd_notify(0, "READY=1");
+	return 0;
 }
 
 static void on_signal(struct loop_watch *w, void *data, uint32_t events)
@@ -88,7 +89,7 @@ static void on_signal(struct loop_watch *w, void *data, uint32_t events)
 	(void)events;
 	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			reload(d);
+			daemon_reload(d);
 		} else {
 			log_info("signal %d: stopping", (int)si.ssi_signo);
 			d->stopping = true;

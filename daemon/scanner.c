@@ -30,7 +30,17 @@
 #include "seq.h"
 #include "wire.h"
 
-enum cmd_kind { CMD_ARM, CMD_DISARM, CMD_DROP_SEGMENT, CMD_DROP_BINDING, CMD_DROP_SINK, CMD_STOP };
+enum cmd_kind { CMD_ARM, CMD_DISARM, CMD_DROP_SEGMENT, CMD_DROP_BINDING, CMD_DROP_SINK, CMD_LIST, CMD_STOP };
+
+/* CMD_LIST: the loop thread waits on done while the scanner fills views */
+struct list_request {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	struct segment *seg;
+	struct armed_view *views;
+	int n;
+};
 
 struct armed {
 	const uint64_t *word;
@@ -80,6 +90,7 @@ struct scanner {
 	/* stats, written by the thread, read by anyone */
 	atomic_uint_fast64_t st_armed, st_passes, st_completions, st_parks;
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
+	atomic_uint_fast64_t st_by_form[4];
 };
 
 int scanner_guard_signal(void)
@@ -225,6 +236,25 @@ static bool match_sink(const struct armed *a, const struct cmd *c)
 	return a->sink == c->obj;
 }
 
+static void answer_list(struct scanner *s, struct list_request *lr)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < s->narmed; i++)
+		n += s->armed[i].seg == lr->seg;
+	lr->views = calloc(n ? n : 1, sizeof(*lr->views));
+	lr->n = lr->views ? 0 : -ENOMEM;
+	for (unsigned i = 0; lr->views && i < s->narmed; i++) {
+		const struct armed *a = &s->armed[i];
+		if (a->seg == lr->seg)
+			lr->views[lr->n++] = (struct armed_view){ .index = a->index, .form = a->form,
+								  .target = a->target, .token = a->token };
+	}
+	pthread_mutex_lock(&lr->lock);
+	lr->done = true;
+	pthread_cond_signal(&lr->cond);
+	pthread_mutex_unlock(&lr->lock);
+}
+
 /* Apply queued commands. Returns true when something was armed. */
 static bool take_commands(struct scanner *s)
 {
@@ -263,6 +293,9 @@ static bool take_commands(struct scanner *s)
 			break;
 		case CMD_DROP_SINK:
 			drop_where(s, match_sink, c);
+			break;
+		case CMD_LIST:
+			answer_list(s, c->obj);
 			break;
 		case CMD_STOP:
 			s->stop = true;
@@ -423,6 +456,7 @@ static void deliver(struct scanner *s, unsigned nf)
 	for (unsigned i = 0; i < nf; i++) {
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
 		release(&f[i]);
 	}
 	atomic_fetch_add_explicit(&s->st_completions, nf, memory_order_relaxed);
@@ -574,6 +608,22 @@ void scanner_stop(struct scanner *s)
 	free(s);
 }
 
+int scanner_list_armed(struct scanner *s, struct segment *seg, struct armed_view **out)
+{
+	struct list_request lr = { .seg = seg };
+	pthread_mutex_init(&lr.lock, NULL);
+	pthread_cond_init(&lr.cond, NULL);
+	post(s, &(struct cmd){ .kind = CMD_LIST, .obj = &lr });
+	pthread_mutex_lock(&lr.lock);
+	while (!lr.done)
+		pthread_cond_wait(&lr.cond, &lr.lock);
+	pthread_mutex_unlock(&lr.lock);
+	pthread_cond_destroy(&lr.cond);
+	pthread_mutex_destroy(&lr.lock);
+	*out = lr.views;
+	return lr.n;
+}
+
 void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -585,6 +635,8 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 	struct timespec ts;
 	if (clock_gettime(s->cpu_clock, &ts) == 0)
 		o->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	for (int i = 0; i < 4; i++)
+		o->by_form[i] = atomic_load_explicit(&s->st_by_form[i], memory_order_relaxed);
 	for (int i = 0; i < SCANNER_LAT_BUCKETS; i++)
 		o->detect_hist[i] = atomic_load_explicit(&s->st_hist[i], memory_order_relaxed);
 }

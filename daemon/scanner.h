@@ -48,6 +48,7 @@ struct scanner_stats {
 	uint64_t completions;
 	uint64_t parks; /* times it parked with nothing armed */
 	uint64_t cpu_ns;
+	uint64_t by_form[4]; /* completions by enum garuda_form */
 	uint64_t detect_hist[SCANNER_LAT_BUCKETS];
 };
 
@@ -67,6 +68,18 @@ void scanner_drop_binding(struct scanner *s, struct binding *b);
 void scanner_drop_sink(struct scanner *s, struct sink *sink);
 
 void scanner_get_stats(struct scanner *s, struct scanner_stats *out);
+
+/* One armed descriptor as the control plane shows it. */
+struct armed_view {
+	uint32_t index;
+	uint8_t form;
+	uint64_t target, token;
+};
+
+/* Copy (synchronously, through the command queue) the descriptors armed on seg.
+ * *out is malloc'ed (caller frees). Returns the count or -errno. Control plane only:
+ * it waits for the scanner's next pass. */
+int scanner_list_armed(struct scanner *s, struct segment *seg, struct armed_view **out);
 
 /* The signal the scanners use to interrupt a blocked eventfd write; main installs a
  * no-op handler for it without SA_RESTART before starting scanners. */
