@@ -1,0 +1,152 @@
+/* test_fdio.c — util/fdio over a socketpair(AF_UNIX, SOCK_SEQPACKET): datagrams with 0
+ * and 1 fds keep their boundaries, received fds are CLOEXEC and refer to the sent
+ * object, and every failure path (truncation, too many fds) closes what arrived. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdcheck.h"
+#include "fdio.h"
+
+TestSuite(fdio, .init = fdcheck_begin, .fini = fdcheck_end);
+
+static void pair(int sv[2])
+{
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0, "%m");
+}
+
+static int open_fds(void)
+{
+	return fdcheck_count(0);
+}
+
+Test(fdio, datagram_without_fds)
+{
+	int sv[2];
+	pair(sv);
+	uint8_t out[32], in[64];
+	for (size_t i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(i * 7);
+	cr_assert_eq(fdio_send(sv[0], out, sizeof(out), NULL, 0, 0), 32);
+	cr_assert_eq(fdio_send(sv[0], out, 5, NULL, 0, 0), 5);
+	int fds[FDIO_MAX_FDS] = { -1, -1, -1, -1 };
+	unsigned n = 99;
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), 32, "one datagram at a time");
+	cr_assert_eq(n, 0);
+	cr_assert_arr_eq(in, out, 32);
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), 5);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(fds[0], -1);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+Test(fdio, datagram_with_one_fd)
+{
+	int sv[2];
+	pair(sv);
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cr_assert_geq(efd, 0);
+	uint8_t msg[40] = { 1, 2, 3 }, in[64];
+	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), &efd, 1, 0), 40);
+	int fds[1] = { -1 };
+	unsigned n = 0;
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), 40);
+	cr_assert_eq(n, 1);
+	cr_assert_geq(fds[0], 0);
+	cr_assert_neq(fds[0], efd, "a new descriptor");
+	cr_assert_arr_eq(in, msg, 40);
+	cr_assert(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, "received fds are CLOEXEC");
+	struct stat a, b;
+	cr_assert_eq(fstat(efd, &a), 0);
+	cr_assert_eq(fstat(fds[0], &b), 0);
+	cr_assert_eq(a.st_ino, b.st_ino);
+	uint64_t one = 1, got = 0;
+	cr_assert_eq(write(fds[0], &one, 8), 8);
+	cr_assert_eq(read(efd, &got, 8), 8, "same eventfd");
+	cr_assert_eq(got, 1);
+	fdio_close_all(fds, 1);
+	cr_assert_eq(fds[0], -1);
+	close(efd);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+Test(fdio, truncated_datagram_is_emsgsize_and_closes_its_fds)
+{
+	int sv[2];
+	pair(sv);
+	int efd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_geq(efd, 0);
+	uint8_t big[600] = { 0 }, in[64];
+	cr_assert_eq(fdio_send(sv[0], big, sizeof(big), &efd, 1, 0), 600);
+	close(efd);
+	int before = open_fds();
+	int fds[1] = { -1 };
+	unsigned n = 7;
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), -EMSGSIZE);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(open_fds(), before, "the passed fd was closed");
+	/* the rest of the datagram is gone: the next recv sees the next datagram */
+	cr_assert_eq(fdio_send(sv[0], in, 3, NULL, 0, 0), 3);
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), 3);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+Test(fdio, more_fds_than_wanted_is_emsgsize_and_closes_them)
+{
+	int sv[2];
+	pair(sv);
+	int e[2] = { eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC) };
+	cr_assert_geq(e[0], 0);
+	cr_assert_geq(e[1], 0);
+	uint8_t msg[24] = { 0 }, in[64];
+	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), e, 2, 0), 24);
+	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), e, 1, 0), 24);
+	close(e[0]);
+	close(e[1]);
+	int before = open_fds();
+	int fds[1] = { -1 };
+	unsigned n;
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), -EMSGSIZE);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(open_fds(), before);
+	/* a receiver that wants no fds: one fd is already too many */
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 0, &n, 0), -EMSGSIZE);
+	cr_assert_eq(open_fds(), before);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+Test(fdio, too_many_fds_to_send)
+{
+	int sv[2];
+	pair(sv);
+	int fds[FDIO_MAX_FDS + 1] = { 0 };
+	uint8_t msg[24] = { 0 };
+	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), fds, FDIO_MAX_FDS + 1, 0), -EINVAL);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+Test(fdio, eof_and_errors)
+{
+	int sv[2];
+	pair(sv);
+	uint8_t in[64];
+	int fds[1];
+	unsigned n;
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, MSG_DONTWAIT), -EAGAIN);
+	close(sv[0]);
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), 0, "EOF");
+	cr_assert_eq(fdio_send(sv[1], in, 8, NULL, 0, 0), -EPIPE, "no SIGPIPE, just -EPIPE");
+	close(sv[1]);
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), -EBADF);
+}
