@@ -1,0 +1,85 @@
+/* seeds.c — see seeds.h. */
+#include "seeds.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void seed_msg(unsigned type, struct garuda_msg *m)
+{
+	garuda_msg_init(m, type, 0x0102030405060708ull + type);
+	switch (type) {
+	case GARUDA_MSG_WELCOME:
+		m->welcome.session_id = 42;
+		m->welcome.max_segments = 16;
+		m->welcome.max_lines = 4096;
+		m->welcome.max_bindings = 1024;
+		m->welcome.max_armed = 65536;
+		break;
+	case GARUDA_MSG_SEGMENT_OPEN:
+	case GARUDA_MSG_SEGMENT_ATTACH:
+		m->segment_open.lines = 64;
+		m->segment_open.numa_node = -1;
+		break;
+	case GARUDA_MSG_SEGMENT:
+		m->nfds = 1;
+		m->segment.segment_id = 1;
+		m->segment.lines = 64;
+		m->segment.bytes = 8192;
+		m->segment.numa_node = 0;
+		break;
+	case GARUDA_MSG_SEGMENT_CLOSE:
+		m->flags = GARUDA_F_NOREPLY;
+		m->segment_close.segment_id = 1;
+		break;
+	case GARUDA_MSG_BIND:
+	case GARUDA_MSG_UNBIND:
+		m->bind.slot = (struct garuda_slot){ 1, 9 };
+		break;
+	case GARUDA_MSG_ARM:
+		m->arm.slot = (struct garuda_slot){ 1, 9 };
+		m->arm.target = 100;
+		m->arm.token = 7;
+		m->arm.form = GARUDA_FORM_EVENTFD;
+		break;
+	case GARUDA_MSG_DISARM:
+		m->disarm.slot = (struct garuda_slot){ 1, 9 };
+		m->disarm.token = 7;
+		break;
+	case GARUDA_MSG_READY:
+		m->cookie = 0;
+		m->ready.token = 7;
+		m->ready.value = 100;
+		m->ready.slot = (struct garuda_slot){ 1, 9 };
+		m->ready.flags = GARUDA_READY_OVERFLOW;
+		break;
+	case GARUDA_MSG_ERROR:
+		garuda_msg_error(m, m->cookie, -1016, NULL);
+		break;
+	default:
+		break;
+	}
+}
+
+size_t fuzz_seeds(struct fuzz_seed *out, size_t cap)
+{
+	size_t n = 0;
+	for (unsigned t = 1; t <= GARUDA_MSG_TYPE_MAX_ && n < cap; t++, n++) {
+		struct garuda_msg m;
+		seed_msg(t, &m);
+		struct fuzz_seed *s = &out[n];
+		memset(s, 0, sizeof(*s));
+		ssize_t len = garuda_msg_encode(&m, s->bytes + 1, sizeof(s->bytes) - 1);
+		if (len <= 0) {
+			fprintf(stderr, "seed for type %u does not encode: %zd\n", t, len);
+			abort();
+		}
+		s->bytes[0] = (uint8_t)m.nfds;
+		s->len = (size_t)len + 1;
+		int k = snprintf(s->name, sizeof(s->name), "%02u-%s", t, garuda_msg_type_name(t));
+		for (int i = 0; i < k; i++)
+			s->name[i] = (char)(s->name[i] == '_' ? '-' : tolower((unsigned char)s->name[i]));
+	}
+	return n;
+}

@@ -1,0 +1,96 @@
+/* test_corpus.c — the fuzz seed corpus in the ordinary test suite: the checked-in
+ * files are exactly what seeds.c generates (one per message type, each decodes), and
+ * every file replays through the fuzz target's checks, as do a few invalid inputs. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errcode.h"
+#include "fdcheck.h"
+#include "seeds.h"
+#include "wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+TestSuite(fuzz, .init = fdcheck_begin, .fini = fdcheck_end);
+
+static size_t read_seed(const char *name, uint8_t *buf, size_t cap)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", FUZZ_CORPUS_DIR, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s (regenerate: meson compile -C BUILD fuzz-corpus)", path,
+		      strerror(errno));
+	ssize_t n = read(fd, buf, cap);
+	close(fd);
+	cr_assert_geq(n, 0);
+	return (size_t)n;
+}
+
+Test(fuzz, corpus_is_current)
+{
+	static struct fuzz_seed seeds[32];
+	size_t n = fuzz_seeds(seeds, 32);
+	cr_assert_eq(n, GARUDA_MSG_TYPE_MAX_, "one seed per message type");
+	for (size_t i = 0; i < n; i++) {
+		uint8_t buf[FUZZ_SEED_MAX + 1];
+		size_t len = read_seed(seeds[i].name, buf, sizeof(buf));
+		cr_assert_eq(len, seeds[i].len, "%s: stale, regenerate with fuzz-corpus", seeds[i].name);
+		cr_assert_arr_eq(buf, seeds[i].bytes, len, "%s: stale", seeds[i].name);
+	}
+	/* and nothing else lies in the corpus directory */
+	DIR *d = opendir(FUZZ_CORPUS_DIR);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	size_t files = 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			files++;
+	closedir(d);
+	cr_assert_eq(files, n, "unexpected files in %s", FUZZ_CORPUS_DIR);
+}
+
+Test(fuzz, every_seed_decodes)
+{
+	static struct fuzz_seed seeds[32];
+	size_t n = fuzz_seeds(seeds, 32);
+	bool seen[GARUDA_MSG_TYPE_MAX_ + 1] = { false };
+	for (size_t i = 0; i < n; i++) {
+		uint8_t buf[FUZZ_SEED_MAX + 1];
+		size_t len = read_seed(seeds[i].name, buf, sizeof(buf));
+		struct garuda_msg m;
+		int r = garuda_msg_decode(buf + 1, len - 1, buf[0], &m);
+		cr_assert_eq(r, 0, "%s: %s", seeds[i].name, garuda_strerror(r));
+		seen[m.type] = true;
+		cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
+	}
+	for (unsigned t = 1; t <= GARUDA_MSG_TYPE_MAX_; t++)
+		cr_assert(seen[t], "no seed of type %u", t);
+}
+
+Test(fuzz, target_survives_invalid_inputs)
+{
+	uint8_t buf[FUZZ_SEED_MAX + 64];
+	memset(buf, 0, sizeof(buf));
+	cr_assert_eq(LLVMFuzzerTestOneInput(buf, 0), 0);
+	for (size_t len = 1; len < sizeof(buf); len += 3)
+		cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
+	memset(buf, 0xff, sizeof(buf));
+	for (size_t len = 1; len < sizeof(buf); len += 5)
+		cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
+	/* every seed with every fd count and every single-byte truncation */
+	static struct fuzz_seed seeds[32];
+	size_t n = fuzz_seeds(seeds, 32);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(buf, seeds[i].bytes, seeds[i].len);
+		for (unsigned f = 0; f < 4; f++) {
+			buf[0] = (uint8_t)f;
+			for (size_t len = 1; len <= seeds[i].len; len++)
+				cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
+		}
+	}
+}
