@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# deps.sh — install what garuda's build, tests, sanitizer and fuzz builds need
+# (Debian 12). Does nothing when every package is already installed; otherwise runs
+# apt-get update, then apt-get install -y. Needs root (uses sudo when not root).
+set -euo pipefail
+
+packages=(
+	meson ninja-build pkg-config gcc
+	clang libclang-rt-14-dev
+	libsystemd-dev liburing-dev libcjson-dev libcriterion-dev
+	systemd valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[[ $status == installed ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+	echo "deps: all ${#packages[@]} packages present"
+	exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+sudo=()
+if ((EUID != 0)); then
+	command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+	sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y "${missing[@]}"
