@@ -53,6 +53,11 @@ struct armed {
 	uint64_t value; /* set when fired */
 };
 
+struct hot {
+	const uint64_t *word;
+	uint64_t target;
+};
+
 struct cmd {
 	enum cmd_kind kind;
 	struct armed a;   /* ARM */
@@ -80,7 +85,9 @@ struct scanner {
 	atomic_uint seq;     /* bumped per posted command; the futex word */
 	atomic_int sleeping; /* the thread is in (or about to enter) FUTEX_WAIT */
 
-	/* thread-private */
+	/* thread-private. The armed set is two parallel arrays: the pass reads only
+	 * `hot` (word pointer and target, 16 bytes), `armed` is touched when one fires. */
+	struct hot *hot;
 	struct armed *armed;
 	unsigned narmed, caparmed;
 	struct armed *fired;
@@ -131,7 +138,11 @@ static void post(struct scanner *s, const struct cmd *c)
 	s->cmds[s->ncmds++] = *c;
 	pthread_mutex_unlock(&s->lock);
 	atomic_fetch_add(&s->seq, 1);
-	if (atomic_load(&s->sleeping))
+	/* drops only release; they wait for the next wake, so a parked scanner with
+	 * nothing armed stays parked when sessions end */
+	bool urgent = c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING &&
+		      c->kind != CMD_DROP_SINK;
+	if (urgent && atomic_load(&s->sleeping))
 		futex(&s->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
@@ -189,16 +200,28 @@ static void push_armed(struct scanner *s, const struct armed *a)
 	if (s->narmed == s->caparmed) {
 		unsigned cap = s->caparmed ? s->caparmed * 2 : 1024;
 		struct armed *na = realloc(s->armed, cap * sizeof(*na));
+		if (na)
+			s->armed = na;
 		struct armed *nf = na ? realloc(s->fired, cap * sizeof(*nf)) : NULL;
-		if (!na || !nf) {
+		if (nf)
+			s->fired = nf;
+		struct hot *nh = nf ? realloc(s->hot, cap * sizeof(*nh)) : NULL;
+		if (!nh) {
 			log_err("scanner %u: out of memory for an armed descriptor", s->index);
 			abort();
 		}
-		s->armed = na;
-		s->fired = nf;
+		s->hot = nh;
 		s->caparmed = s->capfired = cap;
 	}
+	s->hot[s->narmed] = (struct hot){ .word = a->word, .target = a->target };
 	s->armed[s->narmed++] = *a;
+}
+
+static void remove_at(struct scanner *s, unsigned i)
+{
+	s->narmed--;
+	s->hot[i] = s->hot[s->narmed];
+	s->armed[i] = s->armed[s->narmed];
 }
 
 /* Remove arms matching pred; returns how many. */
@@ -209,7 +232,7 @@ static unsigned drop_where(struct scanner *s, bool (*pred)(const struct armed *,
 	for (unsigned i = 0; i < s->narmed;) {
 		if (pred(&s->armed[i], c)) {
 			release(&s->armed[i]);
-			s->armed[i] = s->armed[--s->narmed];
+			remove_at(s, i);
 			dropped++;
 		} else {
 			i++;
@@ -467,12 +490,11 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass)
 {
 	unsigned nf = 0;
 	for (unsigned i = 0; i < s->narmed;) {
-		struct armed *a = &s->armed[i];
-		uint64_t v = __atomic_load_n(a->word, __ATOMIC_ACQUIRE);
-		if (garuda_reached(v, a->target)) {
-			a->value = v;
-			s->fired[nf++] = *a;
-			s->armed[i] = s->armed[--s->narmed];
+		uint64_t v = __atomic_load_n(s->hot[i].word, __ATOMIC_ACQUIRE);
+		if (garuda_reached(v, s->hot[i].target)) {
+			s->fired[nf] = s->armed[i];
+			s->fired[nf++].value = v;
+			remove_at(s, i);
 		} else {
 			i++;
 		}
@@ -602,6 +624,7 @@ void scanner_stop(struct scanner *s)
 	for (unsigned i = 0; i < s->narmed; i++)
 		release(&s->armed[i]);
 	free(s->armed);
+	free(s->hot);
 	free(s->fired);
 	free(s->cmds);
 	pthread_mutex_destroy(&s->lock);
