@@ -20,11 +20,13 @@ TestSuite(fuzz, .init = fdcheck_begin, .fini = fdcheck_end);
 
 static size_t read_seed(const char *name, uint8_t *buf, size_t cap)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", FUZZ_CORPUS_DIR, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0, "%s: %s (regenerate: meson compile -C BUILD fuzz-corpus)", path,
-		      strerror(errno));
+	int dir = open(FUZZ_CORPUS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(dir, 0, "%s: %s", FUZZ_CORPUS_DIR, strerror(errno));
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	int err = errno;
+	close(dir);
+	cr_assert_geq(fd, 0, "%s/%s: %s (regenerate: meson compile -C BUILD fuzz-corpus)",
+		      FUZZ_CORPUS_DIR, name, strerror(err));
 	ssize_t n = read(fd, buf, cap);
 	close(fd);
 	cr_assert_geq(n, 0);
