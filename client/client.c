@@ -1,0 +1,190 @@
+/* client.c — libgaruda's client object: connect (socket path from GARUDA_SOCKET or
+ * the default), disconnect, the dispatch of message-form callbacks, and the small
+ * accessors. The connection machinery itself lives in conn.c.
+ *
+ * Promises: garuda_connect() returns a client only after a WELCOME, with its I/O
+ * thread running; garuda_disconnect() frees everything the client owns (streams,
+ * segments, fds, the thread). Callbacks run only inside garuda_dispatch(), one at a
+ * time, never with a library lock held.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+const char *garuda_version(void)
+{
+	return "0.1.0";
+}
+
+static void client_free(struct garuda_client *c)
+{
+	if (c->sock >= 0)
+		close(c->sock);
+	if (c->dispatch_efd >= 0)
+		close(c->dispatch_efd);
+	if (c->wake_efd >= 0)
+		close(c->wake_efd);
+	pthread_mutex_destroy(&c->reg_lock);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->dispatch_lock);
+	pthread_cond_destroy(&c->cond);
+	free(c->streams);
+	free(c->path);
+	free(c);
+}
+
+int garuda_connect_to(const char *path, struct garuda_client **out)
+{
+	if (out)
+		*out = NULL;
+	if (!path || !*path || !out)
+		return -EINVAL;
+	struct garuda_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->sock = c->dispatch_efd = c->wake_efd = -1;
+	pthread_mutex_init(&c->reg_lock, NULL);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->dispatch_lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->path = strdup(path);
+	if (!c->path) {
+		client_free(c);
+		return -ENOMEM;
+	}
+	c->dispatch_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	c->wake_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->dispatch_efd < 0 || c->wake_efd < 0) {
+		int r = -errno;
+		client_free(c);
+		return r;
+	}
+	int sock = conn_handshake(path, &c->welcome);
+	if (sock < 0) {
+		client_free(c);
+		return sock;
+	}
+	c->sock = sock;
+	c->gen = 1;
+	c->session_id = c->welcome.session_id;
+	c->state = CONN_UP;
+	atomic_store(&c->atomic_state, CONN_UP);
+	int r = io_start(c);
+	if (r < 0) {
+		client_free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+int garuda_connect(struct garuda_client **out)
+{
+	const char *path = getenv("GARUDA_SOCKET");
+	if (!path || !*path)
+		path = GARUDA_DEFAULT_SOCKET;
+	return garuda_connect_to(path, out);
+}
+
+void garuda_disconnect(struct garuda_client *c)
+{
+	if (!c)
+		return;
+	io_stop(c); /* state CLOSING: nothing is sent from here on */
+	seg_close_all(c);
+	client_free(c);
+}
+
+int garuda_client_connected(const struct garuda_client *c)
+{
+	if (!c)
+		return -EINVAL;
+	return atomic_load_explicit(&((struct garuda_client *)c)->atomic_state,
+				    memory_order_acquire) == CONN_UP;
+}
+
+uint64_t garuda_client_session(const struct garuda_client *c)
+{
+	if (!c)
+		return 0;
+	struct garuda_client *m = (struct garuda_client *)c;
+	pthread_mutex_lock(&m->lock);
+	uint64_t id = m->state == CONN_UP ? m->session_id : 0;
+	pthread_mutex_unlock(&m->lock);
+	return id;
+}
+
+uint64_t garuda_client_reconnects(const struct garuda_client *c)
+{
+	return c ? atomic_load(&((struct garuda_client *)c)->reconnects) : 0;
+}
+
+int garuda_client_fd(const struct garuda_client *c)
+{
+	return c ? c->dispatch_efd : -EINVAL;
+}
+
+int garuda_dispatch(struct garuda_client *c)
+{
+	if (!c)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	bool nested = c->dispatching && pthread_equal(c->dispatcher, pthread_self());
+	pthread_mutex_unlock(&c->lock);
+	if (nested)
+		return -GARUDA_E_BUSY;
+
+	pthread_mutex_lock(&c->dispatch_lock);
+	uint64_t v;
+	while (read(c->dispatch_efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+	pthread_mutex_lock(&c->lock);
+	c->dispatching = true;
+	c->dispatcher = pthread_self();
+	/* run what is queued now; later arrivals re-arm the fd for the next call. The
+	 * stream stays on the queue until popped, so garuda_stream_free() from a
+	 * callback can take any other stream off it. */
+	unsigned budget = 0;
+	for (struct garuda_stream *q = c->cbq_head; q; q = q->cb_next)
+		budget++;
+	int n = 0;
+	while (budget-- && c->cbq_head) {
+		struct garuda_stream *s = c->cbq_head;
+		c->cbq_head = s->cb_next;
+		if (!c->cbq_head)
+			c->cbq_tail = NULL;
+		s->cb_next = NULL;
+		s->cb_queued = false;
+		garuda_stream_cb cb = s->cb;
+		void *user = s->cb_user;
+		s->cb_busy++;
+		pthread_mutex_unlock(&c->lock);
+
+		uint64_t w = word_load(s->word);
+		if (cb && w != s->cb_delivered && garuda_reached(w, s->cb_delivered)) {
+			s->cb_delivered = w;
+			cb(s, w, user);
+			n++;
+		}
+
+		pthread_mutex_lock(&c->lock);
+		s->cb_busy--;
+		bool free_now = s->free_pending && !s->cb_busy;
+		pthread_cond_broadcast(&c->cond);
+		if (free_now) {
+			pthread_mutex_unlock(&c->lock);
+			s->free_pending = false;
+			/* still "dispatching": a nested free of another stream is fine */
+			garuda_stream_free(s);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	c->dispatching = false;
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->dispatch_lock);
+	return n;
+}

@@ -1,0 +1,336 @@
+/* garuda.h — libgaruda: wait on GPU (or CPU) stream completion like I/O.
+ *
+ * A stream (struct garuda_stream) owns one 64-bit word in a segment: a shared-memory
+ * region that garudad created for this client and that the client registered with its
+ * GPU runtime through a backend ("host", "cuda", "hip"). garuda_stream_signal() enqueues,
+ * behind the work already queued on the native stream, a store of the next sequence
+ * number into the word, and arms it with garudad. Completion can then be observed in
+ * whatever way fits the program:
+ *
+ *   - garuda_stream_reached() / garuda_stream_value(): read the word (memory is the
+ *     truth; these never block and never talk to the daemon);
+ *   - garuda_stream_wait(): spin on the word for a short budget, then block on the
+ *     stream's readiness form, with a timeout and a backstop that queries the native
+ *     stream so a faulted stream fails instead of hanging;
+ *   - garuda_stream_fd(): an eventfd to put in epoll, io_uring or asyncio (readiness
+ *     form GARUDA_READINESS_EVENTFD), then garuda_stream_drain();
+ *   - garuda_stream_set_callback() + garuda_client_fd() + garuda_dispatch(): callbacks
+ *     driven by READY messages on the socket (form GARUDA_READINESS_MESSAGE).
+ *
+ * Readiness from garudad is a hint: every function decides from an acquire load of the
+ * word. When garudad goes away, waits keep working by polling the words, and the
+ * library reconnects in the background with backoff, presents its segments again,
+ * re-binds its eventfds and re-arms what is still outstanding.
+ *
+ * Return values: 0 or a non-negative count on success; on failure a negative errno
+ * (system failures, forwarded unchanged; -EINVAL for invalid arguments), or a negative
+ * garuda error code (enum garuda_error below). garuda_strerror() gives the text of any.
+ *
+ * Threads: a client may be shared by any number of threads. Different streams may be
+ * used concurrently from different threads. One stream is signalled, waited on and
+ * drained by one thread at a time (or under the caller's lock);
+ * garuda_stream_reached() and garuda_stream_value() may be called from any thread at
+ * any time. Each function below states its own rules where they differ.
+ *
+ * The library starts one background thread per client (it reads the socket, routes
+ * replies and READY messages, and reconnects). It blocks all signals. Do not use a
+ * client in a child after fork(); connect again there.
+ */
+#ifndef GARUDA_GARUDA_H
+#define GARUDA_GARUDA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GARUDA_VERSION_MAJOR 0
+#define GARUDA_VERSION_MINOR 1
+#define GARUDA_VERSION_PATCH 0
+
+/* Default socket of garudad; the environment variable GARUDA_SOCKET overrides it. */
+#define GARUDA_DEFAULT_SOCKET "/run/garuda/garuda.sock"
+
+/* garuda's own error codes (returned negated). This is a copy of the append-only
+ * registry in garuda's proto/errcode.h: a code never changes its number. */
+#ifndef GARUDA_ERR_BASE
+#define GARUDA_ERR_BASE 1000
+enum garuda_error {
+	GARUDA_E_PROTOCOL = 1000,       /* malformed message */
+	GARUDA_E_TOO_SHORT = 1001,      /* message shorter than its header or body */
+	GARUDA_E_TOO_LONG = 1002,       /* message longer than the protocol allows */
+	GARUDA_E_BAD_LENGTH = 1003,     /* header length field differs from the datagram */
+	GARUDA_E_UNKNOWN_TYPE = 1004,   /* unknown message type */
+	GARUDA_E_BAD_VERSION = 1005,    /* unsupported protocol version */
+	GARUDA_E_FD_COUNT = 1006,       /* number of passed fds differs from the header */
+	GARUDA_E_SLOT_RANGE = 1007,     /* slot out of range */
+	GARUDA_E_RESERVED_SET = 1008,   /* reserved field or flag is not zero */
+	GARUDA_E_BAD_VALUE = 1009,      /* field value out of range */
+	GARUDA_E_UNEXPECTED = 1010,     /* message not valid in this direction or state */
+	GARUDA_E_NO_SEGMENT = 1011,     /* no such segment in this session */
+	GARUDA_E_BAD_FD = 1012,         /* passed fd has the wrong type */
+	GARUDA_E_NOT_BOUND = 1013,      /* slot has no eventfd binding */
+	GARUDA_E_ALREADY_BOUND = 1014,  /* slot already has an eventfd binding */
+	GARUDA_E_NOT_ARMED = 1015,      /* no such armed descriptor */
+	GARUDA_E_QUOTA = 1016,          /* quota exceeded */
+	GARUDA_E_NO_MEMLOCK = 1017,     /* cannot lock segment memory */
+	GARUDA_E_BAD_SEGMENT = 1018,    /* presented segment has wrong seals, size or layout */
+	GARUDA_E_SLOW_PEER = 1019,      /* peer does not drain its socket; disconnected */
+	GARUDA_E_TIMEOUT = 1020,        /* timed out */
+	GARUDA_E_DISCONNECTED = 1021,   /* not connected to garudad */
+	GARUDA_E_BAD_PLAN = 1022,       /* invalid wait plan */
+	GARUDA_E_STREAM_FAULT = 1023,   /* the stream reported an error */
+	GARUDA_E_NO_DRIVER = 1024,      /* vendor runtime library not found */
+	GARUDA_E_DRIVER_TOO_OLD = 1025, /* vendor runtime lacks a required entry point */
+	GARUDA_E_UNSUPPORTED = 1026,    /* device cannot do 64-bit stream memory operations */
+	GARUDA_E_REGISTER_FAILED = 1027,/* vendor runtime refused to register host memory */
+	GARUDA_E_BAD_JSON = 1028,       /* (control plane) request is not a JSON object */
+	GARUDA_E_UNKNOWN_REQUEST = 1029,/* (control plane) unknown request */
+	GARUDA_E_BAD_ARGUMENT = 1030,   /* (control plane) missing or mistyped argument */
+	GARUDA_E_ACCESS_DENIED = 1031,  /* permission denied */
+	GARUDA_E_NO_CLIENT = 1032,      /* (control plane) no such client */
+	GARUDA_E_BUSY = 1033,           /* resource busy */
+	GARUDA_E_CLOSED = 1034,         /* object closed */
+};
+#endif
+
+/* How a stream's waiter is told that its word may have reached a target.
+ * Whatever the form, garuda_stream_wait() works; the form decides what it blocks on
+ * and what else the program can watch. */
+enum garuda_readiness {
+	/* No readiness from garudad: waits spin, then sleep and re-read the word. Costs
+	 * no messages; latency is the polling interval. */
+	GARUDA_READINESS_POLL = 0,
+	/* An eventfd bound to the stream's word; +1 per reached target. garuda_stream_fd()
+	 * returns it (for epoll, io_uring, asyncio add_reader). */
+	GARUDA_READINESS_EVENTFD = 1,
+	/* A READY message on the client's socket per reached target; drives
+	 * garuda_stream_set_callback() callbacks through garuda_dispatch(). */
+	GARUDA_READINESS_MESSAGE = 2,
+	/* garudad bumps and futex-wakes the segment's doorbell word; waiters block on it
+	 * with no fd. Shared by all streams of a segment. */
+	GARUDA_READINESS_DOORBELL = 3,
+};
+
+struct garuda_client; /* one connection to garudad */
+struct garuda_seg;    /* one segment (shared memory of words) for one backend device */
+struct garuda_stream; /* one word, signalled by one native stream */
+
+/* ------------------------------------------------------------------------------
+ * Library
+ */
+
+/* Version of the library, "MAJOR.MINOR.PATCH". Never NULL. Thread-safe. */
+const char *garuda_version(void);
+
+/* Text for any return value of this library: a negative errno, a negative garuda
+ * code (either sign of a garuda code is accepted). Never NULL; an unknown value gives
+ * "unknown error". Thread-safe. */
+const char *garuda_strerror(int err);
+
+/* ------------------------------------------------------------------------------
+ * Client: one connection to garudad
+ */
+
+/* Connect to garudad at $GARUDA_SOCKET, or GARUDA_DEFAULT_SOCKET when it is unset or
+ * empty, say HELLO and start the client's background thread. *out gets the client.
+ * Errors: -EINVAL (out NULL; socket path too long), -ENOENT / -ECONNREFUSED / -EACCES
+ * (no daemon listening there, or no permission), -GARUDA_E_BAD_VERSION (the daemon
+ * speaks another protocol version), -GARUDA_E_PROTOCOL (the daemon's answer was not a
+ * valid WELCOME), -GARUDA_E_DISCONNECTED (the daemon closed the connection during the
+ * handshake), another negative code the daemon sent, -ENOMEM, or a negative errno from
+ * socket(), eventfd() or pthread_create(). Thread-safe. */
+int garuda_connect(struct garuda_client **out);
+
+/* As garuda_connect(), at socket path `path` (an AF_UNIX path). */
+int garuda_connect_to(const char *path, struct garuda_client **out);
+
+/* Stop the background thread, free every stream and close every segment still open
+ * on the client (as garuda_stream_free() and garuda_segment_close() do), close the
+ * connection and free the client. Pointers to those streams and segments become
+ * invalid. NULL is a no-op. Must not race with any other call on the client or its
+ * streams and segments, and must not be called from a callback. */
+void garuda_disconnect(struct garuda_client *c);
+
+/* 1 while the client has a working session with garudad, 0 while it is reconnecting
+ * (waits then poll the words). Thread-safe. -EINVAL if c is NULL. */
+int garuda_client_connected(const struct garuda_client *c);
+
+/* The session id garudad gave the current connection (changes on reconnect), or 0
+ * while disconnected. Thread-safe. */
+uint64_t garuda_client_session(const struct garuda_client *c);
+
+/* Number of successful reconnections since garuda_connect(). Thread-safe. */
+uint64_t garuda_client_reconnects(const struct garuda_client *c);
+
+/* A file descriptor that becomes readable when garuda_dispatch() has callbacks to run.
+ * It stays the same for the life of the client, across reconnections; put it in
+ * epoll/poll/io_uring for POLLIN and call garuda_dispatch() when it fires. Do not read,
+ * write or close it. Returns the fd, or -EINVAL if c is NULL. Thread-safe. */
+int garuda_client_fd(const struct garuda_client *c);
+
+/* Run the callbacks of message-form streams (garuda_stream_set_callback()) whose words
+ * advanced, and clear garuda_client_fd()'s readiness. Never blocks on the daemon.
+ * Callbacks run on the calling thread, one at a time. Returns the number of callbacks
+ * run (>= 0), -EINVAL (c NULL), or -GARUDA_E_BUSY when called from inside a callback.
+ * Thread-safe: concurrent callers take turns. */
+int garuda_dispatch(struct garuda_client *c);
+
+/* ------------------------------------------------------------------------------
+ * Segments: words in shared memory, registered with a backend device
+ */
+
+/* Open backend `backend` ("host", "cuda" or "hip") for device ordinal `device`, ask
+ * garudad for a segment of `lines` lines (8 words each; one stream uses one word)
+ * on the device's NUMA node, map it, and register the mapping with the device.
+ * Errors: -EINVAL (c, backend or out NULL, unknown backend name, lines 0 or above
+ * 65536), the backend's errors (-GARUDA_E_NO_DRIVER, -GARUDA_E_DRIVER_TOO_OLD,
+ * -GARUDA_E_UNSUPPORTED, -GARUDA_E_REGISTER_FAILED, -ENODEV...), the daemon's
+ * (-GARUDA_E_QUOTA: too many segments or lines; -GARUDA_E_NO_MEMLOCK),
+ * -GARUDA_E_DISCONNECTED (no session right now: retry later), -GARUDA_E_PROTOCOL (the
+ * daemon's segment does not match what was asked), -ENOMEM, or a negative errno from
+ * mmap(). Thread-safe. */
+int garuda_segment_open(struct garuda_client *c, const char *backend, int device, uint32_t lines,
+			struct garuda_seg **out);
+
+/* Close a segment: tell garudad, unregister it from the device, unmap it, close the
+ * backend. Fails with -GARUDA_E_BUSY (nothing done) while streams of the segment are
+ * alive. NULL is a no-op (0). Must not race with other calls on the segment or its
+ * streams. */
+int garuda_segment_close(struct garuda_seg *seg);
+
+/* The NUMA node the segment was placed for (-1: any). Thread-safe. */
+int garuda_segment_numa_node(const struct garuda_seg *seg);
+
+/* Words of the segment not used by a stream. Thread-safe. */
+uint32_t garuda_segment_free_words(const struct garuda_seg *seg);
+
+/* ------------------------------------------------------------------------------
+ * Streams: one word signalled by one native stream
+ */
+
+/* Create a stream on a free word of seg, signalled through `native`: a CUstream for
+ * "cuda", a hipStream_t for "hip", a struct garuda_host_stream * for "host" (or NULL
+ * on "host": signals then store immediately from the calling thread, for CPU
+ * producers). `form` is the stream's readiness form. The word starts at 0; the first
+ * signal stores 1. Defaults: spin 20 us, backstop 1 ms (garuda_stream_set_wait()).
+ * Errors: -EINVAL (seg or out NULL, bad form), -ENOSPC (no free word in seg),
+ * -GARUDA_E_QUOTA (too many eventfd bindings), -ENOMEM, a negative errno from
+ * eventfd(). A stream may be created while the client is reconnecting; it is
+ * presented to garudad when the session is back. Thread-safe. */
+int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
+		      struct garuda_stream **out);
+
+/* Forget the stream: disarm what is still outstanding, drop its eventfd binding,
+ * close its eventfd, and return its word to the segment (a word whose last signalled
+ * store has not landed yet is not reused: a late store must not disturb another
+ * stream). NULL is a no-op. Must not race with other calls on the same stream; may be
+ * called from a callback (also for the stream whose callback is running). */
+void garuda_stream_free(struct garuda_stream *s);
+
+/* Set the wait plan: spin on the word for spin_ns (0: no spin) before blocking, and
+ * query the native stream every backstop_ns while blocked (at least 10 us).
+ * Errors: -EINVAL (s NULL, backstop_ns < 10000). */
+int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns);
+
+/* Callback for message-form streams: all sequences up to and including `seq` have
+ * completed. Every signalled sequence is covered by exactly one callback (callbacks
+ * coalesce: one call may cover several sequences). */
+typedef void (*garuda_stream_cb)(struct garuda_stream *s, uint64_t seq, void *user);
+
+/* Call cb(s, seq, user) from garuda_dispatch() when the word advances. cb NULL removes
+ * it. Errors: -EINVAL (s NULL), -EOPNOTSUPP (stream's form is not MESSAGE). */
+int garuda_stream_set_callback(struct garuda_stream *s, garuda_stream_cb cb, void *user);
+
+/* Enqueue on the native stream, behind everything already queued there, a store of
+ * the next sequence number into the stream's word; arm it with garudad (no round
+ * trip); *seq gets the sequence. While the client reconnects, the store is enqueued
+ * and the arm is sent when the session is back.
+ * Errors: -EINVAL (s or seq NULL), the backend's enqueue errors (-GARUDA_E_STREAM_FAULT
+ * on a faulted stream, -EAGAIN on a full non-blocking host stream...), or
+ * -GARUDA_E_QUOTA / another daemon code when garudad refused an earlier arm of this
+ * stream (reported once; this call enqueued nothing; waits on earlier sequences still
+ * complete, by polling). */
+int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq);
+
+/* The sequence the last garuda_stream_signal() returned (0 before the first). */
+uint64_t garuda_stream_last(const struct garuda_stream *s);
+
+/* The word's current value (acquire load): every sequence up to it has completed.
+ * Thread-safe, never blocks. */
+uint64_t garuda_stream_value(const struct garuda_stream *s);
+
+/* true when the word has reached seq (wrapping order). Thread-safe, never blocks. */
+bool garuda_stream_reached(const struct garuda_stream *s, uint64_t seq);
+
+/* Wait until the word reaches seq: spin, then block on the readiness form (polling
+ * while garudad is away), querying the native stream every backstop interval.
+ * timeout_ns < 0 waits without limit; 0 only checks. Returns 0 as soon as an acquire
+ * load sees the word at seq, whatever readiness says.
+ * Errors: -EINVAL (s NULL, seq 0 or not yet signalled), -GARUDA_E_TIMEOUT,
+ * -GARUDA_E_STREAM_FAULT (the native stream failed: the store will never come).
+ * Consumes the stream's eventfd counts (eventfd form). */
+int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns);
+
+/* The stream's eventfd (non-blocking, close-on-exec): readable after a signalled
+ * sequence completes (and, spuriously, after a reconnection or an overflow: check
+ * with garuda_stream_drain()). Owned by the stream: do not close it. Stays the same
+ * across reconnections. Errors: -EINVAL (s NULL), -EOPNOTSUPP (form is not EVENTFD). */
+int garuda_stream_fd(const struct garuda_stream *s);
+
+/* Clear the eventfd's readiness (eventfd form; other forms: nothing to clear) and
+ * report progress: *seq (may be NULL) gets the word's value; returns 1 when it moved
+ * since the previous garuda_stream_drain() (every sequence in between completed and is
+ * reported exactly once this way), 0 when not. Errors: -EINVAL (s NULL). */
+int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq);
+
+/* Ask the backend about the native stream: 0 all queued work finished, -EAGAIN still
+ * running, -GARUDA_E_STREAM_FAULT failed. (The wait backstop does this itself.) */
+int garuda_stream_query(struct garuda_stream *s);
+
+/* ------------------------------------------------------------------------------
+ * Host streams: the CPU as a device (backend "host")
+ *
+ * A host stream stands in for a GPU stream: one worker thread runs a FIFO of items in
+ * order (a simulated kernel that is busy for a duration, a store, a fault). Pass it as
+ * `native` to garuda_stream_new() on a "host" segment. Every function may be called
+ * from any thread, except that garuda_host_stream_free() must not race with other
+ * calls on the same host stream. Errors: -EINVAL, -ENOMEM, -EAGAIN (FIFO full on a
+ * non-blocking host stream), -GARUDA_E_STREAM_FAULT (the stream has faulted).
+ */
+struct garuda_host_stream;
+
+struct garuda_host_stream_config {
+	unsigned depth;   /* FIFO capacity in items; 0 = 1024 */
+	uint64_t spin_ns; /* the last spin_ns of a work item are spun, the rest slept */
+	int nonblock;     /* nonzero: enqueue on a full FIFO returns -EAGAIN */
+};
+
+/* Create a host stream and start its worker. cfg NULL = defaults. */
+int garuda_host_stream_new(const struct garuda_host_stream_config *cfg,
+			   struct garuda_host_stream **out);
+/* Let queued items finish, join the worker, free. Free garuda streams that use it
+ * first. NULL is a no-op. */
+void garuda_host_stream_free(struct garuda_host_stream *s);
+/* A simulated kernel: the worker is busy for duration_ns. */
+int garuda_host_stream_enqueue_work(struct garuda_host_stream *s, uint64_t duration_ns);
+/* A failed context: the stream faults for good when the worker reaches this item; the
+ * items after it are discarded (their stores never happen). */
+int garuda_host_stream_enqueue_fault(struct garuda_host_stream *s);
+/* Store the monotonic time in ns into *out_ns when the worker reaches this item. */
+int garuda_host_stream_enqueue_stamp(struct garuda_host_stream *s, uint64_t *out_ns);
+/* Call fn(arg) on the worker when it reaches this item. */
+int garuda_host_stream_enqueue_call(struct garuda_host_stream *s, void (*fn)(void *arg),
+				    void *arg);
+/* 0 all items finished, -EAGAIN some queued or running, -GARUDA_E_STREAM_FAULT. */
+int garuda_host_stream_query(struct garuda_host_stream *s);
+/* Block until all items finished (0) or the stream faulted (-GARUDA_E_STREAM_FAULT). */
+int garuda_host_stream_drain(struct garuda_host_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GARUDA_GARUDA_H */

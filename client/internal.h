@@ -1,0 +1,223 @@
+/* internal.h — libgaruda's private structures and the functions its files share.
+ *
+ * Objects: a client (one connection to garudad, its background I/O thread, the
+ * registry of its segments and streams), segments (the client's mapping of a memfd the
+ * daemon created, registered with one backend device) and streams (one word each).
+ *
+ * Locks, always taken in this order (never the other way round):
+ *   c->reg_lock  the registry: segment list and stream table membership. The I/O
+ *                thread holds it for the whole re-presentation after a reconnect.
+ *   s->lock      a stream's signal path: sequence, enqueue, and its arm going out in
+ *                the same order as the stores.
+ *   c->lock      connection state (socket, state, generation, cookies, pending
+ *                replies), each segment's daemon-side id, each stream's presented
+ *                generation, readiness bookkeeping and the callback queue. Messages
+ *                are sent under it.
+ * No thread ever waits for a reply while holding reg_lock or a stream lock, and the
+ * I/O thread is the only reader of the socket, so a waiter for a reply can never block
+ * the thread that routes it.
+ *
+ * Generations: c->gen counts sessions. A segment or stream is "presented" in the
+ * session whose generation it carries; arms are sent only for presented streams, and
+ * the I/O thread presents everything again (ATTACH, BIND, ARM) after a reconnect.
+ */
+#pragma once
+
+/* the registry first: garuda.h then skips its copy of the codes */
+#include "errcode.h"
+
+#include <garuda/garuda.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "segment_layout.h"
+#include "wire.h"
+
+enum conn_state {
+	CONN_DOWN = 0,       /* no socket; the I/O thread retries with backoff */
+	CONN_PRESENTING = 1, /* new session, the I/O thread re-presents segments/streams */
+	CONN_UP = 2,         /* working session */
+	CONN_CLOSING = 3,    /* garuda_disconnect() in progress */
+};
+
+/* Cookies with this bit belong to a stream's NOREPLY ARM: bits 62..32 are the stream's
+ * table index, bits 31..0 the low half of the armed target. A reply to one is an async
+ * error for that arm. (A stream keeps its table index until its DISARM round trip is
+ * over, and errors of a session come in order before that reply, so the index cannot
+ * name a newer stream.) */
+#define COOKIE_STREAM_BIT (1ull << 63)
+static inline uint64_t arm_cookie(uint32_t tab, uint64_t target)
+{
+	return COOKIE_STREAM_BIT | ((uint64_t)(tab & 0x7fffffffu) << 32) | (uint32_t)target;
+}
+
+/* one request waiting for its reply */
+struct pending {
+	uint64_t cookie;
+	bool done;
+	int err;              /* 0, or negative code from ERROR / disconnect */
+	struct garuda_msg reply;
+	int fd;               /* fd that came with the reply, or -1 */
+	struct pending *next;
+};
+
+struct garuda_seg {
+	struct garuda_client *client;
+	const struct garuda_backend_ops *ops;
+	struct garuda_backend *backend;
+	struct garuda_backend_reg *reg;
+	int memfd;
+	struct garuda_segment *map;
+	size_t bytes;
+	uint32_t lines;
+	int numa_node;
+
+	/* under c->lock */
+	uint32_t id;    /* daemon-side id in session `gen` */
+	uint64_t gen;   /* session in which id is valid (0: none) */
+	int attach_err; /* last re-present error (0 ok) */
+
+	/* word allocator and stream count, under c->reg_lock */
+	uint8_t *used; /* one byte per word: 0 free, 1 stream, 2 quarantined */
+	uint32_t nfree;
+	uint32_t nstreams;
+
+	struct garuda_seg *next; /* c->segs, under reg_lock (and c->lock) */
+};
+
+struct garuda_stream {
+	struct garuda_client *client;
+	struct garuda_seg *seg;
+	void *native;
+	enum garuda_readiness form;
+	uint32_t index;  /* word index in seg */
+	uint64_t *word;  /* the client's mapping of it */
+	uint64_t token;  /* (serial << 32) | table index; never 0 */
+	uint32_t tab;    /* index in c->streams */
+	int efd;         /* eventfd form: bound eventfd; else -1 */
+
+	uint64_t spin_ns, backstop_ns; /* wait plan */
+
+	pthread_mutex_t lock;
+	_Atomic uint64_t signalled; /* last sequence enqueued (written under lock) */
+	uint64_t drained;   /* garuda_stream_drain()'s mark (stream's thread) */
+
+	/* under c->lock */
+	uint64_t gen;        /* session in which the stream is bound/armed (0: none) */
+	int arm_err;         /* async error of an ARM/BIND, reported by the next signal */
+	uint64_t err_upto;   /* refusals of arms up to this target were reported already */
+	bool dying;          /* garuda_stream_free() in progress: not presented again */
+	bool arm_lost;       /* arms may be missing (async error): waits poll */
+	uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
+	uint64_t polled;     /* word value the I/O thread saw last while down */
+	pthread_cond_t ready_cond;
+	garuda_stream_cb cb;
+	void *cb_user;
+	uint64_t cb_delivered; /* last seq handed to cb */
+	bool cb_queued;
+	unsigned cb_busy;      /* a dispatcher runs cb right now */
+	bool free_pending;     /* garuda_stream_free() called from its own callback */
+	struct garuda_stream *cb_next;
+};
+
+struct garuda_client {
+	char *path;
+
+	pthread_mutex_t reg_lock;
+	struct garuda_seg *segs;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* pending replies, state changes, cb_busy */
+	int sock;
+	enum conn_state state;
+	uint64_t gen;
+	uint64_t session_id;
+	struct garuda_welcome welcome;
+	uint64_t next_cookie;
+	struct pending *pending;
+	struct garuda_stream **streams; /* token table, under lock (+reg_lock to change) */
+	uint32_t nstreams_cap;
+	uint32_t next_serial;
+	struct garuda_stream *cbq_head, *cbq_tail;
+	int last_error;     /* last connection-level error (ERROR cookie 0, protocol) */
+	_Atomic uint64_t reconnects;
+	_Atomic int atomic_state; /* copy of state for lock-free readers */
+
+	/* dispatch */
+	pthread_mutex_t dispatch_lock;
+	pthread_t dispatcher;
+	bool dispatching;
+	int dispatch_efd; /* garuda_client_fd() */
+
+	/* I/O thread */
+	pthread_t io_thread;
+	bool io_started;
+	int wake_efd; /* wakes the I/O thread (stop) */
+};
+
+/* ---- connection (conn.c) ---- */
+
+/* connect + HELLO/WELCOME on a fresh socket (blocking, bounded). Returns the socket
+ * or a negative code; fills *w. */
+int conn_handshake(const char *path, struct garuda_welcome *w);
+
+/* Send one message with fd (-1: none) on the current session; call with c->lock held.
+ * Returns 0 or a negative code (-GARUDA_E_DISCONNECTED when not connected). */
+int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd);
+
+/* A request with a reply: send m (with fd, or -1) and wait for its ACK/SEGMENT/ERROR.
+ * On success *reply (may be NULL) gets the reply and *reply_fd (may be NULL) its fd
+ * (else it is closed). Works from API threads (waits on c->cond) and from the I/O
+ * thread (pumps the socket itself). `allow` lets the I/O thread send during
+ * CONN_PRESENTING. Returns 0 or a negative code. Call without locks. */
+int conn_request(struct garuda_client *c, struct garuda_msg *m, int fd, struct garuda_msg *reply,
+		 int *reply_fd);
+/* As conn_request, sent only in session expect_gen (0: any); *gen_out (may be NULL)
+ * gets the session the request went to. */
+int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint64_t expect_gen,
+		     struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out);
+
+/* Start/stop the I/O thread. */
+int io_start(struct garuda_client *c);
+void io_stop(struct garuda_client *c);
+
+/* Wake whoever waits for readiness of s (eventfd +1, doorbell wake, condvar, callback
+ * queue). c->lock held. */
+void stream_nudge_locked(struct garuda_stream *s);
+
+/* Present s in session gen (BIND, re-ARM outstanding sequences); I/O thread, during
+ * CONN_PRESENTING, with reg_lock held and no other lock. Returns 0, or
+ * -GARUDA_E_DISCONNECTED when the session died meanwhile (other errors are recorded
+ * on the stream). */
+int stream_present(struct garuda_stream *s, uint64_t gen);
+
+/* Async error (ERROR for a NOREPLY ARM) with this cookie (arm_cookie()). */
+void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code);
+/* READY for token. */
+void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value);
+
+struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t token);
+
+/* Present seg in the current session (SEGMENT_ATTACH); I/O thread. */
+int seg_present(struct garuda_seg *seg, uint64_t gen);
+
+/* Free everything on the client (garuda_disconnect). */
+void seg_close_all(struct garuda_client *c);
+
+/* small helpers */
+static inline uint64_t word_load(const uint64_t *w)
+{
+	return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+
+static inline bool is_io_thread(struct garuda_client *c)
+{
+	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
+}
+
+void futex_wake_all(uint32_t *addr);

@@ -1,0 +1,243 @@
+/* segment.c — libgaruda's segments: ask garudad for a sealed memfd, map it, register
+ * the mapping with a backend device, hand out its words to streams, and present it
+ * again (SEGMENT_ATTACH with the same memfd) to a restarted daemon.
+ *
+ * Promises: the mapping lives exactly as long as the segment object, and is
+ * unregistered from the device before it is unmapped; a segment is never closed while
+ * a stream uses one of its words; what the daemon sends is checked (type, fd, size,
+ * layout) before it is used.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Map the memfd the daemon sent and check it against what we asked for. */
+static int map_checked(int fd, const struct garuda_msg *reply, uint32_t lines,
+		       struct garuda_segment **out, size_t *bytes_out)
+{
+	size_t bytes = garuda_segment_bytes(lines, page_size());
+	struct stat st;
+	if (reply->type != GARUDA_MSG_SEGMENT || fd < 0 || reply->segment.lines != lines ||
+	    reply->segment.bytes != bytes)
+		return -GARUDA_E_PROTOCOL;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != bytes)
+		return -GARUDA_E_PROTOCOL;
+	struct garuda_segment *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	if (__atomic_load_n(&map->hdr.magic, __ATOMIC_RELAXED) != GARUDA_SEGMENT_MAGIC ||
+	    __atomic_load_n(&map->hdr.layout, __ATOMIC_RELAXED) != GARUDA_SEGMENT_LAYOUT ||
+	    __atomic_load_n(&map->hdr.lines, __ATOMIC_RELAXED) != lines) {
+		munmap(map, bytes);
+		return -GARUDA_E_PROTOCOL;
+	}
+	*out = map;
+	*bytes_out = bytes;
+	return 0;
+}
+
+static void seg_destroy(struct garuda_seg *seg)
+{
+	if (seg->reg)
+		seg->ops->unregister_memory(seg->backend, seg->reg);
+	if (seg->map)
+		munmap(seg->map, seg->bytes);
+	if (seg->memfd >= 0)
+		close(seg->memfd);
+	if (seg->backend)
+		seg->ops->close(seg->backend);
+	free(seg->used);
+	free(seg);
+}
+
+int garuda_segment_open(struct garuda_client *c, const char *backend, int device, uint32_t lines,
+			struct garuda_seg **out)
+{
+	if (out)
+		*out = NULL;
+	if (!c || !backend || !out || lines == 0 || lines > GARUDA_SEGMENT_MAX_LINES)
+		return -EINVAL;
+	const struct garuda_backend_ops *ops = garuda_backend_find(backend);
+	if (!ops)
+		return -EINVAL;
+	struct garuda_seg *seg = calloc(1, sizeof(*seg));
+	if (!seg)
+		return -ENOMEM;
+	seg->client = c;
+	seg->ops = ops;
+	seg->memfd = -1;
+	seg->lines = lines;
+	seg->used = calloc((size_t)lines * GARUDA_WORDS_PER_LINE, 1);
+	int r = seg->used ? 0 : -ENOMEM;
+	if (r == 0)
+		r = ops->open(device, &seg->backend);
+	if (r < 0)
+		goto fail;
+	seg->numa_node = ops->numa_node(seg->backend);
+	if (seg->numa_node < -1 || seg->numa_node > GARUDA_NUMA_MAX)
+		seg->numa_node = -1;
+
+	struct garuda_msg m, reply;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 0);
+	m.segment_open.lines = lines;
+	m.segment_open.numa_node = seg->numa_node;
+	uint64_t gen = 0;
+	r = conn_request_gen(c, &m, -1, 0, &reply, &seg->memfd, &gen);
+	if (r < 0)
+		goto fail;
+	r = map_checked(seg->memfd, &reply, lines, &seg->map, &seg->bytes);
+	if (r < 0)
+		goto fail_close;
+	r = ops->register_memory(seg->backend, seg->map, seg->bytes, &seg->reg);
+	if (r < 0) {
+		seg->reg = NULL;
+		goto fail_close;
+	}
+	seg->nfree = lines * GARUDA_WORDS_PER_LINE;
+
+	pthread_mutex_lock(&c->reg_lock);
+	pthread_mutex_lock(&c->lock);
+	if (c->gen != gen) {
+		/* the session that made it died meanwhile; the new one does not know it */
+		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->reg_lock);
+		r = -GARUDA_E_DISCONNECTED;
+		goto fail;
+	}
+	seg->id = reply.segment.segment_id;
+	seg->gen = gen;
+	seg->next = c->segs;
+	c->segs = seg;
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->reg_lock);
+	*out = seg;
+	return 0;
+
+fail_close: {
+	/* the daemon made it: tell it we do not keep it */
+	struct garuda_msg cm;
+	garuda_msg_init(&cm, GARUDA_MSG_SEGMENT_CLOSE, 0);
+	cm.segment_close.segment_id = reply.segment.segment_id;
+	(void)conn_request_gen(c, &cm, -1, gen, NULL, NULL, NULL);
+}
+fail:
+	seg_destroy(seg);
+	return r;
+}
+
+/* Unlink seg from the client and forget it daemon-side (if still in its session). */
+static void seg_unlink_and_close(struct garuda_seg *seg, bool tell_daemon)
+{
+	struct garuda_client *c = seg->client;
+	pthread_mutex_lock(&c->lock);
+	for (struct garuda_seg **pp = &c->segs; *pp; pp = &(*pp)->next) {
+		if (*pp == seg) {
+			*pp = seg->next;
+			break;
+		}
+	}
+	uint64_t gen = seg->gen;
+	uint32_t id = seg->id;
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->reg_lock);
+	if (tell_daemon && gen) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, 0);
+		m.segment_close.segment_id = id;
+		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+	}
+	seg_destroy(seg);
+}
+
+int garuda_segment_close(struct garuda_seg *seg)
+{
+	if (!seg)
+		return 0;
+	struct garuda_client *c = seg->client;
+	pthread_mutex_lock(&c->reg_lock);
+	if (seg->nstreams) {
+		pthread_mutex_unlock(&c->reg_lock);
+		return -GARUDA_E_BUSY;
+	}
+	seg_unlink_and_close(seg, true); /* unlocks reg_lock */
+	return 0;
+}
+
+int garuda_segment_numa_node(const struct garuda_seg *seg)
+{
+	return seg ? seg->numa_node : -EINVAL;
+}
+
+uint32_t garuda_segment_free_words(const struct garuda_seg *seg)
+{
+	if (!seg)
+		return 0;
+	pthread_mutex_lock(&seg->client->reg_lock);
+	uint32_t n = seg->nfree;
+	pthread_mutex_unlock(&seg->client->reg_lock);
+	return n;
+}
+
+int seg_present(struct garuda_seg *seg, uint64_t gen)
+{
+	struct garuda_client *c = seg->client;
+	struct garuda_msg m, reply;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
+	m.segment_open.lines = seg->lines;
+	m.segment_open.numa_node = seg->numa_node;
+	int r = conn_request_gen(c, &m, seg->memfd, gen, &reply, NULL, NULL);
+	if (r == -GARUDA_E_DISCONNECTED || r == -GARUDA_E_TIMEOUT)
+		return -GARUDA_E_DISCONNECTED;
+	if (r == 0 && (reply.type != GARUDA_MSG_SEGMENT || reply.segment.lines != seg->lines ||
+		       reply.segment.bytes != seg->bytes))
+		r = -GARUDA_E_PROTOCOL;
+	pthread_mutex_lock(&c->lock);
+	if (r < 0) {
+		seg->gen = 0; /* its streams stay unpresented: waits poll */
+		seg->attach_err = r;
+	} else {
+		seg->id = reply.segment.segment_id;
+		seg->gen = gen;
+		seg->attach_err = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+void seg_close_all(struct garuda_client *c)
+{
+	/* streams first: they hold words of the segments */
+	for (;;) {
+		struct garuda_stream *s = NULL;
+		pthread_mutex_lock(&c->lock);
+		for (uint32_t i = 0; i < c->nstreams_cap && !s; i++)
+			s = c->streams[i];
+		pthread_mutex_unlock(&c->lock);
+		if (!s)
+			break;
+		garuda_stream_free(s);
+	}
+	for (;;) {
+		pthread_mutex_lock(&c->reg_lock);
+		struct garuda_seg *seg = c->segs;
+		if (!seg) {
+			pthread_mutex_unlock(&c->reg_lock);
+			break;
+		}
+		seg_unlink_and_close(seg, false); /* unlocks reg_lock */
+	}
+}
