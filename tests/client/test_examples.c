@@ -1,0 +1,65 @@
+/* test_examples.c — the examples, run as a user would: GARUDA_SOCKET pointing at a
+ * test garudad, exit status 0 expected, their output kept in the test log. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+TestSuite(examples, .init = fdcheck_begin, .fini = fdcheck_end, .timeout = 120);
+
+/* run argv with GARUDA_SOCKET set; returns the exit status, logs the output */
+static int run(struct tdaemon *d, const char *const *argv, char *out, size_t cap)
+{
+	td_export(d);
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(p[0], out + len, cap - 1 - len)) > 0 && len + (size_t)n < cap - 1)
+		len += (size_t)n;
+	out[len] = '\0';
+	while (read(p[0], &(char){ 0 }, 1) > 0)
+		;
+	close(p[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	cr_log_info("%s:\n%s", argv[0], out);
+	unsetenv("GARUDA_SOCKET");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+Test(examples, minimal)
+{
+	struct tdaemon d;
+	char out[4096];
+	td_start(&d, NULL);
+	const char *argv[] = { EXAMPLE_MINIMAL, "2000", NULL };
+	cr_assert_eq(run(&d, argv, out, sizeof(out)), 0, "minimal failed:\n%s", out);
+	cr_assert_not_null(strstr(out, "sequence 1 completed"));
+	td_stop(&d);
+}
+
+Test(examples, epoll)
+{
+	struct tdaemon d;
+	char out[16384];
+	td_start(&d, NULL);
+	const char *argv[] = { EXAMPLE_EPOLL, "5", "6", NULL };
+	cr_assert_eq(run(&d, argv, out, sizeof(out)), 0, "epoll failed:\n%s", out);
+	cr_assert_not_null(strstr(out, "30 completions from 5 streams"));
+	td_stop(&d);
+}
