@@ -1,0 +1,64 @@
+/* util.c — small helpers shared by the backends (see internal.h): word range checks,
+ * the library path override, and a device's NUMA node from its PCI bus id via sysfs.
+ * Promises: never writes anything, reads only the one sysfs file it names. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "wire.h" /* GARUDA_NUMA_MAX */
+
+int gbk_word_check(const void *base, size_t bytes, const uint64_t *word)
+{
+	uintptr_t b = (uintptr_t)base, w = (uintptr_t)word;
+	if (!base || !word || (w & 7u))
+		return -EINVAL;
+	if (w < b || bytes < sizeof(uint64_t) || w - b > bytes - sizeof(uint64_t))
+		return -EINVAL;
+	return 0;
+}
+
+const char *gbk_library_path(const char *env_name, const char *dflt)
+{
+	const char *p = getenv(env_name);
+	return p && *p ? p : dflt;
+}
+
+int gbk_pci_numa_node(const char *busid)
+{
+	unsigned dom, bus, dev, fn;
+	char tail;
+	if (!busid || sscanf(busid, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4)
+		return -1;
+	if (bus > 0xff || dev > 0x1f || fn > 7)
+		return -1;
+	const char *root = getenv("GARUDA_SYSFS_ROOT");
+	if (!root || !*root)
+		root = "/sys";
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/bus/pci/devices/%04x:%02x:%02x.%x/numa_node",
+			 root, dom, bus, dev, fn);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -1;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[32];
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	char *end;
+	errno = 0;
+	long node = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n'))
+		return -1;
+	if (node < 0 || node > GARUDA_NUMA_MAX)
+		return -1;
+	return (int)node;
+}
