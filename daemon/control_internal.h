@@ -1,0 +1,68 @@
+/* control_internal.h — what the control plane's files share: control.c (connections,
+ * access, parsing, dispatch), control_req.c (the requests) and control_metrics.c
+ * (Prometheus text exposition). Not used outside daemon/control*.c.
+ *
+ * Conventions every reply follows (they are garctl's and scripts' stable interface):
+ * an object with "version": CONTROL_VERSION and lower_snake_case keys; counters are
+ * exact JSON integers; 64-bit values a client chooses or the GPU writes (word values,
+ * targets, tokens) are decimal strings, so no JSON reader rounds them; lists that may
+ * be long are paged: the request takes "start" and the reply carries "next" (the
+ * "start" of the next page, or null when the list is complete). */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "daemon.h"
+#include "wire.h"
+
+#define CONTROL_VERSION 1
+#define CONTROL_MAX_REQUEST 4096       /* bytes of one request datagram */
+#define CONTROL_PAGE_BYTES (64 * 1024) /* a paged list stops adding items past this */
+#define CONTROL_MAX_REPLY (384 * 1024) /* larger replies become TOO_LONG errors */
+#define CONTROL_MAX_ID 9007199254740991.0 /* 2^53 - 1: largest exact JSON integer */
+
+/* A new reply object carrying "version". */
+cJSON *ctl_reply_new(void);
+/* {"version":1,"error":{"code","name","message"}} with a registry code (or -errno). */
+cJSON *ctl_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Exact unsigned integer as a JSON number / as a decimal string. */
+void ctl_add_uint(cJSON *o, const char *key, uint64_t v);
+void ctl_add_int(cJSON *o, const char *key, int64_t v);
+void ctl_add_u64_string(cJSON *o, const char *key, uint64_t v);
+/* Bytes cJSON_PrintUnformatted(item) takes (the item is printed once). */
+size_t ctl_printed_size(const cJSON *item);
+
+/* Arguments, already checked by the dispatcher against the request's table (known keys
+ * only, no duplicates, the declared type, required ones present). */
+bool ctl_arg_uint(const cJSON *req, const char *key, uint64_t *out);
+const char *ctl_arg_string(const cJSON *req, const char *key);
+
+/* Requests (control_req.c). */
+cJSON *ctl_req_status(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_clients(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_segments(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_lines(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_config(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_disconnect(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_log_level(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_reload(struct daemon *d, const cJSON *req);
+
+/* Shared by status, scanners and metrics. */
+struct ctl_totals {
+	uint64_t armed, completions, passes, parks, cpu_ns;
+	uint64_t by_form[4];
+	unsigned bindings;
+};
+void ctl_totals(struct daemon *d, struct ctl_totals *t);
+/* Name of a readiness form ("eventfd", "message", "doorbell"), or NULL. */
+const char *ctl_form_name(unsigned form);
+/* Upper edge in ns of detection-delay bucket b (bucket b holds [2^b, 2^(b+1)) ns;
+ * the last bucket is open-ended and has no edge: returns 0). */
+uint64_t ctl_bucket_le_ns(unsigned b);
+
+/* Metrics (control_metrics.c): Prometheus text exposition format 0.0.4, malloc'ed. */
+char *ctl_metrics_text(struct daemon *d);
+cJSON *ctl_req_metrics(struct daemon *d, const cJSON *req);

@@ -1,0 +1,147 @@
+/* control_metrics.c — the "metrics" request: garudad's counters and gauges in the
+ * Prometheus text exposition format (version 0.0.4), carried as the "text" of a JSON
+ * reply so that the control socket speaks JSON only; `garctl metrics` prints the text
+ * as is, for node_exporter's textfile collector.
+ *
+ * Promises: every family has # HELP and # TYPE lines before its samples, and its
+ * samples are contiguous; counter names end in _total; label values are escaped;
+ * the wake-latency histogram's buckets are cumulative, their le edges are in seconds
+ * and increase, and the last is +Inf (equal to _count). The histogram has no _sum:
+ * the scanners record bucket counts only. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "control_internal.h"
+#include "session.h"
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with \, " and newline escaped. */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+char *ctl_metrics_text(struct daemon *d)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	struct ctl_totals t;
+	ctl_totals(d, &t);
+	struct scanner_stats st[NUMA_MAX_NODES];
+	for (unsigned i = 0; i < d->nscanners; i++)
+		scanner_get_stats(d->scanner[i], &st[i]);
+
+	family(f, "garuda_info", "gauge", "garudad build and event loop (always 1).");
+	fprintf(f, "garuda_info{version=\"");
+	label_value(f, GARUDA_VERSION);
+	fprintf(f, "\",event_loop=\"%s\"} 1\n", event_loop_name(loop_kind(d->loop)));
+	family(f, "garuda_uptime_seconds", "gauge", "Seconds since garudad started.");
+	fprintf(f, "garuda_uptime_seconds %.3f\n", (double)(garuda_now_ns() - d->started_ns) / 1e9);
+
+	/* gauges */
+	family(f, "garuda_clients", "gauge", "Connected client sessions.");
+	fprintf(f, "garuda_clients %u\n", d->nsessions);
+	family(f, "garuda_segments", "gauge", "Segments alive (mapped by the daemon).");
+	fprintf(f, "garuda_segments %u\n", segment_count());
+	family(f, "garuda_bindings", "gauge", "Slots bound to an eventfd.");
+	fprintf(f, "garuda_bindings %u\n", t.bindings);
+	family(f, "garuda_armed", "gauge", "Armed descriptors the scanners watch.");
+	fprintf(f, "garuda_armed %llu\n", (unsigned long long)t.armed);
+
+	/* counters */
+	family(f, "garuda_completions_total", "counter", "Readiness delivered (armed targets reached).");
+	fprintf(f, "garuda_completions_total %llu\n", (unsigned long long)t.completions);
+	family(f, "garuda_arms_total", "counter", "ARM requests accepted.");
+	fprintf(f, "garuda_arms_total %llu\n", (unsigned long long)d->arms_total);
+	family(f, "garuda_readiness_total", "counter", "Readiness delivered, by form.");
+	for (unsigned i = GARUDA_FORM_EVENTFD; i <= GARUDA_FORM_DOORBELL; i++)
+		fprintf(f, "garuda_readiness_total{form=\"%s\"} %llu\n", ctl_form_name(i),
+			(unsigned long long)t.by_form[i]);
+	family(f, "garuda_sessions_total", "counter", "Client connections accepted.");
+	fprintf(f, "garuda_sessions_total %llu\n", (unsigned long long)d->sessions_total);
+	family(f, "garuda_errors_total", "counter", "Errors sent to clients, by registry code.");
+	for (int i = 0; i < ERRCOUNT_SLOTS; i++) {
+		const char *name = garuda_errcode_name(GARUDA_ERR_BASE + i);
+		if (name)
+			fprintf(f, "garuda_errors_total{code=\"%d\",name=\"%s\"} %llu\n", GARUDA_ERR_BASE + i,
+				name, (unsigned long long)d->errors_by_code[i]);
+	}
+	family(f, "garuda_quota_refusals_total", "counter", "Requests refused by a quota.");
+	fprintf(f, "garuda_quota_refusals_total %llu\n", (unsigned long long)d->quota_refusals);
+
+	/* per scanner */
+	family(f, "garuda_scanner_armed", "gauge", "Armed descriptors, by scanner.");
+	for (unsigned i = 0; i < d->nscanners; i++)
+		fprintf(f, "garuda_scanner_armed{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i, st[i].numa_node,
+			(unsigned long long)st[i].armed);
+	family(f, "garuda_scanner_completions_total", "counter", "Readiness delivered, by scanner.");
+	for (unsigned i = 0; i < d->nscanners; i++)
+		fprintf(f, "garuda_scanner_completions_total{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
+			st[i].numa_node, (unsigned long long)st[i].completions);
+	family(f, "garuda_scanner_passes_total", "counter", "Scan passes over the armed set, by scanner.");
+	for (unsigned i = 0; i < d->nscanners; i++)
+		fprintf(f, "garuda_scanner_passes_total{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
+			st[i].numa_node, (unsigned long long)st[i].passes);
+	family(f, "garuda_scanner_parks_total", "counter", "Times a scanner parked with nothing armed.");
+	for (unsigned i = 0; i < d->nscanners; i++)
+		fprintf(f, "garuda_scanner_parks_total{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
+			st[i].numa_node, (unsigned long long)st[i].parks);
+	family(f, "garuda_scanner_cpu_seconds_total", "counter", "CPU time used by a scanner thread.");
+	for (unsigned i = 0; i < d->nscanners; i++)
+		fprintf(f, "garuda_scanner_cpu_seconds_total{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", i,
+			st[i].numa_node, (double)st[i].cpu_ns / 1e9);
+
+	family(f, "garuda_wake_latency_seconds", "histogram",
+	       "Bound on the delay between a word reaching its target and its scanner seeing it, "
+	       "by scanner (log2 buckets).");
+	for (unsigned i = 0; i < d->nscanners; i++) {
+		uint64_t cum = 0;
+		for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
+			cum += st[i].detect_hist[b];
+			uint64_t le = ctl_bucket_le_ns(b);
+			if (!le)
+				continue; /* the open last bucket counts under +Inf only */
+			fprintf(f, "garuda_wake_latency_seconds_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"%.9g\"} %llu\n",
+				i, st[i].numa_node, (double)le / 1e9, (unsigned long long)cum);
+		}
+		fprintf(f, "garuda_wake_latency_seconds_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"+Inf\"} %llu\n",
+			i, st[i].numa_node, (unsigned long long)cum);
+		fprintf(f, "garuda_wake_latency_seconds_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
+			st[i].numa_node, (unsigned long long)cum);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+cJSON *ctl_req_metrics(struct daemon *d, const cJSON *req)
+{
+	(void)req;
+	char *text = ctl_metrics_text(d);
+	if (!text)
+		return ctl_error(-ENOMEM, "%s", garuda_strerror(-ENOMEM));
+	cJSON *r = ctl_reply_new();
+	cJSON_AddStringToObject(r, "content_type", "text/plain; version=0.0.4");
+	cJSON_AddStringToObject(r, "text", text);
+	free(text);
+	return r;
+}
