@@ -1,0 +1,427 @@
+/* test_reconnect.c — a daemon restart loses nothing (DESIGN invariant 4).
+ *
+ * garudad is SIGKILLed while streams of every readiness form are signalling and being
+ * waited on, callbacks dispatched and eventfds drained through epoll; it stays down for
+ * a while (waits must keep completing by polling the words), then starts again on the
+ * same socket. libgaruda reconnects, presents its segments again (SEGMENT_ATTACH),
+ * re-binds and re-arms. Checked: every signalled sequence completes at the client
+ * exactly once (each wait returns 0 once; callback and drain ranges cover 1..last
+ * without overlap), twice over; and readiness really comes from the new daemon again
+ * (re-armed descriptors fire, new arms fire). Outstanding work is held by gates. */
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common.h"
+
+TestSuite(reconnect, .init = fdcheck_begin, .fini = fdcheck_end, .timeout = 300);
+
+#define WAITERS 4   /* one per form, signal + wait */
+#define DRAINED 3   /* eventfd streams consumed through epoll + drain */
+#define CALLBACKS 2 /* message streams consumed through callbacks */
+#define MAXSEQ 200000
+
+struct cov {
+	uint64_t last;
+	unsigned char *seen; /* MAXSEQ */
+	bool bad;
+};
+
+static void cov_init(struct cov *c)
+{
+	c->last = 0;
+	c->bad = false;
+	c->seen = calloc(MAXSEQ, 1);
+	cr_assert_not_null(c->seen);
+}
+
+static void cov_add(struct cov *c, uint64_t upto)
+{
+	if (upto <= c->last || upto >= MAXSEQ) {
+		c->bad = true;
+		return;
+	}
+	for (uint64_t q = c->last + 1; q <= upto; q++)
+		if (c->seen[q]++)
+			c->bad = true;
+	c->last = upto;
+}
+
+static void cov_check(struct cov *c, uint64_t last, const char *who)
+{
+	cr_assert(!c->bad, "%s: a sequence was reported twice or out of order", who);
+	cr_assert_eq(c->last, last, "%s: reported up to %llu of %llu", who,
+		     (unsigned long long)c->last, (unsigned long long)last);
+	for (uint64_t q = 1; q <= last; q++)
+		cr_assert_eq(c->seen[q], 1, "%s: sequence %llu reported %d times", who,
+			     (unsigned long long)q, c->seen[q]);
+	free(c->seen);
+}
+
+struct run {
+	struct garuda_client *c;
+	struct garuda_seg *seg;
+	atomic_bool stop;
+	atomic_ullong progress; /* completions seen by anyone */
+};
+
+/* ---- signal + wait, one thread per stream ---- */
+
+struct waiter {
+	struct run *run;
+	enum garuda_readiness form;
+	uint64_t last;
+	unsigned waited_twice;
+	int err;
+	const char *what;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	if ((w->err = garuda_host_stream_new(NULL, &hs)) < 0)
+		return (w->what = "host stream", NULL);
+	if ((w->err = garuda_stream_new(w->run->seg, hs, w->form, &s)) < 0) {
+		garuda_host_stream_free(hs);
+		return (w->what = "stream_new", NULL);
+	}
+	garuda_stream_set_wait(s, 2000, 1000000);
+	for (unsigned k = 0; !atomic_load(&w->run->stop); k++) {
+		uint64_t seq;
+		garuda_host_stream_enqueue_work(hs, (k % 4) * 50000);
+		if ((w->err = garuda_stream_signal(s, &seq)) < 0) {
+			w->what = "signal";
+			break;
+		}
+		if (seq != w->last + 1) {
+			w->err = -1;
+			w->what = "sequence numbers skipped";
+			break;
+		}
+		if ((w->err = garuda_stream_wait(s, seq, 120 * NS_PER_S)) < 0) {
+			w->what = "wait";
+			break;
+		}
+		if (garuda_stream_wait(s, seq, 0) != 0)
+			w->waited_twice++; /* completed stays completed */
+		w->last = seq;
+		atomic_fetch_add(&w->run->progress, 1);
+	}
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	return NULL;
+}
+
+/* ---- epoll + drain over eventfd streams, one thread signals and consumes ---- */
+
+struct drainer {
+	struct run *run;
+	struct cov cov[DRAINED];
+	uint64_t last[DRAINED];
+	int err;
+	const char *what;
+};
+
+static void *drainer_main(void *arg)
+{
+	struct drainer *d = arg;
+	struct garuda_host_stream *hs[DRAINED];
+	struct garuda_stream *s[DRAINED];
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	for (int i = 0; i < DRAINED; i++) {
+		cov_init(&d->cov[i]);
+		garuda_host_stream_new(NULL, &hs[i]);
+		if ((d->err = garuda_stream_new(d->run->seg, hs[i], GARUDA_READINESS_EVENTFD, &s[i])) < 0) {
+			d->what = "stream_new";
+			return NULL; /* the test fails; leaks do not matter then */
+		}
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+		epoll_ctl(ep, EPOLL_CTL_ADD, garuda_stream_fd(s[i]), &ev);
+	}
+	bool stopping = false;
+	for (;;) {
+		bool all_done = true;
+		for (int i = 0; i < DRAINED; i++) {
+			/* keep up to 8 outstanding per stream while running */
+			while (!stopping && d->last[i] - d->cov[i].last < 8) {
+				garuda_host_stream_enqueue_work(hs[i], (uint64_t)(i + 1) * 30000);
+				if ((d->err = garuda_stream_signal(s[i], &d->last[i])) < 0) {
+					d->what = "signal";
+					goto out;
+				}
+			}
+			if (d->cov[i].last != d->last[i])
+				all_done = false;
+		}
+		if (stopping && all_done)
+			break;
+		stopping = atomic_load(&d->run->stop);
+		struct epoll_event ev[DRAINED];
+		/* readiness or, while the daemon is away, the library's own nudges */
+		int n = epoll_wait(ep, ev, DRAINED, 200);
+		for (int e = 0; e < n; e++) {
+			int i = (int)ev[e].data.u32;
+			uint64_t v;
+			int r = garuda_stream_drain(s[i], &v);
+			if (r == 1) {
+				cov_add(&d->cov[i], v);
+				atomic_fetch_add(&d->run->progress, 1);
+			}
+		}
+		if (n == 0 && stopping) {
+			/* the last completions may have come with no readiness left to see */
+			for (int i = 0; i < DRAINED; i++) {
+				uint64_t v;
+				if (garuda_stream_drain(s[i], &v) == 1)
+					cov_add(&d->cov[i], v);
+			}
+		}
+	}
+out:
+	for (int i = 0; i < DRAINED; i++) {
+		garuda_stream_free(s[i]);
+		garuda_host_stream_free(hs[i]);
+	}
+	close(ep);
+	return NULL;
+}
+
+/* ---- message form: producers signal, a dispatcher runs callbacks ---- */
+
+struct cbstream {
+	struct run *run;
+	struct cov cov;
+	uint64_t last;
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	int err;
+};
+
+static void on_ready(struct garuda_stream *s, uint64_t seq, void *user)
+{
+	(void)s;
+	struct cbstream *cb = user;
+	cov_add(&cb->cov, seq);
+	atomic_fetch_add(&cb->run->progress, 1);
+}
+
+static void *cbproducer_main(void *arg)
+{
+	struct cbstream *cb = arg;
+	for (unsigned k = 0; !atomic_load(&cb->run->stop); k++) {
+		garuda_host_stream_enqueue_work(cb->hs, (k % 3) * 40000);
+		uint64_t seq;
+		if ((cb->err = garuda_stream_signal(cb->s, &seq)) < 0)
+			break;
+		cb->last = seq;
+		/* bounded backlog: wait for the one before */
+		if (seq > 4 && (cb->err = garuda_stream_wait(cb->s, seq - 4, 120 * NS_PER_S)) < 0)
+			break;
+	}
+	return NULL;
+}
+
+static void dispatch_until(struct garuda_client *c, struct cbstream *cb, int n)
+{
+	long long end = td_now_ms() + TD_DEADLINE_MS;
+	for (;;) {
+		bool done = true;
+		for (int i = 0; i < n; i++)
+			done &= cb[i].cov.last == cb[i].last;
+		if (done)
+			return;
+		cr_assert(td_now_ms() < end, "callbacks never caught up");
+		struct pollfd p = { .fd = garuda_client_fd(c), .events = POLLIN };
+		poll(&p, 1, 50);
+		cr_assert_geq(garuda_dispatch(c), 0);
+	}
+}
+
+struct dispatcher {
+	struct run *run;
+	atomic_bool stop;
+};
+
+static void *dispatcher_main(void *arg)
+{
+	struct dispatcher *d = arg;
+	while (!atomic_load(&d->stop)) {
+		struct pollfd p = { .fd = garuda_client_fd(d->run->c), .events = POLLIN };
+		poll(&p, 1, 50);
+		garuda_dispatch(d->run->c);
+	}
+	return NULL;
+}
+
+static void progress_by(struct run *run, unsigned long long n, const char *what)
+{
+	unsigned long long p0 = atomic_load(&run->progress);
+	eventually(atomic_load(&run->progress) >= p0 + n, what);
+}
+
+Test(reconnect, kill_while_signalling_loses_nothing)
+{
+	struct fixture f = { 0 };
+	struct run run = { 0 };
+	struct waiter w[WAITERS];
+	struct drainer dr = { .run = &run };
+	struct cbstream cb[CALLBACKS];
+	struct dispatcher disp = { .run = &run };
+	pthread_t tw[WAITERS], tdr, tcb[CALLBACKS], tdisp;
+
+	fx_up(&f, NULL, 2);
+	run.c = f.c;
+	run.seg = f.seg;
+	for (int i = 0; i < CALLBACKS; i++) {
+		cb[i] = (struct cbstream){ .run = &run };
+		cov_init(&cb[i].cov);
+		ok(garuda_host_stream_new(NULL, &cb[i].hs));
+		ok(garuda_stream_new(f.seg, cb[i].hs, GARUDA_READINESS_MESSAGE, &cb[i].s));
+		ok(garuda_stream_set_callback(cb[i].s, on_ready, &cb[i]));
+	}
+	for (int i = 0; i < WAITERS; i++) {
+		w[i] = (struct waiter){ .run = &run, .form = (enum garuda_readiness)i };
+		cr_assert_eq(pthread_create(&tw[i], NULL, waiter_main, &w[i]), 0);
+	}
+	cr_assert_eq(pthread_create(&tdr, NULL, drainer_main, &dr), 0);
+	for (int i = 0; i < CALLBACKS; i++)
+		cr_assert_eq(pthread_create(&tcb[i], NULL, cbproducer_main, &cb[i]), 0);
+	cr_assert_eq(pthread_create(&tdisp, NULL, dispatcher_main, &disp), 0);
+
+	for (int round = 1; round <= 2; round++) {
+		progress_by(&run, 300, "progress with the daemon up");
+		td_kill(&f.d);
+		eventually(garuda_client_connected(f.c) == 0, "the client noticed");
+		progress_by(&run, 200, "progress while the daemon is down (polling the words)");
+		td_restart(&f.d);
+		eventually(garuda_client_reconnects(f.c) == (uint64_t)round, "reconnected");
+		eventually(garuda_client_connected(f.c) == 1, "session up");
+		progress_by(&run, 300, "progress after the restart");
+	}
+
+	atomic_store(&run.stop, true);
+	for (int i = 0; i < WAITERS; i++)
+		pthread_join(tw[i], NULL);
+	pthread_join(tdr, NULL);
+	for (int i = 0; i < CALLBACKS; i++)
+		pthread_join(tcb[i], NULL);
+	atomic_store(&disp.stop, true);
+	pthread_join(tdisp, NULL);
+
+	for (int i = 0; i < WAITERS; i++) {
+		cr_assert_eq(w[i].err, 0, "waiter %d (form %d): %s: %s", i, w[i].form, w[i].what,
+			     garuda_strerror(w[i].err));
+		cr_assert_gt(w[i].last, 0);
+		cr_assert_eq(w[i].waited_twice, 0);
+		cr_log_info("waiter form %d: %llu sequences", w[i].form, (unsigned long long)w[i].last);
+	}
+	cr_assert_eq(dr.err, 0, "drainer: %s: %s", dr.what, garuda_strerror(dr.err));
+	for (int i = 0; i < DRAINED; i++) {
+		cov_check(&dr.cov[i], dr.last[i], "epoll/drain");
+		cr_log_info("drained stream %d: %llu sequences", i, (unsigned long long)dr.last[i]);
+	}
+	for (int i = 0; i < CALLBACKS; i++)
+		cr_assert_eq(cb[i].err, 0, "callback producer %d: %s", i, garuda_strerror(cb[i].err));
+	dispatch_until(f.c, cb, CALLBACKS);
+	for (int i = 0; i < CALLBACKS; i++) {
+		cov_check(&cb[i].cov, cb[i].last, "callbacks");
+		cr_log_info("callback stream %d: %llu sequences", i, (unsigned long long)cb[i].last);
+		garuda_stream_free(cb[i].s);
+		garuda_host_stream_free(cb[i].hs);
+	}
+	fx_down(&f);
+}
+
+/* An arm that was outstanding when the daemon died is re-armed in the new session and
+ * fired by the new daemon: the eventfd becomes readable with no polling involved. */
+Test(reconnect, outstanding_arms_are_rearmed)
+{
+	struct fixture f = { 0 };
+	struct garuda_host_stream *hs[3];
+	struct garuda_stream *s[3];
+	struct gate g;
+	uint64_t seq[3];
+	int counted = 0;
+	fx_up(&f, NULL, 1);
+	gate_init(&g);
+	static const enum garuda_readiness forms[] = { GARUDA_READINESS_EVENTFD,
+						       GARUDA_READINESS_MESSAGE,
+						       GARUDA_READINESS_DOORBELL };
+	for (int i = 0; i < 3; i++) {
+		ok(garuda_host_stream_new(NULL, &hs[i]));
+		ok(garuda_stream_new(f.seg, hs[i], forms[i], &s[i]));
+		ok(garuda_stream_set_wait(s[i], 0, 60 * NS_PER_S)); /* no backstop help */
+		gate_enqueue(&g, hs[i]);
+		ok(garuda_stream_signal(s[i], &seq[i]));
+	}
+	td_kill(&f.d);
+	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
+	td_restart(&f.d);
+	eventually(garuda_client_connected(f.c) == 1, "session up");
+	/* forget the reconnection's nudges */
+	uint64_t v;
+	cr_assert_eq(garuda_stream_drain(s[0], &v), 0);
+	cr_assert_eq(garuda_stream_value(s[0]), 0);
+	gate_open(&g);
+	struct pollfd p = { .fd = garuda_stream_fd(s[0]), .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 30000), 1, "the re-armed descriptor never fired");
+	cr_assert_eq(garuda_stream_drain(s[0], &v), 1);
+	cr_assert_eq(v, seq[0]);
+	for (int i = 1; i < 3; i++) {
+		long long t0 = td_now_ms();
+		ok(garuda_stream_wait(s[i], seq[i], 120 * NS_PER_S));
+		cr_assert_lt(td_now_ms() - t0, 30000, "form %d: only the backstop woke it", forms[i]);
+		counted++;
+	}
+	cr_assert_eq(counted, 2);
+	/* and new arms in the new session */
+	for (int i = 0; i < 3; i++) {
+		ok(garuda_host_stream_enqueue_work(hs[i], 1000000));
+		ok(garuda_stream_signal(s[i], &seq[i]));
+	}
+	cr_assert_eq(poll(&p, 1, 30000), 1, "a new arm never fired");
+	for (int i = 0; i < 3; i++)
+		ok(garuda_stream_wait(s[i], seq[i], 120 * NS_PER_S));
+	for (int i = 0; i < 3; i++) {
+		garuda_stream_free(s[i]);
+		garuda_host_stream_free(hs[i]);
+	}
+	gate_destroy(&g);
+	fx_down(&f);
+}
+
+/* Streams and segments made while the daemon is away are presented when it is back. */
+Test(reconnect, created_while_down)
+{
+	struct fixture f = { 0 };
+	struct garuda_stream *s[4];
+	uint64_t seq;
+	fx_up(&f, NULL, 1);
+	td_kill(&f.d);
+	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
+	for (int i = 0; i < 4; i++) {
+		ok(garuda_stream_new(f.seg, NULL, (enum garuda_readiness)i, &s[i]));
+		ok(garuda_stream_signal(s[i], &seq));
+		ok(garuda_stream_wait(s[i], seq, 0)); /* stored at once: memory is the truth */
+	}
+	td_restart(&f.d);
+	eventually(garuda_client_connected(f.c) == 1, "session up");
+	struct garuda_host_stream *hs;
+	ok(garuda_host_stream_new(NULL, &hs));
+	struct garuda_stream *e;
+	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &e));
+	ok(garuda_host_stream_enqueue_work(hs, 1000000));
+	ok(garuda_stream_signal(e, &seq));
+	struct pollfd p = { .fd = garuda_stream_fd(e), .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 30000), 1);
+	garuda_stream_free(e);
+	garuda_host_stream_free(hs);
+	for (int i = 0; i < 4; i++)
+		garuda_stream_free(s[i]);
+	fx_down(&f);
+}
