@@ -1,0 +1,645 @@
+/* test_lifecycle.c — garudad as a process: SIGTERM/SIGINT stop cleanly (exit 0),
+ * SIGHUP reloads, READY=1 on NOTIFY_SOCKET once the sockets accept, socket
+ * activation under systemd-socket-activate, socket files (modes, stale, symlink),
+ * configuration errors, a dead client's resources are freed, and two fake NUMA nodes
+ * (GARUDA_SYSFS_ROOT) give two scanners. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(lifecycle, .init = gd_test_init, .fini = gd_test_fini, .timeout = 180);
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* one message-form round trip on a fresh segment */
+static void round_trip(struct gd_client *c, uint64_t token)
+{
+	struct gd_seg s;
+	gd_ok(gd_segment_open(c, 1, -1, &s));
+	gd_ok(gd_arm(c, gd_slot(&s, 0), 1, token, GARUDA_FORM_MESSAGE));
+	gd_store(&s, 0, 1);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(c, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "round trip: %s", gd_strerr(r));
+	cr_assert_eq(rd.token, token);
+	gd_ok(gd_segment_close(c, s.id));
+	gd_seg_unmap(&s);
+}
+
+static void serves(struct gd_daemon *d)
+{
+	struct gd_client c;
+	gd_ok(gd_open(&c, d->sock));
+	round_trip(&c, 42);
+	gd_close(&c);
+}
+
+static void stop_with(int sig)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	/* a busy daemon: a client with a segment, a binding and armed descriptors */
+	struct gd_client c;
+	struct gd_seg s;
+	int efd;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 2, -1, &s));
+	gd_ok(gd_bind_new(&c, gd_slot(&s, 0), &efd));
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_EVENTFD));
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 2, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_arm(&c, gd_slot(&s, 2), 1, 3, GARUDA_FORM_DOORBELL));
+	int st = gd_signal_and_wait(&d, sig);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		gd_dump_log(&d);
+	cr_assert_neq(st, -1, "garudad did not exit within %d ms of %s", GD_DEADLINE_MS,
+		      strsignal(sig));
+	cr_assert(WIFEXITED(st), "garudad died of signal %d after %s", WTERMSIG(st), strsignal(sig));
+	cr_assert_eq(WEXITSTATUS(st), 0, "garudad exit status %d after %s", WEXITSTATUS(st),
+		     strsignal(sig));
+	/* the client sees the end */
+	struct garuda_msg m;
+	int r;
+	while ((r = gd_recv(&c, &m, NULL, GD_DEADLINE_MS)) == 1)
+		;
+	cr_assert_eq(r, -EPIPE, "client after the daemon exited: %s", gd_strerr(r));
+	/* sockets the daemon created are gone, so a restart can bind them */
+	struct stat sb;
+	if (lstat(d.sock, &sb) == 0)
+		cr_log_warn("client socket %s left behind after %s", d.sock, strsignal(sig));
+	close(efd);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_cleanup(&d);
+	gd_check_fds();
+}
+
+Test(lifecycle, sigterm_stops_cleanly)
+{
+	stop_with(SIGTERM);
+}
+
+Test(lifecycle, sigint_stops_cleanly)
+{
+	stop_with(SIGINT);
+}
+
+Test(lifecycle, sigterm_idle)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	gd_stop(&d);
+}
+
+/* A restart on the same paths works (stale socket files are replaced) */
+Test(lifecycle, restart_same_paths)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	serves(&d);
+	int st = gd_signal_and_wait(&d, SIGKILL); /* leaves its socket files behind */
+	cr_assert(WIFSIGNALED(st));
+	gd_forget_process(&d);
+	/* With io_uring the kernel tears the dead daemon's ring down asynchronously, and
+	 * its listening socket accepts for a moment after the process is reaped: the
+	 * socket is stale only once connect() is refused. */
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	int probe_r;
+	struct gd_client probe;
+	while ((probe_r = gd_connect(&probe, d.sock)) == 0 && gd_left_ms(dl) > 0) {
+		gd_close(&probe);
+		struct timespec ts = { 0, 5000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (probe_r == 0)
+		gd_close(&probe);
+	cr_assert_neq(probe_r, 0, "the killed daemon's socket still accepts after %d ms",
+		      GD_DEADLINE_MS);
+	gd_start(&d, NULL);
+	serves(&d);
+	gd_stop(&d);
+}
+
+/* A stale socket file at the path is replaced; a symlink at the path is refused */
+Test(lifecycle, socket_path_stale_and_symlink)
+{
+	struct gd_daemon d = { 0 };
+	gd_prepare(&d);
+	/* stale: a socket file nobody listens on */
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", d.sock);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	close(fd);
+	gd_start(&d, NULL);
+	serves(&d);
+	gd_stop(&d);
+
+	/* symlink: garudad must not follow it */
+	struct gd_daemon e = { 0 };
+	gd_prepare(&e);
+	char target[128];
+	snprintf(target, sizeof(target), "%s/elsewhere", e.dir);
+	cr_assert_eq(symlink(target, e.sock), 0);
+	const char *bin = getenv("GARUDAD");
+	cr_assert_not_null(bin);
+	char cmd[1024], cfg[192];
+	snprintf(cfg, sizeof(cfg), "%s/garudad.json", e.dir);
+	write_file(cfg, "{\"socket_group\":\"\",\"control_group\":\"\"}");
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 20 %s --config=%s --socket=%s --control-socket=%s --event-loop=%s "
+		 ">%s/out 2>&1 </dev/null",
+		 bin, cfg, e.sock, e.ctl, gd_event_loop(), e.dir);
+	int st = system(cmd);
+	struct stat sb;
+	bool followed = stat(target, &sb) == 0;
+	cr_assert_not(followed, "garudad followed the symlink at its socket path");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124,
+		  "garudad with a symlink at its socket path: exit status %d, expected a "
+		  "refusal (non-zero exit)",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	gd_cleanup(&e);
+	gd_check_fds();
+}
+
+/* Socket files: client 0660, control 0600 (control_group "") */
+Test(lifecycle, socket_modes)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct stat sb;
+	cr_assert_eq(lstat(d.sock, &sb), 0);
+	cr_assert(S_ISSOCK(sb.st_mode));
+	cr_assert_eq(sb.st_mode & 07777, 0660, "client socket mode %o, expected 0660",
+		     sb.st_mode & 07777);
+	cr_assert_eq(lstat(d.ctl, &sb), 0);
+	cr_assert(S_ISSOCK(sb.st_mode));
+	cr_assert_eq(sb.st_mode & 07777, 0600, "control socket mode %o, expected 0600",
+		     sb.st_mode & 07777);
+	gd_stop(&d);
+}
+
+/* READY=1 reaches NOTIFY_SOCKET, and only once the sockets accept */
+Test(lifecycle, notify_ready)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	cr_assert(d.ready_seen, "no READY=1 on NOTIFY_SOCKET");
+	/* no polling: right after READY=1 both sockets must work */
+	struct gd_client c;
+	int r = gd_open(&c, d.sock);
+	cr_assert_eq(r, 0, "client socket right after READY=1: %s", gd_strerr(r));
+	cJSON *j = gd_control(&d, "{\"request\":\"status\"}");
+	cr_assert_not_null(j, "control socket right after READY=1: no JSON reply");
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+	cr_assert(cJSON_IsNumber(v), "status reply has no \"version\"");
+	char *text = cJSON_PrintUnformatted(j);
+	cr_log_info("status: %s", text);
+	free(text);
+	cJSON_Delete(j);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* The status reply carries the documented counters */
+Test(lifecycle, control_status_fields)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	int efd;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	gd_ok(gd_bind_new(&c, gd_slot(&s, 0), &efd));
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 1, GARUDA_FORM_MESSAGE));
+	const char *keys[] = { "version", "clients", "segments", "bindings", "armed",
+			       "completions" };
+	const long long want[] = { 1, 1, 1, 1, 1, -2 };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		long long v = want[i] >= 0 ? gd_wait_status(&d, keys[i], want[i])
+					   : gd_status_num(&d, keys[i]);
+		cr_assert_geq(v, 0, "status has no number \"%s\"", keys[i]);
+		if (want[i] >= 0)
+			cr_assert_eq(v, want[i], "status \"%s\" = %lld, expected %lld", keys[i], v,
+				     want[i]);
+	}
+	long long before = gd_status_num(&d, "completions");
+	gd_store(&s, 1, 1);
+	struct garuda_ready rd;
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(gd_wait_status(&d, "completions", before + 1), before + 1,
+		     "completions did not count the readiness");
+	cr_assert_eq(gd_wait_status(&d, "armed", 0), 0);
+
+	/* garbage on the control socket: an error reply or a close, and it keeps working */
+	bool closed;
+	char *rep = gd_control_raw(&d, "{not json", 9, &closed);
+	if (rep)
+		cr_log_info("control reply to garbage: %s", rep);
+	free(rep);
+	rep = gd_control_raw(&d, "{\"request\":\"no-such-request\"}", 29, &closed);
+	free(rep);
+	cr_assert_eq(gd_status_num(&d, "clients"), 1, "control socket broken after garbage");
+	close(efd);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+static void activation(bool reverse)
+{
+	struct stat sb;
+	bool run_garuda_existed = stat("/run/garuda", &sb) == 0;
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .socket_activation = true,
+					.activation_reverse = reverse });
+	/* the first connection makes systemd-socket-activate exec garudad */
+	struct gd_client c;
+	gd_ok(gd_connect(&c, d.sock));
+	gd_daemon_ready(&d);
+	cr_assert(d.ready_seen, "no READY=1 under socket activation");
+	gd_ok(gd_hello(&c));
+	round_trip(&c, 7);
+	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1,
+		     "control socket (activated, named \"control\") does not answer");
+	/* a second client on the inherited socket */
+	serves(&d);
+	gd_close(&c);
+	cr_assert_eq(stat("/run/garuda/garuda.sock", &sb) == 0 && !run_garuda_existed, false,
+		     "garudad created /run/garuda/garuda.sock despite socket activation");
+	gd_stop(&d);
+}
+
+Test(lifecycle, socket_activation)
+{
+	activation(false);
+}
+
+/* the fds come in the other order: the daemon matches them by name */
+Test(lifecycle, socket_activation_by_name)
+{
+	activation(true);
+}
+
+/* only the client socket is inherited; the control socket comes from the command line */
+Test(lifecycle, socket_activation_client_only)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .socket_activation = true, .no_control = true });
+	struct gd_client c;
+	gd_ok(gd_connect(&c, d.sock));
+	gd_daemon_ready(&d);
+	gd_ok(gd_hello(&c));
+	round_trip(&c, 8);
+	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1, "control socket from --control-socket");
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+Test(lifecycle, sighup_reload)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"connection\":{\"segments\":4}}}" });
+	struct gd_client old;
+	struct gd_seg s;
+	gd_ok(gd_open(&old, d.sock));
+	cr_assert_eq(old.welcome.max_segments, 4);
+	gd_ok(gd_segment_open(&old, 1, -1, &s));
+	gd_ok(gd_arm(&old, gd_slot(&s, 0), 1, 1, GARUDA_FORM_MESSAGE));
+
+	/* a new config with another quota; reload */
+	FILE *f = fopen(d.config, "w");
+	cr_assert_not_null(f);
+	fputs("{\"socket_group\":\"\",\"control_group\":\"\",\"log_level\":\"info\","
+	      "\"quota\":{\"connection\":{\"segments\":2}}}",
+	      f);
+	fclose(f);
+	cr_assert_eq(kill(d.pid, SIGHUP), 0);
+	/* reload is asynchronous: wait until a new client sees the new quota */
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	uint32_t seen = 0;
+	while (gd_left_ms(dl) > 0) {
+		struct gd_client c;
+		gd_ok(gd_open(&c, d.sock));
+		seen = c.welcome.max_segments;
+		gd_close(&c);
+		if (seen == 2)
+			break;
+		cr_assert(gd_alive(&d), "garudad died on SIGHUP");
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_eq(seen, 2, "after SIGHUP new clients get max_segments %u, the file says 2", seen);
+	/* the old session survived the reload */
+	gd_store(&s, 0, 1);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&old, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "old session after SIGHUP: %s", gd_strerr(r));
+
+	/* a bad file on SIGHUP leaves the daemon running with what it had */
+	f = fopen(d.config, "w");
+	fputs("{\"spin_us\": \"fast\"", f);
+	fclose(f);
+	cr_assert_eq(kill(d.pid, SIGHUP), 0);
+	round_trip(&old, 9);
+	cr_assert(gd_alive(&d), "garudad exited on SIGHUP with a bad config file");
+	serves(&d);
+	gd_seg_unmap(&s);
+	gd_close(&old);
+	gd_stop(&d);
+}
+
+/* Run garudad synchronously with args; returns its exit status, output in *out. */
+static int run_garudad(struct gd_daemon *d, const char *args, char *out, size_t cap)
+{
+	const char *bin = getenv("GARUDAD");
+	cr_assert_not_null(bin);
+	char cmd[2048], path[192];
+	snprintf(path, sizeof(path), "%s/run.out", d->dir);
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s %s >%s 2>&1 </dev/null", bin, args, path);
+	int st = system(cmd);
+	out[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f) {
+		size_t n = fread(out, 1, cap - 1, f);
+		out[n] = '\0';
+		fclose(f);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+Test(lifecycle, config_errors)
+{
+	struct gd_daemon d = { 0 };
+	gd_prepare(&d);
+	char out[8192], args[1024], cfg[192];
+	snprintf(cfg, sizeof(cfg), "%s/bad.json", d.dir);
+
+	int st = run_garudad(&d, "--help", out, sizeof(out));
+	cr_assert_eq(st, 0, "--help: exit %d", st);
+	cr_assert(strstr(out, "--socket") && strstr(out, "--event-loop"),
+		  "--help does not list the options: %s", out);
+	st = run_garudad(&d, "--version", out, sizeof(out));
+	cr_assert_eq(st, 0, "--version: exit %d", st);
+
+	struct {
+		const char *json, *key;
+	} bad[] = {
+		{ "{\"spin_us\": \"fast\"}", "spin_us" },
+		{ "{\"event_loop\": \"select\"}", "event_loop" },
+		{ "{\"quota\": {\"connection\": {\"segments\": -1}}}", "segments" },
+		{ "{\"log_level\": 7}", "log_level" },
+		{ "{\"spin_us\": 1", NULL }, /* not JSON */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *f = fopen(cfg, "w");
+		cr_assert_not_null(f);
+		fputs(bad[i].json, f);
+		fclose(f);
+		snprintf(args, sizeof(args), "--config=%s --socket=%s --control-socket=%s", cfg,
+			 d.sock, d.ctl);
+		st = run_garudad(&d, args, out, sizeof(out));
+		cr_assert(st != 0 && st != 124, "config %s: exit status %d, expected an error",
+			  bad[i].json, st);
+		if (bad[i].key)
+			cr_assert_not_null(strstr(out, bad[i].key),
+					   "config %s: the error does not name the key \"%s\": %s",
+					   bad[i].json, bad[i].key, out);
+	}
+	snprintf(args, sizeof(args), "--event-loop=bogus --socket=%s --control-socket=%s", d.sock,
+		 d.ctl);
+	st = run_garudad(&d, args, out, sizeof(out));
+	cr_assert(st != 0 && st != 124, "--event-loop=bogus: exit status %d", st);
+	st = run_garudad(&d, "--no-such-flag", out, sizeof(out));
+	cr_assert(st != 0 && st != 124, "--no-such-flag: exit status %d", st);
+	gd_cleanup(&d);
+	gd_check_fds();
+}
+
+/* A client process that dies (SIGKILL) with segments, bindings and armed descriptors
+ * leaves nothing behind in the daemon. */
+static void child_client(struct gd_daemon *d, int report, bool store_and_die)
+{
+	struct gd_client c;
+	struct gd_seg s1, s2;
+	int efd;
+	char ok = 'k';
+	if (gd_open(&c, d->sock) || gd_segment_open(&c, 2, -1, &s1) ||
+	    gd_segment_open(&c, 3, -1, &s2) || gd_bind_new(&c, gd_slot(&s1, 0), &efd) ||
+	    gd_bind(&c, gd_slot(&s2, 0), efd) ||
+	    gd_arm(&c, gd_slot(&s1, 0), 1, 1, GARUDA_FORM_EVENTFD) ||
+	    gd_arm(&c, gd_slot(&s1, 1), 1, 2, GARUDA_FORM_MESSAGE) ||
+	    gd_arm(&c, gd_slot(&s2, 1), 1, 3, GARUDA_FORM_DOORBELL) ||
+	    gd_arm(&c, gd_slot(&s2, 0), 1, 4, GARUDA_FORM_EVENTFD))
+		ok = 'x';
+	if (ok == 'k' && store_and_die) {
+		/* many READYs due to a process that is gone: the daemon must not die of
+		 * SIGPIPE or block */
+		for (uint32_t i = 2; i < 24; i++)
+			if (gd_arm_flags(&c, gd_slot(&s2, i), 1, 100 + i, GARUDA_FORM_MESSAGE,
+					 GARUDA_F_NOREPLY))
+				ok = 'x';
+		if (write(report, &ok, 1) != 1)
+			_exit(1);
+		for (uint32_t i = 0; i < 24; i++) {
+			gd_store(&s1, i % 16, 1);
+			gd_store(&s2, i, 1);
+		}
+		_exit(0);
+	}
+	if (write(report, &ok, 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static void dead_client(bool store_and_die)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	gd_baseline(&d);
+	for (int round = 0; round < 3; round++) {
+		int p[2];
+		cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+		fflush(NULL);
+		pid_t pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			close(p[0]);
+			child_client(&d, p[1], store_and_die);
+			_exit(0);
+		}
+		close(p[1]);
+		char ok = 0;
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		ssize_t n = -1;
+		if (poll(&pfd, 1, GD_DEADLINE_MS) == 1)
+			n = read(p[0], &ok, 1); /* the child writes or dies (EOF) */
+		close(p[0]);
+		if (n != 1 || ok != 'k') {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			cr_assert_fail("child client failed to set up");
+		}
+		if (!store_and_die) {
+			cr_assert_eq(gd_wait_status(&d, "clients", 1), 1);
+			cr_assert_eq(gd_wait_status(&d, "segments", 2), 2);
+			cr_assert_eq(gd_wait_status(&d, "bindings", 2), 2);
+			cr_assert_eq(gd_wait_status(&d, "armed", 4), 4);
+			cr_assert_gt(gd_fd_count(&d), d.fd_baseline);
+			kill(pid, SIGKILL);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		long long v;
+		cr_assert_eq(v = gd_wait_status(&d, "clients", 0), 0, "clients %lld after death", v);
+		cr_assert_eq(v = gd_wait_status(&d, "segments", 0), 0, "segments %lld after death", v);
+		cr_assert_eq(v = gd_wait_status(&d, "bindings", 0), 0, "bindings %lld after death", v);
+		cr_assert_eq(v = gd_wait_status(&d, "armed", 0), 0, "armed %lld after death", v);
+		int fds = gd_wait_fds_at_most(&d, d.fd_baseline);
+		cr_assert_leq(fds, d.fd_baseline, "daemon holds %d fds after the client died, %d before",
+			      fds, d.fd_baseline);
+		cr_assert(gd_alive(&d), "garudad died with its client");
+	}
+	serves(&d);
+	gd_stop(&d);
+}
+
+Test(lifecycle, dead_client_freed)
+{
+	dead_client(false);
+}
+
+Test(lifecycle, client_dies_with_readiness_due)
+{
+	dead_client(true);
+}
+
+static void fake_two_nodes(struct gd_daemon *d)
+{
+	char path[256];
+	const char *cpus[2] = { "0", "1" };
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		cpus[1] = "0";
+	snprintf(path, sizeof(path), "%s/devices/system/node", d->sysfs);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/node0 %s/node1", path, path);
+	cr_assert_eq(system(cmd), 0);
+	for (int n = 0; n < 2; n++) {
+		char f[600];
+		snprintf(f, sizeof(f), "%s/node%d/cpulist", path, n);
+		write_file(f, cpus[n]);
+	}
+	char f[600];
+	snprintf(f, sizeof(f), "%s/online", path);
+	write_file(f, "0-1\n");
+	snprintf(f, sizeof(f), "%s/possible", path);
+	write_file(f, "0-1\n");
+}
+
+/* status "scanners" as a number or an array; -1 when absent */
+static long long status_scanners(struct gd_daemon *d)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"status\"}");
+	if (!j)
+		return -1;
+	char *text = cJSON_PrintUnformatted(j);
+	cr_log_info("status: %s", text);
+	free(text);
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "scanners");
+	long long n = cJSON_IsNumber(v) ? (long long)v->valuedouble
+		      : cJSON_IsArray(v) ? cJSON_GetArraySize(v)
+					 : -1;
+	cJSON_Delete(j);
+	return n;
+}
+
+Test(lifecycle, two_numa_nodes)
+{
+	struct gd_daemon d = { 0 };
+	gd_prepare(&d);
+	fake_two_nodes(&d);
+	char env[256];
+	snprintf(env, sizeof(env), "GARUDA_SYSFS_ROOT=%s", d.sysfs);
+	const char *envs[] = { env, NULL };
+	gd_start(&d, &(struct gd_opts){ .env = envs });
+
+	long long n = status_scanners(&d);
+	if (n >= 0)
+		cr_assert_eq(n, 2, "two fake NUMA nodes, status says %lld scanners", n);
+	else
+		cr_log_warn("status does not report scanners; checking that segments on both "
+			    "nodes are served");
+
+	/* segments on either node (and undecided ones) are all served */
+	struct gd_client c;
+	gd_ok(gd_open(&c, d.sock));
+	struct gd_seg s[4];
+	const int32_t nodes[4] = { 0, 1, -1, -1 };
+	for (int i = 0; i < 4; i++) {
+		int r = gd_segment_open(&c, 1, nodes[i], &s[i]);
+		cr_assert_eq(r, 0, "SEGMENT_OPEN on fake node %d: %s", nodes[i], gd_strerr(r));
+		if (nodes[i] >= 0)
+			cr_assert_eq(s[i].numa_node, nodes[i], "asked node %d, got %d", nodes[i],
+				     s[i].numa_node);
+		gd_ok(gd_arm(&c, gd_slot(&s[i], 0), 1, (uint64_t)i, GARUDA_FORM_MESSAGE));
+	}
+	for (int i = 0; i < 4; i++)
+		gd_store(&s[i], 0, 1);
+	unsigned seen = 0;
+	for (int i = 0; i < 4; i++) {
+		struct garuda_ready rd;
+		int r = gd_wait_ready(&c, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "readiness on a two-node daemon: %s (seen mask %x)", gd_strerr(r),
+			     seen);
+		cr_assert_lt(rd.token, 4);
+		seen |= 1u << rd.token;
+	}
+	cr_assert_eq(seen, 0xf);
+	/* a node that does not exist */
+	struct gd_seg x;
+	int r = gd_segment_open(&c, 1, 5, &x);
+	cr_log_info("SEGMENT_OPEN on node 5 of a two-node host: %s (node %d)", gd_strerr(r),
+		    r == 0 ? x.numa_node : -1);
+	if (r == 0)
+		gd_seg_unmap(&x);
+	gd_ok(gd_arm(&c, gd_slot(&s[0], 1), 1, 9, GARUDA_FORM_MESSAGE)); /* still connected */
+	for (int i = 0; i < 4; i++)
+		gd_seg_unmap(&s[i]);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* --scanners=N forces the count */
+Test(lifecycle, forced_scanner_count)
+{
+	struct gd_daemon d = { 0 };
+	const char *args[] = { "--scanners=3", NULL };
+	gd_start(&d, &(struct gd_opts){ .args = args });
+	long long n = status_scanners(&d);
+	if (n >= 0)
+		cr_assert_eq(n, 3, "--scanners=3, status says %lld", n);
+	serves(&d);
+	gd_stop(&d);
+}

@@ -1,0 +1,220 @@
+/* test_quota.c — per-connection and per-uid quotas (segments, lines, bindings, armed):
+ * an overrun is answered ERROR{QUOTA}, nothing is allocated for it (no fd kept, no
+ * counter moved), the connection keeps working, and freeing something makes room. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(quota, .init = gd_test_init, .fini = gd_test_fini, .timeout = 120);
+
+static const char *quota_config =
+	"{\"quota\":{\"connection\":{\"segments\":3,\"lines\":16,\"bindings\":2,\"armed\":4},"
+	"\"uid\":{\"segments\":5,\"lines\":64,\"bindings\":3,\"armed\":6}}}";
+
+static void still_works(struct gd_client *c, struct gd_seg *s, uint32_t idx, uint64_t token)
+{
+	uint64_t v = gd_load(s, idx) + 1;
+	gd_ok(gd_arm(c, gd_slot(s, idx), v, token, GARUDA_FORM_MESSAGE));
+	gd_store(s, idx, v);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(c, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "connection after QUOTA: %s", gd_strerr(r));
+	cr_assert_eq(rd.token, token);
+}
+
+Test(quota, segments)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = quota_config });
+	struct gd_client c;
+	struct gd_seg s[4];
+	gd_ok(gd_open(&c, d.sock));
+	cr_assert_eq(c.welcome.max_segments, 3);
+	for (int i = 0; i < 3; i++)
+		gd_ok(gd_segment_open(&c, 1, -1, &s[i]));
+	gd_refused(gd_segment_open(&c, 1, -1, &s[3]), GARUDA_E_QUOTA);
+	cr_assert_eq(gd_wait_status(&d, "segments", 3), 3, "refused segment counted");
+	still_works(&c, &s[0], 0, 1);
+	gd_ok(gd_segment_close(&c, s[1].id));
+	gd_seg_unmap(&s[1]);
+	gd_ok(gd_segment_open(&c, 1, -1, &s[3]));
+	gd_refused(gd_segment_open(&c, 1, -1, &s[1]), GARUDA_E_QUOTA);
+	still_works(&c, &s[3], 0, 2);
+	for (int i = 0; i < 4; i++)
+		gd_seg_unmap(&s[i]);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+Test(quota, lines)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = quota_config });
+	struct gd_client c;
+	struct gd_seg a, b, x;
+	gd_ok(gd_open(&c, d.sock));
+	cr_assert_eq(c.welcome.max_lines, 16);
+	gd_refused(gd_segment_open(&c, 17, -1, &x), GARUDA_E_QUOTA);
+	gd_ok(gd_segment_open(&c, 10, -1, &a));
+	gd_refused(gd_segment_open(&c, 7, -1, &x), GARUDA_E_QUOTA);
+	still_works(&c, &a, 79, 1);
+	gd_ok(gd_segment_open(&c, 6, -1, &b)); /* exactly 16 */
+	gd_refused(gd_segment_open(&c, 1, -1, &x), GARUDA_E_QUOTA);
+	gd_ok(gd_segment_close(&c, a.id));
+	gd_ok(gd_segment_open(&c, 10, -1, &x));
+	still_works(&c, &x, 0, 2);
+	gd_seg_unmap(&a);
+	gd_seg_unmap(&b);
+	gd_seg_unmap(&x);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+Test(quota, bindings)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = quota_config });
+	gd_baseline(&d);
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	cr_assert_eq(c.welcome.max_bindings, 2);
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	int base = gd_fd_count(&d);
+	int e0, e1, e2 = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	gd_ok(gd_bind_new(&c, gd_slot(&s, 0), &e0));
+	gd_ok(gd_bind_new(&c, gd_slot(&s, 1), &e1));
+	int with2 = gd_fd_count(&d);
+	gd_refused(gd_bind(&c, gd_slot(&s, 2), e2), GARUDA_E_QUOTA);
+	int fds = gd_wait_fds_at_most(&d, with2);
+	cr_assert_leq(fds, with2, "daemon kept the eventfd of a refused BIND (%d fds, %d before)",
+		      fds, with2);
+	cr_assert_eq(gd_wait_status(&d, "bindings", 2), 2);
+	still_works(&c, &s, 5, 1);
+	gd_ok(gd_unbind(&c, gd_slot(&s, 0)));
+	gd_ok(gd_bind(&c, gd_slot(&s, 2), e2));
+	gd_ok(gd_arm(&c, gd_slot(&s, 2), 1, 2, GARUDA_FORM_EVENTFD));
+	gd_store(&s, 2, 1);
+	cr_assert_eq(gd_eventfd_read(e2, GD_DEADLINE_MS), 1);
+	gd_ok(gd_unbind(&c, gd_slot(&s, 1)));
+	gd_ok(gd_unbind(&c, gd_slot(&s, 2)));
+	fds = gd_wait_fds_at_most(&d, base);
+	cr_assert_leq(fds, base, "daemon holds %d fds after unbinding all, %d before", fds, base);
+	close(e0);
+	close(e1);
+	close(e2);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+Test(quota, armed)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = quota_config });
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	cr_assert_eq(c.welcome.max_armed, 4);
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	for (uint32_t i = 0; i < 4; i++)
+		gd_ok(gd_arm(&c, gd_slot(&s, i), 1, 10 + i, GARUDA_FORM_MESSAGE));
+	gd_refused(gd_arm(&c, gd_slot(&s, 4), 1, 14, GARUDA_FORM_MESSAGE), GARUDA_E_QUOTA);
+	gd_refused(gd_arm(&c, gd_slot(&s, 4), 1, 14, GARUDA_FORM_DOORBELL), GARUDA_E_QUOTA);
+	cr_assert_eq(gd_wait_status(&d, "armed", 4), 4, "refused arm counted");
+	/* a refused arm never fires */
+	gd_store(&s, 4, 1);
+	/* firing one makes room for one */
+	gd_store(&s, 0, 1);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&c, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "%s", gd_strerr(r));
+	cr_assert_eq(rd.token, 10, "READY token %llu: only 10 was armed and reached",
+		     (unsigned long long)rd.token);
+	cr_assert_eq(gd_wait_status(&d, "armed", 3), 3);
+	gd_ok(gd_arm(&c, gd_slot(&s, 5), 1, 15, GARUDA_FORM_MESSAGE));
+	gd_refused(gd_arm(&c, gd_slot(&s, 6), 1, 16, GARUDA_FORM_MESSAGE), GARUDA_E_QUOTA);
+	/* disarming makes room too */
+	gd_ok(gd_disarm(&c, gd_slot(&s, 1), 11));
+	gd_ok(gd_arm(&c, gd_slot(&s, 6), 1, 16, GARUDA_FORM_MESSAGE));
+	/* fire everything: exactly tokens 12, 13, 15, 16 */
+	for (uint32_t i = 1; i < 8; i++)
+		gd_store(&s, i, 1);
+	unsigned seen = 0;
+	for (int i = 0; i < 4; i++) {
+		r = gd_wait_ready(&c, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "%s", gd_strerr(r));
+		cr_assert(rd.token == 12 || rd.token == 13 || rd.token == 15 || rd.token == 16,
+			  "READY for token %llu", (unsigned long long)rd.token);
+		cr_assert_not(seen & (1u << (rd.token - 10)), "token %llu twice",
+			      (unsigned long long)rd.token);
+		seen |= 1u << (rd.token - 10);
+	}
+	cr_assert_eq(gd_quiet(&c, GD_QUIET_MS, NULL), 0, "READY for a refused or disarmed arm");
+	cr_assert_eq(gd_wait_status(&d, "armed", 0), 0);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* The uid quota spans connections of one uid (the tests run as one uid) */
+Test(quota, per_uid)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = quota_config });
+	struct gd_client a, b;
+	struct gd_seg sa[3], sb[3];
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_open(&b, d.sock));
+
+	/* segments: 3 per connection, 5 per uid */
+	for (int i = 0; i < 3; i++)
+		gd_ok(gd_segment_open(&a, 1, -1, &sa[i]));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb[0]));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb[1]));
+	gd_refused(gd_segment_open(&b, 1, -1, &sb[2]), GARUDA_E_QUOTA);
+	gd_ok(gd_segment_close(&a, sa[2].id));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb[2]));
+
+	/* bindings: 2 per connection, 3 per uid */
+	int ea0, ea1, eb0, eb1 = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	gd_ok(gd_bind_new(&a, gd_slot(&sa[0], 0), &ea0));
+	gd_ok(gd_bind_new(&a, gd_slot(&sa[0], 1), &ea1));
+	gd_ok(gd_bind_new(&b, gd_slot(&sb[0], 0), &eb0));
+	gd_refused(gd_bind(&b, gd_slot(&sb[0], 1), eb1), GARUDA_E_QUOTA);
+
+	/* armed: 4 per connection, 6 per uid */
+	for (uint32_t i = 0; i < 4; i++)
+		gd_ok(gd_arm(&a, gd_slot(&sa[1], i), 1, i, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_arm(&b, gd_slot(&sb[1], 0), 1, 100, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_arm(&b, gd_slot(&sb[1], 1), 1, 101, GARUDA_FORM_MESSAGE));
+	gd_refused(gd_arm(&b, gd_slot(&sb[1], 2), 1, 102, GARUDA_FORM_MESSAGE), GARUDA_E_QUOTA);
+
+	/* a's departure frees the uid's share */
+	for (int i = 0; i < 3; i++)
+		gd_seg_unmap(&sa[i]);
+	close(ea0);
+	close(ea1);
+	gd_close(&a);
+	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1);
+	cr_assert_eq(gd_wait_status(&d, "armed", 2), 2);
+	gd_ok(gd_arm(&b, gd_slot(&sb[1], 2), 1, 102, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_bind(&b, gd_slot(&sb[0], 1), eb1));
+	for (uint32_t i = 0; i < 3; i++)
+		gd_store(&sb[1], i, 1);
+	for (int i = 0; i < 3; i++) {
+		struct garuda_ready rd;
+		int r = gd_wait_ready(&b, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "%s", gd_strerr(r));
+		cr_assert(rd.token >= 100 && rd.token <= 102);
+	}
+	for (int i = 0; i < 3; i++)
+		gd_seg_unmap(&sb[i]);
+	close(eb0);
+	close(eb1);
+	gd_close(&b);
+	gd_stop(&d);
+}
