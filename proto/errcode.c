@@ -1,6 +1,7 @@
 /* errcode.c — lookup over the registry in errcode.h. */
 #include "errcode.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -18,8 +19,10 @@ static const struct errcode_entry registry[] = {
 
 static const struct errcode_entry *lookup(int code)
 {
+	if (code < GARUDA_ERR_BASE)
+		return NULL; /* also keeps code - BASE from overflowing for INT_MIN */
 	size_t i = (size_t)(code - GARUDA_ERR_BASE);
-	if (code < GARUDA_ERR_BASE || i >= sizeof(registry) / sizeof(registry[0]))
+	if (i >= sizeof(registry) / sizeof(registry[0]))
 		return NULL;
 	return &registry[i];
 }
@@ -37,6 +40,8 @@ const char *garuda_errcode_name(int code)
 
 const char *garuda_strerror(int err)
 {
+	if (err == INT_MIN)
+		return "unknown error";
 	int code = err < 0 ? -err : err;
 	const struct errcode_entry *e = lookup(code);
 	if (e)

@@ -283,6 +283,8 @@ static int check_body(const struct garuda_msg *m)
 	case GARUDA_MSG_ERROR:
 		if (m->error.text_len > GARUDA_ERROR_TEXT_MAX)
 			return -GARUDA_E_TOO_LONG;
+		if (memchr(m->error.text, '\0', m->error.text_len))
+			return -GARUDA_E_BAD_VALUE; /* embedded NUL */
 		return error_code_ok(m->error.code) ? 0 : -GARUDA_E_BAD_VALUE;
 	default:
 		return 0;
@@ -355,18 +357,15 @@ int garuda_msg_decode(const void *buf, size_t len, unsigned nfds, struct garuda_
 	r->body(&c, out);
 	if (c.reserved_set)
 		return -GARUDA_E_RESERVED_SET;
-	err = check_body(out);
-	if (err)
-		return err;
 	if (r->variable) {
+		if (out->error.text_len > GARUDA_ERROR_TEXT_MAX)
+			return -GARUDA_E_TOO_LONG;
 		if (out->error.text_len != len - fixed)
 			return -GARUDA_E_BAD_LENGTH;
 		memcpy(out->error.text, c.p + c.off, out->error.text_len);
 		out->error.text[out->error.text_len] = '\0';
-		if (strlen(out->error.text) != out->error.text_len)
-			return -GARUDA_E_BAD_VALUE; /* embedded NUL */
 	}
-	return 0;
+	return check_body(out);
 }
 
 void garuda_msg_init(struct garuda_msg *m, enum garuda_msg_type type, uint64_t cookie)
@@ -395,7 +394,7 @@ void garuda_msg_error(struct garuda_msg *m, uint64_t cookie, int code, const cha
 {
 	garuda_msg_init(m, GARUDA_MSG_ERROR, cookie);
 	/* accept either sign for registry codes; errno travels negative */
-	if (code < 0 && -code >= GARUDA_ERR_BASE)
+	if (code < 0 && code > INT32_MIN && -code >= GARUDA_ERR_BASE)
 		code = -code;
 	m->error.code = code;
 	if (!text)

@@ -1055,10 +1055,8 @@ Test(wire, error_text_with_embedded_nul)
 	}
 }
 
-/* FIXME(proto): disabled until garuda_msg_encode() refuses an ERROR whose text has a
- * NUL within text_len (it encodes it; decode then refuses it with BAD_VALUE), so the
- * encoder would "validate like decode" as wire.h promises. */
-Test(wire, encode_refuses_error_text_with_nul, .disabled = true)
+/* The encoder validates like the decoder: an ERROR text with a NUL inside text_len. */
+Test(wire, encode_refuses_error_text_with_nul)
 {
 	struct garuda_msg m;
 	garuda_msg_error(&m, 1, GARUDA_E_BUSY, "abc");
