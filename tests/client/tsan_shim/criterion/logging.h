@@ -1,0 +1,3 @@
+/* logging.h (shim) — see criterion.h in this directory. */
+#pragma once
+#include "criterion.h"
