@@ -140,7 +140,8 @@ const char *garuda_strerror(int err);
  * (no daemon listening there, or no permission), -GARUDA_E_BAD_VERSION (the daemon
  * speaks another protocol version), -GARUDA_E_PROTOCOL (the daemon's answer was not a
  * valid WELCOME), -GARUDA_E_DISCONNECTED (the daemon closed the connection during the
- * handshake), another negative code the daemon sent, -ENOMEM, or a negative errno from
+ * handshake), -GARUDA_E_TIMEOUT (no answer to HELLO within 5 s), another negative code
+ * the daemon sent, -ENOMEM, or a negative errno from
  * socket(), eventfd() or pthread_create(). Thread-safe. */
 int garuda_connect(struct garuda_client **out);
 
