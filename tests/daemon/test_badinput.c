@@ -1,0 +1,831 @@
+/* test_badinput.c — no client can hurt another by its messages or its fds.
+ *
+ * Every test runs a well-behaved client ("good") next to the offender. Before each
+ * offence good arms one descriptor of every form; after it, good stores and must get
+ * all three readiness, and the daemon's fd count must come back to what it was with
+ * good alone (the offender's fds, passed or not, are all closed by the daemon).
+ *
+ * Where the contract names the answer, it is checked exactly: a datagram that fails
+ * garuda_msg_decode() gets ERROR{the code decode gives for the same bytes} (cookie 0
+ * or the header's) and a disconnect; a BIND of a non-eventfd gets ERROR{BAD_FD} and
+ * the connection stays; a saturated blocking eventfd gets ERROR{BAD_FD} (cookie 0)
+ * and a disconnect. Elsewhere "an error or a disconnect" is accepted. */
+#include <criterion/criterion.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(badinput, .init = gd_test_init, .fini = gd_test_fini, .timeout = 300);
+
+/* ------------------------------------------------------------ the good client ---- */
+
+struct bench {
+	struct gd_daemon d;
+	struct gd_client good;
+	struct gd_seg gs;
+	int efd;
+	uint64_t next; /* target of good's armed descriptors */
+	int base_fds;  /* daemon fds with good set up and armed */
+};
+
+static void good_arm(struct bench *b)
+{
+	b->next++;
+	gd_ok(gd_arm(&b->good, gd_slot(&b->gs, 0), b->next, b->next, GARUDA_FORM_EVENTFD));
+	gd_ok(gd_arm(&b->good, gd_slot(&b->gs, 1), b->next, b->next, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_arm(&b->good, gd_slot(&b->gs, 2), b->next, b->next, GARUDA_FORM_DOORBELL));
+}
+
+static void bench_up(struct bench *b, const char *config)
+{
+	memset(b, 0, sizeof(*b));
+	gd_start(&b->d, &(struct gd_opts){ .config = config });
+	gd_baseline(&b->d);
+	gd_ok(gd_open(&b->good, b->d.sock));
+	gd_ok(gd_segment_open(&b->good, 1, -1, &b->gs));
+	gd_ok(gd_bind_new(&b->good, gd_slot(&b->gs, 0), &b->efd));
+	good_arm(b);
+	cr_assert_eq(gd_wait_status(&b->d, "armed", 3), 3);
+	b->base_fds = gd_fd_count(&b->d);
+}
+
+/* good's armed descriptors fire after the offence; then it re-arms */
+static void good_served(struct bench *b, const char *after)
+{
+	cr_assert(gd_alive(&b->d), "garudad died after %s", after);
+	uint32_t bell = gd_doorbell(&b->gs), now;
+	for (uint32_t i = 0; i < 3; i++)
+		gd_store(&b->gs, i, b->next);
+	long long n = gd_eventfd_read(b->efd, GD_DEADLINE_MS);
+	cr_assert_eq(n, 1, "good client after %s: eventfd %lld", after, n);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&b->good, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "good client after %s: no READY: %s", after, gd_strerr(r));
+	cr_assert_eq(rd.token, b->next, "good client after %s: READY token %llu", after,
+		     (unsigned long long)rd.token);
+	cr_assert_eq(gd_doorbell_wait(&b->gs, bell, &now, GD_DEADLINE_MS), 1,
+		     "good client after %s: doorbell", after);
+	good_arm(b);
+}
+
+/* the daemon's fd count returns to what it was with good alone */
+static void fds_back(struct bench *b, const char *after)
+{
+	int n = gd_wait_fds_at_most(&b->d, b->base_fds);
+	cr_assert_leq(n, b->base_fds, "after %s the daemon holds %d fds, %d before", after, n,
+		      b->base_fds);
+}
+
+static void bench_down(struct bench *b)
+{
+	close(b->efd);
+	gd_seg_unmap(&b->gs);
+	gd_close(&b->good);
+	gd_stop(&b->d);
+}
+
+/* ------------------------------------------------------------- the offender ---- */
+
+static void bad_open(struct bench *b, struct gd_client *c, bool hello)
+{
+	int r = hello ? gd_open(c, b->d.sock) : gd_connect(c, b->d.sock);
+	cr_assert_eq(r, 0, "offender connect: %s", gd_strerr(r));
+}
+
+/* Read until EOF. want > 0: exactly one ERROR{want} must come first; want == 0: any
+ * ERROR (or none). Cookie of an ERROR: 0 or `cookie`. Returns the ERROR code seen (0
+ * for none). */
+static int expect_close(struct gd_client *c, int want, uint64_t cookie, const char *what)
+{
+	int seen = 0;
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	for (;;) {
+		struct garuda_msg m;
+		int r = gd_recv(c, &m, NULL, gd_left_ms(dl));
+		if (r == -EPIPE)
+			break;
+		cr_assert_neq(r, 0, "%s: the daemon neither answered nor closed within %d ms%s", what,
+			      GD_DEADLINE_MS, seen ? " after its ERROR" : "");
+		cr_assert_eq(r, 1, "%s: %s", what, gd_strerr(r));
+		cr_assert_eq(m.type, GARUDA_MSG_ERROR, "%s: answered %s", what,
+			     garuda_msg_type_name(m.type));
+		cr_assert_eq(seen, 0, "%s: two ERRORs", what);
+		seen = m.error.code;
+		if (want)
+			cr_assert_eq(m.error.code, want, "%s: expected ERROR{%s}, got %s (\"%s\")", what,
+				     garuda_errcode_name(want), gd_strerr(m.error.code),
+				     m.error.text);
+		cr_assert(m.cookie == 0 || m.cookie == cookie,
+			  "%s: ERROR cookie %llu (request's %llu)", what,
+			  (unsigned long long)m.cookie, (unsigned long long)cookie);
+	}
+	if (want)
+		cr_assert_eq(seen, want, "%s: disconnected without ERROR{%s}", what,
+			     garuda_errcode_name(want));
+	return seen;
+}
+
+static uint64_t header_cookie(const uint8_t *buf, size_t len)
+{
+	uint64_t c = 0;
+	if (len >= GARUDA_HDR_BYTES) {
+		memcpy(&c, buf + 16, 8);
+		c = le64toh(c);
+	}
+	return c;
+}
+
+/* Send buf (with fds) on a fresh connection (after HELLO when hello) and expect what
+ * the contract says for a datagram decode refuses: ERROR{decode's code}, disconnect. */
+static void offend_decode(struct bench *b, bool hello, const void *buf, size_t len,
+			  const int *fds, unsigned nfds, const char *what)
+{
+	struct garuda_msg tmp;
+	int code = -garuda_msg_decode(buf, len, nfds, &tmp);
+	cr_assert_gt(code, 0, "test bug: %s decodes fine", what);
+	struct gd_client c;
+	bad_open(b, &c, hello);
+	int r = gd_send_raw(&c, buf, len, fds, nfds);
+	cr_assert_eq(r, 0, "%s: send: %s", what, gd_strerr(r));
+	char w[160];
+	snprintf(w, sizeof(w), "%s (%s)", what, hello ? "after HELLO" : "as the first message");
+	expect_close(&c, code, header_cookie(buf, len), w);
+	gd_close(&c);
+}
+
+static size_t encode(struct garuda_msg *m, uint8_t *buf)
+{
+	ssize_t n = garuda_msg_encode(m, buf, GARUDA_MSG_MAX);
+	cr_assert_gt(n, 0, "test bug: encode %s: %zd", garuda_msg_type_name(m->type), n);
+	return (size_t)n;
+}
+
+static size_t valid_arm(uint8_t *buf, uint64_t cookie)
+{
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_ARM, cookie);
+	m.arm.slot.segment = 1;
+	m.arm.target = 1;
+	m.arm.form = GARUDA_FORM_MESSAGE;
+	return encode(&m, buf);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+
+/* ------------------------------------------------------------------- tests ---- */
+
+/* Random bytes, and random bodies behind plausible headers, after HELLO and before */
+Test(badinput, garbage_datagrams)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	unsigned seed = 12345;
+	int checked = 0;
+	for (int i = 0; i < 120; i++) {
+		uint8_t buf[700];
+		size_t len = 1 + (size_t)(rand_r(&seed) % 640);
+		for (size_t k = 0; k < len; k++)
+			buf[k] = (uint8_t)rand_r(&seed);
+		if (i % 2 && len >= GARUDA_HDR_BYTES) {
+			/* a header that agrees with the datagram: the body is what is wrong */
+			put16(buf, (uint16_t)(1 + rand_r(&seed) % GARUDA_MSG_TYPE_MAX_));
+			put16(buf + 2, 0);
+			put32(buf + 4, (uint32_t)len);
+			put16(buf + 8, 0);
+			memset(buf + 10, 0, 6);
+		}
+		struct garuda_msg tmp;
+		if (garuda_msg_decode(buf, len, 0, &tmp) == 0)
+			continue; /* happens to be valid: not garbage */
+		char what[64];
+		snprintf(what, sizeof(what), "garbage datagram #%d (%zu bytes)", i, len);
+		offend_decode(&b, i % 3 != 0, buf, len, NULL, 0, what);
+		checked++;
+		if (i % 20 == 0)
+			good_served(&b, what);
+	}
+	cr_assert_gt(checked, 100);
+	fds_back(&b, "garbage datagrams");
+	good_served(&b, "garbage datagrams");
+	bench_down(&b);
+}
+
+/* An empty datagram reads like EOF on SOCK_SEQPACKET: error or close, both fine */
+Test(badinput, empty_datagram)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	for (int hello = 0; hello < 2; hello++) {
+		struct gd_client c;
+		bad_open(&b, &c, hello);
+		gd_ok(gd_send_raw(&c, "", 0, NULL, 0));
+		int code = expect_close(&c, 0, 0, "empty datagram");
+		cr_assert(code == 0 || code == GARUDA_E_TOO_SHORT, "empty datagram: %s",
+			  gd_strerr(code));
+		gd_close(&c);
+	}
+	fds_back(&b, "empty datagrams");
+	good_served(&b, "empty datagrams");
+	bench_down(&b);
+}
+
+Test(badinput, truncated_messages)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	uint8_t buf[GARUDA_MSG_MAX];
+	size_t len = valid_arm(buf, 77);
+	const size_t cuts[] = { 1, 8, 23, 24, 25, 40, 55 };
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		char what[64];
+		snprintf(what, sizeof(what), "ARM cut to %zu of %zu bytes", cuts[i], len);
+		offend_decode(&b, true, buf, cuts[i], NULL, 0, what);
+	}
+	/* cut, with the header's length agreeing: too short for the body */
+	uint8_t cut[GARUDA_MSG_MAX];
+	memcpy(cut, buf, len);
+	put32(cut + 4, 40);
+	offend_decode(&b, true, cut, 40, NULL, 0, "ARM cut to 40 bytes, header says 40");
+	/* every request type, one byte short */
+	const enum garuda_msg_type types[] = { GARUDA_MSG_HELLO, GARUDA_MSG_SEGMENT_OPEN,
+					       GARUDA_MSG_SEGMENT_CLOSE, GARUDA_MSG_UNBIND,
+					       GARUDA_MSG_DISARM };
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, types[i], 5);
+		if (types[i] == GARUDA_MSG_SEGMENT_OPEN)
+			m.segment_open.lines = 1;
+		size_t n = encode(&m, buf);
+		put32(buf + 4, (uint32_t)n - 1);
+		char what[64];
+		snprintf(what, sizeof(what), "%s one byte short", garuda_msg_type_name(types[i]));
+		offend_decode(&b, types[i] != GARUDA_MSG_HELLO, buf, n - 1, NULL, 0, what);
+	}
+	fds_back(&b, "truncated messages");
+	good_served(&b, "truncated messages");
+	bench_down(&b);
+}
+
+Test(badinput, oversized_messages)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	static uint8_t big[70000];
+	size_t len = valid_arm(big, 88);
+	/* trailing bytes, header agreeing */
+	put32(big + 4, (uint32_t)len + 8);
+	offend_decode(&b, true, big, len + 8, NULL, 0, "ARM with 8 trailing bytes");
+	const size_t sizes[] = { GARUDA_MSG_MAX, GARUDA_MSG_MAX + 1, 4096, 65000 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		put32(big + 4, (uint32_t)sizes[i]);
+		char what[64];
+		snprintf(what, sizeof(what), "%zu-byte ARM", sizes[i]);
+		offend_decode(&b, true, big, sizes[i], NULL, 0, what);
+		offend_decode(&b, false, big, sizes[i], NULL, 0, what);
+	}
+	fds_back(&b, "oversized messages");
+	good_served(&b, "oversized messages");
+	bench_down(&b);
+}
+
+/* Header fd count and the fds that came disagree, or the type carries no fd */
+Test(badinput, wrong_fd_counts)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	uint8_t buf[GARUDA_MSG_MAX];
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	int e1 = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), e2 = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int fds4[4] = { e1, e2, p[0], p[1] };
+	struct garuda_msg m;
+
+	/* BIND: header says 1, none came */
+	garuda_msg_init(&m, GARUDA_MSG_BIND, 10);
+	m.bind.slot.segment = 1;
+	size_t n = encode(&m, buf);
+	offend_decode(&b, true, buf, n, NULL, 0, "BIND without its fd");
+	/* BIND: header says 1, two came */
+	offend_decode(&b, true, buf, n, fds4, 2, "BIND with 2 fds, header 1");
+	/* BIND: header says 2, two came (the type carries one) */
+	put16(buf + 8, 2);
+	offend_decode(&b, true, buf, n, fds4, 2, "BIND with 2 fds, header 2");
+	put16(buf + 8, 4);
+	offend_decode(&b, true, buf, n, fds4, 4, "BIND with 4 fds, header 4");
+	/* ARM with an fd, header 0 and header 1 */
+	n = valid_arm(buf, 11);
+	offend_decode(&b, true, buf, n, &e1, 1, "ARM with an eventfd, header 0");
+	put16(buf + 8, 1);
+	offend_decode(&b, true, buf, n, &e1, 1, "ARM with an eventfd, header 1");
+	/* HELLO with an fd, before the handshake */
+	garuda_msg_init(&m, GARUDA_MSG_HELLO, 12);
+	n = encode(&m, buf);
+	offend_decode(&b, false, buf, n, &p[0], 1, "HELLO with an fd");
+	/* SEGMENT_OPEN with a pipe; SEGMENT_ATTACH without its fd */
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 13);
+	m.segment_open.lines = 1;
+	n = encode(&m, buf);
+	offend_decode(&b, true, buf, n, &p[1], 1, "SEGMENT_OPEN with a pipe");
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 14);
+	m.segment_open.lines = 1;
+	n = encode(&m, buf);
+	offend_decode(&b, true, buf, n, NULL, 0, "SEGMENT_ATTACH without its memfd");
+	good_served(&b, "wrong fd counts");
+
+	/* more fds than anyone receives at once (8): an error or a close */
+	{
+		struct gd_client c;
+		bad_open(&b, &c, true);
+		garuda_msg_init(&m, GARUDA_MSG_BIND, 15);
+		m.bind.slot.segment = 1;
+		n = encode(&m, buf);
+		int many[8];
+		for (int i = 0; i < 8; i++)
+			many[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		union {
+			struct cmsghdr align;
+			char b[CMSG_SPACE(sizeof(many))];
+		} ctl;
+		memset(&ctl, 0, sizeof(ctl));
+		struct iovec iov = { .iov_base = buf, .iov_len = n };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+				     .msg_controllen = sizeof(ctl.b) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(many));
+		memcpy(CMSG_DATA(cm), many, sizeof(many));
+		cr_assert_eq(sendmsg(c.fd, &mh, MSG_NOSIGNAL), (ssize_t)n);
+		for (int i = 0; i < 8; i++)
+			close(many[i]);
+		expect_close(&c, 0, 15, "BIND with 8 fds");
+		gd_close(&c);
+	}
+	close(e1);
+	close(e2);
+	close(p[0]);
+	close(p[1]);
+	fds_back(&b, "wrong fd counts");
+	good_served(&b, "wrong fd counts");
+	bench_down(&b);
+}
+
+/* Reserved bits, unknown types, values and slots out of the protocol's range */
+Test(badinput, reserved_types_and_ranges)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	uint8_t buf[GARUDA_MSG_MAX];
+	size_t n;
+	struct garuda_msg m;
+
+	n = valid_arm(buf, 20);
+	put16(buf + 2, 0x8000);
+	offend_decode(&b, true, buf, n, NULL, 0, "ARM with an unknown flag");
+	n = valid_arm(buf, 21);
+	buf[12] = 1;
+	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a reserved header byte set");
+	n = valid_arm(buf, 22);
+	buf[n - 1] = 0xff;
+	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a reserved body byte set");
+	const uint16_t types[] = { 0, GARUDA_MSG_TYPE_MAX_ + 1, 200, 0xffff };
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		n = valid_arm(buf, 23);
+		put16(buf, types[i]);
+		char what[48];
+		snprintf(what, sizeof(what), "message type %u", types[i]);
+		offend_decode(&b, true, buf, n, NULL, 0, what);
+	}
+	const uint8_t forms[] = { 0, 4, 255 };
+	for (size_t i = 0; i < 3; i++) {
+		n = valid_arm(buf, 24);
+		buf[GARUDA_HDR_BYTES + 24] = forms[i];
+		char what[48];
+		snprintf(what, sizeof(what), "ARM with form %u", forms[i]);
+		offend_decode(&b, true, buf, n, NULL, 0, what);
+	}
+	n = valid_arm(buf, 25);
+	put32(buf + GARUDA_HDR_BYTES + 4, GARUDA_SEGMENT_MAX_LINES * GARUDA_WORDS_PER_LINE);
+	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a slot index beyond any segment");
+	const struct {
+		uint32_t lines;
+		int32_t node;
+	} opens[] = { { 0, -1 }, { GARUDA_SEGMENT_MAX_LINES + 1, -1 }, { 1, -2 },
+		      { 1, GARUDA_NUMA_MAX + 1 } };
+	for (size_t i = 0; i < 4; i++) {
+		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 26);
+		m.segment_open.lines = 1;
+		n = encode(&m, buf);
+		put32(buf + GARUDA_HDR_BYTES, opens[i].lines);
+		put32(buf + GARUDA_HDR_BYTES + 4, (uint32_t)opens[i].node);
+		char what[64];
+		snprintf(what, sizeof(what), "SEGMENT_OPEN lines %u node %d", opens[i].lines,
+			 opens[i].node);
+		offend_decode(&b, true, buf, n, NULL, 0, what);
+	}
+	fds_back(&b, "reserved bits, types and ranges");
+	good_served(&b, "reserved bits, types and ranges");
+	bench_down(&b);
+}
+
+/* Valid messages that are not requests, and a second HELLO: an error or a close; if
+ * the connection stays, it keeps working */
+Test(badinput, not_requests)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	const enum garuda_msg_type types[] = { GARUDA_MSG_WELCOME, GARUDA_MSG_SEGMENT,
+					       GARUDA_MSG_READY, GARUDA_MSG_ERROR, GARUDA_MSG_ACK,
+					       GARUDA_MSG_HELLO };
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, types[i], 30 + i);
+		if (types[i] == GARUDA_MSG_SEGMENT) {
+			m.segment.lines = 1;
+			m.segment.bytes = 4096;
+		}
+		if (types[i] == GARUDA_MSG_ERROR)
+			garuda_msg_error(&m, 30 + i, GARUDA_E_QUOTA, "from a client");
+		struct gd_client c;
+		bad_open(&b, &c, true);
+		gd_ok(gd_send(&c, &m, NULL, 0));
+		/* either an ERROR, a close, or both */
+		struct garuda_msg rep;
+		int r = gd_recv(&c, &rep, NULL, GD_DEADLINE_MS);
+		char what[64];
+		snprintf(what, sizeof(what), "%s from a client", garuda_msg_type_name(types[i]));
+		cr_assert_neq(r, 0, "%s: neither answered nor closed", what);
+		if (r == 1) {
+			cr_assert_eq(rep.type, GARUDA_MSG_ERROR, "%s: answered %s", what,
+				     garuda_msg_type_name(rep.type));
+			cr_log_info("%s: ERROR{%s}", what, garuda_errcode_name(rep.error.code));
+			struct gd_seg s;
+			r = gd_segment_open(&c, 1, -1, &s);
+			cr_assert(r == 0 || r == -EPIPE, "%s: connection half-dead: %s", what,
+				  gd_strerr(r));
+			gd_seg_unmap(&s);
+		}
+		gd_close(&c);
+	}
+	/* SEGMENT with an fd, from a client */
+	{
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_SEGMENT, 40);
+		m.segment.lines = 1;
+		m.segment.bytes = 4096;
+		int mfd = memfd_create("from-client", MFD_CLOEXEC);
+		struct gd_client c;
+		bad_open(&b, &c, true);
+		gd_ok(gd_send(&c, &m, &mfd, 1));
+		close(mfd);
+		struct garuda_msg rep;
+		int r = gd_recv(&c, &rep, NULL, GD_DEADLINE_MS);
+		cr_assert_neq(r, 0, "SEGMENT with a memfd from a client: neither answered nor closed");
+		gd_close(&c);
+	}
+	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
+	fds_back(&b, "messages that are not requests");
+	good_served(&b, "messages that are not requests");
+	bench_down(&b);
+}
+
+/* BIND with an fd that is not an eventfd: ERROR{BAD_FD}, the connection stays, the
+ * daemon keeps none of those fds */
+Test(badinput, bind_non_eventfd)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	bad_open(&b, &c, true);
+	gd_ok(gd_segment_open(&c, 4, -1, &s));
+	int before = gd_fd_count(&b.d);
+
+	int p[2], sp[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR2);
+	struct {
+		const char *name;
+		int fd;
+	} fds[] = {
+		{ "a pipe (read end)", p[0] },
+		{ "a pipe (write end)", p[1] },
+		{ "a memfd", memfd_create("not-an-eventfd", MFD_CLOEXEC) },
+		{ "/dev/null", open("/dev/null", O_RDWR | O_CLOEXEC) },
+		{ "a socket", sp[0] },
+		{ "a timerfd", timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) },
+		{ "a signalfd", signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK) },
+		{ "an epoll fd", epoll_create1(EPOLL_CLOEXEC) },
+		{ "its own segment memfd", s.memfd },
+		{ "its own connection", c.fd },
+		{ "a directory", open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) },
+	};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		cr_assert_geq(fds[i].fd, 0, "cannot make %s", fds[i].name);
+		int r = gd_bind(&c, gd_slot(&s, (uint32_t)i), fds[i].fd);
+		cr_assert_eq(r, GARUDA_E_BAD_FD, "BIND of %s: %s, expected ERROR{BAD_FD}", fds[i].name,
+			     gd_strerr(r));
+	}
+	/* the connection works: a real eventfd binds and fires */
+	int efd;
+	gd_ok(gd_bind_new(&c, gd_slot(&s, 20), &efd));
+	gd_ok(gd_arm(&c, gd_slot(&s, 20), 1, 1, GARUDA_FORM_EVENTFD));
+	gd_store(&s, 20, 1);
+	cr_assert_eq(gd_eventfd_read(efd, GD_DEADLINE_MS), 1);
+	gd_ok(gd_unbind(&c, gd_slot(&s, 20)));
+	int n = gd_wait_fds_at_most(&b.d, before);
+	cr_assert_leq(n, before, "the daemon kept refused BIND fds: %d fds, %d before", n, before);
+	good_served(&b, "BINDs of non-eventfds");
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i].fd != s.memfd && fds[i].fd != c.fd && fds[i].fd != sp[0])
+			close(fds[i].fd);
+	close(sp[0]);
+	close(sp[1]);
+	close(efd);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	fds_back(&b, "BINDs of non-eventfds");
+	bench_down(&b);
+}
+
+/* The saturated blocking eventfd: the client fills its counter to the maximum
+ * (0xfffffffffffffffe), clears O_NONBLOCK and arms. A write by the daemon would block
+ * forever: the client must get ERROR{BAD_FD} (cookie 0) and be disconnected, and the
+ * good client's readiness must still come. */
+static void saturate(int efd, bool clear_nonblock)
+{
+	uint64_t max = 0xfffffffffffffffeull;
+	cr_assert_eq(write(efd, &max, sizeof(max)), (ssize_t)sizeof(max), "saturate: %s",
+		     strerror(errno));
+	if (clear_nonblock) {
+		int fl = fcntl(efd, F_GETFL);
+		cr_assert_eq(fcntl(efd, F_SETFL, fl & ~O_NONBLOCK), 0);
+	}
+}
+
+static void saturated_blocking(bool before_bind)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	bad_open(&b, &c, true);
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (before_bind)
+		saturate(efd, true);
+	int r = gd_bind(&c, gd_slot(&s, 0), efd);
+	if (before_bind && r == GARUDA_E_BAD_FD) {
+		/* refused at BIND (blocking eventfd): fine, nothing can block later */
+		cr_log_info("a saturated blocking eventfd is refused at BIND");
+	} else {
+		cr_assert_eq(r, 0, "BIND: %s", gd_strerr(r));
+		if (!before_bind)
+			saturate(efd, true);
+		gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_EVENTFD));
+		gd_store(&s, 0, 1);
+		/* good is served meanwhile: its readiness comes (a blocked daemon would
+		 * never deliver it) */
+		uint32_t bell = gd_doorbell(&b.gs), now;
+		for (uint32_t i = 0; i < 3; i++)
+			gd_store(&b.gs, i, b.next);
+		struct garuda_ready rd;
+		r = gd_wait_ready(&b.good, &rd, GD_DEADLINE_MS);
+		if (r != 1) {
+			uint64_t v;
+			if (read(efd, &v, sizeof(v)) < 0) /* unblock the daemon for the cleanup */
+				cr_log_warn("read: %s", strerror(errno));
+		}
+		cr_assert_eq(r, 1, "good client's READY while another client's eventfd is "
+			     "saturated and blocking: %s", gd_strerr(r));
+		cr_assert_eq(gd_eventfd_read(b.efd, GD_DEADLINE_MS), 1);
+		cr_assert_eq(gd_doorbell_wait(&b.gs, bell, &now, GD_DEADLINE_MS), 1);
+		good_arm(&b);
+		expect_close(&c, GARUDA_E_BAD_FD, 0, "saturated blocking eventfd");
+	}
+	close(efd);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
+	fds_back(&b, "a saturated blocking eventfd");
+	good_served(&b, "a saturated blocking eventfd");
+	bench_down(&b);
+}
+
+Test(badinput, saturated_blocking_eventfd)
+{
+	saturated_blocking(false);
+}
+
+Test(badinput, saturated_blocking_eventfd_before_bind)
+{
+	saturated_blocking(true);
+}
+
+/* Saturated but still non-blocking: the daemon's write fails with EAGAIN, which is
+ * no reason to hurt anyone (the eventfd is readable anyway) */
+Test(badinput, saturated_nonblocking_eventfd)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	int efd;
+	bad_open(&b, &c, true);
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	gd_ok(gd_bind_new(&c, gd_slot(&s, 0), &efd));
+	saturate(efd, false);
+	for (uint64_t t = 1; t <= 3; t++)
+		gd_ok(gd_arm(&c, gd_slot(&s, 0), t, t, GARUDA_FORM_EVENTFD));
+	gd_store(&s, 0, 3);
+	good_served(&b, "a saturated non-blocking eventfd");
+	/* the client is still there and its eventfd still readable */
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 9, GARUDA_FORM_MESSAGE));
+	gd_store(&s, 1, 1);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&c, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "saturated non-blocking client: %s", gd_strerr(r));
+	uint64_t v = 0;
+	cr_assert_eq(read(efd, &v, sizeof(v)), (ssize_t)sizeof(v), "eventfd not readable");
+	cr_assert_eq(v, 0xfffffffffffffffeull, "eventfd counter %llx", (unsigned long long)v);
+	close(efd);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	fds_back(&b, "a saturated non-blocking eventfd");
+	bench_down(&b);
+}
+
+/* Connections that come and go without a word, or half-close */
+Test(badinput, connection_churn)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	for (int i = 0; i < 200; i++) {
+		struct gd_client c;
+		bad_open(&b, &c, i % 2);
+		if (i % 4 == 3)
+			shutdown(c.fd, SHUT_WR);
+		gd_close(&c);
+	}
+	struct gd_client idle[50];
+	for (int i = 0; i < 50; i++)
+		bad_open(&b, &idle[i], i % 2);
+	cr_assert_eq(gd_wait_status(&b.d, "clients", 51), 51);
+	good_served(&b, "50 idle connections");
+	for (int i = 0; i < 50; i++)
+		gd_close(&idle[i]);
+	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
+	fds_back(&b, "connection churn");
+	good_served(&b, "connection churn");
+	bench_down(&b);
+}
+
+/* A client that never reads while its readiness piles up: the daemon must not block
+ * on it. When it reads at last it finds each READY once, or an OVERFLOW READY
+ * ("re-check your words"), or it was disconnected (SLOW_PEER) — never a silent loss. */
+Test(badinput, slow_reader)
+{
+	struct bench b;
+	bench_up(&b, "{\"quota\":{\"connection\":{\"outbox_bytes\":8192}}}");
+	struct gd_client c;
+	struct gd_seg s;
+	bad_open(&b, &c, true);
+	const uint32_t lines = 512, words = lines * GARUDA_WORDS_PER_LINE; /* 4096 */
+	gd_ok(gd_segment_open(&c, lines, -1, &s));
+	int sz = 4096;
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	for (uint32_t i = 0; i < words; i++) {
+		int r = gd_arm_flags(&c, gd_slot(&s, i), 1, i, GARUDA_FORM_MESSAGE, GARUDA_F_NOREPLY);
+		cr_assert_eq(r, 0, "arm %u: %s", i, gd_strerr(r));
+	}
+	/* wait until the daemon has taken all arms (or errors are queued) */
+	long long armed;
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	while ((armed = gd_status_num(&b.d, "armed")) < (long long)words + 3 && gd_left_ms(dl) > 0)
+		usleep(2000);
+	cr_assert_eq(armed, (long long)words + 3, "armed %lld", armed);
+	for (uint32_t i = 0; i < words; i++)
+		gd_store(&s, i, 1);
+	/* the good client is served while c's readiness piles up */
+	good_served(&b, "a non-reading client's readiness piling up");
+
+	/* now read everything */
+	static unsigned char seen[4096];
+	memset(seen, 0, sizeof(seen));
+	unsigned got = 0, dup = 0;
+	bool overflow = false, closed = false;
+	int err = 0;
+	for (;;) {
+		struct garuda_msg m;
+		int r = gd_recv(&c, &m, NULL, overflow ? GD_QUIET_MS * 4 : GD_DEADLINE_MS);
+		if (r == -EPIPE) {
+			closed = true;
+			break;
+		}
+		if (r == 0)
+			break;
+		cr_assert_eq(r, 1, "%s", gd_strerr(r));
+		if (m.type == GARUDA_MSG_ERROR) {
+			err = m.error.code;
+			continue;
+		}
+		cr_assert_eq(m.type, GARUDA_MSG_READY, "got %s", garuda_msg_type_name(m.type));
+		if (m.ready.flags & GARUDA_READY_OVERFLOW) {
+			overflow = true;
+			continue;
+		}
+		cr_assert_lt(m.ready.token, words);
+		if (seen[m.ready.token]++)
+			dup++;
+		got++;
+		if (got == words && !overflow)
+			break;
+	}
+	cr_log_info("slow reader: %u READY, overflow %d, closed %d, error %s", got, overflow, closed,
+		    err ? garuda_errcode_name(err) : "none");
+	cr_assert_eq(dup, 0, "%u duplicate READY", dup);
+	cr_assert(got == words || overflow || closed,
+		  "%u of %u READY, no OVERFLOW, not disconnected: readiness silently lost", got,
+		  words);
+	if (closed && !overflow && got < words)
+		cr_assert(err == GARUDA_E_SLOW_PEER || err == 0, "closed with %s", gd_strerr(err));
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
+	fds_back(&b, "a slow reader");
+	good_served(&b, "a slow reader");
+	bench_down(&b);
+}
+
+/* A client that pipelines many requests before reading any reply: the replies that do
+ * not fit its socket wait in the daemon's outbox (within outbox_bytes) and all arrive
+ * once it reads; meanwhile everyone else is served. */
+Test(badinput, unread_replies)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	bad_open(&b, &c, true);
+	gd_ok(gd_segment_open(&c, 64, -1, &s));
+	int sz = 4096;
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	const unsigned n = 3000; /* 3000 ACKs = 72 KB < outbox_bytes 256 KiB */
+	uint64_t first = c.cookie + 1;
+	for (unsigned i = 0; i < n; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_ARM, ++c.cookie);
+		m.arm.slot = gd_slot(&s, i % 512);
+		m.arm.target = 1000000 + i;
+		m.arm.token = i;
+		m.arm.form = GARUDA_FORM_MESSAGE;
+		int r = gd_send(&c, &m, NULL, 0);
+		cr_assert_eq(r, 0, "request %u: %s", i, gd_strerr(r));
+	}
+	good_served(&b, "a client not reading its replies");
+	unsigned acks = 0;
+	for (;;) {
+		struct garuda_msg m;
+		int r = gd_recv(&c, &m, NULL, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "after %u of %u ACKs: %s", acks, n,
+			     r == 0 ? "nothing more came" : gd_strerr(r));
+		cr_assert_eq(m.type, GARUDA_MSG_ACK, "reply %u: %s", acks, garuda_msg_type_name(m.type));
+		cr_assert_eq(m.cookie, first + acks, "reply %u has cookie %llu", acks,
+			     (unsigned long long)m.cookie);
+		if (++acks == n)
+			break;
+	}
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
+	fds_back(&b, "unread replies");
+	good_served(&b, "unread replies");
+	bench_down(&b);
+}
