@@ -111,7 +111,7 @@ struct garuda_stream {
 	uint64_t gen;        /* session in which the stream is bound/armed (0: none) */
 	int arm_err;         /* async error of an ARM/BIND, reported by the next signal */
 	uint64_t err_upto;   /* refusals of arms up to this target were reported already */
-	bool dying;          /* garuda_stream_free() in progress: not presented again */
+	bool dying;          /* garuda_stream_free() in progress: not queued or presented */
 	bool arm_lost;       /* arms may be missing (async error): waits poll */
 	uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
 	uint64_t polled;     /* word value the I/O thread saw last while down */

@@ -148,14 +148,17 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 	struct garuda_client *c = s->client;
 	int r = 0;
 
-	if (s->form == GARUDA_READINESS_POLL || s->dying)
+	if (s->form == GARUDA_READINESS_POLL)
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	pthread_mutex_lock(&c->lock);
+	bool dying = s->dying;
 	bool seg_ok = s->seg->gen == gen;
 	uint32_t segid = s->seg->id;
 	int seg_err = s->seg->attach_err;
 	pthread_mutex_unlock(&c->lock);
+	if (dying)
+		goto out;
 	if (!seg_ok) {
 		pthread_mutex_lock(&c->lock);
 		s->arm_lost = true;
@@ -332,6 +335,28 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 	return 0;
 }
 
+/* DISARM and UNBIND s in session gen (round trips; NOT_ARMED and errors are fine).
+ * Every async error of its arms in that session arrives before these replies, while
+ * its table index is still its own. */
+static void forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t segid)
+{
+	struct garuda_client *c = s->client;
+	struct garuda_msg m;
+	if (atomic_load_explicit(&s->signalled, memory_order_relaxed)) {
+		garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
+		m.disarm.slot.segment = segid;
+		m.disarm.slot.index = s->index;
+		m.disarm.token = s->token;
+		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+	}
+	if (s->form == GARUDA_READINESS_EVENTFD) {
+		garuda_msg_init(&m, GARUDA_MSG_UNBIND, 0);
+		m.bind.slot.segment = segid;
+		m.bind.slot.index = s->index;
+		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+	}
+}
+
 void garuda_stream_free(struct garuda_stream *s)
 {
 	if (!s)
@@ -339,6 +364,7 @@ void garuda_stream_free(struct garuda_stream *s)
 	struct garuda_client *c = s->client;
 	struct garuda_seg *seg = s->seg;
 
+	/* dying: no callback, no queueing, no presentation from here on */
 	pthread_mutex_lock(&c->lock);
 	if (s->cb_busy && c->dispatching && pthread_equal(c->dispatcher, pthread_self())) {
 		/* from its own callback: the dispatcher frees it when the callback returns */
@@ -348,11 +374,6 @@ void garuda_stream_free(struct garuda_stream *s)
 	}
 	while (s->cb_busy)
 		pthread_cond_wait(&c->cond, &c->lock);
-	pthread_mutex_unlock(&c->lock);
-
-	/* dying: no presentation, no callback from here on */
-	pthread_mutex_lock(&c->reg_lock);
-	pthread_mutex_lock(&c->lock);
 	s->dying = true;
 	if (s->cb_queued) {
 		struct garuda_stream *prev = NULL;
@@ -370,34 +391,30 @@ void garuda_stream_free(struct garuda_stream *s)
 		s->cb_queued = false;
 	}
 	uint64_t gen = s->gen;
-	bool presented = gen && gen == c->gen && seg->gen == gen;
-	uint32_t segid = seg->id;
 	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_unlock(&c->reg_lock);
 
-	/* daemon side, in the session it was presented in (round trips: every async error
-	 * of its arms arrives before these replies, while its table index is still its) */
-	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
-	if (presented && sig) {
-		struct garuda_msg m;
-		garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
-		m.disarm.slot.segment = segid;
-		m.disarm.slot.index = s->index;
-		m.disarm.token = s->token;
-		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL); /* NOT_ARMED: fine */
+	/* Forget it daemon-side in the session it is presented in. A presentation that
+	 * began before it was dying may present it in a newer session meanwhile; the
+	 * presentation holds reg_lock, so under reg_lock the generation is final. */
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		bool presented = gen && gen == c->gen && seg->gen == gen &&
+				 s->form != GARUDA_READINESS_POLL;
+		uint32_t segid = seg->id;
+		pthread_mutex_unlock(&c->lock);
+		if (presented)
+			forget_daemon_side(s, gen, segid);
+		pthread_mutex_lock(&c->reg_lock);
+		pthread_mutex_lock(&c->lock);
+		if (s->gen == gen)
+			break; /* both locks held */
+		gen = s->gen;
+		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->reg_lock);
 	}
-	if (presented && s->form == GARUDA_READINESS_EVENTFD) {
-		struct garuda_msg m;
-		garuda_msg_init(&m, GARUDA_MSG_UNBIND, 0);
-		m.bind.slot.segment = segid;
-		m.bind.slot.index = s->index;
-		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
-	}
-
-	pthread_mutex_lock(&c->reg_lock);
-	pthread_mutex_lock(&c->lock);
 	c->streams[s->tab] = NULL;
 	pthread_mutex_unlock(&c->lock);
+	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	bool outstanding = !garuda_reached(word_load(s->word), sig);
 	/* a word with a store still to land is never handed out again */
 	seg->used[s->index] = outstanding ? 2 : 0;
