@@ -829,3 +829,47 @@ Test(badinput, unread_replies)
 	good_served(&b, "unread replies");
 	bench_down(&b);
 }
+
+/* The client scribbles over its segment's header (every value in shared memory is the
+ * client's to write): the daemon trusts none of it and keeps serving every form. */
+Test(badinput, scribbled_segment_header)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	int efd;
+	bad_open(&b, &c, true);
+	gd_ok(gd_segment_open(&c, 2, -1, &s));
+	gd_ok(gd_bind_new(&c, gd_slot(&s, 0), &efd));
+	s.map->hdr.magic = 0;
+	s.map->hdr.layout = 0xffffffffu;
+	s.map->hdr.lines = 0xffffffffu;
+	s.map->hdr.segment_id = s.id + 12345;
+	s.map->hdr.numa_node = -77;
+	memset(s.map->hdr.reserved0, 0xff, sizeof(s.map->hdr.reserved0));
+	__atomic_store_n(&s.map->hdr.doorbell, 0xffffffffu, __ATOMIC_RELEASE);
+	memset(s.map->hdr.reserved1, 0xff, sizeof(s.map->hdr.reserved1));
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_EVENTFD));
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 2, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_arm(&c, gd_slot(&s, 15), 1, 3, GARUDA_FORM_DOORBELL));
+	gd_refused(gd_arm(&c, gd_slot(&s, 16), 1, 4, GARUDA_FORM_MESSAGE), GARUDA_E_SLOT_RANGE);
+	for (uint32_t i = 0; i < 16; i++)
+		gd_store(&s, i, 1);
+	cr_assert_eq(gd_eventfd_read(efd, GD_DEADLINE_MS), 1);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&c, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "%s", gd_strerr(r));
+	cr_assert_eq(rd.token, 2);
+	cr_assert_eq(rd.slot.segment, s.id, "READY names segment %u (the header's scribble?)",
+		     rd.slot.segment);
+	uint32_t now;
+	cr_assert_eq(gd_doorbell_wait(&s, 0xffffffffu, &now, GD_DEADLINE_MS), 1);
+	cr_assert_eq(now, 0, "doorbell 0xffffffff + 1 wrapped to %u", now);
+	good_served(&b, "a scribbled segment header");
+	close(efd);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	fds_back(&b, "a scribbled segment header");
+	bench_down(&b);
+}

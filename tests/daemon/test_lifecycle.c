@@ -68,6 +68,17 @@ static void stop_with(int sig)
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_EVENTFD));
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 2, GARUDA_FORM_MESSAGE));
 	gd_ok(gd_arm(&c, gd_slot(&s, 2), 1, 3, GARUDA_FORM_DOORBELL));
+	/* and one that does not read: its replies wait in the daemon's outbox */
+	struct gd_client slow;
+	gd_ok(gd_open(&slow, d.sock));
+	int sz = 4096;
+	setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	for (int i = 0; i < 2000; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, ++slow.cookie);
+		m.segment_close.segment_id = 999;
+		gd_ok(gd_send(&slow, &m, NULL, 0));
+	}
 	int st = gd_signal_and_wait(&d, sig);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		gd_dump_log(&d);
@@ -89,6 +100,7 @@ static void stop_with(int sig)
 	close(efd);
 	gd_seg_unmap(&s);
 	gd_close(&c);
+	gd_close(&slow);
 	gd_cleanup(&d);
 	gd_check_fds();
 }
@@ -641,5 +653,62 @@ Test(lifecycle, forced_scanner_count)
 	if (n >= 0)
 		cr_assert_eq(n, 3, "--scanners=3, status says %lld", n);
 	serves(&d);
+	gd_stop(&d);
+}
+
+/* CPU time (user + system, all threads) of a process, in clock ticks */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')'); /* comm may hold spaces */
+	if (!p)
+		return -1;
+	unsigned long long ut = 0, st = 0;
+	/* after ")": state(3) ... utime(14) stime(15) */
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (long long)(ut + st);
+}
+
+/* Cost follows armed work: with 100 clients connected and nothing armed (also right
+ * after a burst of completions) the daemon sleeps. The bound is loose (10% of a core)
+ * and only a spinning daemon crosses it; a loaded box does not add to its CPU time. */
+Test(lifecycle, idle_uses_no_cpu)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	static struct gd_client c[100];
+	for (int i = 0; i < 100; i++)
+		gd_ok(gd_open(&c[i], d.sock));
+	/* a burst of work first, so that "idle" means "after work" */
+	struct gd_seg s;
+	gd_ok(gd_segment_open(&c[0], 1, -1, &s));
+	for (int r = 1; r <= 100; r++) {
+		gd_ok(gd_arm(&c[0], gd_slot(&s, 0), (uint64_t)r, (uint64_t)r, GARUDA_FORM_MESSAGE));
+		gd_store(&s, 0, (uint64_t)r);
+		struct garuda_ready rd;
+		cr_assert_eq(gd_wait_ready(&c[0], &rd, GD_DEADLINE_MS), 1);
+	}
+	cr_assert_eq(gd_wait_status(&d, "armed", 0), 0);
+	cr_assert_eq(gd_wait_status(&d, "clients", 100), 100);
+	long hz = sysconf(_SC_CLK_TCK);
+	long long t0 = cpu_ticks(d.pid);
+	struct timespec ts = { 2, 0 };
+	nanosleep(&ts, NULL);
+	long long t1 = cpu_ticks(d.pid);
+	cr_assert(t0 >= 0 && t1 >= 0, "cannot read /proc/%d/stat", d.pid);
+	double cpu_s = (double)(t1 - t0) / (double)hz;
+	cr_log_info("garudad CPU over 2 s idle with 100 clients: %.3f s", cpu_s);
+	cr_assert_leq(cpu_s, 0.2, "garudad used %.3f s of CPU in 2 s with nothing armed", cpu_s);
+	gd_seg_unmap(&s);
+	for (int i = 0; i < 100; i++)
+		gd_close(&c[i]);
 	gd_stop(&d);
 }

@@ -246,3 +246,102 @@ Test(stress, ten_thousand_arms_eight_clients)
 	}
 	gd_stop(&d);
 }
+
+/* Many descriptors armed at once: 60,000 eventfd-form arms (64 slots bound to one
+ * eventfd, 940 targets each) on one connection and 60,000 doorbell-form arms on
+ * another. Storing half the targets yields exactly half the readiness; the rest comes
+ * with the second store; nothing extra. */
+#define BIG_SLOTS 64
+#define BIG_TARGETS 940 /* 64 * 940 = 60,160 arms per client */
+
+static void arm_many(struct gd_client *c, struct gd_seg *s, uint8_t form)
+{
+	for (uint32_t t = 1; t <= BIG_TARGETS; t++)
+		for (uint32_t i = 0; i < BIG_SLOTS; i++) {
+			int r = gd_arm_flags(c, gd_slot(s, i), t, t * 1000 + i, form, GARUDA_F_NOREPLY);
+			cr_assert_eq(r, 0, "arm: %s", gd_strerr(r));
+		}
+}
+
+static long long eventfd_until(int efd, long long want)
+{
+	long long total = 0;
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	while (total < want && gd_left_ms(dl) > 0) {
+		long long n = gd_eventfd_read(efd, gd_left_ms(dl));
+		if (n < 0)
+			break;
+		total += n;
+	}
+	return total;
+}
+
+static uint32_t doorbell_until(struct gd_seg *s, uint32_t from, uint32_t want)
+{
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	uint32_t now = gd_doorbell(s);
+	while ((uint32_t)(now - from) < want && gd_left_ms(dl) > 0)
+		gd_doorbell_wait(s, now, &now, 100);
+	return now - from;
+}
+
+Test(stress, many_armed_at_once)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct gd_client a, b;
+	struct gd_seg sa, sb;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_open(&b, d.sock));
+	gd_ok(gd_segment_open(&a, BIG_SLOTS / 8, -1, &sa));
+	gd_ok(gd_segment_open(&b, BIG_SLOTS / 8, -1, &sb));
+	for (uint32_t i = 0; i < BIG_SLOTS; i++)
+		gd_ok(gd_bind(&a, gd_slot(&sa, i), efd));
+	arm_many(&a, &sa, GARUDA_FORM_EVENTFD);
+	arm_many(&b, &sb, GARUDA_FORM_DOORBELL);
+	const long long per = (long long)BIG_SLOTS * BIG_TARGETS;
+	long long armed = gd_wait_status(&d, "armed", 2 * per);
+	cr_assert_eq(armed, 2 * per, "status armed %lld, expected %lld", armed, 2 * per);
+	cr_assert_eq(gd_quiet(&a, 0, NULL), 0, "an error or message after the arms");
+	cr_assert_eq(gd_quiet(&b, 0, NULL), 0, "an error or message after the arms");
+	cr_assert_eq(gd_eventfd_read(efd, 0), 0, "eventfd readiness before any store");
+	uint32_t bell0 = gd_doorbell(&sb);
+
+	/* half */
+	for (uint32_t i = 0; i < BIG_SLOTS; i++) {
+		gd_store(&sa, i, BIG_TARGETS / 2);
+		gd_store(&sb, i, BIG_TARGETS / 2);
+	}
+	const long long half = (long long)BIG_SLOTS * (BIG_TARGETS / 2);
+	long long n = eventfd_until(efd, half);
+	cr_assert_eq(n, half, "eventfd total %lld after reaching half the targets, expected %lld",
+		     n, half);
+	uint32_t bells = doorbell_until(&sb, bell0, (uint32_t)half);
+	cr_assert_eq(bells, (uint32_t)half, "doorbell moved %u, expected %lld", bells, half);
+	cr_assert_eq(gd_wait_status(&d, "armed", 2 * (per - half)), 2 * (per - half));
+	cr_assert_eq(gd_eventfd_read(efd, GD_QUIET_MS), 0, "eventfd beyond half");
+	cr_assert_eq(gd_doorbell(&sb), bell0 + (uint32_t)half, "doorbell beyond half");
+
+	/* the rest */
+	for (uint32_t i = 0; i < BIG_SLOTS; i++) {
+		gd_store(&sa, i, BIG_TARGETS);
+		gd_store(&sb, i, BIG_TARGETS);
+	}
+	n = eventfd_until(efd, per - half);
+	cr_assert_eq(n, per - half, "eventfd total %lld for the rest, expected %lld", n, per - half);
+	bells = doorbell_until(&sb, bell0, (uint32_t)per);
+	cr_assert_eq(bells, (uint32_t)per, "doorbell moved %u in all, expected %lld", bells, per);
+	cr_assert_eq(gd_wait_status(&d, "armed", 0), 0);
+	cr_assert_eq(gd_eventfd_read(efd, GD_QUIET_MS), 0, "eventfd: extra readiness");
+	cr_assert_eq(gd_doorbell(&sb), bell0 + (uint32_t)per, "doorbell: extra readiness");
+	cr_assert_eq(gd_quiet(&a, 0, NULL), 0);
+	cr_assert_eq(gd_quiet(&b, 0, NULL), 0);
+	cr_log_info("%lld descriptors armed at once, each fired exactly once", 2 * per);
+	close(efd);
+	gd_seg_unmap(&sa);
+	gd_seg_unmap(&sb);
+	gd_close(&a);
+	gd_close(&b);
+	gd_stop(&d);
+}
