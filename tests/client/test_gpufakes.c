@@ -6,6 +6,7 @@
  * registration behind. */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.h"
 #include "fake_cuda.h"
@@ -107,4 +108,41 @@ Test(gpufakes, cuda)
 Test(gpufakes, hip)
 {
 	run_backend("hip", "GARUDA_HIP_LIBRARY", false);
+}
+
+/* The backend's refusals come back from garuda_segment_open unchanged, and the
+ * segment the daemon made for it is given back. */
+static void open_fails(const char *env, const char *value, int code)
+{
+	struct fixture f = { 0 };
+	struct garuda_seg *seg = NULL;
+	const char *saved = getenv(env);
+	char *keep = saved ? strdup(saved) : NULL;
+	setenv(env, value, 1);
+	fx_up(&f, NULL, 0);
+	fails(garuda_segment_open(f.c, "cuda", 0, 1, &seg), code);
+	cr_assert_null(seg);
+	/* the connection is fine and nothing is left over: a host segment opens */
+	ok(garuda_segment_open(f.c, "host", 0, 1, &f.seg));
+	fx_down(&f);
+	if (keep)
+		setenv(env, keep, 1);
+	else
+		unsetenv(env);
+	free(keep);
+}
+
+Test(gpufakes, driver_too_old)
+{
+	open_fails("GARUDA_CUDA_LIBRARY", FAKE_CUDA_OLD, -GARUDA_E_DRIVER_TOO_OLD);
+}
+
+Test(gpufakes, no_64bit_memops_is_unsupported)
+{
+	open_fails("FAKE_CUDA_ATTR122", "0", -GARUDA_E_UNSUPPORTED);
+}
+
+Test(gpufakes, registration_refused)
+{
+	open_fails("FAKE_CUDA_REGISTER_RESULT", "2", -GARUDA_E_REGISTER_FAILED);
 }
