@@ -1,0 +1,65 @@
+/* raw.h — a minimal garuda client over the raw protocol (proto/wire.h + util/fdio.h),
+ * for measurements that must not depend on libgaruda: connect and HELLO, open one
+ * segment and map it, bind eventfds, arm (one at a time or batched with sendmmsg and
+ * GARUDA_F_NOREPLY), and receive READY messages.
+ *
+ * Every call that waits for the daemon has a deadline (BENCH_HANG_MS). Returns 0 (or
+ * a count), a negative errno, or a positive registry code when the daemon answered
+ * ERROR. Safe to use in forked children (no shared state).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "segment_layout.h"
+#include "wire.h"
+
+struct rc {
+	int fd;
+	uint64_t session;
+	uint64_t cookie;
+	struct garuda_segment *map; /* the segment, mapped read-write */
+	size_t map_bytes;
+	uint32_t seg_id;
+	uint32_t lines;
+};
+
+int rc_connect(struct rc *c, const char *path);
+void rc_close(struct rc *c);
+
+/* SEGMENT_OPEN of `lines` lines; maps it (map = false: close the memfd unmapped). */
+int rc_segment_open(struct rc *c, uint32_t lines, bool map);
+
+/* BIND word index to efd (which must be EFD_NONBLOCK); waits for the ACK. */
+int rc_bind(struct rc *c, uint32_t index, int efd);
+
+/* ARM with GARUDA_F_NOREPLY (no round trip). */
+int rc_arm(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form);
+
+/* ARM with a reply: waits for the ACK (or ERROR). */
+int rc_arm_acked(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form);
+
+struct rc_arm_req {
+	uint32_t index;
+	uint64_t target, token;
+	uint8_t form;
+};
+/* n NOREPLY arms in sendmmsg batches; blocks while the socket is full. Returns n or
+ * a negative errno. */
+int rc_arm_many(struct rc *c, const struct rc_arm_req *reqs, unsigned n);
+
+/* Receive one message, waiting up to timeout_ms (-1: the hang deadline). Any fd that
+ * comes with it is closed. Returns 0, -ETIMEDOUT, -EPIPE (closed), -EBADMSG. */
+int rc_recv(struct rc *c, struct garuda_msg *m, int timeout_ms);
+
+/* Receive up to max READY messages without blocking (recvmmsg); returns how many were
+ * stored in out (0 when none is waiting), or a negative errno. Non-READY messages
+ * make it return -EPROTO (after printing them). */
+int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max);
+
+static inline uint64_t *rc_word(struct rc *c, uint32_t index)
+{
+	return garuda_segment_word(c->map, index);
+}

@@ -1,0 +1,423 @@
+/* thru.c — benchmark 3: throughput of one scanner.
+ *
+ * Steady state (C clients x S streams): every client is a process with one connection
+ * and one segment of S words; it keeps one arm outstanding per stream (READY-message
+ * form, NOREPLY arms sent with sendmmsg), and as each READY comes it re-arms the next
+ * sequence of that stream and stores it (a stream whose work is already done: the
+ * daemon's full path per completion, arm -> loop -> scanner -> READY). Completions/s
+ * is the daemon's own "completions" counter over the window; its scanner counters
+ * (passes, cpu_s) and the daemon's and the machine's CPU tell where the time goes.
+ *
+ * Arms/s: C clients send NOREPLY doorbell-form arms on distinct, not yet reached words
+ * as fast as sendmmsg goes; the rate is the daemon's "arms" counter. Then every client
+ * stores all its words at once and the burst of completions is timed to the last one
+ * (doorbell form: one futex wake per segment per scan pass).
+ */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "benchd.h"
+#include "raw.h"
+#include "seq.h"
+
+struct thru_client {
+	uint64_t completions;
+	char err[128];
+};
+
+struct thru_shm {
+	_Alignas(64) uint32_t ready;
+	_Alignas(64) uint32_t start;
+	_Alignas(64) uint32_t stop;
+	_Alignas(64) uint32_t fire; /* arms benchmark: store all words now */
+	_Alignas(64) uint32_t done;
+	/* then struct thru_client[n] */
+};
+
+struct thru_run {
+	struct thru_shm *sh;
+	struct thru_client *cl;
+	size_t bytes;
+	unsigned n, streams, idx;
+	const char *sock;
+};
+
+/* machine-wide busy time (all CPUs) from /proc/stat, ns */
+static uint64_t machine_busy_ns(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	if (!f)
+		return 0;
+	unsigned long long u = 0, ni = 0, s = 0, idle = 0, io = 0, irq = 0, sirq = 0, st = 0;
+	int k = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &u, &ni, &s, &idle, &io, &irq, &sirq, &st);
+	fclose(f);
+	if (k < 4)
+		return 0;
+	long tck = sysconf(_SC_CLK_TCK);
+	return (u + ni + s + irq + sirq) * (1000000000ull / (uint64_t)(tck > 0 ? tck : 100));
+}
+
+static int setup(struct thru_run *r, struct rc *c, uint32_t words)
+{
+	struct thru_client *me = &r->cl[r->idx];
+	int e = rc_connect(c, r->sock);
+	if (!e)
+		e = rc_segment_open(c, (words + 7) / 8, true);
+	if (e) {
+		snprintf(me->err, sizeof(me->err), "set-up failed (%d)", e);
+		return -1;
+	}
+	__atomic_fetch_add(&r->sh->ready, 1, __ATOMIC_ACQ_REL);
+	futex_wake(&r->sh->ready, 1);
+	if (futex_wait_ge(&r->sh->start, 1, 6ull * BENCH_HANG_MS * 1000000ull) < 0) {
+		snprintf(me->err, sizeof(me->err), "never started");
+		return -1;
+	}
+	return 0;
+}
+
+static int steady_main(void *arg)
+{
+	struct thru_run *r = arg;
+	struct thru_client *me = &r->cl[r->idx];
+	struct rc c = { .fd = -1 };
+	unsigned S = r->streams;
+	uint64_t *next = calloc(S, sizeof(*next));
+	struct rc_arm_req *reqs = calloc(S, sizeof(*reqs));
+	struct garuda_ready *rb = calloc(S, sizeof(*rb));
+	int rc = 1;
+	if (!next || !reqs || !rb || setup(r, &c, S) < 0)
+		goto out;
+	for (unsigned i = 0; i < S; i++) {
+		next[i] = 1;
+		reqs[i] = (struct rc_arm_req){ .index = i, .target = 1, .token = i, .form = GARUDA_FORM_MESSAGE };
+	}
+	if (rc_arm_many(&c, reqs, S) < 0)
+		goto out;
+	for (unsigned i = 0; i < S; i++)
+		__atomic_store_n(rc_word(&c, i), 1, __ATOMIC_RELEASE);
+	uint64_t outstanding = S;
+	bool stopping = false;
+	uint64_t deadline = 0;
+	while (outstanding) {
+		if (!stopping && __atomic_load_n(&r->sh->stop, __ATOMIC_ACQUIRE)) {
+			stopping = true;
+			deadline = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
+		}
+		if (stopping && now_ns() > deadline) {
+			snprintf(me->err, sizeof(me->err), "%llu READY never came", (unsigned long long)outstanding);
+			goto out;
+		}
+		struct pollfd p = { .fd = c.fd, .events = POLLIN };
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		int n = rc_recv_ready(&c, rb, S);
+		if (n < 0) {
+			snprintf(me->err, sizeof(me->err), "receive failed (%d)", n);
+			goto out;
+		}
+		unsigned k = 0;
+		for (int j = 0; j < n; j++) {
+			uint64_t i = rb[j].token;
+			if (i >= S || rb[j].flags || !garuda_reached(rb[j].value, next[i])) {
+				snprintf(me->err, sizeof(me->err), "bad READY (token %llu flags %u)",
+					 (unsigned long long)i, rb[j].flags);
+				goto out;
+			}
+			me->completions++;
+			outstanding--;
+			if (stopping)
+				continue;
+			next[i]++;
+			reqs[k++] = (struct rc_arm_req){ .index = (uint32_t)i, .target = next[i], .token = i,
+							 .form = GARUDA_FORM_MESSAGE };
+		}
+		if (k && rc_arm_many(&c, reqs, k) < 0) {
+			snprintf(me->err, sizeof(me->err), "ARM failed");
+			goto out;
+		}
+		for (unsigned j = 0; j < k; j++)
+			__atomic_store_n(rc_word(&c, reqs[j].index), reqs[j].target, __ATOMIC_RELEASE);
+		outstanding += k;
+	}
+	rc = 0;
+out:
+	rc_close(&c);
+	free(next);
+	free(reqs);
+	free(rb);
+	return rc;
+}
+
+struct thru_cell {
+	bool ok;
+	double comp_per_s, arms_per_s, passes_per_s, comp_per_pass, scanner_busy, daemon_cpu, machine_cpu;
+};
+
+static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsigned streams, struct thru_cell *cell)
+{
+	memset(cell, 0, sizeof(*cell));
+	struct thru_run r = { .n = clients, .streams = streams };
+	r.bytes = sizeof(struct thru_shm) + clients * sizeof(struct thru_client);
+	r.sh = shm_alloc(r.bytes);
+	if (!r.sh) {
+		bench_fail(b, "throughput: out of memory");
+		return;
+	}
+	r.cl = (struct thru_client *)(r.sh + 1);
+	struct bd d;
+	if (bd_start(b, &d, cfg) < 0) {
+		shm_free(r.sh, r.bytes);
+		return;
+	}
+	r.sock = d.sock;
+	pid_t *pids = calloc(clients, sizeof(*pids));
+	unsigned started = 0;
+	for (; pids && started < clients; started++) {
+		r.idx = started;
+		if ((pids[started] = child_start(steady_main, &r)) < 0)
+			break;
+	}
+	bool ok = pids && started == clients &&
+		  futex_wait_ge(&r.sh->ready, clients, (uint64_t)BENCH_HANG_MS * 1000000ull) == 0;
+	if (ok) {
+		futex_set(&r.sh->start, 1);
+		sleep_ns(100000000ull); /* warm-up */
+		struct bd_counters c0, c1;
+		struct proc_sample p0, p1;
+		uint64_t m0 = machine_busy_ns(), t0 = now_ns();
+		ok = bd_counters(&d, &c0) == 0 && proc_read(d.pid, &p0) == 0;
+		sleep_ns((uint64_t)b->o.thru_ms * 1000000ull);
+		ok = ok && bd_counters(&d, &c1) == 0 && proc_read(d.pid, &p1) == 0;
+		uint64_t t1 = now_ns(), m1 = machine_busy_ns();
+		double w = (double)(t1 - t0) / 1e9;
+		if (ok) {
+			cell->comp_per_s = (c1.completions - c0.completions) / w;
+			cell->arms_per_s = (c1.arms - c0.arms) / w;
+			cell->passes_per_s = (c1.passes - c0.passes) / w;
+			cell->comp_per_pass = c1.passes > c0.passes
+						      ? (c1.completions - c0.completions) / (c1.passes - c0.passes)
+						      : NAN;
+			cell->scanner_busy = (c1.scanner_cpu_s - c0.scanner_cpu_s) / w;
+			cell->daemon_cpu = (double)(p1.cpu_ns - p0.cpu_ns) / 1e9 / w;
+			cell->machine_cpu = (double)(m1 - m0) / 1e9 / w;
+		} else {
+			bench_fail(b, "throughput: control socket did not answer");
+		}
+	}
+	futex_set(&r.sh->stop, 1);
+	for (unsigned i = 0; i < started; i++)
+		if (child_wait(pids[i], 3 * BENCH_HANG_MS) != 0) {
+			ok = false;
+			bench_fail(b, "throughput %ux%u: client %u failed: %s", clients, streams, i,
+				   r.cl[i].err[0] ? r.cl[i].err : "died");
+		}
+	if (ok) {
+		/* every READY the clients got is one the daemon counted, and none was lost */
+		uint64_t got = 0;
+		for (unsigned i = 0; i < clients; i++)
+			got += r.cl[i].completions;
+		struct bd_counters cf;
+		if (bd_counters(&d, &cf) == 0 && (double)got != cf.completions) {
+			bench_fail(b, "throughput %ux%u: clients got %llu READY, daemon counted %.0f", clients, streams,
+				   (unsigned long long)got, cf.completions);
+			ok = false;
+		}
+	}
+	cell->ok = ok;
+	free(pids);
+	bd_stop(b, &d);
+	shm_free(r.sh, r.bytes);
+}
+
+/* ------------------------------------------------------------------ arms/s and burst */
+
+static int armer_main(void *arg)
+{
+	struct thru_run *r = arg;
+	struct thru_client *me = &r->cl[r->idx];
+	struct rc c = { .fd = -1 };
+	unsigned M = r->streams;
+	struct rc_arm_req *reqs = calloc(M, sizeof(*reqs));
+	int rc = 1;
+	if (!reqs || setup(r, &c, M) < 0)
+		goto out;
+	for (unsigned i = 0; i < M; i++)
+		reqs[i] = (struct rc_arm_req){ .index = i, .target = 1, .token = i, .form = GARUDA_FORM_DOORBELL };
+	if (rc_arm_many(&c, reqs, M) < 0) {
+		snprintf(me->err, sizeof(me->err), "ARM failed");
+		goto out;
+	}
+	if (futex_wait_ge(&r->sh->fire, 1, 6ull * BENCH_HANG_MS * 1000000ull) < 0) {
+		snprintf(me->err, sizeof(me->err), "never told to fire");
+		goto out;
+	}
+	for (unsigned i = 0; i < M; i++)
+		__atomic_store_n(rc_word(&c, i), 1, __ATOMIC_RELEASE);
+	futex_wait_ge(&r->sh->stop, 1, 6ull * BENCH_HANG_MS * 1000000ull);
+	rc = 0;
+out:
+	rc_close(&c);
+	free(reqs);
+	return rc;
+}
+
+struct arms_result {
+	bool ok;
+	double arms_per_s, burst_per_s;
+	unsigned total;
+};
+
+static void run_arms(struct bench *b, const char *cfg, unsigned clients, unsigned per_client, struct arms_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	struct thru_run r = { .n = clients, .streams = per_client };
+	r.bytes = sizeof(struct thru_shm) + clients * sizeof(struct thru_client);
+	r.sh = shm_alloc(r.bytes);
+	if (!r.sh)
+		return;
+	r.cl = (struct thru_client *)(r.sh + 1);
+	struct bd d;
+	if (bd_start(b, &d, cfg) < 0) {
+		shm_free(r.sh, r.bytes);
+		return;
+	}
+	r.sock = d.sock;
+	pid_t *pids = calloc(clients, sizeof(*pids));
+	unsigned started = 0;
+	for (; pids && started < clients; started++) {
+		r.idx = started;
+		if ((pids[started] = child_start(armer_main, &r)) < 0)
+			break;
+	}
+	double total = (double)clients * per_client;
+	res->total = clients * per_client;
+	bool ok = pids && started == clients &&
+		  futex_wait_ge(&r.sh->ready, clients, (uint64_t)BENCH_HANG_MS * 1000000ull) == 0;
+	if (ok) {
+		uint64_t t0 = now_ns();
+		futex_set(&r.sh->start, 1);
+		ok = bd_wait_status(&d, "arms", total, 0, 6 * BENCH_HANG_MS) == 0;
+		uint64_t t1 = now_ns();
+		/* the scanner takes the last arms on its next pass */
+		ok = ok && bd_wait_status(&d, "armed", total, 0, 6 * BENCH_HANG_MS) == 0;
+		uint64_t t2 = now_ns();
+		futex_set(&r.sh->fire, 1);
+		ok = ok && bd_wait_status(&d, "completions", total, 0, 6 * BENCH_HANG_MS) == 0;
+		uint64_t t3 = now_ns();
+		if (ok) {
+			res->arms_per_s = total / ((double)(t1 - t0) / 1e9);
+			res->burst_per_s = total / ((double)(t3 - t2) / 1e9);
+		} else {
+			bench_fail(b, "arms/s: the daemon did not count all %.0f arms and completions", total);
+		}
+	}
+	futex_set(&r.sh->fire, 1);
+	futex_set(&r.sh->stop, 1);
+	for (unsigned i = 0; i < started; i++)
+		if (child_wait(pids[i], 3 * BENCH_HANG_MS) != 0) {
+			ok = false;
+			bench_fail(b, "arms/s: client %u failed: %s", i, r.cl[i].err[0] ? r.cl[i].err : "died");
+		}
+	res->ok = ok;
+	free(pids);
+	bd_stop(b, &d);
+	shm_free(r.sh, r.bytes);
+}
+
+/* ------------------------------------------------------------------ section */
+
+static const char *bottleneck(const struct thru_cell *c)
+{
+	if (c->machine_cpu > 1.8) {
+		if (c->comp_per_pass < 2)
+			return "CPU-bound box; scanner waits for arms";
+		return "CPU-bound box; scanner batches";
+	}
+	if (c->scanner_busy > 0.9 && c->comp_per_pass >= 2)
+		return "scanner";
+	return "clients/loop round trip";
+}
+
+int bench_throughput(struct bench *b)
+{
+	cJSON *sec = cJSON_AddObjectToObject(b->json, "throughput");
+	char cfg[512];
+	snprintf(cfg, sizeof(cfg),
+		 "{\"spin_us\":%u,\"max_sleep_us\":%u,\"scanners\":1,\"quota\":{\"connection\":{\"segments\":16,"
+		 "\"lines\":65536,\"bindings\":65536,\"armed\":1048576,\"outbox_bytes\":4194304},\"uid\":{"
+		 "\"segments\":100000,\"lines\":4000000000,\"bindings\":1000000,\"armed\":100000000,"
+		 "\"outbox_bytes\":4000000000}}}",
+		 b->o.spin_us, b->o.max_sleep_us);
+	cJSON_AddStringToObject(sec, "garudad_config", cfg);
+	cJSON_AddNumberToObject(sec, "window_ms", b->o.thru_ms);
+	cJSON *cells = cJSON_AddArrayToObject(sec, "steady");
+
+	static const unsigned full_clients[] = { 1, 8, 64 }, full_streams[] = { 1, 8, 64 };
+	static const unsigned quick_clients[] = { 1, 8, 64 }, quick_streams[] = { 1, 64 };
+	const unsigned *cl = b->o.quick ? quick_clients : full_clients;
+	const unsigned *st = b->o.quick ? quick_streams : full_streams;
+	unsigned ncl = 3, nst = b->o.quick ? 2 : 3;
+
+	printf("\n3. Throughput, one scanner (READY-message form; each stream re-armed and stored as soon as\n"
+	       "   its READY comes; rates per second; busy = CPUs' worth)\n");
+	printf("  %7s %7s %11s %11s %10s %8s %8s %8s %8s  %s\n", "clients", "streams", "complet/s", "arms/s",
+	       "passes/s", "c/pass", "scanner", "daemon", "machine", "bottleneck");
+	double best = 0;
+	for (unsigned i = 0; i < ncl; i++)
+		for (unsigned j = 0; j < nst; j++) {
+			struct thru_cell c;
+			run_steady(b, cfg, cl[i], st[j], &c);
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "clients", cl[i]);
+			cJSON_AddNumberToObject(o, "streams_per_client", st[j]);
+			if (!c.ok) {
+				printf("  %7u %7u   (broken run)\n", cl[i], st[j]);
+				cJSON_AddBoolToObject(o, "ok", false);
+				cJSON_AddItemToArray(cells, o);
+				continue;
+			}
+			const char *bn = bottleneck(&c);
+			printf("  %7u %7u %11.0f %11.0f %10.0f %8.2f %8.2f %8.2f %8.2f  %s\n", cl[i], st[j], c.comp_per_s,
+			       c.arms_per_s, c.passes_per_s, c.comp_per_pass, c.scanner_busy, c.daemon_cpu, c.machine_cpu, bn);
+			fflush(stdout);
+			cJSON_AddBoolToObject(o, "ok", true);
+			cJSON_AddNumberToObject(o, "completions_per_s", c.comp_per_s);
+			cJSON_AddNumberToObject(o, "arms_per_s", c.arms_per_s);
+			cJSON_AddNumberToObject(o, "passes_per_s", c.passes_per_s);
+			cJSON_AddNumberToObject(o, "completions_per_pass", c.comp_per_pass);
+			cJSON_AddNumberToObject(o, "scanner_cpus", c.scanner_busy);
+			cJSON_AddNumberToObject(o, "daemon_cpus", c.daemon_cpu);
+			cJSON_AddNumberToObject(o, "machine_cpus", c.machine_cpu);
+			cJSON_AddStringToObject(o, "bottleneck", bn);
+			cJSON_AddItemToArray(cells, o);
+			if (c.comp_per_s > best)
+				best = c.comp_per_s;
+		}
+
+	unsigned aclients = b->o.quick ? 4 : 8, per = b->o.quick ? 8192 : 32768;
+	struct arms_result ar;
+	run_arms(b, cfg, aclients, per, &ar);
+	cJSON *ao = cJSON_AddObjectToObject(sec, "arms");
+	cJSON_AddNumberToObject(ao, "clients", aclients);
+	cJSON_AddNumberToObject(ao, "arms_per_client", per);
+	if (ar.ok) {
+		printf("  arms accepted (NOREPLY, sendmmsg, %u clients x %u): %.0f arms/s;\n"
+		       "  then all %u fire at once (doorbell form): %.0f completions/s\n",
+		       aclients, per, ar.arms_per_s, ar.total, ar.burst_per_s);
+		cJSON_AddNumberToObject(ao, "arms_per_s", ar.arms_per_s);
+		cJSON_AddNumberToObject(ao, "burst_completions_per_s", ar.burst_per_s);
+		b->keys.thru_burst = ar.burst_per_s;
+	} else {
+		printf("  arms accepted: (broken run)\n");
+	}
+	cJSON_AddNumberToObject(sec, "max_steady_completions_per_s", best);
+	b->keys.thru_max = best > 0 ? best : NAN;
+	return 0;
+}

@@ -1,0 +1,267 @@
+/* util.c — see bench.h: timing, statistics, shared memory, futexes, children, /proc. */
+#include "bench.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void bench_fail(struct bench *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("garuda-bench: BROKEN RUN: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	b->failures++;
+}
+
+void bench_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("  .. ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static struct timespec to_ts(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
+void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = to_ts(ns);
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
+
+void sleep_until_ns(uint64_t abs_ns)
+{
+	struct timespec ts = to_ts(abs_ns);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* nearest-rank percentile of sorted samples */
+static double pct(const uint64_t *s, size_t n, double p)
+{
+	if (!n)
+		return NAN;
+	size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+	if (rank < 1)
+		rank = 1;
+	return (double)s[rank - 1];
+}
+
+void lat_compute(uint64_t *samples, size_t n, struct lat_stats *out)
+{
+	qsort(samples, n, sizeof(*samples), cmp_u64);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += (double)samples[i];
+	*out = (struct lat_stats){
+		.n = n,
+		.p50 = pct(samples, n, 50),
+		.p99 = pct(samples, n, 99),
+		.p999 = pct(samples, n, 99.9),
+		.mean = n ? sum / (double)n : NAN,
+		.max = n ? (double)samples[n - 1] : NAN,
+	};
+}
+
+cJSON *lat_json(const struct lat_stats *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "samples", (double)s->n);
+	cJSON_AddNumberToObject(o, "p50_us", s->p50 / 1e3);
+	cJSON_AddNumberToObject(o, "p99_us", s->p99 / 1e3);
+	cJSON_AddNumberToObject(o, "p99_9_us", s->p999 / 1e3);
+	cJSON_AddNumberToObject(o, "mean_us", s->mean / 1e3);
+	cJSON_AddNumberToObject(o, "max_us", s->max / 1e3);
+	return o;
+}
+
+void *shm_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void shm_free(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, bytes);
+}
+
+int futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
+{
+	struct timespec ts = to_ts(timeout_ns);
+	long r = syscall(SYS_futex, addr, FUTEX_WAIT, val, timeout_ns ? &ts : NULL, NULL, 0);
+	return r < 0 ? -errno : 0;
+}
+
+void futex_wake(uint32_t *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, n, NULL, NULL, 0);
+}
+
+int futex_wait_ge(uint32_t *addr, uint32_t want, uint64_t timeout_ns)
+{
+	uint64_t deadline = now_ns() + timeout_ns;
+	for (;;) {
+		uint32_t v = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
+		if ((int32_t)(v - want) >= 0)
+			return 0;
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		futex_wait(addr, v, deadline - now);
+	}
+}
+
+void futex_set(uint32_t *addr, uint32_t v)
+{
+	__atomic_store_n(addr, v, __ATOMIC_RELEASE);
+	futex_wake(addr, INT32_MAX);
+}
+
+pid_t child_start(int (*fn)(void *arg), void *arg)
+{
+	pid_t parent = getpid();
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(99);
+		_exit(fn(arg));
+	}
+	return pid;
+}
+
+int child_wait(pid_t pid, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int st;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (now_ns() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		sleep_ns(1000000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static uint64_t status_field(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	if (!p)
+		return 0;
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+static ssize_t read_text(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
+int proc_read(pid_t pid, struct proc_sample *out)
+{
+	char path[96], buf[4096];
+	memset(out, 0, sizeof(*out));
+
+	/* /proc/PID/stat: utime and stime are fields 14 and 15; comm may hold spaces */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ssize_t n = read_text(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	unsigned long long ut = 0, st = 0;
+	/* after ") ": state(3) ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+	 * cmajflt utime(14) stime(15) */
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -EINVAL;
+	long tck = sysconf(_SC_CLK_TCK);
+	out->cpu_ns = (ut + st) * (1000000000ull / (uint64_t)(tck > 0 ? tck : 100));
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((n = read_text(path, buf, sizeof(buf))) < 0)
+		return (int)n;
+	out->rss_kib = status_field(buf, "VmRSS:");
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char tp[128];
+		snprintf(tp, sizeof(tp), "/proc/%d/task/%.20s/status", (int)pid, e->d_name);
+		if (read_text(tp, buf, sizeof(buf)) < 0)
+			continue;
+		out->vol_ctxt += status_field(buf, "\nvoluntary_ctxt_switches:");
+		out->nonvol_ctxt += status_field(buf, "nonvoluntary_ctxt_switches:");
+	}
+	closedir(d);
+	return 0;
+}
+
+unsigned long raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return (unsigned long)rl.rlim_cur;
+}
