@@ -5,6 +5,7 @@
 #include <criterion/logging.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,4 +176,41 @@ void td_dump_log(struct tdaemon *d)
 void td_export(struct tdaemon *d)
 {
 	setenv("GARUDA_SOCKET", d->sock, 1);
+}
+
+long long td_status(struct tdaemon *d, const char *key)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(d->ctl);
+	if (n >= sizeof(sa.sun_path))
+		return -1;
+	memcpy(sa.sun_path, d->ctl, n + 1);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	long long v = -1;
+	static const char req[] = "{\"request\":\"status\"}";
+	char out[8192], pat[96];
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof(req) - 1)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t got;
+		if (poll(&p, 1, TD_DEADLINE_MS) == 1 && (got = recv(fd, out, sizeof(out) - 1, 0)) > 0) {
+			out[got] = '\0';
+			snprintf(pat, sizeof(pat), "\"%s\":", key);
+			const char *at = strstr(out, pat);
+			if (at)
+				v = strtoll(at + strlen(pat), NULL, 10);
+		}
+	}
+	close(fd);
+	return v;
+}
+
+long long td_wait_status(struct tdaemon *d, const char *key, long long value)
+{
+	long long end = td_now_ms() + TD_DEADLINE_MS, v;
+	while ((v = td_status(d, key)) != value && td_now_ms() < end)
+		usleep(2000);
+	return v;
 }

@@ -36,5 +36,10 @@ void td_stop(struct tdaemon *d);
 void td_dump_log(struct tdaemon *d);
 /* Set GARUDA_SOCKET to the daemon's socket (for garuda_connect and examples). */
 void td_export(struct tdaemon *d);
+/* {"request":"status"} on the control socket: the number under key, or -1 (no reply,
+ * no such key). */
+long long td_status(struct tdaemon *d, const char *key);
+/* Wait (deadline) until status key == value; returns the last value seen. */
+long long td_wait_status(struct tdaemon *d, const char *key, long long value);
 /* Milliseconds now (monotonic), for deadlines. */
 long long td_now_ms(void);

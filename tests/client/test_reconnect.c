@@ -363,6 +363,10 @@ Test(reconnect, outstanding_arms_are_rearmed)
 	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
 	td_restart(&f.d);
 	eventually(garuda_client_connected(f.c) == 1, "session up");
+	/* the new daemon holds what the client presented again */
+	cr_assert_eq(td_wait_status(&f.d, "segments", 1), 1, "segment re-attached");
+	cr_assert_eq(td_wait_status(&f.d, "bindings", 1), 1, "eventfd re-bound");
+	cr_assert_eq(td_wait_status(&f.d, "armed", 3), 3, "outstanding sequences re-armed");
 	/* forget the reconnection's nudges */
 	uint64_t v;
 	cr_assert_eq(garuda_stream_drain(s[0], &v), 0);
