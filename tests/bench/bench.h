@@ -79,8 +79,9 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* CPU time of the calling thread / of a thread's clock, in ns */
+/* CPU time of the calling thread / process, in ns */
 uint64_t thread_cpu_ns(void);
+uint64_t process_cpu_ns(void);
 
 /* ------------------------------------------------------------------ statistics */
 

@@ -108,7 +108,7 @@ static int client_main(void *arg)
 		}
 		word = rc_word(&c, 0);
 	} else {
-		if (reactor_start(&re) < 0) {
+		if (reactor_start(&re, false) < 0) {
 			snprintf(me->err, sizeof(me->err), "reactor_start failed");
 			goto out;
 		}

@@ -38,6 +38,7 @@ enum row {
 	ROW_SPIN,
 	ROW_EFD,
 	ROW_REACTOR,
+	ROW_REACTOR_GUARD,
 	ROW_G_EVENTFD,
 	ROW_G_MESSAGE,
 	ROW_G_DOORBELL,
@@ -46,11 +47,13 @@ enum row {
 };
 
 static const char *const row_key[ROW_N_] = {
-	"a_spin_same_process", "b_eventfd_from_storer", "c_reactor_per_process", "garuda_eventfd",
+	"a_spin_same_process", "b_eventfd_from_storer", "c_reactor_per_process",
+	"c_reactor_with_garudad_write_guard", "garuda_eventfd",
 	"garuda_message",      "garuda_doorbell",       "libgaruda_wait",
 };
 static const char *const row_label[ROW_N_] = {
 	"(a) spin reader, storing process", "(b) eventfd from storing thread", "(c) per-process reactor",
+	"  (c) + garudad's write guard [diag]",
 	"garuda eventfd",                   "garuda READY message",           "garuda doorbell futex",
 	"libgaruda spin-then-block",
 };
@@ -163,7 +166,7 @@ static int run_baseline(struct lat_run *r, enum row row)
 	struct reactor *re = NULL;
 	if (row != ROW_SPIN && (efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		return -errno;
-	if (row == ROW_REACTOR && reactor_start(&re) < 0) {
+	if ((row == ROW_REACTOR || row == ROW_REACTOR_GUARD) && reactor_start(&re, row == ROW_REACTOR_GUARD) < 0) {
 		close(efd);
 		return -ENOMEM;
 	}
@@ -179,7 +182,7 @@ static int run_baseline(struct lat_run *r, enum row row)
 	int rc = 0;
 	for (uint32_t i = 1; i <= r->n && rc == 0; i++) {
 		uint64_t t1;
-		if (row == ROW_REACTOR)
+		if (re)
 			reactor_arm(re, &r->sh->word, i, efd);
 		r->ta[i] = now_ns();
 		futex_set(&r->sh->go, i);
@@ -329,16 +332,29 @@ static int gwaiter_main(void *arg)
 
 /* ------------------------------------------------------------------ section */
 
-static void add_row(struct bench *b, cJSON *rows, enum row row, struct lat_run *r, const char *note,
-		    double *p50_out)
+/* What one row gathered over the rounds. */
+struct row_acc {
+	uint64_t *lat, *gap; /* lat: store -> wake; gap: arm -> store */
+	unsigned n;
+	const char *skipped; /* not run (why), or NULL */
+};
+
+static void print_row(cJSON *rows, enum row row, struct row_acc *a, const char *note, double *p50_out)
 {
+	if (a->skipped || a->n == 0) {
+		const char *why = a->skipped ? a->skipped : "no samples";
+		printf("  %-36s   (not run: %s)\n", row_label[row], why);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "row", row_key[row]);
+		cJSON_AddStringToObject(o, "label", row_label[row]);
+		cJSON_AddStringToObject(o, "skipped", why);
+		cJSON_AddItemToArray(rows, o);
+		return;
+	}
 	struct lat_stats st, gap;
-	/* how long after its arm each store landed (what a scanner must bridge) */
-	for (unsigned i = 1; i <= r->n; i++)
-		r->ta[i] = r->t0[i] > r->ta[i] ? r->t0[i] - r->ta[i] : 0;
-	lat_compute(r->ta + 1, r->n, &gap);
-	lat_compute(r->lat + 1, r->n, &st);
-	printf("  %-34s %8llu %9.2f %9.2f %9.2f %9.2f %9.1f\n", row_label[row], (unsigned long long)st.n,
+	lat_compute(a->gap, a->n, &gap);
+	lat_compute(a->lat, a->n, &st);
+	printf("  %-36s %7llu %8.2f %8.2f %8.2f %9.2f %9.1f\n", row_label[row], (unsigned long long)st.n,
 	       st.p50 / 1e3, st.p99 / 1e3, st.p999 / 1e3, st.max / 1e3, gap.p50 / 1e3);
 	fflush(stdout);
 	cJSON *o = lat_json(&st);
@@ -351,20 +367,18 @@ static void add_row(struct bench *b, cJSON *rows, enum row row, struct lat_run *
 	cJSON_AddItemToArray(rows, o);
 	if (p50_out)
 		*p50_out = st.p50;
-	(void)b;
 }
 
-static void skip_row(cJSON *rows, enum row row, const char *why)
+/* Append a finished chunk's samples to the row. */
+static void take_chunk(struct row_acc *a, struct lat_run *r)
 {
-	printf("  %-34s   (not run: %s)\n", row_label[row], why);
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "row", row_key[row]);
-	cJSON_AddStringToObject(o, "label", row_label[row]);
-	cJSON_AddStringToObject(o, "skipped", why);
-	cJSON_AddItemToArray(rows, o);
+	for (unsigned i = 1; i <= r->n; i++) {
+		a->lat[a->n] = r->lat[i];
+		a->gap[a->n++] = r->t0[i] > r->ta[i] ? r->t0[i] - r->ta[i] : 0;
+	}
 }
 
-static bool side_ok(struct bench *b, struct lat_run *r, enum row row, int rc)
+static bool chunk_ok(struct bench *b, struct lat_run *r, enum row row, int rc)
 {
 	if (rc == 0 && !r->sh->err)
 		return true;
@@ -372,78 +386,107 @@ static bool side_ok(struct bench *b, struct lat_run *r, enum row row, int rc)
 	return false;
 }
 
+/* One chunk of one row; returns 0, or -1 after recording why (in a->skipped). */
+static int run_chunk(struct bench *b, enum row row, struct lat_run *r, const char *sock, struct row_acc *a)
+{
+	lat_run_reset(r);
+	unsigned limit = (unsigned)(r->n / 1000 + 1) * 1000 + 4 * BENCH_HANG_MS;
+	int rc;
+	if (row <= ROW_REACTOR_GUARD) {
+		rc = run_baseline(r, row);
+	} else if (row <= ROW_G_DOORBELL) {
+		struct gwaiter g = { .r = r, .sock = sock, .row = row };
+		pid_t w = child_start(gwaiter_main, &g);
+		rc = w < 0 ? (int)w : child_wait(w, limit) == 0 ? 0 : -EIO;
+	} else {
+#ifdef HAVE_LIBGARUDA
+		char *status = r->sh->msg; /* set-up failures land here, without err */
+		struct lat_lgwaiter g = { .r = r, .sock = sock, .status = status };
+		pid_t w = child_start(lat_lgwaiter_main, &g);
+		rc = w < 0 ? (int)w : child_wait(w, limit) == 0 ? 0 : -EIO;
+		if (rc && !r->sh->err && status[0]) { /* libgaruda not usable (yet): say so */
+			static char why[200];
+			snprintf(why, sizeof(why), "libgaruda: %s", status);
+			a->skipped = why;
+			return -1;
+		}
+#else
+		a->skipped = "libgaruda not built";
+		return -1;
+#endif
+	}
+	if (!chunk_ok(b, r, row, rc)) {
+		a->skipped = "broken run";
+		return -1;
+	}
+	take_chunk(a, r);
+	return 0;
+}
+
 int bench_latency(struct bench *b)
 {
-	struct lat_run r;
-	if (lat_run_init(&r, b->o.lat_samples, (uint64_t)b->o.gap_us * 1000)) {
+	/* the rows take turns in rounds, so background load drifting over the run hits
+	 * every row alike */
+	unsigned rounds = b->o.quick ? 5 : 10;
+	unsigned chunk = (b->o.lat_samples + rounds - 1) / rounds;
+	struct lat_run r = { 0 };
+	struct row_acc acc[ROW_N_] = { 0 };
+	bool mem = lat_run_init(&r, chunk, (uint64_t)b->o.gap_us * 1000) == 0;
+	for (enum row row = 0; mem && row < ROW_N_; row++) {
+		acc[row].lat = malloc((size_t)chunk * rounds * sizeof(uint64_t));
+		acc[row].gap = malloc((size_t)chunk * rounds * sizeof(uint64_t));
+		mem = acc[row].lat && acc[row].gap;
+	}
+	int ret = -1;
+	struct bd d = { .pid = -1 };
+	if (!mem) {
 		bench_fail(b, "latency: out of memory");
-		return -1;
+		goto out;
 	}
 	prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
 	cJSON *sec = cJSON_AddObjectToObject(b->json, "latency");
 	cJSON_AddNumberToObject(sec, "gap_us", b->o.gap_us);
-	cJSON_AddNumberToObject(sec, "samples_per_row", r.n);
+	cJSON_AddNumberToObject(sec, "samples_per_row", chunk * rounds);
+	cJSON_AddNumberToObject(sec, "rounds", rounds);
 	cJSON *rows = cJSON_AddArrayToObject(sec, "rows");
-
-	printf("\n1. Wake latency, waiter blocked (us; store -> wake; %u completions per row,\n"
-	       "   simulated kernel %u us between arm and store; garudad spin_us=%u max_sleep_us=%u)\n",
-	       r.n, b->o.gap_us, b->o.spin_us, b->o.max_sleep_us);
-	printf("  %-34s %8s %9s %9s %9s %9s %9s\n", "", "n", "p50", "p99", "p99.9", "max", "arm>store");
-
-	double *p50[ROW_N_] = { [ROW_EFD] = &b->keys.lat_p50_b, [ROW_REACTOR] = &b->keys.lat_p50_c,
-				[ROW_G_EVENTFD] = &b->keys.lat_p50_efd };
-	for (enum row row = ROW_SPIN; row <= ROW_REACTOR; row++) {
-		int rc = run_baseline(&r, row);
-		if (side_ok(b, &r, row, rc))
-			add_row(b, rows, row, &r, NULL, p50[row]);
-		else
-			skip_row(rows, row, "broken run");
-	}
-
-	struct bd d;
 	char cfg[256];
 	snprintf(cfg, sizeof(cfg), "{\"spin_us\":%u,\"max_sleep_us\":%u,\"scanners\":1}", b->o.spin_us,
 		 b->o.max_sleep_us);
 	cJSON_AddStringToObject(sec, "garudad_config", cfg);
-	if (bd_start(b, &d, cfg) < 0) {
+
+	printf("\n1. Wake latency, waiter blocked (us, store -> wake; %u completions per row in %u interleaved\n"
+	       "   rounds; simulated kernel %u us between arm and store; garudad spin_us=%u max_sleep_us=%u)\n",
+	       chunk * rounds, rounds, b->o.gap_us, b->o.spin_us, b->o.max_sleep_us);
+	bool daemon = bd_start(b, &d, cfg) == 0;
+	if (!daemon)
 		for (enum row row = ROW_G_EVENTFD; row < ROW_N_; row++)
-			skip_row(rows, row, "garudad did not start");
-		shm_free(r.sh, r.bytes);
-		return -1;
-	}
-	for (enum row row = ROW_G_EVENTFD; row <= ROW_G_DOORBELL; row++) {
-		lat_run_reset(&r);
-		struct gwaiter g = { .r = &r, .sock = d.sock, .row = row };
-		pid_t w = child_start(gwaiter_main, &g);
-		int rc = w < 0 ? (int)w : child_wait(w, (unsigned)(r.n / 1000 + 1) * 1000 + 4 * BENCH_HANG_MS);
-		if (side_ok(b, &r, row, rc == 0 ? 0 : -EIO))
-			add_row(b, rows, row, &r, NULL, p50[row]);
-		else
-			skip_row(rows, row, "broken run");
-	}
-#ifdef HAVE_LIBGARUDA
-	{
-		lat_run_reset(&r);
-		char *status = r.sh->msg; /* reused: set-up failures land here */
-		struct lat_lgwaiter g = { .r = &r, .sock = d.sock, .status = status };
-		pid_t w = child_start(lat_lgwaiter_main, &g);
-		int rc = w < 0 ? (int)w : child_wait(w, (unsigned)(r.n / 1000 + 1) * 1000 + 4 * BENCH_HANG_MS);
-		if (rc == 0 && !r.sh->err)
-			add_row(b, rows, ROW_LIBGARUDA, &r,
-				"host stream (worker thread in the waiter's process) stores; default plan: spin 20 us, "
-				"backstop 1 ms; eventfd form",
-				NULL);
-		else if (!r.sh->err && status[0]) /* set-up failed: libgaruda not usable yet */
-			skip_row(rows, ROW_LIBGARUDA, status);
-		else
-			side_ok(b, &r, ROW_LIBGARUDA, -EIO), skip_row(rows, ROW_LIBGARUDA, "broken run");
-	}
-#else
-	skip_row(rows, ROW_LIBGARUDA, "libgaruda not built");
-#endif
+			acc[row].skipped = "garudad did not start";
+	for (unsigned round = 0; round < rounds; round++)
+		for (enum row row = 0; row < ROW_N_; row++)
+			if (!acc[row].skipped)
+				run_chunk(b, row, &r, d.sock, &acc[row]);
+
+	printf("  %-36s %7s %8s %8s %8s %9s %9s\n", "", "n", "p50", "p99", "p99.9", "max", "arm>store");
+	double *p50[ROW_N_] = { [ROW_EFD] = &b->keys.lat_p50_b, [ROW_REACTOR] = &b->keys.lat_p50_c,
+				[ROW_G_EVENTFD] = &b->keys.lat_p50_efd };
+	for (enum row row = 0; row < ROW_N_; row++)
+		print_row(rows, row, &acc[row],
+			  row == ROW_LIBGARUDA ? "host stream (a worker thread of the waiter's process) stamps and "
+						 "stores; default plan: spin 20 us, backstop 1 ms; eventfd form"
+			  : row == ROW_REACTOR_GUARD ? "diagnostic: (c) delivering with garudad's eventfd sequence "
+						       "(timer_settime on, fcntl F_GETFL, write, timer_settime off)"
+						     : NULL,
+			  p50[row]);
 	printf("  (arm>store: p50 us from the arm to the store; garudad's scanner spins spin_us after\n"
 	       "   an arm or a completion, then sleeps 1, 2, 4 ... up to max_sleep_us)\n");
-	bd_stop(b, &d);
+	ret = 0;
+out:
+	if (d.pid > 0)
+		bd_stop(b, &d);
+	for (enum row row = 0; row < ROW_N_; row++) {
+		free(acc[row].lat);
+		free(acc[row].gap);
+	}
 	shm_free(r.sh, r.bytes);
-	return 0;
+	return ret;
 }

@@ -2,8 +2,10 @@
 #include "reactor.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -24,6 +26,9 @@ struct rarm {
 
 struct reactor {
 	pthread_t thread;
+	bool guard;
+	timer_t timer;
+	bool timer_ok;
 	uint64_t cpu_ns; /* set by the thread when it ends */
 
 	pthread_mutex_t lock;
@@ -37,16 +42,41 @@ struct reactor {
 	unsigned narmed;
 };
 
-static void fire(const struct rarm *a)
+static void guard_timer(struct reactor *r, bool on)
+{
+	struct itimerspec its = { 0 };
+	if (on)
+		its.it_value.tv_nsec = its.it_interval.tv_nsec = 200000;
+	timer_settime(r->timer, 0, &its, NULL);
+}
+
+static void fire(struct reactor *r, const struct rarm *a)
 {
 	uint64_t one = 1;
+	if (r->timer_ok) {
+		guard_timer(r, true);
+		if (fcntl(a->efd, F_GETFL) < 0)
+			return;
+	}
 	ssize_t n = write(a->efd, &one, sizeof(one));
 	(void)n; /* EAGAIN: saturated, readable anyway */
+	if (r->timer_ok)
+		guard_timer(r, false);
+}
+
+static void guard_handler(int sig)
+{
+	(void)sig;
 }
 
 static void *reactor_main(void *arg)
 {
 	struct reactor *r = arg;
+	if (r->guard) {
+		struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGRTMIN + 1 };
+		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+		r->timer_ok = timer_create(CLOCK_MONOTONIC, &sev, &r->timer) == 0;
+	}
 	unsigned seen = atomic_load(&r->seq) - 1; /* take the queue on the first turn */
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 		unsigned seq = atomic_load(&r->seq);
@@ -68,7 +98,7 @@ static void *reactor_main(void *arg)
 		for (unsigned i = 0; i < r->narmed;) {
 			struct rarm *a = &r->armed[i];
 			if (garuda_reached(__atomic_load_n(a->word, __ATOMIC_ACQUIRE), a->target)) {
-				fire(a);
+				fire(r, a);
 				*a = r->armed[--r->narmed];
 			} else {
 				i++;
@@ -77,14 +107,22 @@ static void *reactor_main(void *arg)
 		cpu_relax();
 	}
 	r->cpu_ns = thread_cpu_ns();
+	if (r->timer_ok)
+		timer_delete(r->timer);
 	return NULL;
 }
 
-int reactor_start(struct reactor **out)
+int reactor_start(struct reactor **out, bool guard)
 {
 	struct reactor *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	r->guard = guard;
+	if (guard) { /* a no-op handler without SA_RESTART, as garudad installs */
+		struct sigaction sa = { .sa_handler = guard_handler };
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGRTMIN + 1, &sa, NULL);
+	}
 	pthread_mutex_init(&r->lock, NULL);
 	int e = pthread_create(&r->thread, NULL, reactor_main, r);
 	if (e) {

@@ -10,11 +10,15 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct reactor;
 
-int reactor_start(struct reactor **out);
+/* guard: deliver the way garudad's scanner delivers an eventfd readiness today (a
+ * 200 us write-guard timer armed and disarmed around an fcntl(F_GETFL) check and the
+ * write) — a diagnostic variant that isolates what that sequence costs. */
+int reactor_start(struct reactor **out, bool guard);
 /* Stop and join; returns the reactor thread's CPU time in ns. */
 uint64_t reactor_stop(struct reactor *r);
 /* Watch word until it reaches target, then +1 on efd. Any thread. */

@@ -28,6 +28,7 @@
 
 struct thru_client {
 	uint64_t completions;
+	uint64_t window_cpu_ns; /* process CPU between the parent's two marks */
 	char err[128];
 };
 
@@ -37,6 +38,7 @@ struct thru_shm {
 	_Alignas(64) uint32_t stop;
 	_Alignas(64) uint32_t fire; /* arms benchmark: store all words now */
 	_Alignas(64) uint32_t done;
+	_Alignas(64) uint32_t mark; /* 1: measuring window began, 2: it ended */
 	/* then struct thru_client[n] */
 };
 
@@ -104,8 +106,12 @@ static int steady_main(void *arg)
 		__atomic_store_n(rc_word(&c, i), 1, __ATOMIC_RELEASE);
 	uint64_t outstanding = S;
 	bool stopping = false;
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, cpu_mark[3] = { 0 };
+	unsigned marked = 0;
 	while (outstanding) {
+		uint32_t mark = __atomic_load_n(&r->sh->mark, __ATOMIC_ACQUIRE);
+		while (marked < mark && marked < 2)
+			cpu_mark[++marked] = process_cpu_ns();
 		if (!stopping && __atomic_load_n(&r->sh->stop, __ATOMIC_ACQUIRE)) {
 			stopping = true;
 			deadline = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
@@ -146,6 +152,8 @@ static int steady_main(void *arg)
 			__atomic_store_n(rc_word(&c, reqs[j].index), reqs[j].target, __ATOMIC_RELEASE);
 		outstanding += k;
 	}
+	if (marked == 2)
+		me->window_cpu_ns = cpu_mark[2] - cpu_mark[1];
 	rc = 0;
 out:
 	rc_close(&c);
@@ -157,7 +165,9 @@ out:
 
 struct thru_cell {
 	bool ok;
-	double comp_per_s, arms_per_s, passes_per_s, comp_per_pass, scanner_busy, daemon_cpu, machine_cpu;
+	double comp_per_s, arms_per_s, passes_per_s, comp_per_pass;
+	double scanner_busy, daemon_cpu, clients_cpu, machine_cpu; /* CPUs' worth */
+	double window_s;
 };
 
 static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsigned streams, struct thru_cell *cell)
@@ -191,11 +201,13 @@ static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsig
 		sleep_ns(100000000ull); /* warm-up */
 		struct bd_counters c0, c1;
 		struct proc_sample p0, p1;
+		futex_set(&r.sh->mark, 1);
 		uint64_t m0 = machine_busy_ns(), t0 = now_ns();
 		ok = bd_counters(&d, &c0) == 0 && proc_read(d.pid, &p0) == 0;
 		sleep_ns((uint64_t)b->o.thru_ms * 1000000ull);
 		ok = ok && bd_counters(&d, &c1) == 0 && proc_read(d.pid, &p1) == 0;
 		uint64_t t1 = now_ns(), m1 = machine_busy_ns();
+		futex_set(&r.sh->mark, 2);
 		double w = (double)(t1 - t0) / 1e9;
 		if (ok) {
 			cell->comp_per_s = (c1.completions - c0.completions) / w;
@@ -207,6 +219,7 @@ static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsig
 			cell->scanner_busy = (c1.scanner_cpu_s - c0.scanner_cpu_s) / w;
 			cell->daemon_cpu = (double)(p1.cpu_ns - p0.cpu_ns) / 1e9 / w;
 			cell->machine_cpu = (double)(m1 - m0) / 1e9 / w;
+			cell->window_s = w;
 		} else {
 			bench_fail(b, "throughput: control socket did not answer");
 		}
@@ -220,9 +233,12 @@ static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsig
 		}
 	if (ok) {
 		/* every READY the clients got is one the daemon counted, and none was lost */
-		uint64_t got = 0;
-		for (unsigned i = 0; i < clients; i++)
+		uint64_t got = 0, cpu = 0;
+		for (unsigned i = 0; i < clients; i++) {
 			got += r.cl[i].completions;
+			cpu += r.cl[i].window_cpu_ns;
+		}
+		cell->clients_cpu = cell->window_s > 0 ? (double)cpu / 1e9 / cell->window_s : NAN;
 		struct bd_counters cf;
 		if (bd_counters(&d, &cf) == 0 && (double)got != cf.completions) {
 			bench_fail(b, "throughput %ux%u: clients got %llu READY, daemon counted %.0f", clients, streams,
@@ -333,16 +349,20 @@ static void run_arms(struct bench *b, const char *cfg, unsigned clients, unsigne
 
 /* ------------------------------------------------------------------ section */
 
-static const char *bottleneck(const struct thru_cell *c)
+/* Where the time goes, from the daemon's counters and /proc (CPUs' worth over the
+ * window): the box (2 CPUs here) is the limit when daemon + clients use it all. */
+static const char *bottleneck(const struct thru_cell *c, double ncpu)
 {
-	if (c->machine_cpu > 1.8) {
-		if (c->comp_per_pass < 2)
-			return "CPU-bound box; scanner waits for arms";
-		return "CPU-bound box; scanner batches";
-	}
-	if (c->scanner_busy > 0.9 && c->comp_per_pass >= 2)
-		return "scanner";
-	return "clients/loop round trip";
+	double loop = c->daemon_cpu - c->scanner_busy, ours = c->daemon_cpu + c->clients_cpu;
+	if (ours >= 0.85 * ncpu)
+		return c->clients_cpu > c->daemon_cpu ? "CPUs full; clients use most" : "CPUs full; daemon uses most";
+	if (c->machine_cpu >= 0.9 * ncpu)
+		return "CPUs full (other load on the box)";
+	if (c->scanner_busy >= 0.9 && c->comp_per_pass >= 2)
+		return "scanner thread";
+	if (loop >= 0.9)
+		return "loop thread (arm intake)";
+	return "wake-up round trips";
 }
 
 int bench_throughput(struct bench *b)
@@ -366,9 +386,10 @@ int bench_throughput(struct bench *b)
 	unsigned ncl = 3, nst = b->o.quick ? 2 : 3;
 
 	printf("\n3. Throughput, one scanner (READY-message form; each stream re-armed and stored as soon as\n"
-	       "   its READY comes; rates per second; busy = CPUs' worth)\n");
-	printf("  %7s %7s %11s %11s %10s %8s %8s %8s %8s  %s\n", "clients", "streams", "complet/s", "arms/s",
-	       "passes/s", "c/pass", "scanner", "daemon", "machine", "bottleneck");
+	       "   its READY comes; rates per second; scanner/daemon/clients/machine = CPUs' worth used)\n");
+	double ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
+	printf("  %7s %7s %10s %10s %9s %7s %7s %7s %7s %7s  %s\n", "clients", "streams", "complet/s", "arms/s",
+	       "passes/s", "c/pass", "scanner", "daemon", "clients", "machine", "bottleneck");
 	double best = 0;
 	for (unsigned i = 0; i < ncl; i++)
 		for (unsigned j = 0; j < nst; j++) {
@@ -383,9 +404,10 @@ int bench_throughput(struct bench *b)
 				cJSON_AddItemToArray(cells, o);
 				continue;
 			}
-			const char *bn = bottleneck(&c);
-			printf("  %7u %7u %11.0f %11.0f %10.0f %8.2f %8.2f %8.2f %8.2f  %s\n", cl[i], st[j], c.comp_per_s,
-			       c.arms_per_s, c.passes_per_s, c.comp_per_pass, c.scanner_busy, c.daemon_cpu, c.machine_cpu, bn);
+			const char *bn = bottleneck(&c, ncpu);
+			printf("  %7u %7u %10.0f %10.0f %9.0f %7.1f %7.2f %7.2f %7.2f %7.2f  %s\n", cl[i], st[j],
+			       c.comp_per_s, c.arms_per_s, c.passes_per_s, c.comp_per_pass, c.scanner_busy, c.daemon_cpu,
+			       c.clients_cpu, c.machine_cpu, bn);
 			fflush(stdout);
 			cJSON_AddBoolToObject(o, "ok", true);
 			cJSON_AddNumberToObject(o, "completions_per_s", c.comp_per_s);
@@ -394,6 +416,7 @@ int bench_throughput(struct bench *b)
 			cJSON_AddNumberToObject(o, "completions_per_pass", c.comp_per_pass);
 			cJSON_AddNumberToObject(o, "scanner_cpus", c.scanner_busy);
 			cJSON_AddNumberToObject(o, "daemon_cpus", c.daemon_cpu);
+			cJSON_AddNumberToObject(o, "clients_cpus", c.clients_cpu);
 			cJSON_AddNumberToObject(o, "machine_cpus", c.machine_cpu);
 			cJSON_AddStringToObject(o, "bottleneck", bn);
 			cJSON_AddItemToArray(cells, o);
