@@ -175,7 +175,7 @@ struct gd_notifier {
 	int fd, stop;
 	pthread_t thread;
 	atomic_bool ready;
-	atomic_uint count;
+	atomic_uint count, watchdogs;
 	pthread_mutex_t lock;
 	char status[512];
 };
@@ -200,6 +200,8 @@ static void *notifier_main(void *arg)
 			     line = strtok_r(NULL, "\n", &save)) {
 				if (strcmp(line, "READY=1") == 0)
 					atomic_store(&n->ready, true);
+				else if (strcmp(line, "WATCHDOG=1") == 0)
+					atomic_fetch_add(&n->watchdogs, 1);
 				else if (strncmp(line, "STATUS=", 7) == 0) {
 					pthread_mutex_lock(&n->lock);
 					snprintf(n->status, sizeof(n->status), "%s", line + 7);
@@ -251,6 +253,11 @@ unsigned gd_notify_count(struct gd_daemon *d, char *status, size_t cap)
 		pthread_mutex_unlock(&d->notifier->lock);
 	}
 	return atomic_load(&d->notifier->count);
+}
+
+unsigned gd_notify_watchdogs(struct gd_daemon *d)
+{
+	return d->notifier ? atomic_load(&d->notifier->watchdogs) : 0;
 }
 
 void gd_forget_process(struct gd_daemon *d)
@@ -438,6 +445,13 @@ void gd_start(struct gd_daemon *d, const struct gd_opts *o)
 		unsetenv("WATCHDOG_PID");
 		unsetenv("JOURNAL_STREAM");
 		setenv("NOTIFY_SOCKET", d->notify, 1);
+		if (o->watchdog_usec) {
+			char v[32];
+			snprintf(v, sizeof(v), "%u", o->watchdog_usec);
+			setenv("WATCHDOG_USEC", v, 1);
+			snprintf(v, sizeof(v), "%d", (int)getpid());
+			setenv("WATCHDOG_PID", v, 1);
+		}
 		for (const char *const *e = o->env; e && *e; e++)
 			putenv((char *)*e);
 		execvp(argv[0], (char *const *)argv);

@@ -44,6 +44,7 @@ struct gd_opts {
 	bool socket_activation;   /* run under systemd-socket-activate --seqpacket */
 	bool activation_reverse;  /* activation: pass the control socket first */
 	bool no_control;          /* activation: pass only the client socket */
+	unsigned watchdog_usec;   /* set WATCHDOG_USEC (and WATCHDOG_PID) for the daemon */
 };
 
 struct gd_daemon {
@@ -103,6 +104,9 @@ void gd_forget_process(struct gd_daemon *d);
 
 /* Number of notifications received so far, and a copy of the last STATUS= text. */
 unsigned gd_notify_count(struct gd_daemon *d, char *status, size_t cap);
+
+/* Number of WATCHDOG=1 notifications received so far. */
+unsigned gd_notify_watchdogs(struct gd_daemon *d);
 
 /* Is the daemon process still running (not a zombie)? */
 bool gd_alive(struct gd_daemon *d);

@@ -712,3 +712,34 @@ Test(lifecycle, idle_uses_no_cpu)
 		gd_close(&c[i]);
 	gd_stop(&d);
 }
+
+/* WATCHDOG=1 keeps coming when WATCHDOG_USEC is set; STATUS= follows the clients */
+Test(lifecycle, notify_watchdog_and_status)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .watchdog_usec = 200000 });
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	while (gd_notify_watchdogs(&d) < 3 && gd_left_ms(dl) > 0) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_geq(gd_notify_watchdogs(&d), 3, "%u WATCHDOG=1 with WATCHDOG_USEC=200000",
+		      gd_notify_watchdogs(&d));
+
+	struct gd_client a, b;
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_open(&b, d.sock));
+	char status[512] = "";
+	dl = gd_deadline(GD_DEADLINE_MS);
+	while (gd_left_ms(dl) > 0) {
+		gd_notify_count(&d, status, sizeof(status));
+		if (strstr(status, "clients=2"))
+			break;
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_not_null(strstr(status, "clients=2"), "STATUS= with 2 clients: \"%s\"", status);
+	gd_close(&a);
+	gd_close(&b);
+	gd_stop(&d);
+}
