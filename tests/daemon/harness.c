@@ -293,6 +293,7 @@ void gd_prepare(struct gd_daemon *d)
 	snprintf(d->log, sizeof(d->log), "%s/garudad.log", d->dir);
 	snprintf(d->notify, sizeof(d->notify), "%s/notify.sock", d->dir);
 	snprintf(d->sysfs, sizeof(d->sysfs), "%s/sysfs", d->dir);
+	snprintf(d->extra, sizeof(d->extra), "%s/extra.sock", d->dir);
 	registry_set(d);
 }
 
@@ -357,7 +358,7 @@ void gd_start(struct gd_daemon *d, const struct gd_opts *o)
 
 	/* argv */
 	char arg_config[256], arg_sock[256], arg_ctl[256], arg_loop[64], env_notify[256];
-	char listen_sock[256], listen_ctl[256], fdnames[64];
+	char listen_sock[256], listen_ctl[256], listen_extra[256], fdnames[128];
 	snprintf(arg_config, sizeof(arg_config), "--config=%s", d->config);
 	snprintf(arg_sock, sizeof(arg_sock), "--socket=%s", d->sock);
 	snprintf(arg_ctl, sizeof(arg_ctl), "--control-socket=%s", d->ctl);
@@ -365,6 +366,7 @@ void gd_start(struct gd_daemon *d, const struct gd_opts *o)
 	snprintf(env_notify, sizeof(env_notify), "NOTIFY_SOCKET=%s", d->notify);
 	snprintf(listen_sock, sizeof(listen_sock), "--listen=%s", d->sock);
 	snprintf(listen_ctl, sizeof(listen_ctl), "--listen=%s", d->ctl);
+	snprintf(listen_extra, sizeof(listen_extra), "--listen=%s", d->extra);
 
 	const char *argv[MAX_ARGV];
 	int n = 0;
@@ -385,6 +387,11 @@ void gd_start(struct gd_daemon *d, const struct gd_opts *o)
 				argv[n++] = listen_ctl;
 			snprintf(fdnames, sizeof(fdnames), "--fdname=%s",
 				 o->no_control ? "client" : "client:control");
+		}
+		if (o->extra_fdname) {
+			argv[n++] = listen_extra;
+			size_t l = strlen(fdnames);
+			snprintf(fdnames + l, sizeof(fdnames) - l, ":%s", o->extra_fdname);
 		}
 		argv[n++] = fdnames;
 		argv[n++] = "-E";

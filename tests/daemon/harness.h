@@ -45,6 +45,7 @@ struct gd_opts {
 	bool activation_reverse;  /* activation: pass the control socket first */
 	bool no_control;          /* activation: pass only the client socket */
 	unsigned watchdog_usec;   /* set WATCHDOG_USEC (and WATCHDOG_PID) for the daemon */
+	const char *extra_fdname; /* activation: a third socket, dir/extra.sock, this name */
 };
 
 struct gd_daemon {
@@ -56,6 +57,7 @@ struct gd_daemon {
 	char config[128];
 	char log[128];
 	char sysfs[128]; /* dir/sysfs, for tests that fake NUMA nodes */
+	char extra[108]; /* dir/extra.sock (gd_opts.extra_fdname) */
 	struct gd_notifier *notifier; /* drains NOTIFY_SOCKET in a thread (sd_notify blocks
 				       * the daemon when nobody reads) */
 	bool ready_seen;      /* READY=1 arrived on our NOTIFY_SOCKET */

@@ -743,3 +743,30 @@ Test(lifecycle, notify_watchdog_and_status)
 	gd_close(&b);
 	gd_stop(&d);
 }
+
+/* An inherited socket with a name garudad does not know is closed, not served */
+Test(lifecycle, socket_activation_unknown_fd_closed)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .socket_activation = true, .extra_fdname = "bogus" });
+	struct gd_client c;
+	gd_ok(gd_connect(&c, d.sock));
+	gd_daemon_ready(&d);
+	gd_ok(gd_hello(&c));
+	round_trip(&c, 11);
+	/* garudad is the only holder of the extra socket (systemd-socket-activate exec'd
+	 * into it): once it closed it, connect() is refused */
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	int r;
+	struct gd_client x;
+	while ((r = gd_connect(&x, d.extra)) == 0 && gd_left_ms(dl) > 0) {
+		gd_close(&x);
+		struct timespec ts = { 0, 5000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (r == 0)
+		gd_close(&x);
+	cr_assert_neq(r, 0, "the inherited socket named \"bogus\" still accepts: garudad kept it");
+	gd_close(&c);
+	gd_stop(&d);
+}
