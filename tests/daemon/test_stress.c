@@ -89,12 +89,12 @@ static int run_client(struct worker *w, struct gd_client *c, struct gd_seg *s, i
 		if (read(efd, &v, sizeof(v)) == sizeof(v))
 			return fail(w, "round %d: eventfd readiness %llu before any store", round,
 				    (unsigned long long)v);
-		if (c->qlen)
-			return fail(w, "round %d: %zu message(s) (first %s token %llu value %llu) "
-				    "before any store", round, c->qlen,
-				    garuda_msg_type_name(c->q[c->qhead].m.type),
-				    (unsigned long long)c->q[c->qhead].m.ready.token,
-				    (unsigned long long)c->q[c->qhead].m.ready.value);
+		struct garuda_msg early;
+		if (gd_quiet(c, 0, &early))
+			return fail(w, "round %d: %s (token %llx value %llu) before any store", round,
+				    garuda_msg_type_name(early.type),
+				    (unsigned long long)early.ready.token,
+				    (unsigned long long)early.ready.value);
 		if (gd_doorbell(s) != bell0)
 			return fail(w, "round %d: doorbell rang before any store", round);
 
