@@ -1,0 +1,413 @@
+/* commands.c — garctl's commands except top: each sends its request, then prints the
+ * reply as a table (the default) or as JSON (-j). The JSON printed is the daemon's
+ * reply, with a paged list's pages joined into one array.
+ *
+ * Promises: a table shows what the reply holds and nothing derived from guesses; a
+ * value the reply lacks prints as "-". */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "garctl.h"
+
+bool parse_id(const char *what, const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || !*s || *end || s[0] == '-' || s[0] == '+' || v > max) {
+		fprintf(stderr, "garctl: %s must be a number in [0, %" PRIu64 "], not \"%s\"\n", what, max, s);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* Print reply as JSON when asked; true when it did. */
+static bool maybe_json(const struct options *o, const cJSON *reply)
+{
+	if (o->json == JSON_OFF)
+		return false;
+	pager_open(o);
+	print_json(reply, o->json);
+	pager_close();
+	return true;
+}
+
+static void print_table(const struct options *o, struct table *t)
+{
+	pager_open(o);
+	table_print(t, stdout, o->legend);
+	pager_close();
+	table_free(t);
+}
+
+/* "%.0f" of a JSON number (counters are exact integers up to 2^53). */
+#define N(obj, key) jnum(obj, key)
+
+static void fmt_duration(char *buf, size_t len, double s)
+{
+	unsigned long long t = (unsigned long long)s;
+	if (t >= 86400)
+		snprintf(buf, len, "%llud %lluh %llumin", t / 86400, t % 86400 / 3600, t % 3600 / 60);
+	else if (t >= 3600)
+		snprintf(buf, len, "%lluh %llumin %llus", t / 3600, t % 3600 / 60, t % 60);
+	else if (t >= 60)
+		snprintf(buf, len, "%llumin %llus", t / 60, t % 60);
+	else
+		snprintf(buf, len, "%.1fs", s);
+}
+
+/* ---------------- status ---------------- */
+
+int cmd_status(struct conn *c, const struct options *o, char **args)
+{
+	(void)args;
+	cJSON *req = request_new("status"), *r = NULL;
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		static const char *const hdr[] = { "FIELD", "VALUE" };
+		struct table *t = table_new(2, hdr);
+		char up[64];
+		fmt_duration(up, sizeof(up), N(r, "uptime_s"));
+		const cJSON *rd = cJSON_GetObjectItemCaseSensitive(r, "readiness");
+		table_cell(t, "Version:"), table_cell(t, "%s", jstr(r, "daemon_version"));
+		table_cell(t, "PID:"), table_cell(t, "%.0f", N(r, "pid"));
+		table_cell(t, "Event loop:"), table_cell(t, "%s", jstr(r, "event_loop"));
+		table_cell(t, "Uptime:"), table_cell(t, "%s", up);
+		table_cell(t, "Log level:"), table_cell(t, "%s", jstr(r, "log_level"));
+		table_cell(t, "Config file:"), table_cell(t, "%s", jstr(r, "config_path"));
+		table_cell(t, "Clients:"), table_cell(t, "%.0f", N(r, "clients"));
+		table_cell(t, "Segments:"), table_cell(t, "%.0f", N(r, "segments"));
+		table_cell(t, "Bindings:"), table_cell(t, "%.0f", N(r, "bindings"));
+		table_cell(t, "Armed:"), table_cell(t, "%.0f", N(r, "armed"));
+		table_cell(t, "Arms:"), table_cell(t, "%.0f", N(r, "arms"));
+		table_cell(t, "Completions:");
+		table_cell(t, "%.0f (eventfd %.0f, message %.0f, doorbell %.0f)", N(r, "completions"),
+			   N(rd, "eventfd"), N(rd, "message"), N(rd, "doorbell"));
+		table_cell(t, "Sessions:"), table_cell(t, "%.0f accepted", N(r, "sessions_total"));
+		table_cell(t, "Errors:"), table_cell(t, "%.0f", N(r, "errors"));
+		table_cell(t, "Quota refusals:"), table_cell(t, "%.0f", N(r, "quota_refusals"));
+		table_cell(t, "Scanners:"), table_cell(t, "%.0f", N(r, "scanners"));
+		table_right(t, 0);
+		pager_open(o);
+		table_print(t, stdout, false); /* a field list: no header row */
+		pager_close();
+		table_free(t);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- clients ---------------- */
+
+int cmd_clients(struct conn *c, const struct options *o, char **args)
+{
+	(void)args;
+	cJSON *req = request_new("clients"), *r = NULL;
+	int rc = conn_call_all(c, req, "clients", &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		static const char *const hdr[] = { "ID", "PID", "UID", "GID", "COMM", "SEGMENTS", "LINES",
+						   "BINDINGS", "ARMED", "ARMS", "COMPLETIONS", "ERRORS",
+						   "CONNECTED" };
+		struct table *t = table_new(13, hdr);
+		for (unsigned i = 0; i < 13; i++)
+			if (i != 4 && i != 12)
+				table_right(t, i);
+		const cJSON *it;
+		cJSON_ArrayForEach(it, jarr(r, "clients"))
+		{
+			char up[64];
+			fmt_duration(up, sizeof(up), N(it, "connected_s"));
+			table_cell(t, "%.0f", N(it, "id"));
+			table_cell(t, "%.0f", N(it, "pid"));
+			table_cell(t, "%.0f", N(it, "uid"));
+			table_cell(t, "%.0f", N(it, "gid"));
+			table_cell(t, "%s", jstr(it, "comm"));
+			table_cell(t, "%.0f", N(it, "segments"));
+			table_cell(t, "%.0f", N(it, "lines"));
+			table_cell(t, "%.0f", N(it, "bindings"));
+			table_cell(t, "%.0f", N(it, "armed"));
+			table_cell(t, "%.0f", N(it, "arms"));
+			table_cell(t, "%.0f", N(it, "completions"));
+			table_cell(t, "%.0f", N(it, "errors"));
+			table_cell(t, "%s ago", up);
+		}
+		print_table(o, t);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- segments ---------------- */
+
+int cmd_segments(struct conn *c, const struct options *o, char **args)
+{
+	uint64_t client;
+	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
+		return 2;
+	cJSON *req = request_new("segments"), *r = NULL;
+	cJSON_AddNumberToObject(req, "client", (double)client);
+	int rc = conn_call_all(c, req, "segments", &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		static const char *const hdr[] = { "ID", "LINES", "BYTES", "NODE", "SCANNER", "BINDINGS",
+						   "ARMED", "DOORBELL" };
+		struct table *t = table_new(8, hdr);
+		for (unsigned i = 0; i < 8; i++)
+			table_right(t, i);
+		const cJSON *it;
+		cJSON_ArrayForEach(it, jarr(r, "segments"))
+		{
+			table_cell(t, "%.0f", N(it, "id"));
+			table_cell(t, "%.0f", N(it, "lines"));
+			table_cell(t, "%.0f", N(it, "bytes"));
+			table_cell(t, "%.0f", N(it, "numa_node"));
+			table_cell(t, "%.0f", N(it, "scanner"));
+			table_cell(t, "%.0f", N(it, "bindings"));
+			const cJSON *armed = cJSON_GetObjectItemCaseSensitive(it, "armed");
+			if (cJSON_IsNumber(armed))
+				table_cell(t, "%.0f", armed->valuedouble);
+			else
+				table_cell(t, "-");
+			table_cell(t, "%.0f", N(it, "doorbell"));
+		}
+		print_table(o, t);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- lines ---------------- */
+
+/* "TARGET/FORM/TOKEN ..." of a word's armed list. */
+static char *armed_text(const cJSON *word)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		abort();
+	const cJSON *a;
+	int n = 0;
+	cJSON_ArrayForEach(a, jarr(word, "armed"))
+		fprintf(f, "%s%s/%s/%s", n++ ? " " : "", jstr(a, "target"), jstr(a, "form"), jstr(a, "token"));
+	double total = N(word, "armed_count");
+	if (total > n)
+		fprintf(f, "%s+%.0f more", n ? " " : "", total - n);
+	if (!n && total <= 0)
+		fputc('-', f);
+	fclose(f);
+	return buf;
+}
+
+int cmd_lines(struct conn *c, const struct options *o, char **args)
+{
+	uint64_t client, segment;
+	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client) ||
+	    !parse_id("SEGMENT", args[1], UINT32_MAX, &segment))
+		return 2;
+	cJSON *req = request_new("lines"), *r = NULL;
+	cJSON_AddNumberToObject(req, "client", (double)client);
+	cJSON_AddNumberToObject(req, "segment", (double)segment);
+	int rc = conn_call_all(c, req, "lines", &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		static const char *const hdr[] = { "INDEX", "LINE", "WORD", "VALUE", "BOUND", "ARMED",
+						   "TARGET/FORM/TOKEN" };
+		struct table *t = table_new(7, hdr);
+		for (unsigned i = 0; i < 4; i++)
+			table_right(t, i);
+		table_right(t, 5);
+		const cJSON *line;
+		cJSON_ArrayForEach(line, jarr(r, "lines"))
+		{
+			const cJSON *w;
+			cJSON_ArrayForEach(w, jarr(line, "words"))
+			{
+				double index = N(w, "index");
+				const cJSON *bound = cJSON_GetObjectItemCaseSensitive(w, "bound");
+				char *armed = armed_text(w);
+				table_cell(t, "%.0f", index);
+				table_cell(t, "%.0f", N(line, "line"));
+				table_cell(t, "%.0f", index - 8 * N(line, "line"));
+				table_cell(t, "%s", jstr(w, "value"));
+				table_cell(t, "%s", cJSON_IsTrue(bound) ? "yes" : "no");
+				table_cell(t, "%.0f", N(w, "armed_count"));
+				table_cell(t, "%s", armed);
+				free(armed);
+			}
+		}
+		print_table(o, t);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- scanners ---------------- */
+
+int cmd_scanners(struct conn *c, const struct options *o, char **args)
+{
+	(void)args;
+	cJSON *req = request_new("scanners"), *r = NULL;
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		static const char *const hdr[] = { "INDEX", "NODE", "SEGMENTS", "ARMED", "PASSES", "PARKS",
+						   "COMPLETIONS", "CPU", "P50", "P99" };
+		struct table *t = table_new(10, hdr);
+		for (unsigned i = 0; i < 10; i++)
+			table_right(t, i);
+		const cJSON *it;
+		cJSON_ArrayForEach(it, jarr(r, "scanners"))
+		{
+			const cJSON *lat = cJSON_GetObjectItemCaseSensitive(it, "wake_latency");
+			char cpu[32], p50[32], p99[32];
+			fmt_ns(cpu, sizeof(cpu), N(it, "cpu_s") * 1e9);
+			fmt_percentile(p50, sizeof(p50), lat, NULL, 0.50);
+			fmt_percentile(p99, sizeof(p99), lat, NULL, 0.99);
+			table_cell(t, "%.0f", N(it, "index"));
+			table_cell(t, "%.0f", N(it, "numa_node"));
+			table_cell(t, "%.0f", N(it, "segments"));
+			table_cell(t, "%.0f", N(it, "armed"));
+			table_cell(t, "%.0f", N(it, "passes"));
+			table_cell(t, "%.0f", N(it, "parks"));
+			table_cell(t, "%.0f", N(it, "completions"));
+			table_cell(t, "%s", cpu);
+			table_cell(t, "%s", p50);
+			table_cell(t, "%s", p99);
+		}
+		print_table(o, t);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- config ---------------- */
+
+static void flatten(struct table *t, const char *prefix, const cJSON *obj)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, obj)
+	{
+		char key[256];
+		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", it->string);
+		if (strcmp(key, "version") == 0)
+			continue;
+		if (cJSON_IsObject(it)) {
+			flatten(t, key, it);
+			continue;
+		}
+		table_cell(t, "%s", key);
+		if (cJSON_IsString(it))
+			table_cell(t, "%s", *it->valuestring ? it->valuestring : "\"\"");
+		else if (cJSON_IsNumber(it))
+			table_cell(t, "%.0f", it->valuedouble);
+		else if (cJSON_IsBool(it))
+			table_cell(t, "%s", cJSON_IsTrue(it) ? "true" : "false");
+		else
+			table_cell(t, "-");
+	}
+}
+
+int cmd_config(struct conn *c, const struct options *o, char **args)
+{
+	(void)args;
+	cJSON *req = request_new("config"), *r = NULL;
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		static const char *const hdr[] = { "KEY", "VALUE" };
+		struct table *t = table_new(2, hdr);
+		flatten(t, "", r);
+		print_table(o, t);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- metrics ---------------- */
+
+int cmd_metrics(struct conn *c, const struct options *o, char **args)
+{
+	(void)args;
+	cJSON *req = request_new("metrics"), *r = NULL;
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		const cJSON *text = cJSON_GetObjectItemCaseSensitive(r, "text");
+		if (!cJSON_IsString(text)) {
+			fprintf(stderr, "garctl: the metrics reply has no text\n");
+			cJSON_Delete(r);
+			return 1;
+		}
+		/* exposition text goes out as is: it is for a collector, not a terminal */
+		fputs(text->valuestring, stdout);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- admin actions ---------------- */
+
+int cmd_disconnect(struct conn *c, const struct options *o, char **args)
+{
+	uint64_t client;
+	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
+		return 2;
+	cJSON *req = request_new("disconnect"), *r = NULL;
+	cJSON_AddNumberToObject(req, "client", (double)client);
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	maybe_json(o, r);
+	cJSON_Delete(r);
+	return 0;
+}
+
+int cmd_log_level(struct conn *c, const struct options *o, char **args)
+{
+	cJSON *req = request_new("log_level"), *r = NULL;
+	if (args[0])
+		cJSON_AddStringToObject(req, "level", args[0]);
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r) && !args[0])
+		printf("%s\n", jstr(r, "log_level"));
+	cJSON_Delete(r);
+	return 0;
+}
+
+int cmd_reload(struct conn *c, const struct options *o, char **args)
+{
+	(void)args;
+	cJSON *req = request_new("reload"), *r = NULL;
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r) && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "reloaded")))
+		fprintf(stderr, "garctl: garudad runs without a config file; nothing to reload\n");
+	cJSON_Delete(r);
+	return 0;
+}

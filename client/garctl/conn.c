@@ -1,0 +1,204 @@
+/* conn.c — garctl's side of the control socket: connect, one JSON request per
+ * datagram, one JSON reply per datagram (any size: the length is peeked first).
+ *
+ * Promises: every failure is reported once, in words an operator can act on: no
+ * daemon (the socket path and how to point garctl elsewhere), permission (the socket
+ * path and what admits a peer: root, or the group named by the daemon's config key
+ * control_group), a daemon error (its message and registry name), or a timeout. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "errcode.h"
+#include "garctl.h"
+
+#define PERMISSION_HINT                                                                      \
+	"the control socket admits root, and members of the admin group that garudad's config " \
+	"key control_group names (none by default); run garctl as root or join that group"
+
+int conn_open(struct conn *c, const struct options *o)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	c->o = o;
+	c->fd = -1;
+	if (strlen(o->socket) >= sizeof(a.sun_path)) {
+		fprintf(stderr, "garctl: socket path %s is longer than %zu bytes\n", o->socket,
+			sizeof(a.sun_path) - 1);
+		return 1;
+	}
+	memcpy(a.sun_path, o->socket, strlen(o->socket) + 1);
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		fprintf(stderr, "garctl: socket: %s\n", strerror(errno));
+		return 1;
+	}
+	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+		return 0;
+	int e = errno;
+	close(c->fd);
+	c->fd = -1;
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		fprintf(stderr,
+			"garctl: garudad is not running: no control socket at %s\n"
+			"garctl: start it (systemctl start garuda.socket garuda.service) or name another "
+			"socket with --socket=PATH or GARUDA_CONTROL_SOCKET\n",
+			o->socket);
+		break;
+	case ECONNREFUSED:
+		fprintf(stderr, "garctl: garudad is not running: nothing listens on %s (a stale socket)\n",
+			o->socket);
+		break;
+	case EACCES:
+	case EPERM:
+		fprintf(stderr, "garctl: permission denied connecting to %s\ngarctl: %s\n", o->socket,
+			PERMISSION_HINT);
+		break;
+	default:
+		fprintf(stderr, "garctl: cannot connect to %s: %s\n", o->socket, strerror(e));
+		break;
+	}
+	return 1;
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+cJSON *request_new(const char *name)
+{
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "request", name);
+	return r;
+}
+
+/* Wait for the reply datagram; returns its text (malloc'ed) or NULL after printing. */
+static char *receive(struct conn *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	int timeout = c->o->timeout_s > 0 ? (int)(c->o->timeout_s * 1000) : -1;
+	int r;
+	do
+		r = poll(&p, 1, timeout);
+	while (r < 0 && errno == EINTR);
+	if (r == 0) {
+		fprintf(stderr, "garctl: no reply from garudad on %s within %g s\n", c->o->socket,
+			c->o->timeout_s);
+		return NULL;
+	}
+	ssize_t n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	if (n > 0) {
+		char *buf = malloc((size_t)n + 1);
+		if (!buf) {
+			fprintf(stderr, "garctl: out of memory for a %zd-byte reply\n", n);
+			return NULL;
+		}
+		ssize_t m = recv(c->fd, buf, (size_t)n, 0);
+		if (m == n) {
+			buf[n] = '\0';
+			return buf;
+		}
+		free(buf);
+		n = m;
+	}
+	if (n == 0)
+		fprintf(stderr, "garctl: garudad closed the connection on %s without a reply\n", c->o->socket);
+	else
+		fprintf(stderr, "garctl: receiving from %s: %s\n", c->o->socket, strerror(errno));
+	return NULL;
+}
+
+/* Print a daemon error reply; always returns 1. */
+static int print_daemon_error(struct conn *c, const cJSON *err)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
+	const char *name = jstr(err, "name");
+	char *msg = strdup(jstr(err, "message"));
+	if (msg)
+		sanitize(msg);
+	fprintf(stderr, "garctl: %s (%s)\n", msg ? msg : "error", name);
+	free(msg);
+	if (cJSON_IsNumber(code) && (int)code->valuedouble == GARUDA_E_ACCESS_DENIED)
+		fprintf(stderr, "garctl: socket %s: %s\n", c->o->socket, PERMISSION_HINT);
+	return 1;
+}
+
+int conn_call(struct conn *c, const cJSON *req, cJSON **reply)
+{
+	*reply = NULL;
+	char *text = cJSON_PrintUnformatted(req);
+	if (!text)
+		return 1;
+	ssize_t n = send(c->fd, text, strlen(text), MSG_NOSIGNAL);
+	free(text);
+	if (n < 0) {
+		fprintf(stderr, "garctl: sending to %s: %s\n", c->o->socket, strerror(errno));
+		return 1;
+	}
+	char *buf = receive(c);
+	if (!buf)
+		return 1;
+	cJSON *j = cJSON_Parse(buf);
+	free(buf);
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		fprintf(stderr, "garctl: garudad sent a reply that is not a JSON object\n");
+		return 1;
+	}
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+	if (err) {
+		int rc = print_daemon_error(c, err);
+		cJSON_Delete(j);
+		return rc;
+	}
+	*reply = j;
+	return 0;
+}
+
+int conn_call_all(struct conn *c, const cJSON *req, const char *key, cJSON **reply)
+{
+	cJSON *first = NULL;
+	int rc = conn_call(c, req, &first);
+	if (rc)
+		return rc;
+	cJSON *all = cJSON_GetObjectItemCaseSensitive(first, key);
+	const cJSON *next = cJSON_GetObjectItemCaseSensitive(first, "next");
+	cJSON *q = cJSON_Duplicate(req, 1);
+	for (int pages = 1; cJSON_IsNumber(next) && cJSON_IsArray(all); pages++) {
+		if (pages > 1000000) {
+			fprintf(stderr, "garctl: garudad keeps paging; giving up\n");
+			rc = 1;
+			break;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(q, "start");
+		cJSON_AddNumberToObject(q, "start", next->valuedouble);
+		cJSON *page = NULL;
+		rc = conn_call(c, q, &page);
+		if (rc)
+			break;
+		cJSON *items = cJSON_GetObjectItemCaseSensitive(page, key);
+		while (cJSON_IsArray(items) && items->child) {
+			cJSON *it = cJSON_DetachItemViaPointer(items, items->child);
+			cJSON_AddItemToArray(all, it);
+		}
+		cJSON *nn = cJSON_DetachItemFromObjectCaseSensitive(page, "next");
+		cJSON_ReplaceItemInObjectCaseSensitive(first, "next", nn ? nn : cJSON_CreateNull());
+		next = cJSON_GetObjectItemCaseSensitive(first, "next");
+		cJSON_Delete(page);
+	}
+	cJSON_Delete(q);
+	if (rc) {
+		cJSON_Delete(first);
+		return rc;
+	}
+	*reply = first;
+	return 0;
+}

@@ -1,0 +1,208 @@
+/* garctl.c — garctl's entry point: options, the command table, exit codes.
+ *
+ * garctl talks to garudad's control socket only (one JSON object per datagram) and
+ * never links libgaruda. Exit codes: 0 ok, 1 a daemon error or no daemon (a message
+ * says which, naming the socket path and what admits a peer), 2 usage. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "garctl.h"
+
+struct command {
+	const char *name;
+	int min_args, max_args;
+	int (*fn)(struct conn *c, const struct options *o, char **args);
+	bool json;        /* has a JSON form */
+	const char *ids;  /* per argument: 'c' a client id, 's' a segment id, '-' free */
+};
+
+static const struct command commands[] = {
+	{ "status", 0, 0, cmd_status, true, "" },
+	{ "clients", 0, 0, cmd_clients, true, "" },
+	{ "segments", 1, 1, cmd_segments, true, "c" },
+	{ "lines", 2, 2, cmd_lines, true, "cs" },
+	{ "scanners", 0, 0, cmd_scanners, true, "" },
+	{ "config", 0, 0, cmd_config, true, "" },
+	{ "metrics", 0, 0, cmd_metrics, true, "" },
+	{ "top", 0, 0, cmd_top, false, "" },
+	{ "disconnect", 1, 1, cmd_disconnect, true, "c" },
+	{ "log-level", 0, 1, cmd_log_level, true, "-" },
+	{ "reload", 0, 0, cmd_reload, true, "" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: garctl [OPTIONS] COMMAND [ARGS]\n"
+		"Inspect and steer garudad through its control socket.\n\n"
+		"Commands:\n"
+		"  status                 daemon state and totals\n"
+		"  clients                connected clients\n"
+		"  segments CLIENT        segments of a client\n"
+		"  lines CLIENT SEGMENT   words of a segment: values, bindings, armed targets\n"
+		"  scanners               scanner threads: load, CPU time, wake latency\n"
+		"  config                 the running configuration\n"
+		"  metrics                counters, gauges and histograms as Prometheus text\n"
+		"  top                    completions/s, armed, wake latency and CPU, refreshed\n"
+		"  disconnect CLIENT      end a client's session\n"
+		"  log-level [LEVEL]      show or set the log level (err, warning, notice, info, debug)\n"
+		"  reload                 re-read the daemon's config file\n\n"
+		"Options:\n"
+		"  -s, --socket=PATH      control socket (default $GARUDA_CONTROL_SOCKET,\n"
+		"                         else " GARCTL_DEFAULT_SOCKET ")\n"
+		"  -j, --json[=MODE]      JSON output: pretty or short (default: pretty on a\n"
+		"                         terminal, short otherwise)\n"
+		"      --no-legend        print no header row\n"
+		"      --no-pager         do not pipe output into a pager\n"
+		"  -d, --delay=SECONDS    top: time between refreshes (default 1)\n"
+		"  -b, --batch            top: print frame after frame instead of redrawing\n"
+		"  -n, --iterations=N     top: stop after N frames\n"
+		"  -t, --timeout=SECONDS  wait this long for each reply (default 10, 0 = forever)\n"
+		"  -h, --help             show this help\n"
+		"      --version          show the version\n\n"
+		"Exit status: 0 ok, 1 daemon error or no daemon, 2 usage.\n"
+		"See garctl(1).\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "garctl: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'garctl --help'.\n");
+	return 2;
+}
+
+static bool parse_seconds(const char *s, double lo, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (!*s || *end || !(v >= lo && v <= 86400))
+		return false;
+	*out = v;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_NO_LEGEND = 256, O_NO_PAGER, O_VERSION };
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", optional_argument, NULL, 'j' },
+		{ "no-legend", no_argument, NULL, O_NO_LEGEND },
+		{ "no-pager", no_argument, NULL, O_NO_PAGER },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "batch", no_argument, NULL, 'b' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ 0 },
+	};
+	struct options o = {
+		.socket = getenv("GARUDA_CONTROL_SOCKET"),
+		.legend = true,
+		.pager = true,
+		.delay_s = 1,
+		.timeout_s = 10,
+	};
+	if (!o.socket || !*o.socket)
+		o.socket = GARCTL_DEFAULT_SOCKET;
+	bool json = false;
+	const char *json_mode = NULL;
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:j::d:bn:t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o.socket = optarg;
+			break;
+		case 'j':
+			json = true;
+			json_mode = optarg;
+			break;
+		case O_NO_LEGEND:
+			o.legend = false;
+			break;
+		case O_NO_PAGER:
+			o.pager = false;
+			break;
+		case 'd':
+			if (!parse_seconds(optarg, 0.01, &o.delay_s))
+				return usage_error("--delay: seconds between 0.01 and 86400, not \"%s\"", optarg);
+			break;
+		case 'b':
+			o.batch = true;
+			break;
+		case 'n': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v < 1)
+				return usage_error("--iterations: a number of frames, at least 1, not \"%s\"", optarg);
+			o.iterations = v;
+			break;
+		}
+		case 't':
+			if (!parse_seconds(optarg, 0, &o.timeout_s))
+				return usage_error("--timeout: seconds between 0 and 86400, not \"%s\"", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case O_VERSION:
+			printf("garctl " GARUDA_VERSION "\n");
+			return 0;
+		case ':':
+			return usage_error("option %s needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (json) {
+		if (!json_mode)
+			o.json = isatty(STDOUT_FILENO) ? JSON_PRETTY : JSON_SHORT;
+		else if (strcmp(json_mode, "pretty") == 0)
+			o.json = JSON_PRETTY;
+		else if (strcmp(json_mode, "short") == 0)
+			o.json = JSON_SHORT;
+		else
+			return usage_error("--json: pretty or short, not \"%s\"", json_mode);
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no command given");
+	const char *name = argv[optind];
+	const struct command *cmd = NULL;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			cmd = &commands[i];
+	if (!cmd)
+		return usage_error("unknown command \"%s\"", name);
+	int nargs = argc - optind - 1;
+	if (nargs < cmd->min_args)
+		return usage_error("%s: missing argument", name);
+	if (nargs > cmd->max_args)
+		return usage_error("%s: too many arguments", name);
+	if (o.json != JSON_OFF && !cmd->json)
+		return usage_error("%s has no JSON output (use clients -j and scanners -j)", name);
+	for (int i = 0; i < nargs; i++) {
+		uint64_t id;
+		const char *arg = argv[optind + 1 + i];
+		if ((cmd->ids[i] == 'c' && !parse_id("CLIENT", arg, GARCTL_MAX_ID, &id)) ||
+		    (cmd->ids[i] == 's' && !parse_id("SEGMENT", arg, UINT32_MAX, &id)))
+			return 2;
+	}
+
+	struct conn conn;
+	int rc = conn_open(&conn, &o);
+	if (rc)
+		return rc;
+	char *args[3] = { NULL, NULL, NULL };
+	for (int i = 0; i < nargs; i++)
+		args[i] = argv[optind + 1 + i];
+	rc = cmd->fn(&conn, &o, args);
+	conn_close(&conn);
+	if (fflush(stdout) != 0 && rc == 0)
+		rc = 1;
+	return rc;
+}
