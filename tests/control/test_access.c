@@ -1,0 +1,249 @@
+/* test_access.c — who may use the control socket. Peers run as nobody (65534) in a
+ * forked child: refused with ACCESS_DENIED for every request, read-only ones
+ * included, when the socket is reachable but the peer is not admitted; admitted by
+ * control_group through the primary or a supplementary group; garctl names the
+ * socket and the permission needed both when connect() fails (0600) and when the
+ * daemon refuses. Needs root (to change uid); skipped otherwise. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctl_harness.h"
+
+TestSuite(access, .init = ctl_test_init, .fini = ctl_test_fini, .timeout = 240);
+
+#define NOBODY 65534
+#define OTHER_GID 1 /* a group nobody is not in ("daemon" on Debian) */
+
+static void need_root(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run peers as another uid");
+}
+
+static const char *nogroup(void)
+{
+	struct group *g = getgrgid(NOBODY);
+	if (!g)
+		cr_skip_test("no group with gid %d", NOBODY);
+	return g->gr_name;
+}
+
+/* In a child running as uid/gid/groups: send each request on one connection and
+ * write each reply (one line each) to the pipe. Returns the replies, one per line;
+ * a connect failure comes back as "connect: <errno>". */
+static char *as_peer(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+		     const char *const *reqs)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+			_exit(126);
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", ctl);
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			dprintf(p[1], "connect: %d\n", errno);
+			_exit(0);
+		}
+		for (int i = 0; reqs[i]; i++) {
+			char buf[65536];
+			if (send(fd, reqs[i], strlen(reqs[i]), MSG_NOSIGNAL) < 0)
+				_exit(1);
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			if (poll(&pf, 1, CTL_DEADLINE_MS) != 1)
+				_exit(2);
+			ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+			if (n <= 0)
+				_exit(3);
+			buf[n] = '\0';
+			dprintf(p[1], "%s\n", buf);
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = fdopen(p[0], "r");
+	cr_assert_not_null(f);
+	char line[65536];
+	while (fgets(line, sizeof(line), f)) {
+		out = realloc(out, len + strlen(line) + 1);
+		memcpy(out + len, line, strlen(line) + 1);
+		len += strlen(line);
+	}
+	fclose(f);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "peer child failed: status 0x%x", st);
+	return out ? out : strdup("");
+}
+
+/* Assert every line of out is an ACCESS_DENIED error whose message contains word. */
+static void all_denied(const char *out, int expected, const char *word)
+{
+	int n = 0;
+	char *copy = strdup(out), *save = NULL;
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save), n++) {
+		cJSON *j = cJSON_Parse(l);
+		cr_assert_not_null(j, "not JSON: %s", l);
+		ctl_assert_error(j, GARUDA_E_ACCESS_DENIED, l);
+		const char *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "error"), "message")->valuestring;
+		cr_assert_not_null(strstr(msg, word), "message \"%s\" does not mention %s", msg, word);
+		cr_assert_not_null(strstr(msg, "read-only"), "message \"%s\" does not say read-only requests are refused too", msg);
+		cJSON_Delete(j);
+	}
+	free(copy);
+	cr_assert_eq(n, expected, "%d replies, expected %d:\n%s", n, expected, out);
+}
+
+static const char *const every_request[] = {
+	"{\"request\":\"status\"}",
+	"{\"request\":\"clients\"}",
+	"{\"request\":\"scanners\"}",
+	"{\"request\":\"config\"}",
+	"{\"request\":\"metrics\"}",
+	"{\"request\":\"segments\",\"client\":1}",
+	"{\"request\":\"lines\",\"client\":1,\"segment\":1}",
+	"{\"request\":\"log_level\"}",
+	"{\"request\":\"log_level\",\"level\":\"debug\"}",
+	"{\"request\":\"disconnect\",\"client\":1}",
+	"{\"request\":\"reload\"}",
+	"not even JSON",
+	"{\"request\":\"frobnicate\"}",
+	NULL,
+};
+#define N_REQUESTS 13
+
+Test(access, non_admin_refused_every_request)
+{
+	need_root();
+	struct ctl_daemon d;
+	ctl_start(&d, NULL);
+	struct ctl_client c;
+	ctl_client_open(&c, d.sock);
+	struct stat st;
+	cr_assert_eq(stat(d.ctl, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600, "the control socket is not 0600 by default");
+	chmod(d.ctl, 0666); /* reachable, so the daemon itself must refuse */
+	char *out = as_peer(d.ctl, NOBODY, NOBODY, NULL, 0, every_request);
+	all_denied(out, N_REQUESTS, "root");
+	free(out);
+	/* nothing happened: the client is still there, the level unchanged */
+	cr_assert_eq(ctl_status_num(d.ctl, "clients"), 1);
+	cJSON *j = ctl_json(d.ctl, "{\"request\":\"log_level\"}");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "log_level")->valuestring, "info");
+	cJSON_Delete(j);
+	ctl_client_close(&c);
+	ctl_stop(&d);
+}
+
+Test(access, garctl_names_socket_and_permission)
+{
+	need_root();
+	struct ctl_daemon d;
+	ctl_start(&d, NULL);
+	char sock[160];
+	snprintf(sock, sizeof(sock), "--socket=%s", d.ctl);
+	const char *args[] = { sock, "status", NULL };
+	struct ctl_run r;
+	/* 0600 root: connect() itself fails */
+	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, NULL, args);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "permission denied"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, d.ctl), "the message does not name the socket: %s", r.err);
+	cr_assert_not_null(strstr(r.err, "root"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "control_group"), "%s", r.err);
+	ctl_run_free(&r);
+	/* reachable, refused by the daemon */
+	chmod(d.ctl, 0666);
+	const char *args2[] = { sock, "metrics", NULL };
+	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, NULL, args2);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "ACCESS_DENIED"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, d.ctl), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "control_group"), "%s", r.err);
+	cr_assert_str_eq(r.out, "");
+	ctl_run_free(&r);
+	ctl_stop(&d);
+}
+
+Test(access, admin_group_primary_and_supplementary)
+{
+	need_root();
+	const char *grp = nogroup();
+	char config[256];
+	snprintf(config, sizeof(config), "{\"control_group\": \"%s\"}", grp);
+	struct ctl_daemon d;
+	ctl_start(&d, config);
+	struct stat st;
+	cr_assert_eq(stat(d.ctl, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0660, "with control_group the socket is 0660");
+	cr_assert_eq(st.st_gid, NOBODY, "with control_group the socket belongs to that group");
+	static const char *const reqs[] = { "{\"request\":\"status\"}", "{\"request\":\"log_level\",\"level\":\"notice\"}", NULL };
+
+	/* primary group */
+	char *out = as_peer(d.ctl, NOBODY, NOBODY, NULL, 0, reqs);
+	cr_assert_null(strstr(out, "\"error\":{"), "a member of %s was refused: %s", grp, out);
+	cr_assert_not_null(strstr(out, "\"log_level\":\"notice\""), "%s", out);
+	free(out);
+	/* supplementary group only */
+	gid_t sup[] = { NOBODY };
+	out = as_peer(d.ctl, NOBODY, OTHER_GID, sup, 1, reqs);
+	cr_assert_null(strstr(out, "\"error\":{"), "a supplementary member of %s was refused: %s", grp, out);
+	free(out);
+	/* garctl too */
+	char sock[160];
+	snprintf(sock, sizeof(sock), "--socket=%s", d.ctl);
+	const char *args[] = { sock, "-j", "clients", NULL };
+	struct ctl_run r;
+	ctl_garctl_as(&r, NOBODY, OTHER_GID, sup, 1, NULL, args);
+	cJSON *j = ctl_run_json(&r);
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+
+	/* not a member: the socket's mode keeps it out; opened up, the daemon refuses */
+	out = as_peer(d.ctl, NOBODY, OTHER_GID, NULL, 0, reqs);
+	cr_assert_eq(strncmp(out, "connect: ", 9), 0, "a non-member connected to a 0660 socket: %s", out);
+	free(out);
+	chmod(d.ctl, 0666);
+	out = as_peer(d.ctl, NOBODY, OTHER_GID, NULL, 0, reqs);
+	all_denied(out, 2, grp);
+	free(out);
+	ctl_stop(&d);
+}
+
+Test(access, reload_changes_the_admin_group)
+{
+	need_root();
+	struct ctl_daemon d;
+	ctl_start(&d, NULL);
+	chmod(d.ctl, 0666);
+	static const char *const reqs[] = { "{\"request\":\"status\"}", NULL };
+	char *out = as_peer(d.ctl, NOBODY, NOBODY, NULL, 0, reqs);
+	all_denied(out, 1, "root");
+	free(out);
+	char config[256];
+	snprintf(config, sizeof(config), "{\"control_group\": \"%s\"}", nogroup());
+	ctl_write_config(&d, config);
+	cJSON *j = ctl_json(d.ctl, "{\"request\":\"reload\"}");
+	cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "reloaded")));
+	cJSON_Delete(j);
+	out = as_peer(d.ctl, NOBODY, NOBODY, NULL, 0, reqs);
+	cr_assert_null(strstr(out, "\"error\":{"), "still refused after the reload: %s", out);
+	free(out);
+	ctl_stop(&d);
+}
