@@ -339,7 +339,7 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 			break;
 	}
 	free(views);
-	set_next(r, line < end, line);
+	set_next(r, line < g->lines, line);
 	return r;
 }
 
