@@ -27,6 +27,7 @@ struct daemon {
 	int client_fd, control_fd; /* listening sockets */
 	bool client_owned, control_owned; /* we created them: unlink at exit */
 	int signal_fd, watchdog_fd;
+	int notify_fd; /* non-blocking socket for STATUS=/WATCHDOG=1 */
 	struct loop_watch *client_w, *control_w, *signal_w, *notice_w, *watchdog_w;
 
 	struct numa_topology topo;

@@ -9,6 +9,7 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 struct loop_watch {
 	int fd;
+	int epfd_dup; /* epoll: the dup registered for this watch (epoll keys on fd + file) */
 	uint32_t events;
 	loop_fn fn;
 	void *data;
@@ -234,15 +236,20 @@ struct loop_watch *loop_add(struct loop *l, int fd, uint32_t events, loop_fn fn,
 	struct loop_watch *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	*w = (struct loop_watch){ .fd = fd, .events = events, .fn = fn, .data = data };
+	*w = (struct loop_watch){ .fd = fd, .epfd_dup = -1, .events = events, .fn = fn, .data = data };
 	int r;
 	if (l->kind == EVENT_LOOP_URING) {
 		r = uring_arm(l, w);
 	} else {
+		/* a second watch on the same fd (POLLOUT next to POLLIN) would be EEXIST;
+		 * a dup is a distinct epoll key for the same socket */
+		w->epfd_dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		struct epoll_event ev = { .events = to_epoll(events), .data.ptr = w };
-		r = epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+		r = w->epfd_dup < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, w->epfd_dup, &ev) < 0 ? -errno : 0;
 	}
 	if (r < 0) {
+		if (w->epfd_dup >= 0)
+			close(w->epfd_dup);
 		free(w);
 		errno = -r;
 		return NULL;
@@ -263,7 +270,9 @@ void loop_remove(struct loop *l, struct loop_watch *w)
 		}
 		/* freed when the poll's final CQE arrives */
 	} else {
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->epfd_dup, NULL);
+		close(w->epfd_dup);
+		w->epfd_dup = -1;
 		if (!w->queued_again) {
 			w->next = l->graveyard;
 			l->graveyard = w;

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/timerfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -28,6 +31,28 @@ static uint64_t completions(struct daemon *d)
 	return c;
 }
 
+/* A notification that must never block the loop (sd_notify's send blocks when the
+ * notify socket's queue is full): our own non-blocking datagram socket; a message
+ * that does not fit is dropped, the next STATUS= supersedes it anyway. */
+static void notify_nowait(struct daemon *d, const char *text)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return;
+	if (d->notify_fd < 0)
+		d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (d->notify_fd < 0)
+		return;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+	memcpy(a.sun_path, path, n);
+	if (path[0] == '@')
+		a.sun_path[0] = '\0'; /* abstract namespace */
+	socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (path[0] == '/'));
+	if (sendto(d->notify_fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, alen) < 0)
+		log_debug("notify (%s) not sent: %s", text, strerror(errno));
+}
+
 void daemon_update_status(struct daemon *d)
 {
 	if (!d->notify || d->stopping)
@@ -35,8 +60,10 @@ void daemon_update_status(struct daemon *d)
 	uint64_t armed = 0;
 	for (struct session *s = d->sessions; s; s = s->next)
 		armed += atomic_load(&s->sink->usage.used[Q_ARMED]);
-	sd_notifyf(0, "STATUS=clients=%u armed=%llu completions=%llu", d->nsessions,
-		   (unsigned long long)armed, (unsigned long long)completions(d));
+	char text[160];
+	snprintf(text, sizeof(text), "STATUS=clients=%u armed=%llu completions=%llu", d->nsessions,
+		 (unsigned long long)armed, (unsigned long long)completions(d));
+	notify_nowait(d, text);
 }
 
 static void apply_tuning(struct daemon *d)
@@ -111,7 +138,7 @@ static void on_watchdog(struct loop_watch *w, void *data, uint32_t events)
 	(void)w;
 	(void)events;
 	if (read(d->watchdog_fd, &ticks, sizeof(ticks)) > 0) {
-		sd_notify(0, "WATCHDOG=1");
+		notify_nowait(d, "WATCHDOG=1");
 		daemon_update_status(d);
 	}
 }
@@ -177,6 +204,8 @@ static void shutdown_daemon(struct daemon *d)
 		close(d->signal_fd);
 	if (d->watchdog_fd >= 0)
 		close(d->watchdog_fd);
+	if (d->notify_fd >= 0)
+		close(d->notify_fd);
 	notice_queue_destroy(&d->notices);
 	quota_table_free(&d->quotas);
 	config_free(&d->cfg);
@@ -184,7 +213,8 @@ static void shutdown_daemon(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .client_fd = -1, .control_fd = -1, .signal_fd = -1, .watchdog_fd = -1 };
+	struct daemon d = { .client_fd = -1, .control_fd = -1, .signal_fd = -1, .watchdog_fd = -1,
+			    .notify_fd = -1 };
 	int r;
 
 	log_init();

@@ -123,9 +123,14 @@ static void on_out(struct loop_watch *w, void *data, uint32_t events)
 
 static void watch_out(struct session *s, bool on)
 {
-	if (on && !s->w_out)
+	if (on && !s->w_out) {
 		s->w_out = loop_add(s->d->loop, s->fd, POLLOUT, on_out, s);
-	else if (!on && s->w_out) {
+		if (!s->w_out) {
+			log_err("session %llu: cannot watch its socket for POLLOUT: %s; disconnecting",
+				(unsigned long long)s->id, strerror(errno));
+			session_close(s); /* queued replies could never leave */
+		}
+	} else if (!on && s->w_out) {
 		loop_remove(s->d->loop, s->w_out);
 		s->w_out = NULL;
 	}
