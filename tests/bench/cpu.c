@@ -164,8 +164,10 @@ static int client_main(void *arg)
 			rc = 1;
 			break;
 		}
+		/* stores that landed after the wake (while this thread ran) were seen at t2 */
+		uint64_t t2 = now_ns();
 		for (uint64_t j = target; j <= v; j++)
-			lat[nlat++] = t1 - t0[j];
+			lat[nlat++] = t0[j] <= t1 ? t1 - t0[j] : t2 - t0[j];
 		consumed = v;
 	}
 	me->waiter_cpu_ns = thread_cpu_ns() - cpu0;
