@@ -342,7 +342,9 @@ static void forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t s
 {
 	struct garuda_client *c = s->client;
 	struct garuda_msg m;
-	if (atomic_load_explicit(&s->signalled, memory_order_relaxed)) {
+	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
+	/* all reached: the daemon fires (or has fired) them, a DISARM would be NOT_ARMED */
+	if (sig && !garuda_reached(word_load(s->word), sig)) {
 		garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
 		m.disarm.slot.segment = segid;
 		m.disarm.slot.index = s->index;
