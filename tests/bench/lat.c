@@ -236,7 +236,7 @@ static int gwaiter_main(void *arg)
 		lat_side_fail(r, "waiter: %s failed (%ld)", "connect", e);
 		return 1;
 	}
-	if ((e = rc_segment_open(&c, 1, true))) {
+	if ((e = rc_segment_open(&c, 1, true, NULL))) {
 		lat_side_fail(r, "waiter: %s failed (%ld)", "SEGMENT_OPEN", e);
 		rc_close(&c);
 		return 1;

@@ -132,7 +132,7 @@ void rc_close(struct rc *c)
 	c->fd = -1;
 }
 
-int rc_segment_open(struct rc *c, uint32_t lines, bool map)
+int rc_segment_open(struct rc *c, uint32_t lines, bool map, int *keep_fd)
 {
 	struct garuda_msg m, ans;
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 0);
@@ -159,7 +159,10 @@ int rc_segment_open(struct rc *c, uint32_t lines, bool map)
 		}
 		c->map = p;
 	}
-	close(memfd);
+	if (keep_fd)
+		*keep_fd = memfd;
+	else
+		close(memfd);
 	return 0;
 }
 

@@ -29,8 +29,9 @@ struct rc {
 int rc_connect(struct rc *c, const char *path);
 void rc_close(struct rc *c);
 
-/* SEGMENT_OPEN of `lines` lines; maps it (map = false: close the memfd unmapped). */
-int rc_segment_open(struct rc *c, uint32_t lines, bool map);
+/* SEGMENT_OPEN of `lines` lines; maps it (map = false: close the memfd unmapped).
+ * keep_fd: NULL, or where the memfd goes instead of being closed (the caller's). */
+int rc_segment_open(struct rc *c, uint32_t lines, bool map, int *keep_fd);
 
 /* BIND word index to efd (which must be EFD_NONBLOCK); waits for the ACK. */
 int rc_bind(struct rc *c, uint32_t index, int efd);

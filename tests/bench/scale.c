@@ -86,7 +86,7 @@ int bench_scale(struct bench *b)
 	sleep_ns(100000000ull);
 	proc_read(d.pid, &p_clients);
 	for (unsigned i = 0; i < n; i++) {
-		int e = rc_segment_open(&cl[i], SCALE_LINES, true);
+		int e = rc_segment_open(&cl[i], SCALE_LINES, true, NULL);
 		if (e) {
 			bench_fail(b, "scale: SEGMENT_OPEN %u failed (%d)", i, e);
 			goto out;

@@ -70,7 +70,7 @@ static int setup(struct thru_run *r, struct rc *c, uint32_t words)
 	struct thru_client *me = &r->cl[r->idx];
 	int e = rc_connect(c, r->sock);
 	if (!e)
-		e = rc_segment_open(c, (words + 7) / 8, true);
+		e = rc_segment_open(c, (words + 7) / 8, true, NULL);
 	if (e) {
 		snprintf(me->err, sizeof(me->err), "set-up failed (%d)", e);
 		return -1;
