@@ -44,6 +44,7 @@ struct bench_key_numbers {
 	double cpu_per_k_garuda, cpu_per_k_reactor; /* 16 clients, 1 ms */
 	double cpu_per_k_garuda_100us, cpu_per_k_reactor_100us;
 	double cpu_per_k_garuda_eco, cpu_per_k_garuda_eco_100us;
+	double cpu_per_k_reactor_uncapped; /* 1 ms: (c) if each reactor had a CPU */
 	double thru_max, thru_burst;
 	double ns_per_desc;
 	double idle_cpu_s, idle_ctxt;

@@ -337,6 +337,7 @@ struct row_acc {
 	uint64_t *lat, *gap; /* lat: store -> wake; gap: arm -> store */
 	unsigned n;
 	const char *skipped; /* not run (why), or NULL */
+	char why[200];       /* storage for skipped */
 };
 
 static void print_row(cJSON *rows, enum row row, struct row_acc *a, const char *note, double *p50_out)
@@ -405,9 +406,8 @@ static int run_chunk(struct bench *b, enum row row, struct lat_run *r, const cha
 		pid_t w = child_start(lat_lgwaiter_main, &g);
 		rc = w < 0 ? (int)w : child_wait(w, limit) == 0 ? 0 : -EIO;
 		if (rc && !r->sh->err && status[0]) { /* libgaruda not usable (yet): say so */
-			static char why[200];
-			snprintf(why, sizeof(why), "libgaruda: %s", status);
-			a->skipped = why;
+			snprintf(a->why, sizeof(a->why), "libgaruda: %s", status);
+			a->skipped = a->why;
 			return -1;
 		}
 #else
