@@ -188,3 +188,20 @@ int garuda_dispatch(struct garuda_client *c)
 	pthread_mutex_unlock(&c->dispatch_lock);
 	return n;
 }
+
+int garuda_client_query(struct garuda_client *c, char *buf, size_t len)
+{
+	if (!c || !buf || len == 0)
+		return -EINVAL;
+	struct garuda_msg m, reply;
+	garuda_msg_init(&m, GARUDA_MSG_QUERY, 0);
+	int r = conn_request(c, &m, -1, &reply, NULL);
+	if (r < 0)
+		return r;
+	if (reply.type != GARUDA_MSG_QUERY_REPLY)
+		return -GARUDA_E_UNEXPECTED;
+	if (reply.query_reply.json_len >= len)
+		return -ENOBUFS;
+	memcpy(buf, reply.query_reply.json, reply.query_reply.json_len + 1);
+	return (int)reply.query_reply.json_len;
+}

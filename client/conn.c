@@ -203,6 +203,7 @@ static void route(struct garuda_client *c, struct garuda_msg *m, int fd)
 		break;
 	case GARUDA_MSG_ACK:
 	case GARUDA_MSG_SEGMENT:
+	case GARUDA_MSG_QUERY_REPLY:
 	case GARUDA_MSG_ERROR: {
 		int err = m->type == GARUDA_MSG_ERROR ? error_to_ret(m->error.code) : 0;
 		if (m->cookie & COOKIE_STREAM_BIT) {

@@ -428,6 +428,31 @@ static void on_disarm(struct session *s, const struct garuda_msg *m)
 		       m->cookie, m->flags & GARUDA_F_NOREPLY);
 }
 
+/* QUERY: a client may ask about its own session, nothing else. The reply is one JSON
+ * object (stable lower_snake_case keys, "version" first) that fits one datagram. */
+static void on_query(struct session *s, const struct garuda_msg *m)
+{
+	unsigned nseg = 0, nbind = 0;
+	for (struct segment *g = s->segments; g; g = g->next)
+		nseg++;
+	for (struct binding *b = s->bindings; b; b = b->next)
+		nbind++;
+	const struct quota_usage *u = &s->sink->usage;
+	struct garuda_msg r;
+	garuda_msg_init(&r, GARUDA_MSG_QUERY_REPLY, m->cookie);
+	int n = snprintf(r.query_reply.json, sizeof(r.query_reply.json),
+			 "{\"version\":1,\"id\":%llu,\"pid\":%d,\"uid\":%d,\"segments\":%u,"
+			 "\"bindings\":%u,\"armed\":%llu,\"arms\":%llu,\"completions\":%llu,"
+			 "\"errors\":%llu,\"outbox_bytes\":%llu,\"overflow\":%s}",
+			 (unsigned long long)s->id, (int)s->pid, (int)s->uid, nseg, nbind,
+			 (unsigned long long)atomic_load(&u->used[Q_ARMED]), (unsigned long long)s->arms,
+			 (unsigned long long)atomic_load(&s->sink->completions),
+			 (unsigned long long)s->errors, (unsigned long long)atomic_load(&u->used[Q_OUTBOX]),
+			 s->overflow_queued ? "true" : "false");
+	r.query_reply.json_len = (uint32_t)n; /* bounded well below the cap by its fields */
+	session_send(s, &r, -1);
+}
+
 /* ---------------- receive ---------------- */
 
 /* May close the session (s->closed); s stays valid until the loop iteration ends. */
@@ -468,6 +493,9 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 		break;
 	case GARUDA_MSG_DISARM:
 		on_disarm(s, &m);
+		break;
+	case GARUDA_MSG_QUERY:
+		on_query(s, &m);
 		break;
 	default: {
 		char text[96];

@@ -173,6 +173,19 @@ static void body_error(struct cursor *c, struct garuda_msg *m)
 	c_u32(c, &m->error.text_len);
 }
 
+static void body_query(struct cursor *c, struct garuda_msg *m)
+{
+	c_u32(c, &m->query.what);
+	c_reserved(c, 4);
+}
+
+/* QUERY_REPLY: fixed part only; the JSON text follows */
+static void body_query_reply(struct cursor *c, struct garuda_msg *m)
+{
+	c_u32(c, &m->query_reply.json_len);
+	c_reserved(c, 4);
+}
+
 static void body_empty(struct cursor *c, struct garuda_msg *m)
 {
 	(void)c;
@@ -184,7 +197,7 @@ struct msg_rule {
 	void (*body)(struct cursor *, struct garuda_msg *);
 	uint16_t body_bytes; /* fixed part */
 	uint8_t min_fds, max_fds;
-	bool variable; /* ERROR: text follows the fixed part */
+	bool variable; /* ERROR, QUERY_REPLY: text follows the fixed part */
 };
 
 static const struct msg_rule rules[GARUDA_MSG_TYPE_MAX_ + 1] = {
@@ -201,7 +214,23 @@ static const struct msg_rule rules[GARUDA_MSG_TYPE_MAX_ + 1] = {
 	[GARUDA_MSG_ERROR] = { "ERROR", body_error, 8, 0, 0, true },
 	[GARUDA_MSG_ACK] = { "ACK", body_empty, 0, 0, 0, false },
 	[GARUDA_MSG_SEGMENT_ATTACH] = { "SEGMENT_ATTACH", body_segment_open, 16, 1, 1, false },
+	[GARUDA_MSG_QUERY] = { "QUERY", body_query, 8, 0, 0, false },
+	[GARUDA_MSG_QUERY_REPLY] = { "QUERY_REPLY", body_query_reply, 8, 0, 0, true },
 };
+
+/* The variable text of an ERROR or QUERY_REPLY: its length field, buffer and cap. */
+struct var_text {
+	uint32_t *len;
+	char *buf;
+	uint32_t max;
+};
+
+static struct var_text var_text(struct garuda_msg *m)
+{
+	if (m->type == GARUDA_MSG_QUERY_REPLY)
+		return (struct var_text){ &m->query_reply.json_len, m->query_reply.json, GARUDA_QUERY_TEXT_MAX };
+	return (struct var_text){ &m->error.text_len, m->error.text, GARUDA_ERROR_TEXT_MAX };
+}
 
 static const struct msg_rule *rule_for(unsigned type)
 {
@@ -281,11 +310,16 @@ static int check_body(const struct garuda_msg *m)
 			return -GARUDA_E_RESERVED_SET;
 		return slot_ok(&m->ready.slot) ? 0 : -GARUDA_E_SLOT_RANGE;
 	case GARUDA_MSG_ERROR:
-		if (m->error.text_len > GARUDA_ERROR_TEXT_MAX)
+	case GARUDA_MSG_QUERY_REPLY: {
+		struct var_text t = var_text((struct garuda_msg *)m);
+		if (*t.len > t.max)
 			return -GARUDA_E_TOO_LONG;
-		if (memchr(m->error.text, '\0', m->error.text_len))
+		if (memchr(t.buf, '\0', *t.len))
 			return -GARUDA_E_BAD_VALUE; /* embedded NUL */
-		return error_code_ok(m->error.code) ? 0 : -GARUDA_E_BAD_VALUE;
+		return m->type == GARUDA_MSG_QUERY_REPLY || error_code_ok(m->error.code) ? 0 : -GARUDA_E_BAD_VALUE;
+	}
+	case GARUDA_MSG_QUERY:
+		return m->query.what == 0 ? 0 : -GARUDA_E_BAD_VALUE;
 	default:
 		return 0;
 	}
@@ -310,18 +344,20 @@ ssize_t garuda_msg_encode(const struct garuda_msg *m, void *buf, size_t cap)
 	if (err)
 		return err;
 
+	struct garuda_msg copy = *m; /* the cursor walk takes non-const pointers */
 	uint32_t length = GARUDA_HDR_BYTES + r->body_bytes;
 	if (r->variable)
-		length += m->error.text_len;
+		length += *var_text(&copy).len;
 	if (length > cap)
 		return -ENOBUFS;
 
-	struct garuda_msg copy = *m; /* the cursor walk takes non-const pointers */
 	struct cursor c = { .p = buf, .writing = true };
 	codec_header(&c, &copy, &length);
 	r->body(&c, &copy);
-	if (r->variable)
-		memcpy(c.p + c.off, m->error.text, m->error.text_len);
+	if (r->variable) {
+		struct var_text t = var_text(&copy);
+		memcpy(c.p + c.off, t.buf, *t.len);
+	}
 	return (ssize_t)length;
 }
 
@@ -358,12 +394,13 @@ int garuda_msg_decode(const void *buf, size_t len, unsigned nfds, struct garuda_
 	if (c.reserved_set)
 		return -GARUDA_E_RESERVED_SET;
 	if (r->variable) {
-		if (out->error.text_len > GARUDA_ERROR_TEXT_MAX)
+		struct var_text t = var_text(out);
+		if (*t.len > t.max)
 			return -GARUDA_E_TOO_LONG;
-		if (out->error.text_len != len - fixed)
+		if (*t.len != len - fixed)
 			return -GARUDA_E_BAD_LENGTH;
-		memcpy(out->error.text, c.p + c.off, out->error.text_len);
-		out->error.text[out->error.text_len] = '\0';
+		memcpy(t.buf, c.p + c.off, *t.len);
+		t.buf[*t.len] = '\0';
 	}
 	return check_body(out);
 }

@@ -21,6 +21,7 @@
 #define GARUDA_MSG_MAX_FDS 1u   /* at most one fd rides with a message */
 #define GARUDA_ERROR_TEXT_MAX 256u
 #define GARUDA_NUMA_MAX 1023    /* highest NUMA node number accepted */
+#define GARUDA_QUERY_TEXT_MAX (GARUDA_MSG_MAX - GARUDA_HDR_BYTES - 8u) /* 480 */
 
 enum garuda_msg_type {
 	GARUDA_MSG_HELLO = 1,          /* client -> daemon */
@@ -36,7 +37,9 @@ enum garuda_msg_type {
 	GARUDA_MSG_ERROR = 11,         /* daemon -> client */
 	GARUDA_MSG_ACK = 12,           /* daemon -> client */
 	GARUDA_MSG_SEGMENT_ATTACH = 13,/* client -> daemon, the client's memfd rides along */
-	GARUDA_MSG_TYPE_MAX_ = 13,
+	GARUDA_MSG_QUERY = 14,         /* client -> daemon: describe my own session */
+	GARUDA_MSG_QUERY_REPLY = 15,   /* daemon -> client: one JSON object */
+	GARUDA_MSG_TYPE_MAX_ = 15,
 };
 
 /* header flags */
@@ -112,6 +115,15 @@ struct garuda_error {
 	char text[GARUDA_ERROR_TEXT_MAX + 1]; /* NUL-terminated after decode */
 };
 
+struct garuda_query {
+	uint32_t what; /* 0: this session (the only query a client may make) */
+};
+
+struct garuda_query_reply {
+	uint32_t json_len;
+	char json[GARUDA_QUERY_TEXT_MAX + 1]; /* NUL-terminated after decode */
+};
+
 struct garuda_msg {
 	uint16_t type;
 	uint16_t flags;
@@ -128,6 +140,8 @@ struct garuda_msg {
 		struct garuda_disarm disarm;
 		struct garuda_ready ready;
 		struct garuda_error error;
+		struct garuda_query query;
+		struct garuda_query_reply query_reply;
 	};
 };
 
@@ -143,13 +157,14 @@ ssize_t garuda_msg_encode(const struct garuda_msg *m, void *buf, size_t cap);
  * Returns 0 and fills out, or a negative registry code:
  *   TOO_SHORT     shorter than the header, or than the type's body
  *   TOO_LONG      over GARUDA_MSG_MAX, or longer than the type's body
- *   BAD_LENGTH    header length != len (or ERROR text length inconsistent)
+ *   BAD_LENGTH    header length != len (or ERROR/QUERY_REPLY text length inconsistent)
  *   UNKNOWN_TYPE  type not in enum garuda_msg_type
  *   BAD_VERSION   HELLO/WELCOME with a version other than GARUDA_PROTO_VERSION
  *   FD_COUNT      header fd count != nfds, or not what the type carries
  *   SLOT_RANGE    slot index beyond GARUDA_SEGMENT_MAX_LINES * 8
  *   RESERVED_SET  a reserved field or unknown flag is set
- *   BAD_VALUE     lines, NUMA node, form or error code out of range */
+ *   BAD_VALUE     lines, NUMA node, form, query kind or error code out of range, or a
+ *                 NUL inside an ERROR/QUERY_REPLY text */
 int garuda_msg_decode(const void *buf, size_t len, unsigned nfds, struct garuda_msg *out);
 
 /* Convenience constructors used by both sides (they only fill the struct). */

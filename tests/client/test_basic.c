@@ -1,8 +1,11 @@
 /* test_basic.c — libgaruda end to end against a real garudad: every readiness form
  * signals and waits, the word is the truth, drain/fd/callbacks report each sequence
  * exactly once. */
+#include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -73,4 +76,40 @@ Test(basic, daemon_side_state_is_released)
 	garuda_disconnect(f.c);
 	cr_assert_eq(td_wait_status(&f.d, "clients", 0), 0);
 	td_stop(&f.d);
+}
+
+/* garuda_client_query() describes this client's own session, as the daemon sees it. */
+Test(basic, query_own_session)
+{
+	struct fixture f = { 0 };
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	struct gate g;
+	uint64_t seq;
+	char json[512];
+	fx_up(&f, NULL, 1);
+	gate_init(&g);
+	ok(garuda_host_stream_new(NULL, &hs));
+	gate_enqueue(&g, hs); /* hold the stream: the arm stays armed */
+	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	ok(garuda_stream_signal(s, &seq));
+
+	int n = garuda_client_query(f.c, json, sizeof(json));
+	cr_assert_gt(n, 0, "query: %s", garuda_strerror(n));
+	cr_assert_eq((size_t)n, strlen(json));
+	char want[64];
+	snprintf(want, sizeof(want), "\"id\":%llu,", (unsigned long long)garuda_client_session(f.c));
+	cr_assert_not_null(strstr(json, want), "%s lacks %s", json, want);
+	cr_assert_not_null(strstr(json, "\"segments\":1,"), "%s", json);
+	cr_assert_not_null(strstr(json, "\"bindings\":1,"), "%s", json);
+	cr_assert_not_null(strstr(json, "\"armed\":1,"), "%s", json);
+	cr_assert_eq(garuda_client_query(f.c, json, 8), -ENOBUFS);
+	cr_assert_eq(garuda_client_query(NULL, json, sizeof(json)), -EINVAL);
+
+	gate_open(&g);
+	ok(garuda_stream_wait(s, seq, 10 * 1000000000ll));
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	gate_destroy(&g);
+	fx_down(&f);
 }

@@ -438,3 +438,53 @@ Test(session, segment_attach)
 	cr_assert_leq(fds, d.fd_baseline, "daemon has %d fds, %d before", fds, d.fd_baseline);
 	gd_stop(&d);
 }
+
+/* QUERY: a client learns about its own session (and only that) over the client socket */
+Test(session, query_own_session)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = small_quota });
+
+	struct gd_client a, b;
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_open(&b, d.sock));
+	struct gd_seg s;
+	gd_ok(gd_segment_open(&a, 1, -1, &s));
+	int efd;
+	gd_ok(gd_bind_new(&a, gd_slot(&s, 2), &efd));
+	gd_ok(gd_arm(&a, gd_slot(&s, 2), 5, 1, GARUDA_FORM_EVENTFD));
+	gd_ok(gd_arm(&a, gd_slot(&s, 3), 5, 2, GARUDA_FORM_MESSAGE));
+
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_QUERY, 77);
+	gd_ok(gd_request(&a, &m, NULL, 0, &rep, NULL));
+	cr_assert_eq(rep.type, GARUDA_MSG_QUERY_REPLY, "QUERY answered by %s",
+		     garuda_msg_type_name(rep.type));
+	cr_assert_eq(rep.cookie, m.cookie);
+	cJSON *j = cJSON_Parse(rep.query_reply.json);
+	cr_assert_not_null(j, "QUERY_REPLY is not JSON: %s", rep.query_reply.json);
+	cr_assert_eq(cJSON_GetObjectItem(j, "version")->valueint, 1);
+	cr_assert_eq((uint64_t)cJSON_GetObjectItem(j, "id")->valuedouble, a.welcome.session_id,
+		     "QUERY describes another session");
+	cr_assert_eq(cJSON_GetObjectItem(j, "pid")->valueint, (int)getpid());
+	cr_assert_eq(cJSON_GetObjectItem(j, "segments")->valueint, 1);
+	cr_assert_eq(cJSON_GetObjectItem(j, "bindings")->valueint, 1);
+	cr_assert_eq(cJSON_GetObjectItem(j, "armed")->valueint, 2);
+	cJSON_Delete(j);
+
+	/* the other client sees its own, empty session */
+	garuda_msg_init(&m, GARUDA_MSG_QUERY, 78);
+	gd_ok(gd_request(&b, &m, NULL, 0, &rep, NULL));
+	j = cJSON_Parse(rep.query_reply.json);
+	cr_assert_not_null(j);
+	cr_assert_eq((uint64_t)cJSON_GetObjectItem(j, "id")->valuedouble, b.welcome.session_id);
+	cr_assert_eq(cJSON_GetObjectItem(j, "segments")->valueint, 0);
+	cr_assert_eq(cJSON_GetObjectItem(j, "armed")->valueint, 0);
+	cJSON_Delete(j);
+
+	close(efd);
+	gd_seg_unmap(&s);
+	gd_close(&a);
+	gd_close(&b);
+	gd_stop(&d);
+}

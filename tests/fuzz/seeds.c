@@ -57,6 +57,10 @@ static void seed_msg(unsigned type, struct garuda_msg *m)
 	case GARUDA_MSG_ERROR:
 		garuda_msg_error(m, m->cookie, -1016, NULL);
 		break;
+	case GARUDA_MSG_QUERY_REPLY:
+		m->query_reply.json_len = (uint32_t)snprintf(m->query_reply.json, sizeof(m->query_reply.json),
+							     "{\"version\":1,\"id\":3,\"armed\":2}");
+		break;
 	default:
 		break;
 	}

@@ -166,6 +166,15 @@ static void sample_msg(unsigned type, struct garuda_msg *m)
 		m->segment_open.lines = 8;
 		m->segment_open.numa_node = 1023;
 		break;
+	case GARUDA_MSG_QUERY:
+		m->cookie = 11;
+		m->query.what = 0;
+		break;
+	case GARUDA_MSG_QUERY_REPLY:
+		m->cookie = 11;
+		m->query_reply.json_len = 8;
+		memcpy(m->query_reply.json, "{\"id\":7}", 9);
+		break;
 	default:
 		cr_assert_fail("type %u", type);
 	}
@@ -206,6 +215,13 @@ static void assert_msg_eq(const struct garuda_msg *a, const struct garuda_msg *e
 		break;
 	case GARUDA_MSG_SEGMENT_CLOSE:
 		EQ(segment_close.segment_id);
+		break;
+	case GARUDA_MSG_QUERY:
+		EQ(query.what);
+		break;
+	case GARUDA_MSG_QUERY_REPLY:
+		EQ(query_reply.json_len);
+		cr_assert_str_eq(a->query_reply.json, e->query_reply.json);
 		break;
 	case GARUDA_MSG_BIND:
 	case GARUDA_MSG_UNBIND:
@@ -279,7 +295,7 @@ Test(wire, every_type_has_a_sample)
 {
 	for (unsigned t = 1; t <= GARUDA_MSG_TYPE_MAX_; t++)
 		(void)sample_of(t);
-	cr_assert_eq(N_SAMPLES, 13, "13 message types in protocol version 1");
+	cr_assert_eq(N_SAMPLES, 15, "15 message types in protocol version 1");
 }
 
 Test(wire, encode_gives_the_documented_bytes)
@@ -357,7 +373,8 @@ Test(wire, sizes)
 		{ GARUDA_MSG_UNBIND, 32 },	  { GARUDA_MSG_ARM, 56 },
 		{ GARUDA_MSG_DISARM, 40 },	  { GARUDA_MSG_READY, 56 },
 		{ GARUDA_MSG_ERROR, 32 },	  { GARUDA_MSG_ACK, 24 },
-		{ GARUDA_MSG_SEGMENT_ATTACH, 40 },
+		{ GARUDA_MSG_SEGMENT_ATTACH, 40 }, { GARUDA_MSG_QUERY, 32 },
+		{ GARUDA_MSG_QUERY_REPLY, 32 },
 	};
 	cr_assert_eq(GARUDA_HDR_BYTES, 24);
 	cr_assert_eq(GARUDA_MSG_MAX, 512);
@@ -365,6 +382,8 @@ Test(wire, sizes)
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct garuda_msg m;
 		sample_msg(sizes[i].type, &m);
+		if (m.type == GARUDA_MSG_QUERY_REPLY)
+			m.query_reply.json_len = 0;
 		if (m.type == GARUDA_MSG_ERROR)
 			m.error.text_len = 0;
 		uint8_t buf[GARUDA_MSG_MAX];
@@ -378,11 +397,11 @@ Test(wire, type_values_and_names)
 	static const char *names[] = { NULL,	  "HELLO",	   "WELCOME", "SEGMENT_OPEN",
 				       "SEGMENT", "SEGMENT_CLOSE", "BIND",    "UNBIND",
 				       "ARM",	  "DISARM",	   "READY",   "ERROR",
-				       "ACK",	  "SEGMENT_ATTACH" };
-	for (unsigned t = 1; t <= 13; t++)
+				       "ACK",	  "SEGMENT_ATTACH", "QUERY",   "QUERY_REPLY" };
+	for (unsigned t = 1; t <= 15; t++)
 		cr_assert_str_eq(garuda_msg_type_name(t), names[t]);
 	cr_assert_null(garuda_msg_type_name(0));
-	cr_assert_null(garuda_msg_type_name(14));
+	cr_assert_null(garuda_msg_type_name(16));
 	cr_assert_null(garuda_msg_type_name(0xffff));
 	cr_assert_null(garuda_msg_type_name(UINT_MAX));
 	cr_assert_eq(GARUDA_F_NOREPLY, 1);
@@ -484,6 +503,13 @@ static size_t edge_msgs(struct garuda_msg *v)
 	NEXT_(GARUDA_MSG_SEGMENT_ATTACH, 17);
 	m->segment_open.lines = GARUDA_SEGMENT_MAX_LINES;
 	m->segment_open.numa_node = GARUDA_NUMA_MAX;
+
+	NEXT_(GARUDA_MSG_QUERY, UINT64_MAX);
+	NEXT_(GARUDA_MSG_QUERY_REPLY, 18); /* empty text */
+	NEXT_(GARUDA_MSG_QUERY_REPLY, 19); /* longest text */
+	memset(m->query_reply.json, 'j', GARUDA_QUERY_TEXT_MAX);
+	m->query_reply.json[GARUDA_QUERY_TEXT_MAX] = '\0';
+	m->query_reply.json_len = GARUDA_QUERY_TEXT_MAX;
 #undef NEXT
 #undef NEXT_
 	return n;
@@ -557,8 +583,14 @@ Test(wire, encode_refuses_invalid_messages)
 	garuda_msg_init(&m, GARUDA_MSG_ACK, 1);
 	m.type = 0;
 	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_UNKNOWN_TYPE);
-	m.type = 14;
+	m.type = 16;
 	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_UNKNOWN_TYPE);
+	garuda_msg_init(&m, GARUDA_MSG_QUERY, 1);
+	m.query.what = 1; /* only "this session" exists */
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_BAD_VALUE);
+	garuda_msg_init(&m, GARUDA_MSG_QUERY_REPLY, 1);
+	m.query_reply.json_len = GARUDA_QUERY_TEXT_MAX + 1;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_TOO_LONG);
 
 	garuda_msg_init(&m, GARUDA_MSG_ACK, 1);
 	m.flags = 0x2;
@@ -631,7 +663,8 @@ Test(wire, too_short_below_body)
 {
 	for (size_t i = 0; i < N_SAMPLES; i++) {
 		const struct sample *s = &samples[i];
-		size_t fixed = s->type == GARUDA_MSG_ERROR ? 32 : s->len;
+		bool variable = s->type == GARUDA_MSG_ERROR || s->type == GARUDA_MSG_QUERY_REPLY;
+		size_t fixed = variable ? 32 : s->len;
 		for (size_t len = GARUDA_HDR_BYTES; len < fixed; len++) {
 			uint8_t buf[GARUDA_MSG_MAX];
 			memcpy(buf, s->bytes, s->len);
@@ -662,8 +695,8 @@ Test(wire, too_long_over_the_body)
 {
 	for (size_t i = 0; i < N_SAMPLES; i++) {
 		const struct sample *s = &samples[i];
-		if (s->type == GARUDA_MSG_ERROR)
-			continue; /* variable: covered by the ERROR tests */
+		if (s->type == GARUDA_MSG_ERROR || s->type == GARUDA_MSG_QUERY_REPLY)
+			continue; /* variable: covered by the text tests */
 		for (size_t extra = 1; extra <= 16; extra += 7) {
 			uint8_t buf[GARUDA_MSG_MAX] = { 0 };
 			memcpy(buf, s->bytes, s->len);
@@ -736,7 +769,7 @@ Test(wire, error_text_len_inconsistent)
 
 Test(wire, unknown_type)
 {
-	static const uint16_t bad[] = { 0, 14, 15, 255, 256, 0x100 + 8, 0x8001, 0xffff };
+	static const uint16_t bad[] = { 0, 16, 17, 255, 256, 0x100 + 8, 0x8001, 0xffff };
 	uint8_t buf[GARUDA_MSG_MAX];
 	unsigned nfds;
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {

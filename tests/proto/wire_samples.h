@@ -130,6 +130,21 @@ static const uint8_t sample_segment_attach[] = {
 	0, 0, 0, 0, 0, 0, 0, 0, /* 32 reserved */
 };
 
+/* QUERY, cookie 11: what = 0 (this session) */
+static const uint8_t sample_query[] = {
+	HDR(14, 0, 32, 0, 0x0b, 0, 0, 0, 0, 0, 0, 0),
+	0x00, 0x00, 0x00, 0x00, /* 24 what = 0 */
+	0x00, 0x00, 0x00, 0x00, /* 28 reserved */
+};
+
+/* QUERY_REPLY, cookie 11: json {"id":7} (8 bytes, no NUL) */
+static const uint8_t sample_query_reply[] = {
+	HDR(15, 0, 40, 0, 0x0b, 0, 0, 0, 0, 0, 0, 0),
+	0x08, 0x00, 0x00, 0x00, /* 24 json_len = 8 */
+	0x00, 0x00, 0x00, 0x00, /* 28 reserved */
+	'{', '"', 'i', 'd', '"', ':', '7', '}',
+};
+
 struct sample {
 	unsigned type;
 	const uint8_t *bytes;
@@ -152,6 +167,8 @@ static const struct sample samples[] = {
 	SAMPLE(GARUDA_MSG_ERROR, sample_error, 0),
 	SAMPLE(GARUDA_MSG_ACK, sample_ack, 0),
 	SAMPLE(GARUDA_MSG_SEGMENT_ATTACH, sample_segment_attach, 1),
+	SAMPLE(GARUDA_MSG_QUERY, sample_query, 0),
+	SAMPLE(GARUDA_MSG_QUERY_REPLY, sample_query_reply, 0),
 };
 #undef SAMPLE
 #define N_SAMPLES (sizeof(samples) / sizeof(samples[0]))

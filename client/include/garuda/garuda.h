@@ -40,6 +40,7 @@
 #define GARUDA_GARUDA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -162,6 +163,14 @@ int garuda_client_connected(const struct garuda_client *c);
 /* The session id garudad gave the current connection (changes on reconnect), or 0
  * while disconnected. Thread-safe. */
 uint64_t garuda_client_session(const struct garuda_client *c);
+
+/* Ask garudad about this client's own session (a client may query nothing else):
+ * writes one NUL-terminated JSON object into buf (at most len bytes; 512 always fits)
+ * with "version" and the keys of docs/protocol.md §4.14 (id, pid, uid, segments,
+ * bindings, armed, arms, completions, errors, outbox_bytes, overflow).
+ * Returns the JSON's length, -EINVAL, -ENOBUFS (buf too small),
+ * -GARUDA_E_DISCONNECTED (no session right now), -GARUDA_E_TIMEOUT. Thread-safe. */
+int garuda_client_query(struct garuda_client *c, char *buf, size_t len);
 
 /* Number of successful reconnections since garuda_connect(). Thread-safe. */
 uint64_t garuda_client_reconnects(const struct garuda_client *c);
