@@ -123,6 +123,8 @@ char *ctl_metrics_text(struct daemon *d)
 		}
 		fprintf(f, "garuda_wake_latency_seconds_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"+Inf\"} %llu\n",
 			i, st[i].numa_node, (unsigned long long)cum);
+		fprintf(f, "garuda_wake_latency_seconds_sum{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", i,
+			st[i].numa_node, (double)st[i].detect_ns_sum / 1e9);
 		fprintf(f, "garuda_wake_latency_seconds_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
 			st[i].numa_node, (unsigned long long)cum);
 	}

@@ -35,6 +35,26 @@ uint64_t ctl_bucket_le_ns(unsigned b)
 	return b + 1 < SCANNER_LAT_BUCKETS ? 2ull << b : 0;
 }
 
+/* "wake_latency": {"buckets": [{"le_ns", "count"}...], "count"} from a log2 histogram */
+static void add_latency(cJSON *o, const uint64_t hist[SCANNER_LAT_BUCKETS])
+{
+	cJSON *lat = cJSON_AddObjectToObject(o, "wake_latency");
+	uint64_t total = 0;
+	cJSON *buckets = cJSON_AddArrayToObject(lat, "buckets");
+	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
+		cJSON *bo = cJSON_CreateObject();
+		uint64_t le = ctl_bucket_le_ns(b);
+		if (le)
+			ctl_add_uint(bo, "le_ns", le);
+		else
+			cJSON_AddNullToObject(bo, "le_ns");
+		ctl_add_uint(bo, "count", hist[b]);
+		cJSON_AddItemToArray(buckets, bo);
+		total += hist[b];
+	}
+	ctl_add_uint(lat, "count", total);
+}
+
 void ctl_totals(struct daemon *d, struct ctl_totals *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -156,6 +176,10 @@ static cJSON *client_object(struct session *s)
 	add_forms(o, "readiness", by_form);
 	ctl_add_uint(o, "errors", s->errors);
 	ctl_add_uint(o, "outbox_bytes", atomic_load(&u->used[Q_OUTBOX]));
+	uint64_t hist[SCANNER_LAT_BUCKETS];
+	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++)
+		hist[b] = atomic_load_explicit(&s->sink->detect_hist[b], memory_order_relaxed);
+	add_latency(o, hist);
 	return o;
 }
 
@@ -368,21 +392,7 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		ctl_add_uint(o, "completions", st.completions);
 		add_forms(o, "readiness", st.by_form);
 		cJSON_AddNumberToObject(o, "cpu_s", (double)st.cpu_ns / 1e9);
-		cJSON *lat = cJSON_AddObjectToObject(o, "wake_latency");
-		uint64_t total = 0;
-		cJSON *buckets = cJSON_AddArrayToObject(lat, "buckets");
-		for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
-			cJSON *bo = cJSON_CreateObject();
-			uint64_t le = ctl_bucket_le_ns(b);
-			if (le)
-				ctl_add_uint(bo, "le_ns", le);
-			else
-				cJSON_AddNullToObject(bo, "le_ns");
-			ctl_add_uint(bo, "count", st.detect_hist[b]);
-			cJSON_AddItemToArray(buckets, bo);
-			total += st.detect_hist[b];
-		}
-		ctl_add_uint(lat, "count", total);
+		add_latency(o, st.detect_hist);
 		cJSON_AddItemToArray(arr, o);
 	}
 	return r;
@@ -473,11 +483,13 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req)
 		return r;
 	}
 	log_info("control: reload requested");
-	if (daemon_reload(d) < 0)
-		return ctl_error(GARUDA_E_BAD_ARGUMENT,
-				 "config file %s is invalid; the running configuration is kept (the daemon's "
-				 "log names the key and the reason)",
-				 d->cfg.config_path);
+	char *why = NULL;
+	if (daemon_reload(d, &why) < 0) {
+		r = ctl_error(GARUDA_E_BAD_ARGUMENT, "config file %s: %s; the running configuration is kept",
+			      d->cfg.config_path, why ? why : "invalid");
+		free(why);
+		return r;
+	}
 	r = ctl_reply_new();
 	cJSON_AddBoolToObject(r, "reloaded", true);
 	add_string_or_null(r, "config_path", d->cfg.config_path);

@@ -76,5 +76,6 @@ void control_close_all(struct daemon *d);
 
 /* systemd status line; configuration reload (main.c) */
 void daemon_update_status(struct daemon *d);
-/* Re-read the config file; keeps the running config on error (-GARUDA_E_BAD_ARGUMENT). */
-int daemon_reload(struct daemon *d);
+/* Re-read the config file; keeps the running config on error (-GARUDA_E_BAD_ARGUMENT,
+ * *why = a malloc'ed message naming the key and the reason, when why is not NULL). */
+int daemon_reload(struct daemon *d, char **why);

@@ -13,6 +13,8 @@
 
 #include "quota.h"
 
+#define GARUDA_LAT_BUCKETS 24 /* log2(ns) buckets of the detection delay bound */
+
 struct sink {
 	atomic_uint refs;
 	int fd; /* the session's socket; closed with the last reference */
@@ -22,7 +24,7 @@ struct sink {
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
 	atomic_uint_fast64_t completions; /* readiness delivered */
 	atomic_uint_fast64_t by_form[4];  /* indexed by enum garuda_form */
-	atomic_uint_fast64_t wake_ns_sum; /* sum over completions of (delivery - arm) */
+	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
 };
 
 struct binding {

@@ -29,6 +29,7 @@ struct loop_watch {
 	bool queued_again;
 	bool kernel_done; /* io_uring: final CQE seen while on the again list */
 	struct loop_watch *next; /* again list or graveyard */
+	struct loop_watch *all_prev, *all_next; /* every watch not yet freed */
 };
 
 struct loop {
@@ -37,7 +38,29 @@ struct loop {
 	struct io_uring ring;
 	struct loop_watch *again;
 	struct loop_watch *graveyard;
+	struct loop_watch *all; /* so loop_free can free what the kernel still held */
 };
+
+static void track(struct loop *l, struct loop_watch *w)
+{
+	w->all_prev = NULL;
+	w->all_next = l->all;
+	if (l->all)
+		l->all->all_prev = w;
+	l->all = w;
+}
+
+/* Unlink from the loop's list and free. */
+static void watch_free(struct loop *l, struct loop_watch *w)
+{
+	if (w->all_prev)
+		w->all_prev->all_next = w->all_next;
+	else
+		l->all = w->all_next;
+	if (w->all_next)
+		w->all_next->all_prev = w->all_prev;
+	free(w);
+}
 
 #define MAX_EVENTS 64
 
@@ -91,12 +114,12 @@ static void dispatch(struct loop_watch *w, uint32_t ev)
 
 /* io_uring: the kernel holds no more reference to w; free it unless the again list
  * still does (then loop_run_once frees it). */
-static void release(struct loop_watch *w)
+static void release(struct loop *l, struct loop_watch *w)
 {
 	if (w->queued_again)
 		w->kernel_done = true;
 	else
-		free(w);
+		watch_free(l, w);
 }
 
 static int uring_run(struct loop *l, int timeout_ms)
@@ -129,7 +152,7 @@ static int uring_run(struct loop *l, int timeout_ms)
 			dispatch(w, POLLERR);
 		if (!more) {
 			if (w->dead)
-				release(w);
+				release(l, w);
 			else if (nrearm < MAX_EVENTS)
 				rearm[nrearm++] = w;
 			else
@@ -141,7 +164,7 @@ static int uring_run(struct loop *l, int timeout_ms)
 		if (!rearm[i]->dead)
 			uring_arm(l, rearm[i]);
 		else
-			release(rearm[i]); /* removed by a callback after its final CQE */
+			release(l, rearm[i]); /* removed by a callback after its final CQE */
 	return 0;
 }
 
@@ -212,7 +235,7 @@ static void bury(struct loop *l)
 	while (l->graveyard) {
 		struct loop_watch *w = l->graveyard;
 		l->graveyard = w->next;
-		free(w);
+		watch_free(l, w);
 	}
 }
 
@@ -220,14 +243,17 @@ void loop_free(struct loop *l)
 {
 	if (!l)
 		return;
-	if (l->kind == EVENT_LOOP_URING) {
-		/* the ring's teardown cancels every poll; watches still live are leaked to
-		 * their owners' cleanup (all removed before loop_free in practice) */
-		io_uring_queue_exit(&l->ring);
-	} else {
+	if (l->kind == EVENT_LOOP_URING)
+		io_uring_queue_exit(&l->ring); /* the kernel drops every poll with the ring */
+	else
 		close(l->epfd);
+	/* whatever is left (removed watches whose final CQE never came, or watches
+	 * never removed) is referenced by nothing now */
+	while (l->all) {
+		if (l->all->epfd_dup >= 0)
+			close(l->all->epfd_dup);
+		watch_free(l, l->all);
 	}
-	bury(l);
 	free(l);
 }
 
@@ -254,6 +280,7 @@ struct loop_watch *loop_add(struct loop *l, int fd, uint32_t events, loop_fn fn,
 		errno = -r;
 		return NULL;
 	}
+	track(l, w);
 	return w;
 }
 

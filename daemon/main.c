@@ -73,21 +73,26 @@ static void apply_tuning(struct daemon *d)
 	log_set_level(d->cfg.log_level);
 }
 
-int daemon_reload(struct daemon *d)
+int daemon_reload(struct daemon *d, char **why)
 {
 	struct config next;
 	char *err = NULL;
+	if (why)
+		*why = NULL;
 	if (!d->cfg.config_path) {
 		log_notice("reload: no config file to reload");
 		return 0;
 	}
-	sd_notify(0, "RELOADING=1");
+	notify_nowait(d, "RELOADING=1");
 	config_copy(&next, &d->cfg);
 	if (config_load_file(&next, d->cfg.config_path, &err)) {
 		log_err("reload failed, keeping the running configuration: %s", err ? err : "?");
-		free(err);
+		if (why)
+			*why = err;
+		else
+			free(err);
 		config_free(&next);
-		sd_notify(0, "READY=1");
+		notify_nowait(d, "READY=1");
 		return -GARUDA_E_BAD_ARGUMENT;
 	}
 	if (strcmp(next.socket_path, d->cfg.socket_path) || next.scanners != d->cfg.scanners ||
@@ -104,7 +109,7 @@ int daemon_reload(struct daemon *d)
 	d->cfg = next;
 	apply_tuning(d);
 	log_info("configuration reloaded from %s", d->cfg.config_path);
-	sd_notify(0, "READY=1");
+	notify_nowait(d, "READY=1");
 	return 0;
 }
 
@@ -116,7 +121,7 @@ static void on_signal(struct loop_watch *w, void *data, uint32_t events)
 	(void)events;
 	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			daemon_reload(d);
+			daemon_reload(d, NULL);
 		} else {
 			log_info("signal %d: stopping", (int)si.ssi_signo);
 			d->stopping = true;

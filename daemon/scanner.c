@@ -97,6 +97,7 @@ struct scanner {
 	/* stats, written by the thread, read by anyone */
 	atomic_uint_fast64_t st_armed, st_passes, st_completions, st_parks;
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
+	atomic_uint_fast64_t st_detect_ns_sum;
 	atomic_uint_fast64_t st_by_form[4];
 };
 
@@ -425,7 +426,7 @@ static void deliver_messages(struct scanner *s, struct armed *f, unsigned n)
 	}
 }
 
-static void deliver(struct scanner *s, unsigned nf)
+static void deliver(struct scanner *s, unsigned nf, unsigned bucket)
 {
 	struct armed *f = s->fired;
 	bool binds = false;
@@ -480,6 +481,7 @@ static void deliver(struct scanner *s, unsigned nf)
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f[i].sink->detect_hist[bucket], 1, memory_order_relaxed);
 		release(&f[i]);
 	}
 	atomic_fetch_add_explicit(&s->st_completions, nf, memory_order_relaxed);
@@ -505,10 +507,12 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass)
 		/* the stores landed within (prev_pass, now]: record that bound */
 		uint64_t d = now - prev_pass;
 		unsigned b = d ? 63 - (unsigned)__builtin_clzll(d) : 0;
-		atomic_fetch_add_explicit(&s->st_hist[b < SCANNER_LAT_BUCKETS ? b : SCANNER_LAT_BUCKETS - 1],
-					  nf, memory_order_relaxed);
+		if (b >= SCANNER_LAT_BUCKETS)
+			b = SCANNER_LAT_BUCKETS - 1;
+		atomic_fetch_add_explicit(&s->st_hist[b], nf, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->st_detect_ns_sum, d * nf, memory_order_relaxed);
 		atomic_store_explicit(&s->st_armed, s->narmed, memory_order_relaxed);
-		deliver(s, nf);
+		deliver(s, nf, b);
 	}
 	return nf;
 }
@@ -660,6 +664,7 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 		o->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	for (int i = 0; i < 4; i++)
 		o->by_form[i] = atomic_load_explicit(&s->st_by_form[i], memory_order_relaxed);
+	o->detect_ns_sum = atomic_load_explicit(&s->st_detect_ns_sum, memory_order_relaxed);
 	for (int i = 0; i < SCANNER_LAT_BUCKETS; i++)
 		o->detect_hist[i] = atomic_load_explicit(&s->st_hist[i], memory_order_relaxed);
 }

@@ -39,7 +39,9 @@ struct arm_request {
 	uint64_t target, token;
 };
 
-#define SCANNER_LAT_BUCKETS 24 /* log2(ns) buckets of detection delay */
+/* Detection delay bound: a completion found by a pass is counted in bucket
+ * floor(log2(ns since the previous pass began)): its store landed in that window. */
+#define SCANNER_LAT_BUCKETS GARUDA_LAT_BUCKETS
 
 struct scanner_stats {
 	int numa_node;
@@ -50,6 +52,7 @@ struct scanner_stats {
 	uint64_t cpu_ns;
 	uint64_t by_form[4]; /* completions by enum garuda_form */
 	uint64_t detect_hist[SCANNER_LAT_BUCKETS];
+	uint64_t detect_ns_sum; /* sum of the bounds over all completions */
 };
 
 int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu_set_t *cpus,

@@ -206,6 +206,9 @@ Test(garctl, clients_json)
 	cr_assert_eq(num(b, "arms"), 2);
 	cr_assert_eq(num(b, "completions"), 1);
 	expect_forms(b, 0, 1, 0);
+	/* per-client wake latency: one histogram entry per completion */
+	cr_assert_eq(num(get(a, "wake_latency"), "count"), 2);
+	cr_assert_eq(num(get(b, "wake_latency"), "count"), 1);
 	cJSON_Delete(j);
 	ctl_run_free(&r);
 	ctl_fixture_down(&f);
@@ -534,6 +537,7 @@ Test(garctl, metrics_text_and_json)
 	cr_assert_eq(prom_sum(r.out, "garuda_scanner_armed"), 3);
 	cr_assert_eq(prom_sum(r.out, "garuda_scanner_completions_total"), 3);
 	cr_assert_eq(prom_sum(r.out, "garuda_wake_latency_seconds_count"), 3);
+	cr_assert_gt(prom_sum(r.out, "garuda_wake_latency_seconds_sum"), 0);
 	cr_assert_not_null(strstr(r.out, "# TYPE garuda_wake_latency_seconds histogram\n"));
 	cr_assert_not_null(strstr(r.out, "le=\"+Inf\""));
 	cr_assert_not_null(strstr(r.out, "le=\"0.008388608\""), "the last finite edge is 2^23 ns in seconds");
