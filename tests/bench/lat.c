@@ -14,7 +14,13 @@
  * while anything is armed; then garuda across processes — waiter and storer are two
  * forked processes, the daemon a third — in each readiness form over the raw protocol
  * (eventfd, READY message, doorbell futex); and libgaruda's garuda_stream_wait()
- * (spin, then block) on a host stream, when libgaruda is built.
+ * (spin, then block) on a host stream, when libgaruda is built (lgwait.c). A
+ * diagnostic row runs (c) with garudad's eventfd delivery sequence (write guard timer
+ * armed and disarmed around the write), to show what that sequence costs.
+ *
+ * The rows take turns in rounds (a chunk of each row per round), so background load
+ * that drifts over the run hits every row alike. Besides store -> wake, each row
+ * reports arm -> store: how long a scanner must bridge before the store lands.
  */
 #include <errno.h>
 #include <math.h>
