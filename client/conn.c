@@ -107,6 +107,7 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 	struct garuda_msg m;
 	uint8_t buf[GARUDA_MSG_MAX];
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 1);
+	m.hello.features = GARUDA_FEATURE_READY_BATCH; /* route() takes READY_BATCH */
 	ssize_t n = garuda_msg_encode(&m, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
@@ -200,6 +201,10 @@ static void route(struct garuda_client *c, struct garuda_msg *m, int fd)
 			nudge_all_locked(c);
 		else
 			stream_ready_locked(c, m->ready.token, m->ready.value);
+		break;
+	case GARUDA_MSG_READY_BATCH:
+		for (uint32_t i = 0; i < m->ready_batch.count; i++)
+			stream_ready_locked(c, m->ready_batch.ready[i].token, m->ready_batch.ready[i].value);
 		break;
 	case GARUDA_MSG_ACK:
 	case GARUDA_MSG_SEGMENT:

@@ -19,6 +19,7 @@ struct sink {
 	atomic_uint refs;
 	int fd; /* the session's socket; closed with the last reference */
 	uint64_t session_id;
+	uint32_t features;        /* GARUDA_FEATURE_* agreed at HELLO (set before any arm) */
 	struct quota_usage usage; /* per-connection quota usage */
 	struct quota_uid *uid;    /* per-uid usage (lives as long as the daemon) */
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */

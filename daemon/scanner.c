@@ -1,10 +1,11 @@
 /* scanner.c — see scanner.h.
  *
- * Wait policy (kept in one place, scanner_wait()): with nothing armed, park in
+ * Wait policy (kept in scanner_main() and scanner_wait()): with nothing armed, park in
  * FUTEX_WAIT on the command sequence until the loop posts a command; with something
- * armed, spin (a pass, then cpu_relax) while the last activity (an arm or a
- * completion) is younger than spin_us; after that sleep between passes, starting at
- * 1 us and doubling up to max_sleep_us; any activity resets to spinning. Plans and
+ * armed, spin (a pass, then cpu_relax) while the last activity (a completion, or the
+ * first arm after idle) is younger than spin_us; after that sleep between passes,
+ * starting at 32 us and doubling up to max_sleep_us; a new arm restarts the sleeps
+ * at 32 us, a completion restarts spinning. Plans and
  * the deadline estimator will replace the sleep schedule (DESIGN.md, "Waiting").
  */
 #include "scanner.h"
@@ -77,6 +78,7 @@ struct scanner {
 	clockid_t cpu_clock;
 	timer_t guard;
 	bool guard_ok;
+	uint64_t guard_expiry; /* thread-private: when the armed guard fires */
 
 	/* command queue, filled by the loop thread */
 	pthread_mutex_t lock;
@@ -331,15 +333,24 @@ static bool take_commands(struct scanner *s)
 	return armed;
 }
 
-static void guard_arm(struct scanner *s, bool on)
+/* The write guard: a one-shot timer whose signal interrupts an eventfd write that
+ * blocks. Arming it around every delivery cost two timer_settime calls per pass (the
+ * largest item in eventfd wake latency on the benchmark machine), so it is armed for
+ * GUARD_NS and re-armed only when less than half of that is left, never cancelled
+ * (cancelling at every park would put a syscall back on the ping-pong path). So an
+ * idle scanner takes at most one signal, within GUARD_NS of its last eventfd
+ * delivery, and then none. A write that blocks is interrupted within GUARD_NS. */
+#define GUARD_NS 10000000ull
+
+static void guard_ensure(struct scanner *s, uint64_t now)
 {
-	if (!s->guard_ok)
+	if (!s->guard_ok || now + GUARD_NS / 2 < s->guard_expiry)
 		return;
-	struct itimerspec its = { 0 };
-	if (on) /* fire every 200 us while armed: interrupts a write that blocks */
-		its.it_value.tv_nsec = its.it_interval.tv_nsec = 200000;
+	struct itimerspec its = { .it_value.tv_nsec = (long)GUARD_NS };
 	timer_settime(s->guard, 0, &its, NULL);
+	s->guard_expiry = now + GUARD_NS;
 }
+
 
 static void offender(struct scanner *s, struct sink *sink, int code)
 {
@@ -387,29 +398,48 @@ static int cmp_sink(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-#define READY_BATCH 64
+#define SEND_BATCH 64 /* datagrams per sendmmsg */
 
-/* READY messages of one sink: fired[0..n), sendmmsg in batches; on EAGAIN the rest
- * coalesce into the sink's overflow flag. */
+/* Encode the READY (n == 1, or the client did not ask for batches: one record each)
+ * or READY_BATCH (up to GARUDA_BATCH_MAX records) for f[0..n) into buf; returns its
+ * length. */
+static size_t encode_ready(const struct armed *f, unsigned n, uint8_t *buf, size_t cap)
+{
+	struct garuda_msg m;
+	struct garuda_ready *rec;
+	if (n == 1) {
+		garuda_msg_init(&m, GARUDA_MSG_READY, 0);
+		rec = &m.ready;
+	} else {
+		garuda_msg_init(&m, GARUDA_MSG_READY_BATCH, 0);
+		m.ready_batch.count = n;
+		rec = m.ready_batch.ready;
+	}
+	for (unsigned i = 0; i < n; i++)
+		rec[i] = (struct garuda_ready){ .token = f[i].token, .value = f[i].value,
+						.slot = { f[i].seg->id, f[i].index } };
+	return (size_t)garuda_msg_encode(&m, buf, cap);
+}
+
+/* READY messages of one sink: f[0..n), as few datagrams as the client accepts,
+ * sendmmsg in batches; on EAGAIN the rest coalesce into the sink's overflow flag. */
 static void deliver_messages(struct scanner *s, struct armed *f, unsigned n)
 {
 	struct sink *sink = f[0].sink;
-	static _Thread_local uint8_t bufs[READY_BATCH][64];
-	struct mmsghdr mm[READY_BATCH];
-	struct iovec iov[READY_BATCH];
+	unsigned per = sink->features & GARUDA_FEATURE_READY_BATCH ? GARUDA_BATCH_MAX : 1;
+	static _Thread_local uint8_t bufs[SEND_BATCH][GARUDA_MSG_MAX];
+	struct mmsghdr mm[SEND_BATCH];
+	struct iovec iov[SEND_BATCH];
 
 	for (unsigned done = 0; done < n;) {
-		unsigned k = n - done < READY_BATCH ? n - done : READY_BATCH;
-		for (unsigned i = 0; i < k; i++) {
-			struct garuda_msg m;
-			garuda_msg_init(&m, GARUDA_MSG_READY, 0);
-			m.ready.token = f[done + i].token;
-			m.ready.value = f[done + i].value;
-			m.ready.slot.segment = f[done + i].seg->id;
-			m.ready.slot.index = f[done + i].index;
-			ssize_t len = garuda_msg_encode(&m, bufs[i], sizeof(bufs[i]));
-			iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = (size_t)len };
-			mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+		unsigned k = 0, at = done;
+		while (k < SEND_BATCH && at < n) {
+			unsigned take = n - at < per ? n - at : per;
+			size_t len = encode_ready(f + at, take, bufs[k], sizeof(bufs[k]));
+			iov[k] = (struct iovec){ .iov_base = bufs[k], .iov_len = len };
+			mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+			at += take;
+			k++;
 		}
 		int sent = sendmmsg(sink->fd, mm, k, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (sent < 0 && errno == EINTR)
@@ -422,11 +452,12 @@ static void deliver_messages(struct scanner *s, struct armed *f, unsigned n)
 			}
 			return; /* EPIPE etc.: the session is ending */
 		}
-		done += (unsigned)sent;
+		for (int i = 0; i < sent; i++) /* records carried by the datagrams that went */
+			done += n - done < per ? n - done : per;
 	}
 }
 
-static void deliver(struct scanner *s, unsigned nf, unsigned bucket)
+static void deliver(struct scanner *s, unsigned nf, unsigned bucket, uint64_t now)
 {
 	struct armed *f = s->fired;
 	bool binds = false;
@@ -452,11 +483,10 @@ static void deliver(struct scanner *s, unsigned nf, unsigned bucket)
 		}
 	}
 	if (binds) {
-		guard_arm(s, true);
+		guard_ensure(s, now);
 		for (unsigned i = 0; i < nf; i++) /* in order; each binding once */
 			if (f[i].form == GARUDA_FORM_EVENTFD && f[i].bind->pending)
 				deliver_eventfd(s, f[i].bind, f[i].sink);
-		guard_arm(s, false);
 	}
 	for (struct segment *g = bells; g; g = g->batch_next)
 		deliver_doorbell(g);
@@ -512,7 +542,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass)
 		atomic_fetch_add_explicit(&s->st_hist[b], nf, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_detect_ns_sum, d * nf, memory_order_relaxed);
 		atomic_store_explicit(&s->st_armed, s->narmed, memory_order_relaxed);
-		deliver(s, nf, b);
+		deliver(s, nf, b, now);
 	}
 	return nf;
 }
@@ -526,6 +556,8 @@ static void scanner_wait(struct scanner *s, unsigned seq, uint64_t timeout_ns)
 	futex(&s->seq, FUTEX_WAIT_PRIVATE, seq, timeout_ns ? &ts : NULL);
 	atomic_store(&s->sleeping, 0);
 }
+
+#define SLEEP_MIN_NS 32000ull
 
 static void guard_handler(int sig)
 {
@@ -552,9 +584,13 @@ static void *scanner_main(void *arg)
 	uint64_t last_active = garuda_now_ns(), prev_pass = last_active, sleep_ns = 0;
 	while (!s->stop) {
 		unsigned seq = atomic_load(&s->seq);
+		bool was_idle = s->narmed == 0;
 		if (take_commands(s)) {
-			last_active = garuda_now_ns();
+			/* new work: sleep short again; only the first arm after idle restarts
+			 * the spin window (arms trickling in must not keep it spinning) */
 			sleep_ns = 0;
+			if (was_idle)
+				last_active = garuda_now_ns();
 		}
 		if (s->stop)
 			break;
@@ -581,7 +617,9 @@ static void *scanner_main(void *arg)
 			continue;
 		}
 		uint64_t max_ns = (uint64_t)atomic_load_explicit(&s->tuning->max_sleep_us, memory_order_relaxed) * 1000;
-		sleep_ns = sleep_ns ? sleep_ns * 2 : 1000;
+		/* a timed futex wait costs ~15 us of CPU whatever its length: start at
+		 * SLEEP_MIN_NS, shorter steps only burn CPU */
+		sleep_ns = sleep_ns ? sleep_ns * 2 : SLEEP_MIN_NS;
 		if (sleep_ns > max_ns)
 			sleep_ns = max_ns;
 		scanner_wait(s, seq, sleep_ns);

@@ -192,9 +192,12 @@ static void on_hello(struct session *s, const struct garuda_msg *m)
 		return;
 	}
 	s->welcomed = true;
+	/* before any arm can reach a scanner: the command queue's lock publishes it */
+	s->sink->features = m->hello.features & GARUDA_FEATURE_READY_BATCH;
 	const struct quota_limits *q = &s->d->cfg.quota_connection;
 	struct garuda_msg w;
 	garuda_msg_init(&w, GARUDA_MSG_WELCOME, m->cookie);
+	w.welcome.features = s->sink->features;
 	w.welcome.session_id = s->id;
 	w.welcome.max_segments = q->segments;
 	w.welcome.max_lines = q->lines;
@@ -309,19 +312,32 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m)
 	reply_ack(s, m);
 }
 
+/* Resolve a slot to the session's segment: 0, or an error code with *why. */
+static int lookup_slot(struct session *s, const struct garuda_slot *slot, struct segment **out,
+		       const char **why)
+{
+	struct segment *g = find_segment(s, slot->segment);
+	if (!g) {
+		*why = garuda_strerror(GARUDA_E_NO_SEGMENT);
+		return GARUDA_E_NO_SEGMENT;
+	}
+	if (slot->index >= g->lines * GARUDA_WORDS_PER_LINE) {
+		*why = "slot index beyond the segment's lines";
+		return GARUDA_E_SLOT_RANGE;
+	}
+	*out = g;
+	return 0;
+}
+
 /* Resolve a slot to the session's segment, or reply the error. */
 static struct segment *slot_segment(struct session *s, const struct garuda_msg *m,
 				    const struct garuda_slot *slot)
 {
-	struct segment *g = find_segment(s, slot->segment);
-	if (!g) {
-		reply_error(s, m->cookie, GARUDA_E_NO_SEGMENT, NULL);
-		return NULL;
-	}
-	if (slot->index >= g->lines * GARUDA_WORDS_PER_LINE) {
-		reply_error(s, m->cookie, GARUDA_E_SLOT_RANGE, "slot index beyond the segment's lines");
-		return NULL;
-	}
+	struct segment *g = NULL;
+	const char *why;
+	int code = lookup_slot(s, slot, &g, &why);
+	if (code)
+		reply_error(s, m->cookie, code, why);
 	return g;
 }
 
@@ -385,36 +401,69 @@ static void on_unbind(struct session *s, const struct garuda_msg *m)
 	reply_ack(s, m);
 }
 
-static void on_arm(struct session *s, const struct garuda_msg *m)
+/* Check one ARM record: its segment, slot and (EVENTFD form) binding. */
+static int check_arm(struct session *s, const struct garuda_arm *a, struct segment **g,
+		     struct binding **b, const char **why)
 {
-	struct segment *g = slot_segment(s, m, &m->arm.slot);
-	if (!g)
-		return;
-	struct binding *b = NULL;
-	if (m->arm.form == GARUDA_FORM_EVENTFD) {
-		b = find_binding(s, g->id, m->arm.slot.index);
-		if (!b) {
-			reply_error(s, m->cookie, GARUDA_E_NOT_BOUND, "eventfd-form arm on a slot with no binding");
-			return;
+	int code = lookup_slot(s, &a->slot, g, why);
+	if (code)
+		return code;
+	*b = NULL;
+	if (a->form == GARUDA_FORM_EVENTFD) {
+		*b = find_binding(s, (*g)->id, a->slot.index);
+		if (!*b) {
+			*why = "eventfd-form arm on a slot with no binding";
+			return GARUDA_E_NOT_BOUND;
 		}
 	}
-	int r = charge(s, Q_ARMED, 1); /* released by the scanner when it fires or drops */
-	if (r) {
-		reply_error(s, m->cookie, r, "armed-descriptor quota exceeded");
-		return;
-	}
+	return 0;
+}
+
+/* Hand one checked, charged arm to its scanner. */
+static void post_arm(struct session *s, const struct garuda_arm *a, struct segment *g,
+		     struct binding *b)
+{
 	struct arm_request req = {
 		.sink = sink_ref(s->sink),
 		.segment = segment_ref(g),
 		.binding = b ? binding_ref(b) : NULL,
-		.index = m->arm.slot.index,
-		.form = m->arm.form,
-		.target = m->arm.target,
-		.token = m->arm.token,
+		.index = a->slot.index,
+		.form = a->form,
+		.target = a->target,
+		.token = a->token,
 	};
 	scanner_arm(scanner_of(s, g), &req);
 	s->arms++;
 	s->d->arms_total++;
+}
+
+/* ARM and ARM_BATCH: every record is checked and the armed quota charged for all of
+ * them before any is armed; the first failure answers for the whole request. */
+static void on_arm(struct session *s, const struct garuda_msg *m)
+{
+	bool batch = m->type == GARUDA_MSG_ARM_BATCH;
+	const struct garuda_arm *arms = batch ? m->arm_batch.arm : &m->arm;
+	unsigned n = batch ? m->arm_batch.count : 1;
+	struct segment *g[GARUDA_BATCH_MAX];
+	struct binding *b[GARUDA_BATCH_MAX];
+	for (unsigned i = 0; i < n; i++) {
+		const char *why;
+		int code = check_arm(s, &arms[i], &g[i], &b[i], &why);
+		if (code) {
+			char text[160];
+			if (batch)
+				snprintf(text, sizeof(text), "record %u: %s", i, why);
+			reply_error(s, m->cookie, code, batch ? text : why);
+			return;
+		}
+	}
+	int r = charge(s, Q_ARMED, n); /* released by the scanner when each fires or drops */
+	if (r) {
+		reply_error(s, m->cookie, r, "armed-descriptor quota exceeded");
+		return;
+	}
+	for (unsigned i = 0; i < n; i++)
+		post_arm(s, &arms[i], g[i], b[i]);
 	reply_ack(s, m);
 }
 
@@ -489,6 +538,7 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 		on_unbind(s, &m);
 		break;
 	case GARUDA_MSG_ARM:
+	case GARUDA_MSG_ARM_BATCH:
 		on_arm(s, &m);
 		break;
 	case GARUDA_MSG_DISARM:

@@ -99,13 +99,13 @@ static void c_slot(struct cursor *c, struct garuda_slot *s)
 static void body_hello(struct cursor *c, struct garuda_msg *m)
 {
 	c_u32(c, &m->hello.version);
-	c_reserved(c, 4);
+	c_u32(c, &m->hello.features);
 }
 
 static void body_welcome(struct cursor *c, struct garuda_msg *m)
 {
 	c_u32(c, &m->welcome.version);
-	c_reserved(c, 4);
+	c_u32(c, &m->welcome.features);
 	c_u64(c, &m->welcome.session_id);
 	c_u32(c, &m->welcome.max_segments);
 	c_u32(c, &m->welcome.max_lines);
@@ -142,13 +142,18 @@ static void body_slot(struct cursor *c, struct garuda_msg *m)
 	c_slot(c, &m->bind.slot);
 }
 
+static void arm_record(struct cursor *c, struct garuda_arm *a)
+{
+	c_slot(c, &a->slot);
+	c_u64(c, &a->target);
+	c_u64(c, &a->token);
+	c_u8(c, &a->form);
+	c_reserved(c, 7);
+}
+
 static void body_arm(struct cursor *c, struct garuda_msg *m)
 {
-	c_slot(c, &m->arm.slot);
-	c_u64(c, &m->arm.target);
-	c_u64(c, &m->arm.token);
-	c_u8(c, &m->arm.form);
-	c_reserved(c, 7);
+	arm_record(c, &m->arm);
 }
 
 static void body_disarm(struct cursor *c, struct garuda_msg *m)
@@ -157,13 +162,41 @@ static void body_disarm(struct cursor *c, struct garuda_msg *m)
 	c_u64(c, &m->disarm.token);
 }
 
+static void ready_record(struct cursor *c, struct garuda_ready *r)
+{
+	c_u64(c, &r->token);
+	c_u64(c, &r->value);
+	c_slot(c, &r->slot);
+	c_u32(c, &r->flags);
+	c_reserved(c, 4);
+}
+
 static void body_ready(struct cursor *c, struct garuda_msg *m)
 {
-	c_u64(c, &m->ready.token);
-	c_u64(c, &m->ready.value);
-	c_slot(c, &m->ready.slot);
-	c_u32(c, &m->ready.flags);
+	ready_record(c, &m->ready);
+}
+
+/* ARM_BATCH / READY_BATCH: the fixed part is the count; records follow */
+static void body_arm_batch(struct cursor *c, struct garuda_msg *m)
+{
+	c_u32(c, &m->arm_batch.count);
 	c_reserved(c, 4);
+}
+
+static void body_ready_batch(struct cursor *c, struct garuda_msg *m)
+{
+	c_u32(c, &m->ready_batch.count);
+	c_reserved(c, 4);
+}
+
+static void record_arm(struct cursor *c, struct garuda_msg *m, unsigned i)
+{
+	arm_record(c, &m->arm_batch.arm[i]);
+}
+
+static void record_ready(struct cursor *c, struct garuda_msg *m, unsigned i)
+{
+	ready_record(c, &m->ready_batch.ready[i]);
 }
 
 /* ERROR: fixed part only; the text follows and is handled by the caller */
@@ -198,6 +231,8 @@ struct msg_rule {
 	uint16_t body_bytes; /* fixed part */
 	uint8_t min_fds, max_fds;
 	bool variable; /* ERROR, QUERY_REPLY: text follows the fixed part */
+	/* ARM_BATCH, READY_BATCH: count records of GARUDA_BATCH_RECORD_BYTES follow */
+	void (*record)(struct cursor *, struct garuda_msg *, unsigned i);
 };
 
 static const struct msg_rule rules[GARUDA_MSG_TYPE_MAX_ + 1] = {
@@ -216,6 +251,8 @@ static const struct msg_rule rules[GARUDA_MSG_TYPE_MAX_ + 1] = {
 	[GARUDA_MSG_SEGMENT_ATTACH] = { "SEGMENT_ATTACH", body_segment_open, 16, 1, 1, false },
 	[GARUDA_MSG_QUERY] = { "QUERY", body_query, 8, 0, 0, false },
 	[GARUDA_MSG_QUERY_REPLY] = { "QUERY_REPLY", body_query_reply, 8, 0, 0, true },
+	[GARUDA_MSG_ARM_BATCH] = { "ARM_BATCH", body_arm_batch, 8, 0, 0, false, record_arm },
+	[GARUDA_MSG_READY_BATCH] = { "READY_BATCH", body_ready_batch, 8, 0, 0, false, record_ready },
 };
 
 /* The variable text of an ERROR or QUERY_REPLY: its length field, buffer and cap. */
@@ -230,6 +267,22 @@ static struct var_text var_text(struct garuda_msg *m)
 	if (m->type == GARUDA_MSG_QUERY_REPLY)
 		return (struct var_text){ &m->query_reply.json_len, m->query_reply.json, GARUDA_QUERY_TEXT_MAX };
 	return (struct var_text){ &m->error.text_len, m->error.text, GARUDA_ERROR_TEXT_MAX };
+}
+
+/* The record count of a batch message (the field is in the same place for both). */
+static uint32_t batch_count(const struct garuda_msg *m)
+{
+	return m->type == GARUDA_MSG_ARM_BATCH ? m->arm_batch.count : m->ready_batch.count;
+}
+
+static bool batch_count_ok(uint32_t n)
+{
+	return n >= 1 && n <= GARUDA_BATCH_MAX;
+}
+
+static bool form_ok(uint8_t form)
+{
+	return form >= GARUDA_FORM_EVENTFD && form <= GARUDA_FORM_DOORBELL;
 }
 
 static const struct msg_rule *rule_for(unsigned type)
@@ -280,9 +333,33 @@ static int check_body(const struct garuda_msg *m)
 {
 	switch (m->type) {
 	case GARUDA_MSG_HELLO:
-		return m->hello.version == GARUDA_PROTO_VERSION ? 0 : -GARUDA_E_BAD_VERSION;
+		if (m->hello.version != GARUDA_PROTO_VERSION)
+			return -GARUDA_E_BAD_VERSION;
+		return m->hello.features & ~GARUDA_FEATURES_KNOWN_ ? -GARUDA_E_RESERVED_SET : 0;
 	case GARUDA_MSG_WELCOME:
-		return m->welcome.version == GARUDA_PROTO_VERSION ? 0 : -GARUDA_E_BAD_VERSION;
+		if (m->welcome.version != GARUDA_PROTO_VERSION)
+			return -GARUDA_E_BAD_VERSION;
+		return m->welcome.features & ~GARUDA_FEATURES_KNOWN_ ? -GARUDA_E_RESERVED_SET : 0;
+	case GARUDA_MSG_ARM_BATCH:
+		if (!batch_count_ok(m->arm_batch.count))
+			return -GARUDA_E_BAD_VALUE;
+		for (uint32_t i = 0; i < m->arm_batch.count; i++) {
+			if (!slot_ok(&m->arm_batch.arm[i].slot))
+				return -GARUDA_E_SLOT_RANGE;
+			if (!form_ok(m->arm_batch.arm[i].form))
+				return -GARUDA_E_BAD_VALUE;
+		}
+		return 0;
+	case GARUDA_MSG_READY_BATCH:
+		if (!batch_count_ok(m->ready_batch.count))
+			return -GARUDA_E_BAD_VALUE;
+		for (uint32_t i = 0; i < m->ready_batch.count; i++) {
+			if (m->ready_batch.ready[i].flags)
+				return -GARUDA_E_RESERVED_SET; /* OVERFLOW travels as a plain READY */
+			if (!slot_ok(&m->ready_batch.ready[i].slot))
+				return -GARUDA_E_SLOT_RANGE;
+		}
+		return 0;
 	case GARUDA_MSG_SEGMENT_OPEN:
 	case GARUDA_MSG_SEGMENT_ATTACH:
 		return lines_ok(m->segment_open.lines) && numa_ok(m->segment_open.numa_node)
@@ -300,9 +377,7 @@ static int check_body(const struct garuda_msg *m)
 	case GARUDA_MSG_ARM:
 		if (!slot_ok(&m->arm.slot))
 			return -GARUDA_E_SLOT_RANGE;
-		return m->arm.form >= GARUDA_FORM_EVENTFD && m->arm.form <= GARUDA_FORM_DOORBELL
-			       ? 0
-			       : -GARUDA_E_BAD_VALUE;
+		return form_ok(m->arm.form) ? 0 : -GARUDA_E_BAD_VALUE;
 	case GARUDA_MSG_DISARM:
 		return slot_ok(&m->disarm.slot) ? 0 : -GARUDA_E_SLOT_RANGE;
 	case GARUDA_MSG_READY:
@@ -348,6 +423,8 @@ ssize_t garuda_msg_encode(const struct garuda_msg *m, void *buf, size_t cap)
 	uint32_t length = GARUDA_HDR_BYTES + r->body_bytes;
 	if (r->variable)
 		length += *var_text(&copy).len;
+	if (r->record)
+		length += batch_count(m) * GARUDA_BATCH_RECORD_BYTES;
 	if (length > cap)
 		return -ENOBUFS;
 
@@ -358,6 +435,8 @@ ssize_t garuda_msg_encode(const struct garuda_msg *m, void *buf, size_t cap)
 		struct var_text t = var_text(&copy);
 		memcpy(c.p + c.off, t.buf, *t.len);
 	}
+	for (uint32_t i = 0; r->record && i < batch_count(m); i++)
+		r->record(&c, &copy, i);
 	return (ssize_t)length;
 }
 
@@ -388,11 +467,22 @@ int garuda_msg_decode(const void *buf, size_t len, unsigned nfds, struct garuda_
 	size_t fixed = GARUDA_HDR_BYTES + r->body_bytes;
 	if (len < fixed)
 		return -GARUDA_E_TOO_SHORT;
-	if (len > fixed && !r->variable)
+	if (len > fixed && !r->variable && !r->record)
 		return -GARUDA_E_TOO_LONG;
 	r->body(&c, out);
 	if (c.reserved_set)
 		return -GARUDA_E_RESERVED_SET;
+	if (r->record) {
+		uint32_t n = batch_count(out);
+		if (!batch_count_ok(n))
+			return -GARUDA_E_BAD_VALUE;
+		if (len != fixed + (size_t)n * GARUDA_BATCH_RECORD_BYTES)
+			return -GARUDA_E_BAD_LENGTH;
+		for (uint32_t i = 0; i < n; i++)
+			r->record(&c, out, i);
+		if (c.reserved_set)
+			return -GARUDA_E_RESERVED_SET;
+	}
 	if (r->variable) {
 		struct var_text t = var_text(out);
 		if (*t.len > t.max)

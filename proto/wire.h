@@ -22,6 +22,12 @@
 #define GARUDA_ERROR_TEXT_MAX 256u
 #define GARUDA_NUMA_MAX 1023    /* highest NUMA node number accepted */
 #define GARUDA_QUERY_TEXT_MAX (GARUDA_MSG_MAX - GARUDA_HDR_BYTES - 8u) /* 480 */
+#define GARUDA_BATCH_RECORD_BYTES 32u
+#define GARUDA_BATCH_MAX ((GARUDA_MSG_MAX - GARUDA_HDR_BYTES - 8u) / GARUDA_BATCH_RECORD_BYTES) /* 15 */
+
+/* HELLO/WELCOME features: the client offers, the daemon answers what it will use */
+#define GARUDA_FEATURE_READY_BATCH 0x1u /* the client accepts READY_BATCH */
+#define GARUDA_FEATURES_KNOWN_ (GARUDA_FEATURE_READY_BATCH)
 
 enum garuda_msg_type {
 	GARUDA_MSG_HELLO = 1,          /* client -> daemon */
@@ -39,7 +45,9 @@ enum garuda_msg_type {
 	GARUDA_MSG_SEGMENT_ATTACH = 13,/* client -> daemon, the client's memfd rides along */
 	GARUDA_MSG_QUERY = 14,         /* client -> daemon: describe my own session */
 	GARUDA_MSG_QUERY_REPLY = 15,   /* daemon -> client: one JSON object */
-	GARUDA_MSG_TYPE_MAX_ = 15,
+	GARUDA_MSG_ARM_BATCH = 16,     /* client -> daemon: up to 15 ARMs in one datagram */
+	GARUDA_MSG_READY_BATCH = 17,   /* daemon -> client: up to 15 READYs (feature READY_BATCH) */
+	GARUDA_MSG_TYPE_MAX_ = 17,
 };
 
 /* header flags */
@@ -57,10 +65,12 @@ enum garuda_form {
 
 struct garuda_hello {
 	uint32_t version;
+	uint32_t features; /* GARUDA_FEATURE_* the client supports */
 };
 
 struct garuda_welcome {
 	uint32_t version;
+	uint32_t features; /* GARUDA_FEATURE_* the daemon will use on this session */
 	uint64_t session_id;
 	uint32_t max_segments;  /* per connection */
 	uint32_t max_lines;     /* per connection, summed over its segments */
@@ -124,6 +134,16 @@ struct garuda_query_reply {
 	char json[GARUDA_QUERY_TEXT_MAX + 1]; /* NUL-terminated after decode */
 };
 
+struct garuda_arm_batch { /* records are ARM bodies */
+	uint32_t count; /* 1 .. GARUDA_BATCH_MAX */
+	struct garuda_arm arm[GARUDA_BATCH_MAX];
+};
+
+struct garuda_ready_batch { /* records are READY bodies with flags 0 */
+	uint32_t count; /* 1 .. GARUDA_BATCH_MAX */
+	struct garuda_ready ready[GARUDA_BATCH_MAX];
+};
+
 struct garuda_msg {
 	uint16_t type;
 	uint16_t flags;
@@ -142,6 +162,8 @@ struct garuda_msg {
 		struct garuda_error error;
 		struct garuda_query query;
 		struct garuda_query_reply query_reply;
+		struct garuda_arm_batch arm_batch;
+		struct garuda_ready_batch ready_batch;
 	};
 };
 
@@ -163,8 +185,8 @@ ssize_t garuda_msg_encode(const struct garuda_msg *m, void *buf, size_t cap);
  *   FD_COUNT      header fd count != nfds, or not what the type carries
  *   SLOT_RANGE    slot index beyond GARUDA_SEGMENT_MAX_LINES * 8
  *   RESERVED_SET  a reserved field or unknown flag is set
- *   BAD_VALUE     lines, NUMA node, form, query kind or error code out of range, or a
- *                 NUL inside an ERROR/QUERY_REPLY text */
+ *   BAD_VALUE     lines, NUMA node, form, query kind, error code or batch count out of
+ *                 range, or a NUL inside an ERROR/QUERY_REPLY text */
 int garuda_msg_decode(const void *buf, size_t len, unsigned nfds, struct garuda_msg *out);
 
 /* Convenience constructors used by both sides (they only fill the struct). */

@@ -530,3 +530,93 @@ Test(ready, blocking_eventfd_bind)
 	close(efd);
 	env_down(&e);
 }
+
+/* HELLO offering READY_BATCH: the daemon agrees in WELCOME, and arms that fire in one
+ * pass arrive packed in READY_BATCH datagrams, each token exactly once. */
+Test(ready, ready_batch_feature)
+{
+	struct gd_daemon d;
+	struct gd_client c;
+	struct gd_seg s;
+	memset(&d, 0, sizeof(d));
+	gd_start(&d, NULL);
+	gd_ok(gd_connect(&c, d.sock));
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
+	m.hello.features = GARUDA_FEATURE_READY_BATCH;
+	gd_ok(gd_request(&c, &m, NULL, 0, &rep, NULL));
+	cr_assert_eq(rep.type, GARUDA_MSG_WELCOME);
+	cr_assert_eq(rep.welcome.features, GARUDA_FEATURE_READY_BATCH, "WELCOME features %#x",
+		     rep.welcome.features);
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+
+	/* 20 arms on one word, targets 1..20, in two ARM_BATCHes */
+	enum { N = 20 };
+	for (unsigned b = 0; b < 2; b++) {
+		garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+		m.arm_batch.count = N / 2;
+		for (unsigned i = 0; i < N / 2; i++)
+			m.arm_batch.arm[i] = (struct garuda_arm){ .slot = gd_slot(&s, 0),
+								  .target = 1 + b * (N / 2) + i,
+								  .token = 1000 + b * (N / 2) + i,
+								  .form = GARUDA_FORM_MESSAGE };
+		gd_ok(gd_request(&c, &m, NULL, 0, &rep, NULL));
+		cr_assert_eq(rep.type, GARUDA_MSG_ACK, "ARM_BATCH answered by %s (code %d)",
+			     garuda_msg_type_name(rep.type),
+			     rep.type == GARUDA_MSG_ERROR ? rep.error.code : 0);
+	}
+	cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	expect_quiet(&c, "before the store");
+
+	gd_store(&s, 0, N); /* all twenty reached at once */
+	bool seen[N] = { false };
+	unsigned got = 0, batches = 0;
+	while (got < N) {
+		int r = gd_recv(&c, &m, NULL, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "only %u of %u readiness arrived: %s", got, N, gd_strerr(r));
+		const struct garuda_ready *rec = m.type == GARUDA_MSG_READY_BATCH ? m.ready_batch.ready : &m.ready;
+		unsigned k = m.type == GARUDA_MSG_READY_BATCH ? m.ready_batch.count : 1;
+		cr_assert(m.type == GARUDA_MSG_READY_BATCH || m.type == GARUDA_MSG_READY, "got %s",
+			  garuda_msg_type_name(m.type));
+		batches += m.type == GARUDA_MSG_READY_BATCH;
+		for (unsigned i = 0; i < k; i++) {
+			unsigned t = (unsigned)(rec[i].token - 1000);
+			cr_assert_lt(t, N, "unknown token %llu", (unsigned long long)rec[i].token);
+			cr_assert(!seen[t], "token %u delivered twice", t);
+			cr_assert_eq(rec[i].value, N);
+			seen[t] = true;
+			got++;
+		}
+	}
+	cr_assert_geq(batches, 2, "20 arms fired in one pass: want READY_BATCH datagrams (<= 15 each)");
+	expect_quiet(&c, "after every token");
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* ARM_BATCH is all or nothing: one bad record refuses the whole batch, naming it. */
+Test(ready, arm_batch_all_or_nothing)
+{
+	struct env e;
+	env_up(&e, 1);
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+	m.arm_batch.count = 5;
+	for (unsigned i = 0; i < 5; i++)
+		m.arm_batch.arm[i] = (struct garuda_arm){ .slot = gd_slot(&e.s, i), .target = 1,
+							  .token = i, .form = GARUDA_FORM_MESSAGE };
+	m.arm_batch.arm[3].slot.segment = e.s.id + 100; /* not this session's */
+	cr_assert_eq(gd_request(&e.c, &m, NULL, 0, &rep, NULL), GARUDA_E_NO_SEGMENT);
+	cr_assert_eq(rep.type, GARUDA_MSG_ERROR);
+	cr_assert_not_null(strstr(rep.error.text, "record 3"), "error text: %s", rep.error.text);
+	m.arm_batch.arm[3].slot = gd_slot(&e.s, 3);
+	m.arm_batch.arm[4].form = GARUDA_FORM_EVENTFD; /* no binding */
+	cr_assert_eq(gd_request(&e.c, &m, NULL, 0, &rep, NULL), GARUDA_E_NOT_BOUND);
+	cr_assert_not_null(strstr(rep.error.text, "record 4"), "error text: %s", rep.error.text);
+	cr_assert_eq(gd_status_num(&e.d, "armed"), 0, "a refused batch armed something");
+	for (unsigned i = 0; i < 5; i++)
+		gd_store(&e.s, i, 1);
+	expect_quiet(&e.c, "nothing was armed");
+	env_down(&e);
+}
