@@ -14,7 +14,15 @@ import sys
 
 
 def header_functions(path):
+    """Functions declared in path and in the <garuda/...> headers it includes."""
     text = open(path).read()
+    import os
+    for inc in re.findall(r"#include <garuda/([a-z_]+\.h)>", text):
+        for root in (os.path.dirname(path), os.path.join(os.path.dirname(path), "../../../backends/include/garuda")):
+            cand = os.path.join(root, inc)
+            if os.path.exists(cand):
+                text += open(cand).read()
+                break
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r"^\s*#.*$", "", text, flags=re.M)
     return set(re.findall(r"\b(garuda_[a-z0-9_]+)\s*\(", text))

@@ -1,6 +1,6 @@
 /* test_api.c — libgaruda without a daemon: argument checks (-EINVAL) of every
  * function, connect errors, error text, and that the public header agrees with the
- * sources it copies (the error registry, host.h's config struct). */
+ * sources it copies (the error registry). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,16 +59,6 @@ Test(api, strerror_any_value)
 	cr_assert_str_eq(garuda_strerror(-GARUDA_E_TIMEOUT), "timed out");
 	cr_assert_str_eq(garuda_strerror(-999999), "unknown error");
 	cr_assert_not_null(garuda_strerror(0));
-}
-
-Test(api, host_config_matches_host_h)
-{
-	size_t v[4];
-	peek_host_config(v);
-	cr_assert_eq(v[0], sizeof(struct garuda_host_stream_config));
-	cr_assert_eq(v[1], offsetof(struct garuda_host_stream_config, depth));
-	cr_assert_eq(v[2], offsetof(struct garuda_host_stream_config, spin_ns));
-	cr_assert_eq(v[3], offsetof(struct garuda_host_stream_config, nonblock));
 }
 
 Test(api, null_arguments_are_einval)

@@ -300,44 +300,9 @@ int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq);
  * running, -GARUDA_E_STREAM_FAULT failed. (The wait backstop does this itself.) */
 int garuda_stream_query(struct garuda_stream *s);
 
-/* ------------------------------------------------------------------------------
- * Host streams: the CPU as a device (backend "host")
- *
- * A host stream stands in for a GPU stream: one worker thread runs a FIFO of items in
- * order (a simulated kernel that is busy for a duration, a store, a fault). Pass it as
- * `native` to garuda_stream_new() on a "host" segment. Every function may be called
- * from any thread, except that garuda_host_stream_free() must not race with other
- * calls on the same host stream. Errors: -EINVAL, -ENOMEM, -EAGAIN (FIFO full on a
- * non-blocking host stream), -GARUDA_E_STREAM_FAULT (the stream has faulted).
- */
-struct garuda_host_stream;
-
-struct garuda_host_stream_config {
-	unsigned depth;   /* FIFO capacity in items; 0 = 1024 */
-	uint64_t spin_ns; /* the last spin_ns of a work item are spun, the rest slept */
-	int nonblock;     /* nonzero: enqueue on a full FIFO returns -EAGAIN */
-};
-
-/* Create a host stream and start its worker. cfg NULL = defaults. */
-int garuda_host_stream_new(const struct garuda_host_stream_config *cfg,
-			   struct garuda_host_stream **out);
-/* Let queued items finish, join the worker, free. Free garuda streams that use it
- * first. NULL is a no-op. */
-void garuda_host_stream_free(struct garuda_host_stream *s);
-/* A simulated kernel: the worker is busy for duration_ns. */
-int garuda_host_stream_enqueue_work(struct garuda_host_stream *s, uint64_t duration_ns);
-/* A failed context: the stream faults for good when the worker reaches this item; the
- * items after it are discarded (their stores never happen). */
-int garuda_host_stream_enqueue_fault(struct garuda_host_stream *s);
-/* Store the monotonic time in ns into *out_ns when the worker reaches this item. */
-int garuda_host_stream_enqueue_stamp(struct garuda_host_stream *s, uint64_t *out_ns);
-/* Call fn(arg) on the worker when it reaches this item. */
-int garuda_host_stream_enqueue_call(struct garuda_host_stream *s, void (*fn)(void *arg),
-				    void *arg);
-/* 0 all items finished, -EAGAIN some queued or running, -GARUDA_E_STREAM_FAULT. */
-int garuda_host_stream_query(struct garuda_host_stream *s);
-/* Block until all items finished (0) or the stream faulted (-GARUDA_E_STREAM_FAULT). */
-int garuda_host_stream_drain(struct garuda_host_stream *s);
+/* Host streams, the CPU as a device (backend "host"): garuda_host_stream_*(), declared
+ * in <garuda/host.h>. Pass one as `native` to garuda_stream_new() on a "host" segment. */
+#include <garuda/host.h>
 
 #ifdef __cplusplus
 }
