@@ -1,7 +1,7 @@
 /* test_doc.c — docs/protocol.md's worked examples are real: every hex block of the
- * document decodes as a valid message that re-encodes to the same bytes, the HELLO and
- * ARM examples are exactly the test vectors of wire_samples.h, and the document lists
- * every registry code with its number, name and message. */
+ * document decodes as a valid message that re-encodes to the same bytes, the HELLO, ARM,
+ * ARM_BATCH and READY_BATCH examples are exactly the test vectors of wire_samples.h, and
+ * the document lists every registry code with its number, name and message. */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -78,7 +78,17 @@ Test(doc, hex_examples_are_valid_messages)
 	static struct block b[MAX_BLOCKS];
 	size_t nb = parse_blocks(slurp(PROTOCOL_MD), b);
 	cr_assert_geq(nb, 5, "HELLO, WELCOME, ARM, READY, ERROR examples");
-	bool hello = false, arm = false;
+	static const struct {
+		unsigned type;
+		const uint8_t *bytes;
+		size_t len;
+	} pinned[] = {
+		{ GARUDA_MSG_HELLO, sample_hello, sizeof(sample_hello) },
+		{ GARUDA_MSG_ARM, sample_arm, sizeof(sample_arm) },
+		{ GARUDA_MSG_ARM_BATCH, sample_arm_batch, sizeof(sample_arm_batch) },
+		{ GARUDA_MSG_READY_BATCH, sample_ready_batch, sizeof(sample_ready_batch) },
+	};
+	bool seen[sizeof(pinned) / sizeof(pinned[0])] = { false };
 	for (size_t i = 0; i < nb; i++) {
 		struct garuda_msg m;
 		int r = garuda_msg_decode(b[i].bytes, b[i].len, 0, &m);
@@ -86,18 +96,19 @@ Test(doc, hex_examples_are_valid_messages)
 		uint8_t again[GARUDA_MSG_MAX];
 		cr_assert_eq(garuda_msg_encode(&m, again, sizeof(again)), (ssize_t)b[i].len);
 		cr_assert_arr_eq(again, b[i].bytes, b[i].len);
-		if (m.type == GARUDA_MSG_HELLO) {
-			cr_assert_eq(b[i].len, sizeof(sample_hello));
-			cr_assert_arr_eq(b[i].bytes, sample_hello, sizeof(sample_hello));
-			hello = true;
-		}
-		if (m.type == GARUDA_MSG_ARM) {
-			cr_assert_eq(b[i].len, sizeof(sample_arm));
-			cr_assert_arr_eq(b[i].bytes, sample_arm, sizeof(sample_arm));
-			arm = true;
+		for (size_t k = 0; k < sizeof(pinned) / sizeof(pinned[0]); k++) {
+			if (m.type != pinned[k].type)
+				continue;
+			const char *name = garuda_msg_type_name(m.type);
+			cr_assert_eq(b[i].len, pinned[k].len, "%s example: %zu bytes", name, b[i].len);
+			cr_assert_arr_eq(b[i].bytes, pinned[k].bytes, pinned[k].len,
+					 "%s example differs from wire_samples.h", name);
+			seen[k] = true;
 		}
 	}
-	cr_assert(hello && arm, "HELLO and ARM examples present");
+	for (size_t k = 0; k < sizeof(pinned) / sizeof(pinned[0]); k++)
+		cr_assert(seen[k], "docs/protocol.md has no %s example",
+			  garuda_msg_type_name(pinned[k].type));
 }
 
 Test(doc, every_registry_code_is_documented)

@@ -1,9 +1,9 @@
 /* test_wire.c — the wire format as a client in another language depends on it.
  *
  * Pins: the exact bytes of every message type (hand-written arrays in
- * wire_samples.h), field-by-field round trips at the edges of every range, the
- * encoder's refusals, and that the decoder rejects each malformed class with its own
- * registry code. Every decode runs on an exact-size heap copy, so ASan catches a read
+ * wire_samples.h), field-by-field round trips at the edges of every range (batches of
+ * 1 and 15 records), the encoder's refusals, and that the decoder rejects each
+ * malformed class with its own registry code, batches and feature bits included. Every decode runs on an exact-size heap copy, so ASan catches a read
  * past the datagram.
  */
 #include <criterion/criterion.h>
@@ -55,10 +55,16 @@ static int dec(const void *bytes, size_t len, unsigned nfds, struct garuda_msg *
 	return r;
 }
 
+static bool is_batch(unsigned type)
+{
+	return type == GARUDA_MSG_ARM_BATCH || type == GARUDA_MSG_READY_BATCH;
+}
+
+/* the type's main sample (variant 0) */
 static const struct sample *sample_of(unsigned type)
 {
 	for (size_t i = 0; i < N_SAMPLES; i++)
-		if (samples[i].type == type)
+		if (samples[i].type == type && samples[i].variant == 0)
 			return &samples[i];
 	cr_assert_fail("no sample for type %u", type);
 	return NULL;
@@ -86,18 +92,20 @@ static void expect_decode_at(const char *file, int line, const void *buf, size_t
 	expect_decode_at(__FILE__, __LINE__, (buf), (len), (nfds), (int)(code))
 
 /* The struct each hand-written sample stands for, also written by hand. */
-static void sample_msg(unsigned type, struct garuda_msg *m)
+static void sample_msg_v(unsigned type, unsigned variant, struct garuda_msg *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->type = (uint16_t)type;
 	switch (type) {
 	case GARUDA_MSG_HELLO:
-		m->cookie = 1;
+		m->cookie = variant ? 0x0e : 1;
 		m->hello.version = 1;
+		m->hello.features = variant ? GARUDA_FEATURE_READY_BATCH : 0;
 		break;
 	case GARUDA_MSG_WELCOME:
 		m->cookie = 1;
 		m->welcome.version = 1;
+		m->welcome.features = GARUDA_FEATURE_READY_BATCH;
 		m->welcome.session_id = 0x0102030405060708ull;
 		m->welcome.max_segments = 16;
 		m->welcome.max_lines = 4096;
@@ -175,9 +183,44 @@ static void sample_msg(unsigned type, struct garuda_msg *m)
 		m->query_reply.json_len = 8;
 		memcpy(m->query_reply.json, "{\"id\":7}", 9);
 		break;
+	case GARUDA_MSG_ARM_BATCH:
+		m->cookie = 12;
+		m->flags = GARUDA_F_NOREPLY;
+		m->arm_batch.count = 2;
+		m->arm_batch.arm[0] = (struct garuda_arm){ .slot = { 3, 42 },
+							   .target = 0x100,
+							   .token = 0xdeadbeefcafef00dull,
+							   .form = GARUDA_FORM_MESSAGE };
+		m->arm_batch.arm[1] = (struct garuda_arm){ .slot = { 3, 43 },
+							   .target = 0x200,
+							   .token = 0x0123456789abcdefull,
+							   .form = GARUDA_FORM_DOORBELL };
+		break;
+	case GARUDA_MSG_READY_BATCH:
+		m->cookie = 0;
+		m->ready_batch.count = 2;
+		m->ready_batch.ready[0] = (struct garuda_ready){ .token = 0xdeadbeefcafef00dull,
+								 .value = 0x101,
+								 .slot = { 3, 42 } };
+		m->ready_batch.ready[1] = (struct garuda_ready){ .token = 0x0123456789abcdefull,
+								 .value = 0x2ff,
+								 .slot = { 4, 43 } };
+		break;
 	default:
 		cr_assert_fail("type %u", type);
 	}
+	if (variant)
+		cr_assert_eq(type, GARUDA_MSG_HELLO, "type %u has no variant %u", type, variant);
+}
+
+static void sample_msg(unsigned type, struct garuda_msg *m)
+{
+	sample_msg_v(type, 0, m);
+}
+
+static void sample_msg_of(const struct sample *s, struct garuda_msg *m)
+{
+	sample_msg_v(s->type, s->variant, m);
 }
 
 #define EQ(field) cr_assert_eq(a->field, e->field, "%s: field " #field " differs", name)
@@ -192,9 +235,11 @@ static void assert_msg_eq(const struct garuda_msg *a, const struct garuda_msg *e
 	switch (e->type) {
 	case GARUDA_MSG_HELLO:
 		EQ(hello.version);
+		EQ(hello.features);
 		break;
 	case GARUDA_MSG_WELCOME:
 		EQ(welcome.version);
+		EQ(welcome.features);
 		EQ(welcome.session_id);
 		EQ(welcome.max_segments);
 		EQ(welcome.max_lines);
@@ -256,6 +301,25 @@ static void assert_msg_eq(const struct garuda_msg *a, const struct garuda_msg *e
 		break;
 	case GARUDA_MSG_ACK:
 		break;
+	case GARUDA_MSG_ARM_BATCH:
+		EQ(arm_batch.count);
+		for (uint32_t i = 0; i < e->arm_batch.count && i < GARUDA_BATCH_MAX; i++) {
+			const struct garuda_arm *x = &a->arm_batch.arm[i], *y = &e->arm_batch.arm[i];
+			cr_assert(x->slot.segment == y->slot.segment && x->slot.index == y->slot.index &&
+					  x->target == y->target && x->token == y->token && x->form == y->form,
+				  "%s: record %u differs", name, i);
+		}
+		break;
+	case GARUDA_MSG_READY_BATCH:
+		EQ(ready_batch.count);
+		for (uint32_t i = 0; i < e->ready_batch.count && i < GARUDA_BATCH_MAX; i++) {
+			const struct garuda_ready *x = &a->ready_batch.ready[i], *y = &e->ready_batch.ready[i];
+			cr_assert(x->token == y->token && x->value == y->value &&
+					  x->slot.segment == y->slot.segment && x->slot.index == y->slot.index &&
+					  x->flags == y->flags,
+				  "%s: record %u differs", name, i);
+		}
+		break;
 	default:
 		cr_assert_fail("type %u", e->type);
 	}
@@ -295,14 +359,18 @@ Test(wire, every_type_has_a_sample)
 {
 	for (unsigned t = 1; t <= GARUDA_MSG_TYPE_MAX_; t++)
 		(void)sample_of(t);
-	cr_assert_eq(N_SAMPLES, 15, "15 message types in protocol version 1");
+	cr_assert_eq(GARUDA_MSG_TYPE_MAX_, 17, "17 message types in protocol version 1");
+	size_t main = 0;
+	for (size_t i = 0; i < N_SAMPLES; i++)
+		main += samples[i].variant == 0;
+	cr_assert_eq(main, 17, "one main sample per type");
 }
 
 Test(wire, encode_gives_the_documented_bytes)
 {
 	for (size_t i = 0; i < N_SAMPLES; i++) {
 		struct garuda_msg m;
-		sample_msg(samples[i].type, &m);
+		sample_msg_of(&samples[i], &m);
 		round_trip(&m, samples[i].bytes, samples[i].len);
 	}
 }
@@ -311,7 +379,7 @@ Test(wire, decode_of_the_documented_bytes_gives_every_field)
 {
 	for (size_t i = 0; i < N_SAMPLES; i++) {
 		struct garuda_msg want, got;
-		sample_msg(samples[i].type, &want);
+		sample_msg_of(&samples[i], &want);
 		int r = dec(samples[i].bytes, samples[i].len, samples[i].nfds, &got);
 		cr_assert_eq(r, 0, "%s: %d", garuda_msg_type_name(samples[i].type), r);
 		assert_msg_eq(&got, &want);
@@ -350,7 +418,7 @@ Test(wire, hello_exact_bytes)
 		0x01, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, /* type 1, flags 0, length 32 */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* nfds 0, reserved */
 		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* cookie 1 */
-		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* version 1, reserved */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* version 1, features 0 */
 	};
 	struct garuda_msg m;
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 1);
@@ -358,6 +426,77 @@ Test(wire, hello_exact_bytes)
 	ssize_t n = garuda_msg_encode(&m, buf, sizeof(buf));
 	cr_assert_eq(n, 32);
 	cr_assert_arr_eq(buf, want, sizeof(want));
+	/* offering READY_BATCH sets byte 28 and nothing else */
+	m.hello.features = GARUDA_FEATURE_READY_BATCH;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), 32);
+	for (size_t i = 0; i < 32; i++)
+		cr_assert_eq(buf[i], i == 28 ? 0x01 : want[i], "byte %zu", i);
+	cr_assert_eq(GARUDA_FEATURE_READY_BATCH, 1);
+}
+
+/* The ARM_BATCH worked example of docs/protocol.md, built the way a client builds it:
+ * each record is exactly the body of the ARM it stands for. */
+Test(wire, arm_batch_exact_bytes)
+{
+	struct garuda_msg m, one;
+	garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 12);
+	m.flags = GARUDA_F_NOREPLY;
+	m.arm_batch.count = 2;
+	m.arm_batch.arm[0].slot = (struct garuda_slot){ 3, 42 };
+	m.arm_batch.arm[0].target = 0x100;
+	m.arm_batch.arm[0].token = 0xdeadbeefcafef00dull;
+	m.arm_batch.arm[0].form = GARUDA_FORM_MESSAGE;
+	m.arm_batch.arm[1].slot = (struct garuda_slot){ 3, 43 };
+	m.arm_batch.arm[1].target = 0x200;
+	m.arm_batch.arm[1].token = 0x0123456789abcdefull;
+	m.arm_batch.arm[1].form = GARUDA_FORM_DOORBELL;
+	uint8_t buf[GARUDA_MSG_MAX], arm[64];
+	ssize_t n = garuda_msg_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(n, 96);
+	cr_assert_eq((size_t)n, sizeof(sample_arm_batch));
+	cr_assert_arr_eq(buf, sample_arm_batch, sizeof(sample_arm_batch));
+	for (unsigned i = 0; i < 2; i++) {
+		garuda_msg_init(&one, GARUDA_MSG_ARM, 1);
+		one.arm = m.arm_batch.arm[i];
+		cr_assert_eq(garuda_msg_encode(&one, arm, sizeof(arm)), 56);
+		cr_assert_arr_eq(buf + 32 + 32 * i, arm + 24, 32, "record %u is not an ARM body", i);
+	}
+	cr_assert_arr_eq(sample_arm_batch + 32, sample_arm + 24, 32, "record 0 is the ARM sample");
+}
+
+/* A READY_BATCH record is exactly the body of a READY (whose flags are 0). */
+Test(wire, ready_batch_records_are_ready_bodies)
+{
+	struct garuda_msg m, one;
+	sample_msg(GARUDA_MSG_READY_BATCH, &m);
+	uint8_t buf[GARUDA_MSG_MAX], ready[64];
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), 96);
+	for (unsigned i = 0; i < 2; i++) {
+		garuda_msg_init(&one, GARUDA_MSG_READY, 0);
+		one.ready = m.ready_batch.ready[i];
+		cr_assert_eq(garuda_msg_encode(&one, ready, sizeof(ready)), 56);
+		cr_assert_arr_eq(buf + 32 + 32 * i, ready + 24, 32, "record %u is not a READY body", i);
+	}
+}
+
+/* A full batch (15 records) is exactly the datagram cap. */
+Test(wire, batch_sizes)
+{
+	cr_assert_eq(GARUDA_BATCH_MAX, 15);
+	cr_assert_eq(GARUDA_BATCH_RECORD_BYTES, 32);
+	for (uint32_t n = 1; n <= 15; n++) {
+		struct garuda_msg a, r;
+		garuda_msg_init(&a, GARUDA_MSG_ARM_BATCH, n);
+		garuda_msg_init(&r, GARUDA_MSG_READY_BATCH, 0);
+		a.arm_batch.count = n;
+		r.ready_batch.count = n;
+		for (uint32_t i = 0; i < n; i++)
+			a.arm_batch.arm[i].form = GARUDA_FORM_EVENTFD;
+		uint8_t buf[GARUDA_MSG_MAX];
+		cr_assert_eq(garuda_msg_encode(&a, buf, sizeof(buf)), (ssize_t)(32 + 32 * n));
+		cr_assert_eq(garuda_msg_encode(&r, buf, sizeof(buf)), (ssize_t)(32 + 32 * n));
+	}
+	cr_assert_eq(32 + 32 * GARUDA_BATCH_MAX, GARUDA_MSG_MAX);
 }
 
 /* Each type's datagram size (ERROR: without its text). */
@@ -374,7 +513,8 @@ Test(wire, sizes)
 		{ GARUDA_MSG_DISARM, 40 },	  { GARUDA_MSG_READY, 56 },
 		{ GARUDA_MSG_ERROR, 32 },	  { GARUDA_MSG_ACK, 24 },
 		{ GARUDA_MSG_SEGMENT_ATTACH, 40 }, { GARUDA_MSG_QUERY, 32 },
-		{ GARUDA_MSG_QUERY_REPLY, 32 },
+		{ GARUDA_MSG_QUERY_REPLY, 32 },	  { GARUDA_MSG_ARM_BATCH, 64 },
+		{ GARUDA_MSG_READY_BATCH, 64 },
 	};
 	cr_assert_eq(GARUDA_HDR_BYTES, 24);
 	cr_assert_eq(GARUDA_MSG_MAX, 512);
@@ -386,6 +526,10 @@ Test(wire, sizes)
 			m.query_reply.json_len = 0;
 		if (m.type == GARUDA_MSG_ERROR)
 			m.error.text_len = 0;
+		if (m.type == GARUDA_MSG_ARM_BATCH) /* one record */
+			m.arm_batch.count = 1;
+		if (m.type == GARUDA_MSG_READY_BATCH)
+			m.ready_batch.count = 1;
 		uint8_t buf[GARUDA_MSG_MAX];
 		cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), (ssize_t)sizes[i].bytes,
 			     "%s", garuda_msg_type_name(sizes[i].type));
@@ -397,11 +541,15 @@ Test(wire, type_values_and_names)
 	static const char *names[] = { NULL,	  "HELLO",	   "WELCOME", "SEGMENT_OPEN",
 				       "SEGMENT", "SEGMENT_CLOSE", "BIND",    "UNBIND",
 				       "ARM",	  "DISARM",	   "READY",   "ERROR",
-				       "ACK",	  "SEGMENT_ATTACH", "QUERY",   "QUERY_REPLY" };
-	for (unsigned t = 1; t <= 15; t++)
+				       "ACK",	  "SEGMENT_ATTACH", "QUERY",   "QUERY_REPLY",
+				       "ARM_BATCH", "READY_BATCH" };
+	for (unsigned t = 1; t <= 17; t++)
 		cr_assert_str_eq(garuda_msg_type_name(t), names[t]);
+	cr_assert_eq(GARUDA_MSG_ARM_BATCH, 16);
+	cr_assert_eq(GARUDA_MSG_READY_BATCH, 17);
 	cr_assert_null(garuda_msg_type_name(0));
-	cr_assert_null(garuda_msg_type_name(16));
+	cr_assert_null(garuda_msg_type_name(18));
+	cr_assert_null(garuda_msg_type_name(19));
 	cr_assert_null(garuda_msg_type_name(0xffff));
 	cr_assert_null(garuda_msg_type_name(UINT_MAX));
 	cr_assert_eq(GARUDA_F_NOREPLY, 1);
@@ -421,8 +569,10 @@ static size_t edge_msgs(struct garuda_msg *v)
 #define NEXT_(t, c) (void)NEXT(t, c)
 	NEXT(GARUDA_MSG_HELLO, UINT64_MAX)->flags = GARUDA_F_NOREPLY;
 	NEXT_(GARUDA_MSG_HELLO, 0);
+	NEXT(GARUDA_MSG_HELLO, 1)->hello.features = GARUDA_FEATURES_KNOWN_;
 
 	NEXT_(GARUDA_MSG_WELCOME, UINT64_MAX);
+	m->welcome.features = GARUDA_FEATURES_KNOWN_;
 	m->welcome.session_id = UINT64_MAX;
 	m->welcome.max_segments = UINT32_MAX;
 	m->welcome.max_lines = UINT32_MAX;
@@ -510,6 +660,37 @@ static size_t edge_msgs(struct garuda_msg *v)
 	memset(m->query_reply.json, 'j', GARUDA_QUERY_TEXT_MAX);
 	m->query_reply.json[GARUDA_QUERY_TEXT_MAX] = '\0';
 	m->query_reply.json_len = GARUDA_QUERY_TEXT_MAX;
+
+	/* batches: one record at the top of every range, and full ones */
+	NEXT_(GARUDA_MSG_ARM_BATCH, UINT64_MAX);
+	m->arm_batch.count = 1;
+	m->arm_batch.arm[0] = (struct garuda_arm){ .slot = { UINT32_MAX, MAX_INDEX },
+						   .target = UINT64_MAX,
+						   .token = UINT64_MAX,
+						   .form = GARUDA_FORM_DOORBELL };
+	NEXT_(GARUDA_MSG_ARM_BATCH, 20);
+	m->flags = GARUDA_F_NOREPLY;
+	m->arm_batch.count = GARUDA_BATCH_MAX;
+	for (uint32_t i = 0; i < GARUDA_BATCH_MAX; i++)
+		m->arm_batch.arm[i] = (struct garuda_arm){
+			.slot = { i == 0 ? 0 : UINT32_MAX - i, i == 14 ? MAX_INDEX : i },
+			.target = i & 1 ? UINT64_MAX - i : i,
+			.token = i == 14 ? UINT64_MAX : 0x1000 + i,
+			.form = (uint8_t)(GARUDA_FORM_EVENTFD + i % 3),
+		};
+	NEXT_(GARUDA_MSG_READY_BATCH, 0);
+	m->ready_batch.count = 1;
+	m->ready_batch.ready[0] = (struct garuda_ready){ .token = UINT64_MAX,
+							 .value = UINT64_MAX,
+							 .slot = { UINT32_MAX, MAX_INDEX } };
+	NEXT_(GARUDA_MSG_READY_BATCH, 0);
+	m->ready_batch.count = GARUDA_BATCH_MAX;
+	for (uint32_t i = 0; i < GARUDA_BATCH_MAX; i++)
+		m->ready_batch.ready[i] = (struct garuda_ready){
+			.token = i == 14 ? UINT64_MAX : i,
+			.value = i & 1 ? UINT64_MAX - i : i,
+			.slot = { UINT32_MAX - i, i == 14 ? MAX_INDEX : i * 37 },
+		};
 #undef NEXT
 #undef NEXT_
 	return n;
@@ -537,8 +718,10 @@ Test(wire, msg_init_defaults)
 	cr_assert_eq(m.flags, 0);
 	cr_assert_eq(m.nfds, 0);
 	cr_assert_eq(m.hello.version, GARUDA_PROTO_VERSION);
+	cr_assert_eq(m.hello.features, 0, "a client offers features explicitly");
 	garuda_msg_init(&m, GARUDA_MSG_WELCOME, 1);
 	cr_assert_eq(m.welcome.version, GARUDA_PROTO_VERSION);
+	cr_assert_eq(m.welcome.features, 0);
 	cr_assert_eq(m.welcome.max_message, GARUDA_MSG_MAX);
 	garuda_msg_init(&m, GARUDA_MSG_BIND, 1);
 	cr_assert_eq(m.nfds, 1);
@@ -583,7 +766,7 @@ Test(wire, encode_refuses_invalid_messages)
 	garuda_msg_init(&m, GARUDA_MSG_ACK, 1);
 	m.type = 0;
 	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_UNKNOWN_TYPE);
-	m.type = 16;
+	m.type = 18;
 	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_UNKNOWN_TYPE);
 	garuda_msg_init(&m, GARUDA_MSG_QUERY, 1);
 	m.query.what = 1; /* only "this session" exists */
@@ -613,6 +796,12 @@ Test(wire, encode_refuses_invalid_messages)
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 1);
 	m.hello.version = 2;
 	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_BAD_VERSION);
+	garuda_msg_init(&m, GARUDA_MSG_HELLO, 1);
+	m.hello.features = 0x2; /* no such feature */
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_RESERVED_SET);
+	garuda_msg_init(&m, GARUDA_MSG_WELCOME, 1);
+	m.welcome.features = GARUDA_FEATURE_READY_BATCH | 0x80000000u;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_RESERVED_SET);
 
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 1);
 	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_BAD_VALUE, "0 lines");
@@ -629,11 +818,67 @@ Test(wire, encode_refuses_invalid_messages)
 	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_TOO_LONG);
 }
 
+Test(wire, encode_refuses_invalid_batches)
+{
+	uint8_t buf[GARUDA_MSG_MAX];
+	struct garuda_msg m;
+	static const uint32_t bad_count[] = { 0, 16, 17, 0x10000, UINT32_MAX };
+	for (size_t k = 0; k < sizeof(bad_count) / sizeof(bad_count[0]); k++) {
+		sample_msg(GARUDA_MSG_ARM_BATCH, &m);
+		m.arm_batch.count = bad_count[k];
+		cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_BAD_VALUE, "count %u",
+			     bad_count[k]);
+		sample_msg(GARUDA_MSG_READY_BATCH, &m);
+		m.ready_batch.count = bad_count[k];
+		cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_BAD_VALUE, "count %u",
+			     bad_count[k]);
+	}
+
+	/* every record is checked, the last one too */
+	garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 1);
+	m.arm_batch.count = GARUDA_BATCH_MAX;
+	for (uint32_t i = 0; i < GARUDA_BATCH_MAX; i++)
+		m.arm_batch.arm[i].form = GARUDA_FORM_MESSAGE;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), 512);
+	m.arm_batch.arm[14].form = 4;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_BAD_VALUE);
+	m.arm_batch.arm[14].form = 0;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_BAD_VALUE);
+	m.arm_batch.arm[14].form = GARUDA_FORM_EVENTFD;
+	m.arm_batch.arm[14].slot.index = MAX_INDEX + 1;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_SLOT_RANGE);
+	/* records past count are not sent, so not checked either */
+	m.arm_batch.count = 14;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), 32 + 32 * 14);
+	m.arm_batch.count = 15;
+	m.arm_batch.arm[14].slot.index = 0;
+	m.nfds = 1;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_FD_COUNT);
+	m.nfds = 0;
+	cr_assert_eq(garuda_msg_encode(&m, buf, GARUDA_MSG_MAX - 1), -ENOBUFS);
+
+	/* READY_BATCH: flags must be 0 in every record (OVERFLOW goes as a plain READY) */
+	garuda_msg_init(&m, GARUDA_MSG_READY_BATCH, 0);
+	m.ready_batch.count = GARUDA_BATCH_MAX;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), 512);
+	m.ready_batch.ready[7].flags = GARUDA_READY_OVERFLOW;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_RESERVED_SET);
+	m.ready_batch.ready[7].flags = 0x2;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_RESERVED_SET);
+	m.ready_batch.ready[7].flags = 0;
+	m.ready_batch.ready[14].slot.index = UINT32_MAX;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_SLOT_RANGE);
+	m.ready_batch.count = 14;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), 32 + 32 * 14);
+	m.nfds = 1;
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), -GARUDA_E_FD_COUNT);
+}
+
 Test(wire, encode_never_writes_past_cap)
 {
 	for (size_t i = 0; i < N_SAMPLES; i++) {
 		struct garuda_msg m;
-		sample_msg(samples[i].type, &m);
+		sample_msg_of(&samples[i], &m);
 		uint8_t buf[GARUDA_MSG_MAX];
 		for (size_t cap = 0; cap < samples[i].len; cap++) {
 			memset(buf, 0xa5, sizeof(buf));
@@ -664,12 +909,19 @@ Test(wire, too_short_below_body)
 	for (size_t i = 0; i < N_SAMPLES; i++) {
 		const struct sample *s = &samples[i];
 		bool variable = s->type == GARUDA_MSG_ERROR || s->type == GARUDA_MSG_QUERY_REPLY;
-		size_t fixed = variable ? 32 : s->len;
+		size_t fixed = variable || is_batch(s->type) ? 32 : s->len;
 		for (size_t len = GARUDA_HDR_BYTES; len < fixed; len++) {
 			uint8_t buf[GARUDA_MSG_MAX];
 			memcpy(buf, s->bytes, s->len);
 			put32(buf + 4, (uint32_t)len);
 			expect_decode(buf, len, s->nfds, GARUDA_E_TOO_SHORT);
+		}
+		/* a batch cut inside its records: the count no longer fits the length */
+		for (size_t len = fixed; is_batch(s->type) && len < s->len; len++) {
+			uint8_t buf[GARUDA_MSG_MAX];
+			memcpy(buf, s->bytes, s->len);
+			put32(buf + 4, (uint32_t)len);
+			expect_decode(buf, len, s->nfds, GARUDA_E_BAD_LENGTH);
 		}
 	}
 }
@@ -697,11 +949,13 @@ Test(wire, too_long_over_the_body)
 		const struct sample *s = &samples[i];
 		if (s->type == GARUDA_MSG_ERROR || s->type == GARUDA_MSG_QUERY_REPLY)
 			continue; /* variable: covered by the text tests */
-		for (size_t extra = 1; extra <= 16; extra += 7) {
+		for (size_t extra = 1; extra <= 32; extra += 7) {
 			uint8_t buf[GARUDA_MSG_MAX] = { 0 };
 			memcpy(buf, s->bytes, s->len);
 			put32(buf + 4, (uint32_t)(s->len + extra));
-			expect_decode(buf, s->len + extra, s->nfds, GARUDA_E_TOO_LONG);
+			/* a batch's size comes from its count: more bytes than that is BAD_LENGTH */
+			expect_decode(buf, s->len + extra, s->nfds,
+				      is_batch(s->type) ? GARUDA_E_BAD_LENGTH : GARUDA_E_TOO_LONG);
 		}
 	}
 }
@@ -769,7 +1023,7 @@ Test(wire, error_text_len_inconsistent)
 
 Test(wire, unknown_type)
 {
-	static const uint16_t bad[] = { 0, 16, 17, 255, 256, 0x100 + 8, 0x8001, 0xffff };
+	static const uint16_t bad[] = { 0, 18, 19, 255, 256, 0x100 + 8, 0x100 + 16, 0x8001, 0xffff };
 	uint8_t buf[GARUDA_MSG_MAX];
 	unsigned nfds;
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
@@ -830,7 +1084,9 @@ static const struct {
 	{ GARUDA_MSG_UNBIND, 0, 0 },	    { GARUDA_MSG_ARM, 0, 0 },
 	{ GARUDA_MSG_DISARM, 0, 0 },	    { GARUDA_MSG_READY, 0, 0 },
 	{ GARUDA_MSG_ERROR, 0, 0 },	    { GARUDA_MSG_ACK, 0, 0 },
-	{ GARUDA_MSG_SEGMENT_ATTACH, 1, 1 },
+	{ GARUDA_MSG_SEGMENT_ATTACH, 1, 1 }, { GARUDA_MSG_QUERY, 0, 0 },
+	{ GARUDA_MSG_QUERY_REPLY, 0, 0 },   { GARUDA_MSG_ARM_BATCH, 0, 0 },
+	{ GARUDA_MSG_READY_BATCH, 0, 0 },
 };
 
 Test(wire, fd_count_must_be_what_the_type_carries)
@@ -871,8 +1127,9 @@ Test(wire, slot_out_of_range)
 		unsigned type;
 		size_t index_off;
 	} slots[] = {
-		{ GARUDA_MSG_BIND, 28 },   { GARUDA_MSG_UNBIND, 28 }, { GARUDA_MSG_ARM, 28 },
-		{ GARUDA_MSG_DISARM, 28 }, { GARUDA_MSG_READY, 44 },
+		{ GARUDA_MSG_BIND, 28 },	{ GARUDA_MSG_UNBIND, 28 },	{ GARUDA_MSG_ARM, 28 },
+		{ GARUDA_MSG_DISARM, 28 },	{ GARUDA_MSG_READY, 44 },	{ GARUDA_MSG_ARM_BATCH, 36 },
+		{ GARUDA_MSG_ARM_BATCH, 68 },	{ GARUDA_MSG_READY_BATCH, 52 }, { GARUDA_MSG_READY_BATCH, 84 },
 	};
 	static const uint32_t bad[] = { MAX_INDEX + 1, MAX_INDEX + 8, 0x80000000u, UINT32_MAX };
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
@@ -932,11 +1189,14 @@ static const struct {
 	unsigned type;
 	size_t from, to;
 } reserved[] = {
-	{ GARUDA_MSG_HELLO, 28, 32 },	      { GARUDA_MSG_WELCOME, 28, 32 },
 	{ GARUDA_MSG_WELCOME, 60, 64 },	      { GARUDA_MSG_SEGMENT_OPEN, 32, 40 },
 	{ GARUDA_MSG_SEGMENT, 44, 48 },	      { GARUDA_MSG_SEGMENT_CLOSE, 28, 32 },
 	{ GARUDA_MSG_ARM, 49, 56 },	      { GARUDA_MSG_READY, 52, 56 },
-	{ GARUDA_MSG_SEGMENT_ATTACH, 32, 40 },
+	{ GARUDA_MSG_SEGMENT_ATTACH, 32, 40 }, { GARUDA_MSG_QUERY, 28, 32 },
+	{ GARUDA_MSG_QUERY_REPLY, 28, 32 },   { GARUDA_MSG_ARM_BATCH, 28, 32 },
+	{ GARUDA_MSG_ARM_BATCH, 57, 64 },     { GARUDA_MSG_ARM_BATCH, 89, 96 },
+	{ GARUDA_MSG_READY_BATCH, 28, 32 },   { GARUDA_MSG_READY_BATCH, 60, 64 },
+	{ GARUDA_MSG_READY_BATCH, 92, 96 },
 };
 
 Test(wire, reserved_body_bytes)
@@ -1109,5 +1369,221 @@ Test(wire, decode_then_encode_reproduces_the_datagram)
 		ssize_t n = garuda_msg_encode(&m, buf, sizeof(buf));
 		cr_assert_eq(n, (ssize_t)samples[i].len);
 		cr_assert_arr_eq(buf, samples[i].bytes, samples[i].len);
+	}
+}
+
+/* ---- features (HELLO, WELCOME) ---- */
+
+Test(wire, unknown_feature_bits)
+{
+	static const unsigned types[] = { GARUDA_MSG_HELLO, GARUDA_MSG_WELCOME };
+	for (size_t t = 0; t < 2; t++) {
+		uint8_t buf[GARUDA_MSG_MAX];
+		unsigned nfds;
+		size_t len = load(types[t], buf, &nfds);
+		put32(buf + 28, 0);
+		expect_decode(buf, len, 0, 0);
+		put32(buf + 28, GARUDA_FEATURE_READY_BATCH);
+		expect_decode(buf, len, 0, 0);
+		for (int bit = 1; bit < 32; bit++) {
+			put32(buf + 28, 1u << bit);
+			expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
+			put32(buf + 28, (1u << bit) | GARUDA_FEATURE_READY_BATCH);
+			expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
+		}
+		/* the version is checked first */
+		put32(buf + 24, 2);
+		expect_decode(buf, len, 0, GARUDA_E_BAD_VERSION);
+	}
+}
+
+/* ---- batches (ARM_BATCH, READY_BATCH) ---- */
+
+/* A batch datagram of `count` records (copies of the sample's record 0) with the
+ * header length = len; returns len. buf holds at least max(len, GARUDA_MSG_MAX). */
+static size_t batch_with(unsigned type, uint32_t count, size_t len, uint8_t *buf)
+{
+	const struct sample *s = sample_of(type);
+	memset(buf, 0, len > GARUDA_MSG_MAX ? len : GARUDA_MSG_MAX);
+	memcpy(buf, s->bytes, 32);
+	for (size_t off = 32; off + 32 <= len && off + 32 <= GARUDA_MSG_MAX; off += 32)
+		memcpy(buf + off, s->bytes + 32, 32);
+	put32(buf + 4, (uint32_t)len);
+	put32(buf + 24, count);
+	return len;
+}
+
+Test(wire, batch_count_out_of_range)
+{
+	static const unsigned types[] = { GARUDA_MSG_ARM_BATCH, GARUDA_MSG_READY_BATCH };
+	for (size_t t = 0; t < 2; t++) {
+		uint8_t buf[1024];
+		/* every count that fits, with the matching length, is fine */
+		for (uint32_t n = 1; n <= GARUDA_BATCH_MAX; n++)
+			expect_decode(buf, batch_with(types[t], n, 32 + 32 * n, buf), 0, 0);
+		/* count 0: BAD_VALUE whatever the length */
+		expect_decode(buf, batch_with(types[t], 0, 32, buf), 0, GARUDA_E_BAD_VALUE);
+		expect_decode(buf, batch_with(types[t], 0, 64, buf), 0, GARUDA_E_BAD_VALUE);
+		/* count 16: its length would be over the cap (TOO_LONG); at any length that
+		 * fits, the count is BAD_VALUE before the length is compared */
+		expect_decode(buf, batch_with(types[t], 16, 544, buf), 0, GARUDA_E_TOO_LONG);
+		expect_decode(buf, batch_with(types[t], 16, 512, buf), 0, GARUDA_E_BAD_VALUE);
+		expect_decode(buf, batch_with(types[t], 16, 64, buf), 0, GARUDA_E_BAD_VALUE);
+		expect_decode(buf, batch_with(types[t], UINT32_MAX, 512, buf), 0, GARUDA_E_BAD_VALUE);
+		expect_decode(buf, batch_with(types[t], 0x80000001u, 64, buf), 0, GARUDA_E_BAD_VALUE);
+	}
+}
+
+Test(wire, batch_length_must_be_32_plus_32_per_record)
+{
+	static const unsigned types[] = { GARUDA_MSG_ARM_BATCH, GARUDA_MSG_READY_BATCH };
+	for (size_t t = 0; t < 2; t++) {
+		for (uint32_t n = 1; n <= GARUDA_BATCH_MAX; n++) {
+			for (size_t len = 32; len <= GARUDA_MSG_MAX; len++) {
+				if (len == 32 + 32 * n)
+					continue;
+				uint8_t buf[GARUDA_MSG_MAX];
+				/* header length and datagram agree: only the count is off */
+				expect_decode(buf, batch_with(types[t], n, len, buf), 0, GARUDA_E_BAD_LENGTH);
+			}
+		}
+		/* shorter than count + reserved: TOO_SHORT */
+		for (size_t len = GARUDA_HDR_BYTES; len < 32; len++) {
+			uint8_t buf[GARUDA_MSG_MAX];
+			expect_decode(buf, batch_with(types[t], 1, len, buf), 0, GARUDA_E_TOO_SHORT);
+		}
+	}
+}
+
+Test(wire, batch_record_reserved_bytes)
+{
+	/* reserved bytes of the last of 15 records, and of the count's word */
+	static const struct {
+		unsigned type;
+		size_t from, to;
+	} r[] = { { GARUDA_MSG_ARM_BATCH, 28, 32 },
+		  { GARUDA_MSG_ARM_BATCH, 32 + 14 * 32 + 25, 512 },
+		  { GARUDA_MSG_READY_BATCH, 28, 32 },
+		  { GARUDA_MSG_READY_BATCH, 32 + 14 * 32 + 28, 512 } };
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		for (size_t off = r[i].from; off < r[i].to; off++) {
+			uint8_t buf[GARUDA_MSG_MAX];
+			size_t len = batch_with(r[i].type, 15, 512, buf);
+			expect_decode(buf, len, 0, 0);
+			buf[off] = 0x80;
+			expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
+		}
+}
+
+Test(wire, batch_record_bad_form)
+{
+	for (uint32_t at = 0; at < GARUDA_BATCH_MAX; at++) {
+		uint8_t buf[GARUDA_MSG_MAX];
+		size_t len = batch_with(GARUDA_MSG_ARM_BATCH, 15, 512, buf);
+		size_t off = 32 + 32 * at + 24;
+		for (unsigned form = 0; form < 256; form++) {
+			buf[off] = (uint8_t)form;
+			bool ok = form >= 1 && form <= 3;
+			expect_decode(buf, len, 0, ok ? 0 : GARUDA_E_BAD_VALUE);
+		}
+	}
+}
+
+Test(wire, batch_record_slot_out_of_range)
+{
+	static const uint32_t bad[] = { MAX_INDEX + 1, 0x80000000u, UINT32_MAX };
+	static const struct {
+		unsigned type;
+		size_t index_off; /* within a record */
+	} t[] = { { GARUDA_MSG_ARM_BATCH, 4 }, { GARUDA_MSG_READY_BATCH, 20 } };
+	for (size_t k = 0; k < 2; k++)
+		for (uint32_t at = 0; at < GARUDA_BATCH_MAX; at++) {
+			uint8_t buf[GARUDA_MSG_MAX];
+			size_t len = batch_with(t[k].type, 15, 512, buf);
+			size_t off = 32 + 32 * at + t[k].index_off;
+			put32(buf + off, MAX_INDEX);
+			expect_decode(buf, len, 0, 0);
+			for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+				put32(buf + off, bad[b]);
+				expect_decode(buf, len, 0, GARUDA_E_SLOT_RANGE);
+			}
+		}
+}
+
+Test(wire, ready_batch_record_flags_must_be_zero)
+{
+	for (uint32_t at = 0; at < GARUDA_BATCH_MAX; at++) {
+		uint8_t buf[GARUDA_MSG_MAX];
+		size_t len = batch_with(GARUDA_MSG_READY_BATCH, 15, 512, buf);
+		size_t off = 32 + 32 * at + 24;
+		for (int bit = 0; bit < 32; bit++) { /* OVERFLOW (bit 0) too */
+			put32(buf + off, 1u << bit);
+			expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
+		}
+	}
+	/* but a plain READY may carry OVERFLOW (the sample does) */
+	const struct sample *s = sample_of(GARUDA_MSG_READY);
+	expect_decode(s->bytes, s->len, 0, 0);
+}
+
+/* The order of the batch checks (docs/protocol.md §5): body reserved bytes, count,
+ * length, record reserved bytes, then record by record (ARM_BATCH: slot, form;
+ * READY_BATCH: flags, slot). */
+Test(wire, batch_check_order)
+{
+	uint8_t buf[GARUDA_MSG_MAX];
+	size_t len;
+
+	len = batch_with(GARUDA_MSG_ARM_BATCH, 0, 32, buf); /* count 0 and reserved set */
+	buf[29] = 1;
+	expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
+	len = batch_with(GARUDA_MSG_ARM_BATCH, 3, 64, buf); /* length wrong, record reserved set */
+	buf[32 + 30] = 1;
+	expect_decode(buf, len, 0, GARUDA_E_BAD_LENGTH);
+	len = batch_with(GARUDA_MSG_ARM_BATCH, 2, 96, buf); /* [0] bad form, [1] reserved set */
+	buf[32 + 24] = 0;
+	buf[64 + 31] = 1;
+	expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
+	len = batch_with(GARUDA_MSG_ARM_BATCH, 2, 96, buf); /* [0] bad form, [1] bad slot */
+	buf[32 + 24] = 0;
+	put32(buf + 64 + 4, UINT32_MAX);
+	expect_decode(buf, len, 0, GARUDA_E_BAD_VALUE);
+	len = batch_with(GARUDA_MSG_ARM_BATCH, 2, 96, buf); /* [0] bad slot, [1] bad form */
+	put32(buf + 32 + 4, UINT32_MAX);
+	buf[64 + 24] = 9;
+	expect_decode(buf, len, 0, GARUDA_E_SLOT_RANGE);
+	len = batch_with(GARUDA_MSG_ARM_BATCH, 2, 96, buf); /* [1] bad slot and bad form */
+	put32(buf + 64 + 4, UINT32_MAX);
+	buf[64 + 24] = 9;
+	expect_decode(buf, len, 0, GARUDA_E_SLOT_RANGE);
+
+	len = batch_with(GARUDA_MSG_READY_BATCH, 2, 96, buf); /* [1] flags and bad slot */
+	put32(buf + 64 + 20, UINT32_MAX);
+	put32(buf + 64 + 24, GARUDA_READY_OVERFLOW);
+	expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
+	len = batch_with(GARUDA_MSG_READY_BATCH, 2, 96, buf); /* [0] bad slot, [1] flags */
+	put32(buf + 32 + 20, UINT32_MAX);
+	put32(buf + 64 + 24, GARUDA_READY_OVERFLOW);
+	expect_decode(buf, len, 0, GARUDA_E_SLOT_RANGE);
+}
+
+/* A batch is the same type whatever its count: a decoded 15-record batch re-encodes
+ * to the same 512 bytes, and its records are what was sent, in order. */
+Test(wire, batch_decode_keeps_record_order)
+{
+	struct garuda_msg m, out;
+	garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 5);
+	m.arm_batch.count = GARUDA_BATCH_MAX;
+	for (uint32_t i = 0; i < GARUDA_BATCH_MAX; i++)
+		m.arm_batch.arm[i] = (struct garuda_arm){
+			.slot = { 1, i }, .target = 100 + i, .token = i, .form = GARUDA_FORM_MESSAGE
+		};
+	uint8_t buf[GARUDA_MSG_MAX];
+	cr_assert_eq(garuda_msg_encode(&m, buf, sizeof(buf)), 512);
+	cr_assert_eq(dec(buf, 512, 0, &out), 0);
+	for (uint32_t i = 0; i < GARUDA_BATCH_MAX; i++) {
+		cr_assert_eq(out.arm_batch.arm[i].slot.index, i);
+		cr_assert_eq(out.arm_batch.arm[i].target, 100 + i);
+		cr_assert_eq(out.arm_batch.arm[i].token, i);
 	}
 }

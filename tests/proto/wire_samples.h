@@ -3,8 +3,10 @@
  * These byte arrays are written by hand from docs/protocol.md, not produced by the
  * encoder, so they pin the wire layout independently of proto/wire.c: a field that
  * moves, changes size or endianness breaks the exact-bytes tests. Every field holds a
- * distinct value so that two swapped fields cannot cancel out. The HELLO and ARM
- * samples are the worked examples of docs/protocol.md.
+ * distinct value so that two swapped fields cannot cancel out (HELLO's and WELCOME's
+ * version and features are both 1: only feature bit 0 exists). The HELLO, ARM and
+ * ARM_BATCH samples are the worked examples of docs/protocol.md. A type may have more
+ * than one sample (variant 0 is the type's main one).
  */
 #pragma once
 
@@ -19,18 +21,25 @@
 		((len) >> 8) & 0xff, 0, 0, (nfds), 0, 0, 0, 0, 0, 0, 0, c0, c1, c2, c3, \
 		c4, c5, c6, c7
 
-/* HELLO, cookie 1, version 1 */
+/* HELLO, cookie 1, version 1, no features */
 static const uint8_t sample_hello[] = {
 	HDR(1, 0, 32, 0, 0x01, 0, 0, 0, 0, 0, 0, 0),
 	0x01, 0x00, 0x00, 0x00, /* 24 version = 1 */
-	0x00, 0x00, 0x00, 0x00, /* 28 reserved */
+	0x00, 0x00, 0x00, 0x00, /* 28 features = 0 */
 };
 
-/* WELCOME, cookie 1 */
+/* HELLO, cookie 0x0e, version 1, offering READY_BATCH */
+static const uint8_t sample_hello_batch[] = {
+	HDR(1, 0, 32, 0, 0x0e, 0, 0, 0, 0, 0, 0, 0),
+	0x01, 0x00, 0x00, 0x00, /* 24 version = 1 */
+	0x01, 0x00, 0x00, 0x00, /* 28 features = READY_BATCH */
+};
+
+/* WELCOME, cookie 1, granting READY_BATCH */
 static const uint8_t sample_welcome[] = {
 	HDR(2, 0, 64, 0, 0x01, 0, 0, 0, 0, 0, 0, 0),
 	0x01, 0x00, 0x00, 0x00, /* 24 version = 1 */
-	0x00, 0x00, 0x00, 0x00, /* 28 reserved */
+	0x01, 0x00, 0x00, 0x00, /* 28 features = READY_BATCH */
 	0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* 32 session_id = 0x0102030405060708 */
 	0x10, 0x00, 0x00, 0x00, /* 40 max_segments = 16 */
 	0x00, 0x10, 0x00, 0x00, /* 44 max_lines = 4096 */
@@ -145,14 +154,55 @@ static const uint8_t sample_query_reply[] = {
 	'{', '"', 'i', 'd', '"', ':', '7', '}',
 };
 
+/* ARM_BATCH, cookie 12, NOREPLY: 2 records; the first is the ARM sample's body, the
+ * second arms word 43 of segment 3 for 0x200, token 0x0123456789abcdef, DOORBELL form */
+static const uint8_t sample_arm_batch[] = {
+	HDR(16, 1, 96, 0, 0x0c, 0, 0, 0, 0, 0, 0, 0),
+	0x02, 0x00, 0x00, 0x00, /* 24 count = 2 */
+	0x00, 0x00, 0x00, 0x00, /* 28 reserved */
+	0x03, 0x00, 0x00, 0x00, /* 32 [0] slot.segment = 3 */
+	0x2a, 0x00, 0x00, 0x00, /* 36 [0] slot.index = 42 */
+	0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 40 [0] target = 0x100 */
+	0x0d, 0xf0, 0xfe, 0xca, 0xef, 0xbe, 0xad, 0xde, /* 48 [0] token */
+	0x02, /* 56 [0] form = MESSAGE */
+	0, 0, 0, 0, 0, 0, 0, /* 57 [0] reserved */
+	0x03, 0x00, 0x00, 0x00, /* 64 [1] slot.segment = 3 */
+	0x2b, 0x00, 0x00, 0x00, /* 68 [1] slot.index = 43 */
+	0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 72 [1] target = 0x200 */
+	0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, /* 80 [1] token = 0x0123456789abcdef */
+	0x03, /* 88 [1] form = DOORBELL */
+	0, 0, 0, 0, 0, 0, 0, /* 89 [1] reserved */
+};
+
+/* READY_BATCH, cookie 0: 2 records (flags are always 0 in a batch) */
+static const uint8_t sample_ready_batch[] = {
+	HDR(17, 0, 96, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+	0x02, 0x00, 0x00, 0x00, /* 24 count = 2 */
+	0x00, 0x00, 0x00, 0x00, /* 28 reserved */
+	0x0d, 0xf0, 0xfe, 0xca, 0xef, 0xbe, 0xad, 0xde, /* 32 [0] token */
+	0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 40 [0] value = 0x101 */
+	0x03, 0x00, 0x00, 0x00, /* 48 [0] slot.segment = 3 */
+	0x2a, 0x00, 0x00, 0x00, /* 52 [0] slot.index = 42 */
+	0x00, 0x00, 0x00, 0x00, /* 56 [0] flags = 0 */
+	0x00, 0x00, 0x00, 0x00, /* 60 [0] reserved */
+	0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, /* 64 [1] token = 0x0123456789abcdef */
+	0xff, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 72 [1] value = 0x2ff */
+	0x04, 0x00, 0x00, 0x00, /* 80 [1] slot.segment = 4 */
+	0x2b, 0x00, 0x00, 0x00, /* 84 [1] slot.index = 43 */
+	0x00, 0x00, 0x00, 0x00, /* 88 [1] flags = 0 */
+	0x00, 0x00, 0x00, 0x00, /* 92 [1] reserved */
+};
+
 struct sample {
 	unsigned type;
 	const uint8_t *bytes;
 	size_t len;
 	unsigned nfds;
+	unsigned variant; /* 0: the type's main sample */
 };
 
-#define SAMPLE(t, a, n) { t, a, sizeof(a), n }
+#define SAMPLE(t, a, n) { t, a, sizeof(a), n, 0 }
+#define SAMPLE_V(t, a, n, v) { t, a, sizeof(a), n, v }
 static const struct sample samples[] = {
 	SAMPLE(GARUDA_MSG_HELLO, sample_hello, 0),
 	SAMPLE(GARUDA_MSG_WELCOME, sample_welcome, 0),
@@ -169,6 +219,10 @@ static const struct sample samples[] = {
 	SAMPLE(GARUDA_MSG_SEGMENT_ATTACH, sample_segment_attach, 1),
 	SAMPLE(GARUDA_MSG_QUERY, sample_query, 0),
 	SAMPLE(GARUDA_MSG_QUERY_REPLY, sample_query_reply, 0),
+	SAMPLE(GARUDA_MSG_ARM_BATCH, sample_arm_batch, 0),
+	SAMPLE(GARUDA_MSG_READY_BATCH, sample_ready_batch, 0),
+	SAMPLE_V(GARUDA_MSG_HELLO, sample_hello_batch, 0, 1),
 };
 #undef SAMPLE
+#undef SAMPLE_V
 #define N_SAMPLES (sizeof(samples) / sizeof(samples[0]))
