@@ -6,7 +6,8 @@
  *   - decode accepts and re-encoding the result does not reproduce the datagram byte
  *     for byte (so decode lost, invented or normalised something);
  *   - decode accepts a datagram whose header fd count disagrees with what arrived, or
- *     a type name, ERROR text or range check disagrees with what was accepted.
+ *     a type name, ERROR text, batch count or range check disagrees with what was
+ *     accepted.
  * Built with -fsanitize=fuzzer,address,undefined under -Dfuzz=true (clang); the same
  * function also replays the seed corpus in the ordinary test suite (test_corpus.c).
  */
@@ -53,6 +54,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (m.type == GARUDA_MSG_ERROR) {
 		CHECK(m.error.text_len <= GARUDA_ERROR_TEXT_MAX);
 		CHECK(strlen(m.error.text) == m.error.text_len);
+	}
+	if (m.type == GARUDA_MSG_HELLO)
+		CHECK((m.hello.features & ~GARUDA_FEATURE_READY_BATCH) == 0);
+	if (m.type == GARUDA_MSG_WELCOME)
+		CHECK((m.welcome.features & ~GARUDA_FEATURE_READY_BATCH) == 0);
+	if (m.type == GARUDA_MSG_ARM_BATCH) {
+		CHECK(m.arm_batch.count >= 1 && m.arm_batch.count <= GARUDA_BATCH_MAX);
+		CHECK(len == 32 + (size_t)m.arm_batch.count * GARUDA_BATCH_RECORD_BYTES);
+		for (uint32_t i = 0; i < m.arm_batch.count; i++)
+			CHECK(m.arm_batch.arm[i].form >= GARUDA_FORM_EVENTFD &&
+			      m.arm_batch.arm[i].form <= GARUDA_FORM_DOORBELL);
+	}
+	if (m.type == GARUDA_MSG_READY_BATCH) {
+		CHECK(m.ready_batch.count >= 1 && m.ready_batch.count <= GARUDA_BATCH_MAX);
+		CHECK(len == 32 + (size_t)m.ready_batch.count * GARUDA_BATCH_RECORD_BYTES);
+		for (uint32_t i = 0; i < m.ready_batch.count; i++)
+			CHECK(m.ready_batch.ready[i].flags == 0);
 	}
 
 	/* re-encode reproduces the datagram exactly */

@@ -10,7 +10,11 @@ static void seed_msg(unsigned type, struct garuda_msg *m)
 {
 	garuda_msg_init(m, type, 0x0102030405060708ull + type);
 	switch (type) {
+	case GARUDA_MSG_HELLO:
+		m->hello.features = GARUDA_FEATURE_READY_BATCH;
+		break;
 	case GARUDA_MSG_WELCOME:
+		m->welcome.features = GARUDA_FEATURE_READY_BATCH;
 		m->welcome.session_id = 42;
 		m->welcome.max_segments = 16;
 		m->welcome.max_lines = 4096;
@@ -56,6 +60,23 @@ static void seed_msg(unsigned type, struct garuda_msg *m)
 		break;
 	case GARUDA_MSG_ERROR:
 		garuda_msg_error(m, m->cookie, -1016, NULL);
+		break;
+	case GARUDA_MSG_ARM_BATCH: /* one record of each form */
+		m->flags = GARUDA_F_NOREPLY;
+		m->arm_batch.count = 3;
+		for (uint32_t i = 0; i < 3; i++)
+			m->arm_batch.arm[i] = (struct garuda_arm){ .slot = { 1, 9 + i },
+								   .target = 100 + i,
+								   .token = 7 + i,
+								   .form = (uint8_t)(GARUDA_FORM_EVENTFD + i) };
+		break;
+	case GARUDA_MSG_READY_BATCH:
+		m->cookie = 0;
+		m->ready_batch.count = 2;
+		for (uint32_t i = 0; i < 2; i++)
+			m->ready_batch.ready[i] = (struct garuda_ready){ .token = 7 + i,
+									 .value = 100 + i,
+									 .slot = { 1, 9 + i } };
 		break;
 	case GARUDA_MSG_QUERY_REPLY:
 		m->query_reply.json_len = (uint32_t)snprintf(m->query_reply.json, sizeof(m->query_reply.json),

@@ -95,4 +95,19 @@ Test(fuzz, target_survives_invalid_inputs)
 				cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
 		}
 	}
+	/* batches: every count byte with every length the header claims */
+	for (size_t i = 0; i < n; i++) {
+		uint8_t t = seeds[i].bytes[1];
+		if (t != GARUDA_MSG_ARM_BATCH && t != GARUDA_MSG_READY_BATCH)
+			continue;
+		for (unsigned count = 0; count < 20; count++)
+			for (size_t len = GARUDA_HDR_BYTES; len <= GARUDA_MSG_MAX + 32; len += 8) {
+				memset(buf, 0, sizeof(buf));
+				memcpy(buf, seeds[i].bytes, seeds[i].len);
+				buf[1 + 4] = (uint8_t)len;
+				buf[1 + 5] = (uint8_t)(len >> 8);
+				buf[1 + 24] = (uint8_t)count;
+				cr_assert_eq(LLVMFuzzerTestOneInput(buf, 1 + len), 0);
+			}
+	}
 }
