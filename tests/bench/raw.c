@@ -13,7 +13,7 @@
 #include "bench.h"
 #include "fdio.h"
 
-#define ARM_BATCH 64
+#define SEND_BATCH 64 /* datagrams per sendmmsg / recvmmsg */
 
 static int send_msg(struct rc *c, struct garuda_msg *m, int fd)
 {
@@ -95,6 +95,11 @@ static int request(struct rc *c, struct garuda_msg *m, int fd, struct garuda_msg
 
 int rc_connect(struct rc *c, const char *path)
 {
+	return rc_connect_features(c, path, 0);
+}
+
+int rc_connect_features(struct rc *c, const char *path, uint32_t features)
+{
 	memset(c, 0, sizeof(*c));
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
@@ -110,6 +115,7 @@ int rc_connect(struct rc *c, const char *path)
 	struct garuda_msg m, ans;
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
 	m.hello.version = GARUDA_PROTO_VERSION;
+	m.hello.features = features;
 	int r = request(c, &m, -1, &ans, NULL);
 	if (r == 0 && ans.type != GARUDA_MSG_WELCOME)
 		r = -EPROTO;
@@ -119,6 +125,7 @@ int rc_connect(struct rc *c, const char *path)
 		return r;
 	}
 	c->session = ans.welcome.session_id;
+	c->features = ans.welcome.features;
 	return 0;
 }
 
@@ -207,13 +214,28 @@ int rc_arm_acked(struct rc *c, uint32_t index, uint64_t target, uint64_t token, 
 	return r;
 }
 
+/* Send mm[0..k) in order, blocking while the socket is full. */
+static int send_all(struct rc *c, struct mmsghdr *mm, unsigned k)
+{
+	unsigned sent = 0;
+	while (sent < k) {
+		int r = sendmmsg(c->fd, mm + sent, k - sent, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		sent += (unsigned)r;
+	}
+	return 0;
+}
+
 int rc_arm_many(struct rc *c, const struct rc_arm_req *reqs, unsigned n)
 {
-	uint8_t bufs[ARM_BATCH][64];
-	struct iovec iov[ARM_BATCH];
-	struct mmsghdr mm[ARM_BATCH];
+	uint8_t bufs[SEND_BATCH][64];
+	struct iovec iov[SEND_BATCH];
+	struct mmsghdr mm[SEND_BATCH];
 	for (unsigned done = 0; done < n;) {
-		unsigned k = n - done < ARM_BATCH ? n - done : ARM_BATCH;
+		unsigned k = n - done < SEND_BATCH ? n - done : SEND_BATCH;
 		for (unsigned i = 0; i < k; i++) {
 			const struct rc_arm_req *q = &reqs[done + i];
 			struct garuda_msg m;
@@ -225,29 +247,69 @@ int rc_arm_many(struct rc *c, const struct rc_arm_req *reqs, unsigned n)
 			iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = (size_t)len };
 			mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
 		}
-		unsigned sent = 0;
-		while (sent < k) {
-			int r = sendmmsg(c->fd, mm + sent, k - sent, MSG_NOSIGNAL);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				return -errno;
-			sent += (unsigned)r;
-		}
+		int r = send_all(c, mm, k);
+		if (r < 0)
+			return r;
 		done += k;
 	}
 	return (int)n;
 }
 
-int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max)
+int rc_arm_batched(struct rc *c, const struct rc_arm_req *reqs, unsigned n)
 {
-	enum { B = 64 };
-	uint8_t bufs[B][GARUDA_MSG_MAX > 128 ? 128 : GARUDA_MSG_MAX];
+	static _Thread_local uint8_t bufs[SEND_BATCH][GARUDA_MSG_MAX];
+	struct iovec iov[SEND_BATCH];
+	struct mmsghdr mm[SEND_BATCH];
+	for (unsigned done = 0; done < n;) {
+		unsigned k = 0;
+		while (k < SEND_BATCH && done < n) {
+			unsigned take = n - done < GARUDA_BATCH_MAX ? n - done : GARUDA_BATCH_MAX;
+			struct garuda_msg m;
+			if (take == 1) {
+				const struct rc_arm_req *q = &reqs[done];
+				arm_msg(c, &m, q->index, q->target, q->token, q->form);
+			} else {
+				garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+				m.arm_batch.count = take;
+				for (unsigned i = 0; i < take; i++) {
+					const struct rc_arm_req *q = &reqs[done + i];
+					m.arm_batch.arm[i] = (struct garuda_arm){ .slot = { c->seg_id, q->index },
+										  .target = q->target,
+										  .token = q->token,
+										  .form = q->form };
+				}
+			}
+			m.flags = GARUDA_F_NOREPLY;
+			ssize_t len = garuda_msg_encode(&m, bufs[k], sizeof(bufs[k]));
+			if (len < 0)
+				return (int)len;
+			iov[k] = (struct iovec){ .iov_base = bufs[k], .iov_len = (size_t)len };
+			mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+			k++;
+			done += take;
+		}
+		int r = send_all(c, mm, k);
+		if (r < 0)
+			return r;
+	}
+	return (int)n;
+}
+
+int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max, unsigned *datagrams)
+{
+	enum { B = SEND_BATCH };
+	static _Thread_local uint8_t bufs[B][GARUDA_MSG_MAX];
 	struct iovec iov[B];
 	struct mmsghdr mm[B];
-	unsigned got = 0;
-	while (got < max) {
-		unsigned k = max - got < B ? max - got : B;
+	/* the most records one datagram may bring on this session */
+	unsigned per = c->features & GARUDA_FEATURE_READY_BATCH ? GARUDA_BATCH_MAX : 1;
+	unsigned got = 0, dgrams = 0;
+	if (datagrams)
+		*datagrams = 0;
+	if (max < per)
+		return -EINVAL;
+	while ((max - got) / per > 0) {
+		unsigned k = (max - got) / per < B ? (max - got) / per : B;
 		for (unsigned i = 0; i < k; i++) {
 			iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = sizeof(bufs[i]) };
 			mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
@@ -265,13 +327,20 @@ int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max)
 				return got ? (int)got : -EPIPE;
 			if (garuda_msg_decode(bufs[i], mm[i].msg_len, 0, &m))
 				return -EBADMSG;
-			if (m.type != GARUDA_MSG_READY) {
+			if (m.type == GARUDA_MSG_READY) {
+				out[got++] = m.ready;
+			} else if (m.type == GARUDA_MSG_READY_BATCH && per > 1) {
+				memcpy(out + got, m.ready_batch.ready, m.ready_batch.count * sizeof(*out));
+				got += m.ready_batch.count;
+			} else {
 				fprintf(stderr, "garuda-bench: unexpected %s (code %d: %s)\n",
 					garuda_msg_type_name(m.type), m.type == GARUDA_MSG_ERROR ? m.error.code : 0,
 					m.type == GARUDA_MSG_ERROR ? m.error.text : "");
 				return -EPROTO;
 			}
-			out[got++] = m.ready;
+			dgrams++;
+			if (datagrams)
+				*datagrams = dgrams;
 		}
 		if ((unsigned)r < k)
 			break;

@@ -1,7 +1,8 @@
 /* raw.h — a minimal garuda client over the raw protocol (proto/wire.h + util/fdio.h),
- * for measurements that must not depend on libgaruda: connect and HELLO, open one
- * segment and map it, bind eventfds, arm (one at a time or batched with sendmmsg and
- * GARUDA_F_NOREPLY), and receive READY messages.
+ * for measurements that must not depend on libgaruda: connect and HELLO (optionally
+ * offering features), open one segment and map it, bind eventfds, arm (one at a time,
+ * many ARMs with sendmmsg and GARUDA_F_NOREPLY, or ARM_BATCHes of up to 15 records),
+ * and receive READY and READY_BATCH messages.
  *
  * Every call that waits for the daemon has a deadline (BENCH_HANG_MS). Returns 0 (or
  * a count), a negative errno, or a positive registry code when the daemon answered
@@ -19,6 +20,7 @@
 struct rc {
 	int fd;
 	uint64_t session;
+	uint32_t features; /* GARUDA_FEATURE_* the daemon granted in WELCOME */
 	uint64_t cookie;
 	struct garuda_segment *map; /* the segment, mapped read-write */
 	size_t map_bytes;
@@ -27,6 +29,9 @@ struct rc {
 };
 
 int rc_connect(struct rc *c, const char *path);
+/* The same, offering `features` (GARUDA_FEATURE_*) in HELLO; c->features is what the
+ * daemon granted. */
+int rc_connect_features(struct rc *c, const char *path, uint32_t features);
 void rc_close(struct rc *c);
 
 /* SEGMENT_OPEN of `lines` lines; maps it (map = false: close the memfd unmapped).
@@ -51,14 +56,23 @@ struct rc_arm_req {
  * a negative errno. */
 int rc_arm_many(struct rc *c, const struct rc_arm_req *reqs, unsigned n);
 
+/* n NOREPLY arms as ARM_BATCH datagrams of up to GARUDA_BATCH_MAX records (a single
+ * one as ARM), sent with sendmmsg; blocks while the socket is full. Returns n or a
+ * negative errno. */
+int rc_arm_batched(struct rc *c, const struct rc_arm_req *reqs, unsigned n);
+
 /* Receive one message, waiting up to timeout_ms (-1: the hang deadline). Any fd that
  * comes with it is closed. Returns 0, -ETIMEDOUT, -EPIPE (closed), -EBADMSG. */
 int rc_recv(struct rc *c, struct garuda_msg *m, int timeout_ms);
 
-/* Receive up to max READY messages without blocking (recvmmsg); returns how many were
- * stored in out (0 when none is waiting), or a negative errno. Non-READY messages
- * make it return -EPROTO (after printing them). */
-int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max);
+/* Receive readiness without blocking (recvmmsg): READY messages, and READY_BATCH when
+ * the session has that feature, each record stored in out as one READY. Takes only as
+ * many datagrams as out[0..max) can hold whatever they carry (so with READY_BATCH, max
+ * must be at least GARUDA_BATCH_MAX, else -EINVAL). Returns how many records were
+ * stored (0 when none is waiting), or a negative errno; *datagrams (if not NULL) gets
+ * how many datagrams brought them. Other messages make it return -EPROTO (after
+ * printing them). */
+int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max, unsigned *datagrams);
 
 static inline uint64_t *rc_word(struct rc *c, uint32_t index)
 {

@@ -1,10 +1,12 @@
 /* thru.c — benchmark 3: throughput of one scanner.
  *
  * Steady state (C clients x S streams): every client is a process with one connection
- * and one segment of S words; it keeps one arm outstanding per stream (READY-message
- * form, NOREPLY arms sent with sendmmsg), and as each READY comes it re-arms the next
- * sequence of that stream and stores it (a stream whose work is already done: the
- * daemon's full path per completion, arm -> loop -> scanner -> READY). Completions/s
+ * (HELLO offers READY_BATCH) and one segment of S words; it keeps one arm outstanding
+ * per stream (READY-message form), and as READYs come (READY, or READY_BATCH records
+ * when a scanner pass fired several of its arms) it re-arms the next sequence of each of
+ * those streams with NOREPLY ARM_BATCHes of up to 15 (sendmmsg) and stores it (a stream
+ * whose work is already done: the daemon's full path per completion, arm -> loop ->
+ * scanner -> READY). Completions/s
  * is the daemon's own "completions" counter over the window; its scanner counters
  * (passes, cpu_s) and the daemon's and the machine's CPU tell where the time goes.
  *
@@ -28,6 +30,7 @@
 
 struct thru_client {
 	uint64_t completions;
+	uint64_t datagrams; /* READY and READY_BATCH datagrams that brought them */
 	uint64_t window_cpu_ns; /* process CPU between the parent's two marks */
 	char err[128];
 };
@@ -68,11 +71,15 @@ static uint64_t machine_busy_ns(void)
 static int setup(struct thru_run *r, struct rc *c, uint32_t words)
 {
 	struct thru_client *me = &r->cl[r->idx];
-	int e = rc_connect(c, r->sock);
+	int e = rc_connect_features(c, r->sock, GARUDA_FEATURE_READY_BATCH);
 	if (!e)
 		e = rc_segment_open(c, (words + 7) / 8, true, NULL);
 	if (e) {
 		snprintf(me->err, sizeof(me->err), "set-up failed (%d)", e);
+		return -1;
+	}
+	if (!(c->features & GARUDA_FEATURE_READY_BATCH)) {
+		snprintf(me->err, sizeof(me->err), "garudad did not grant READY_BATCH");
 		return -1;
 	}
 	__atomic_fetch_add(&r->sh->ready, 1, __ATOMIC_ACQ_REL);
@@ -92,7 +99,9 @@ static int steady_main(void *arg)
 	unsigned S = r->streams;
 	uint64_t *next = calloc(S, sizeof(*next));
 	struct rc_arm_req *reqs = calloc(S, sizeof(*reqs));
-	struct garuda_ready *rb = calloc(S, sizeof(*rb));
+	/* room for S datagrams of a full READY_BATCH each (at most S records come at once) */
+	unsigned rb_cap = S * GARUDA_BATCH_MAX;
+	struct garuda_ready *rb = calloc(rb_cap, sizeof(*rb));
 	int rc = 1;
 	if (!next || !reqs || !rb || setup(r, &c, S) < 0)
 		goto out;
@@ -100,7 +109,7 @@ static int steady_main(void *arg)
 		next[i] = 1;
 		reqs[i] = (struct rc_arm_req){ .index = i, .target = 1, .token = i, .form = GARUDA_FORM_MESSAGE };
 	}
-	if (rc_arm_many(&c, reqs, S) < 0)
+	if (rc_arm_batched(&c, reqs, S) < 0)
 		goto out;
 	for (unsigned i = 0; i < S; i++)
 		__atomic_store_n(rc_word(&c, i), 1, __ATOMIC_RELEASE);
@@ -123,11 +132,13 @@ static int steady_main(void *arg)
 		struct pollfd p = { .fd = c.fd, .events = POLLIN };
 		if (poll(&p, 1, 50) <= 0)
 			continue;
-		int n = rc_recv_ready(&c, rb, S);
+		unsigned dgrams = 0;
+		int n = rc_recv_ready(&c, rb, rb_cap, &dgrams);
 		if (n < 0) {
 			snprintf(me->err, sizeof(me->err), "receive failed (%d)", n);
 			goto out;
 		}
+		me->datagrams += dgrams;
 		unsigned k = 0;
 		for (int j = 0; j < n; j++) {
 			uint64_t i = rb[j].token;
@@ -144,7 +155,7 @@ static int steady_main(void *arg)
 			reqs[k++] = (struct rc_arm_req){ .index = (uint32_t)i, .target = next[i], .token = i,
 							 .form = GARUDA_FORM_MESSAGE };
 		}
-		if (k && rc_arm_many(&c, reqs, k) < 0) {
+		if (k && rc_arm_batched(&c, reqs, k) < 0) {
 			snprintf(me->err, sizeof(me->err), "ARM failed");
 			goto out;
 		}
@@ -168,6 +179,7 @@ struct thru_cell {
 	double comp_per_s, arms_per_s, passes_per_s, comp_per_pass;
 	double scanner_busy, daemon_cpu, clients_cpu, machine_cpu; /* CPUs' worth */
 	double window_s;
+	double ready_per_datagram; /* whole run: READY records per READY/READY_BATCH datagram */
 };
 
 static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsigned streams, struct thru_cell *cell)
@@ -233,12 +245,14 @@ static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsig
 		}
 	if (ok) {
 		/* every READY the clients got is one the daemon counted, and none was lost */
-		uint64_t got = 0, cpu = 0;
+		uint64_t got = 0, cpu = 0, dgrams = 0;
 		for (unsigned i = 0; i < clients; i++) {
 			got += r.cl[i].completions;
 			cpu += r.cl[i].window_cpu_ns;
+			dgrams += r.cl[i].datagrams;
 		}
 		cell->clients_cpu = cell->window_s > 0 ? (double)cpu / 1e9 / cell->window_s : NAN;
+		cell->ready_per_datagram = dgrams ? (double)got / (double)dgrams : NAN;
 		struct bd_counters cf;
 		if (bd_counters(&d, &cf) == 0 && (double)got != cf.completions) {
 			bench_fail(b, "throughput %ux%u: clients got %llu READY, daemon counted %.0f", clients, streams,
@@ -377,6 +391,8 @@ int bench_throughput(struct bench *b)
 		 b->o.spin_us, b->o.max_sleep_us);
 	cJSON_AddStringToObject(sec, "garudad_config", cfg);
 	cJSON_AddNumberToObject(sec, "window_ms", b->o.thru_ms);
+	cJSON_AddStringToObject(sec, "steady_protocol",
+				"HELLO features READY_BATCH; re-arm with NOREPLY ARM_BATCH (up to 15 per datagram)");
 	cJSON *cells = cJSON_AddArrayToObject(sec, "steady");
 
 	static const unsigned full_clients[] = { 1, 8, 64 }, full_streams[] = { 1, 8, 64 };
@@ -385,11 +401,12 @@ int bench_throughput(struct bench *b)
 	const unsigned *st = b->o.quick ? quick_streams : full_streams;
 	unsigned ncl = 3, nst = b->o.quick ? 2 : 3;
 
-	printf("\n3. Throughput, one scanner (READY-message form; each stream re-armed and stored as soon as\n"
-	       "   its READY comes; rates per second; scanner/daemon/clients/machine = CPUs' worth used)\n");
+	printf("\n3. Throughput, one scanner (READY-message form with feature READY_BATCH; each stream re-armed\n"
+	       "   (NOREPLY ARM_BATCH) and stored as soon as its READY comes; rates per second;\n"
+	       "   scanner/daemon/clients/machine = CPUs' worth used; r/dgram = READYs per datagram received)\n");
 	double ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
-	printf("  %7s %7s %10s %10s %9s %7s %7s %7s %7s %7s  %s\n", "clients", "streams", "complet/s", "arms/s",
-	       "passes/s", "c/pass", "scanner", "daemon", "clients", "machine", "bottleneck");
+	printf("  %7s %7s %10s %10s %9s %7s %7s %7s %7s %7s %7s  %s\n", "clients", "streams", "complet/s", "arms/s",
+	       "passes/s", "c/pass", "r/dgram", "scanner", "daemon", "clients", "machine", "bottleneck");
 	double best = 0;
 	for (unsigned i = 0; i < ncl; i++)
 		for (unsigned j = 0; j < nst; j++) {
@@ -405,15 +422,16 @@ int bench_throughput(struct bench *b)
 				continue;
 			}
 			const char *bn = bottleneck(&c, ncpu);
-			printf("  %7u %7u %10.0f %10.0f %9.0f %7.1f %7.2f %7.2f %7.2f %7.2f  %s\n", cl[i], st[j],
-			       c.comp_per_s, c.arms_per_s, c.passes_per_s, c.comp_per_pass, c.scanner_busy, c.daemon_cpu,
-			       c.clients_cpu, c.machine_cpu, bn);
+			printf("  %7u %7u %10.0f %10.0f %9.0f %7.1f %7.1f %7.2f %7.2f %7.2f %7.2f  %s\n", cl[i], st[j],
+			       c.comp_per_s, c.arms_per_s, c.passes_per_s, c.comp_per_pass, c.ready_per_datagram,
+			       c.scanner_busy, c.daemon_cpu, c.clients_cpu, c.machine_cpu, bn);
 			fflush(stdout);
 			cJSON_AddBoolToObject(o, "ok", true);
 			cJSON_AddNumberToObject(o, "completions_per_s", c.comp_per_s);
 			cJSON_AddNumberToObject(o, "arms_per_s", c.arms_per_s);
 			cJSON_AddNumberToObject(o, "passes_per_s", c.passes_per_s);
 			cJSON_AddNumberToObject(o, "completions_per_pass", c.comp_per_pass);
+			cJSON_AddNumberToObject(o, "ready_per_datagram", c.ready_per_datagram);
 			cJSON_AddNumberToObject(o, "scanner_cpus", c.scanner_busy);
 			cJSON_AddNumberToObject(o, "daemon_cpus", c.daemon_cpu);
 			cJSON_AddNumberToObject(o, "clients_cpus", c.clients_cpu);
