@@ -333,9 +333,9 @@ static int check_body(const struct garuda_msg *m)
 {
 	switch (m->type) {
 	case GARUDA_MSG_HELLO:
-		if (m->hello.version != GARUDA_PROTO_VERSION)
-			return -GARUDA_E_BAD_VERSION;
-		return m->hello.features & ~GARUDA_FEATURES_KNOWN_ ? -GARUDA_E_RESERVED_SET : 0;
+		/* any feature bits: a client may offer what a newer daemon knows; the
+		 * daemon grants only what it supports */
+		return m->hello.version == GARUDA_PROTO_VERSION ? 0 : -GARUDA_E_BAD_VERSION;
 	case GARUDA_MSG_WELCOME:
 		if (m->welcome.version != GARUDA_PROTO_VERSION)
 			return -GARUDA_E_BAD_VERSION;

@@ -27,7 +27,7 @@
 
 /* HELLO/WELCOME features: the client offers, the daemon answers what it will use */
 #define GARUDA_FEATURE_READY_BATCH 0x1u /* the client accepts READY_BATCH */
-#define GARUDA_FEATURES_KNOWN_ (GARUDA_FEATURE_READY_BATCH)
+#define GARUDA_FEATURES_KNOWN_ (GARUDA_FEATURE_READY_BATCH) /* WELCOME may grant only these */
 
 enum garuda_msg_type {
 	GARUDA_MSG_HELLO = 1,          /* client -> daemon */
@@ -65,7 +65,8 @@ enum garuda_form {
 
 struct garuda_hello {
 	uint32_t version;
-	uint32_t features; /* GARUDA_FEATURE_* the client supports */
+	uint32_t features; /* GARUDA_FEATURE_* the client supports; unknown bits are allowed
+			    * (offers to newer daemons) and never granted */
 };
 
 struct garuda_welcome {

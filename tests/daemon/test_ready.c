@@ -543,7 +543,7 @@ Test(ready, ready_batch_feature)
 	gd_ok(gd_connect(&c, d.sock));
 	struct garuda_msg m, rep;
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
-	m.hello.features = GARUDA_FEATURE_READY_BATCH;
+	m.hello.features = GARUDA_FEATURE_READY_BATCH | 0x40; /* 0x40: unknown, not granted */
 	gd_ok(gd_request(&c, &m, NULL, 0, &rep, NULL));
 	cr_assert_eq(rep.type, GARUDA_MSG_WELCOME);
 	cr_assert_eq(rep.welcome.features, GARUDA_FEATURE_READY_BATCH, "WELCOME features %#x",
