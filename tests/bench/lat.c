@@ -480,11 +480,11 @@ int bench_latency(struct bench *b)
 			  row == ROW_LIBGARUDA ? "host stream (a worker thread of the waiter's process) stamps and "
 						 "stores; default plan: spin 20 us, backstop 1 ms; eventfd form"
 			  : row == ROW_REACTOR_GUARD ? "diagnostic: (c) delivering with garudad's eventfd sequence "
-						       "(timer_settime on, fcntl F_GETFL, write, timer_settime off)"
+						       "(guard timer re-armed every 5 ms, fcntl F_GETFL, write)"
 						     : NULL,
 			  p50[row]);
 	printf("  (arm>store: p50 us from the arm to the store; garudad's scanner spins spin_us after\n"
-	       "   an arm or a completion, then sleeps 1, 2, 4 ... up to max_sleep_us)\n");
+	       "   the first arm or a completion, then sleeps 32, 64, ... us up to max_sleep_us)\n");
 	ret = 0;
 out:
 	if (d.pid > 0)

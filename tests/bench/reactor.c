@@ -29,6 +29,7 @@ struct reactor {
 	bool guard;
 	timer_t timer;
 	bool timer_ok;
+	uint64_t guard_expiry; /* thread-private */
 	uint64_t cpu_ns; /* set by the thread when it ends */
 
 	pthread_mutex_t lock;
@@ -42,26 +43,27 @@ struct reactor {
 	unsigned narmed;
 };
 
-static void guard_timer(struct reactor *r, bool on)
-{
-	struct itimerspec its = { 0 };
-	if (on)
-		its.it_value.tv_nsec = its.it_interval.tv_nsec = 200000;
-	timer_settime(r->timer, 0, &its, NULL);
-}
+/* garudad's eventfd delivery sequence (daemon/scanner.c): a one-shot 10 ms guard timer
+ * re-armed when less than half of it is left, then fcntl(F_GETFL), then the write. */
+#define GUARD_NS 10000000ull
 
 static void fire(struct reactor *r, const struct rarm *a)
 {
 	uint64_t one = 1;
 	if (r->timer_ok) {
-		guard_timer(r, true);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (now + GUARD_NS / 2 >= r->guard_expiry) {
+			struct itimerspec its = { .it_value.tv_nsec = (long)GUARD_NS };
+			timer_settime(r->timer, 0, &its, NULL);
+			r->guard_expiry = now + GUARD_NS;
+		}
 		if (fcntl(a->efd, F_GETFL) < 0)
 			return;
 	}
 	ssize_t n = write(a->efd, &one, sizeof(one));
 	(void)n; /* EAGAIN: saturated, readable anyway */
-	if (r->timer_ok)
-		guard_timer(r, false);
 }
 
 static void guard_handler(int sig)
