@@ -18,10 +18,11 @@
 
 static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144,
+	.connections = 1,
 };
 static const struct quota_limits default_quota_uid = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
-	.outbox_bytes = 4194304,
+	.outbox_bytes = 4194304, .connections = 4096,
 };
 
 static const char *const loop_names[] = {
@@ -138,6 +139,14 @@ static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *
 			if (json_uint(it, name, 512, UINT32_MAX, &v, err))
 				return -1;
 			q->outbox_bytes = v;
+			continue;
+		}
+		if (strcmp(it->string, "connections") == 0) {
+			if (strcmp(scope, "uid") != 0)
+				return fail(err, "config key \"%s\": only quota.uid has connections", name);
+			if (json_uint(it, name, 1, UINT32_MAX, &v, err))
+				return -1;
+			q->connections = (uint32_t)v;
 			continue;
 		}
 		uint32_t *field = strcmp(it->string, "segments") == 0   ? &q->segments

@@ -13,6 +13,7 @@ struct quota_limits {
 	uint32_t bindings;
 	uint32_t armed;
 	uint64_t outbox_bytes;
+	uint32_t connections; /* uid scope: sessions at once (connection scope: always 1) */
 };
 
 enum event_loop_kind { EVENT_LOOP_AUTO, EVENT_LOOP_URING, EVENT_LOOP_EPOLL };

@@ -417,7 +417,7 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 	struct daemon *d = data;
 	(void)events;
 	for (int i = 0; i < CONTROL_BATCH; i++) {
-		int fd = accept4(d->control_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = server_accept(d, d->control_fd);
 		if (fd < 0)
 			return;
 		unsigned nconn = 0;

@@ -408,6 +408,7 @@ static void add_quota(cJSON *o, const char *key, const struct quota_limits *q)
 	ctl_add_uint(x, "bindings", q->bindings);
 	ctl_add_uint(x, "armed", q->armed);
 	ctl_add_uint(x, "outbox_bytes", q->outbox_bytes);
+	ctl_add_uint(x, "connections", q->connections);
 }
 
 cJSON *ctl_req_config(struct daemon *d, const cJSON *req)

@@ -18,6 +18,7 @@
 struct session;
 struct control_conn;
 
+#define SESSION_BUCKETS 1024
 #define ERRCOUNT_SLOTS 64 /* registry codes GARUDA_ERR_BASE .. +63 */
 
 struct daemon {
@@ -28,6 +29,7 @@ struct daemon {
 	bool client_owned, control_owned; /* we created them: unlink at exit */
 	int signal_fd, watchdog_fd;
 	int notify_fd; /* non-blocking socket for STATUS=/WATCHDOG=1 */
+	int spare_fd;  /* held open to be given up when accept hits EMFILE */
 	struct loop_watch *client_w, *control_w, *signal_w, *notice_w, *watchdog_w;
 
 	struct numa_topology topo;
@@ -40,6 +42,7 @@ struct daemon {
 	struct quota_table quotas;
 
 	struct session *sessions;
+	struct session *by_id[SESSION_BUCKETS]; /* session_find(): chained on id */
 	struct session *dead_sessions; /* closed this iteration, freed after it */
 	unsigned nsessions;
 	struct control_conn *controls;
@@ -60,6 +63,9 @@ struct daemon {
 int server_open_sockets(struct daemon *d);
 void server_close_sockets(struct daemon *d);
 void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
+/* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE by refusing the pending
+ * connection through the spare fd; -1 with errno as accept4's. */
+int server_accept(struct daemon *d, int listen_fd);
 
 /* sessions (session.c) */
 void session_accept(struct daemon *d, int fd);

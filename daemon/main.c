@@ -2,6 +2,7 @@
  * (READY=1 once sockets and scanners are up, STATUS=, WATCHDOG=1), signals
  * (SIGTERM/SIGINT stop, SIGHUP reloads), and an orderly shutdown. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,9 +58,12 @@ void daemon_update_status(struct daemon *d)
 {
 	if (!d->notify || d->stopping)
 		return;
-	uint64_t armed = 0;
-	for (struct session *s = d->sessions; s; s = s->next)
-		armed += atomic_load(&s->sink->usage.used[Q_ARMED]);
+	uint64_t armed = 0; /* O(scanners): this runs on every connect and disconnect */
+	for (unsigned i = 0; i < d->nscanners; i++) {
+		struct scanner_stats st;
+		scanner_get_stats(d->scanner[i], &st);
+		armed += st.armed;
+	}
 	char text[160];
 	snprintf(text, sizeof(text), "STATUS=clients=%u armed=%llu completions=%llu", d->nsessions,
 		 (unsigned long long)armed, (unsigned long long)completions(d));
@@ -211,6 +215,8 @@ static void shutdown_daemon(struct daemon *d)
 		close(d->watchdog_fd);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);
+	if (d->spare_fd >= 0)
+		close(d->spare_fd);
 	notice_queue_destroy(&d->notices);
 	quota_table_free(&d->quotas);
 	config_free(&d->cfg);
@@ -219,7 +225,7 @@ static void shutdown_daemon(struct daemon *d)
 int main(int argc, char **argv)
 {
 	struct daemon d = { .client_fd = -1, .control_fd = -1, .signal_fd = -1, .watchdog_fd = -1,
-			    .notify_fd = -1 };
+			    .notify_fd = -1, .spare_fd = -1 };
 	int r;
 
 	log_init();
@@ -232,6 +238,7 @@ int main(int argc, char **argv)
 	d.started_ns = garuda_now_ns();
 	d.next_session_id = 1;
 	d.notify = getenv("NOTIFY_SOCKET") != NULL;
+	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	apply_tuning(&d);
 
 	/* signals: SIGTERM/SIGINT/SIGHUP through a signalfd; SIGPIPE never */

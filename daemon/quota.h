@@ -12,7 +12,8 @@
 
 #include "config.h"
 
-enum quota_kind { Q_SEGMENTS, Q_LINES, Q_BINDINGS, Q_ARMED, Q_OUTBOX, Q_KINDS_ };
+/* Q_CONNECTIONS counts sessions (per uid; a connection is one by definition) */
+enum quota_kind { Q_SEGMENTS, Q_LINES, Q_BINDINGS, Q_ARMED, Q_OUTBOX, Q_CONNECTIONS, Q_KINDS_ };
 
 struct quota_usage {
 	atomic_uint_fast64_t used[Q_KINDS_];

@@ -52,6 +52,7 @@ struct armed {
 	uint32_t index;
 	uint8_t form;
 	uint64_t value; /* set when fired */
+	uint64_t gen;   /* command sequence number of its ARM (see take_commands) */
 };
 
 struct hot {
@@ -62,9 +63,11 @@ struct hot {
 struct cmd {
 	enum cmd_kind kind;
 	struct armed a;   /* ARM */
-	void *obj;        /* DROP_*: segment, binding or sink; DISARM: sink */
+	void *obj;        /* DROP_*: segment, binding or sink; DISARM: sink. Compared only,
+			   * never dereferenced: it may be freed by the time the scanner reads it */
 	uint32_t segment_id, index;
 	uint64_t token, cookie;
+	uint64_t session_id; /* DISARM: who gets the answer */
 	bool noreply;
 };
 
@@ -94,6 +97,7 @@ struct scanner {
 	unsigned narmed, caparmed;
 	struct armed *fired;
 	unsigned capfired;
+	uint64_t gen; /* commands applied so far */
 	bool stop;
 
 	/* stats, written by the thread, read by anyone */
@@ -124,6 +128,8 @@ static inline void cpu_relax(void)
 
 /* ---------------- command queue (loop side) ---------------- */
 
+#define CMD_BACKLOG 4096 /* queued commands that wake even a parked scanner */
+
 static void post(struct scanner *s, const struct cmd *c)
 {
 	pthread_mutex_lock(&s->lock);
@@ -139,12 +145,13 @@ static void post(struct scanner *s, const struct cmd *c)
 		s->capcmds = cap;
 	}
 	s->cmds[s->ncmds++] = *c;
+	bool backlog = s->ncmds >= CMD_BACKLOG;
 	pthread_mutex_unlock(&s->lock);
 	atomic_fetch_add(&s->seq, 1);
 	/* drops only release; they wait for the next wake, so a parked scanner with
-	 * nothing armed stays parked when sessions end */
-	bool urgent = c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING &&
-		      c->kind != CMD_DROP_SINK;
+	 * nothing armed stays parked when sessions end, unless they pile up */
+	bool urgent = backlog || (c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING &&
+				  c->kind != CMD_DROP_SINK);
 	if (urgent && atomic_load(&s->sleeping))
 		futex(&s->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
@@ -169,7 +176,8 @@ void scanner_disarm(struct scanner *s, struct sink *sink, uint32_t segment_id, u
 		    uint64_t token, uint64_t cookie, bool noreply)
 {
 	struct cmd c = { .kind = CMD_DISARM, .obj = sink, .segment_id = segment_id, .index = index,
-			 .token = token, .cookie = cookie, .noreply = noreply };
+			 .token = token, .cookie = cookie, .session_id = sink->session_id,
+			 .noreply = noreply };
 	post(s, &c);
 }
 
@@ -227,41 +235,6 @@ static void remove_at(struct scanner *s, unsigned i)
 	s->armed[i] = s->armed[s->narmed];
 }
 
-/* Remove arms matching pred; returns how many. */
-static unsigned drop_where(struct scanner *s, bool (*pred)(const struct armed *, const struct cmd *),
-			   const struct cmd *c)
-{
-	unsigned dropped = 0;
-	for (unsigned i = 0; i < s->narmed;) {
-		if (pred(&s->armed[i], c)) {
-			release(&s->armed[i]);
-			remove_at(s, i);
-			dropped++;
-		} else {
-			i++;
-		}
-	}
-	return dropped;
-}
-
-static bool match_disarm(const struct armed *a, const struct cmd *c)
-{
-	return a->sink == c->obj && a->seg->id == c->segment_id && a->index == c->index &&
-	       a->token == c->token;
-}
-static bool match_segment(const struct armed *a, const struct cmd *c)
-{
-	return a->seg == c->obj;
-}
-static bool match_binding(const struct armed *a, const struct cmd *c)
-{
-	return a->bind == c->obj;
-}
-static bool match_sink(const struct armed *a, const struct cmd *c)
-{
-	return a->sink == c->obj;
-}
-
 static void answer_list(struct scanner *s, struct list_request *lr)
 {
 	unsigned n = 0;
@@ -281,6 +254,161 @@ static void answer_list(struct scanner *s, struct list_request *lr)
 	pthread_mutex_unlock(&lr->lock);
 }
 
+/* ---- removals: DISARM and DROP_*, applied to the armed set in one pass per batch ----
+ *
+ * Every command gets a sequence number (gen) as it is applied, and every armed
+ * descriptor remembers the gen of its ARM. A removal applies to the descriptors armed
+ * before it (gen smaller than its own), so the removals of a whole batch of commands
+ * can wait and be applied together in one pass over the armed set, whatever order they
+ * came in relative to ARMs (an ARM after a DROP_SINK of a sink at a reused address is
+ * not dropped). That keeps a batch at O(armed + commands): a client that floods
+ * DISARMs or closes bindings in a loop costs one pass per batch, not one per command. */
+
+struct removal {
+	enum cmd_kind kind;
+	const void *obj;
+	uint32_t segment_id, index;
+	uint64_t token, gen;
+	const struct cmd *c; /* DISARM: for the answer */
+	int next;            /* DISARM: the next removal with the same key, in gen order */
+	bool found;
+};
+
+struct removal_table {
+	int *slot; /* index into rem[], or -1 */
+	unsigned mask;
+	struct removal *rem;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t removal_hash(enum cmd_kind kind, const void *obj, uint32_t seg, uint32_t index,
+			     uint64_t token)
+{
+	uint64_t h = mix((uint64_t)kind, (uint64_t)(uintptr_t)obj);
+	if (kind == CMD_DISARM)
+		h = mix(mix(mix(h, seg), index), token);
+	return h;
+}
+
+static bool removal_key_eq(const struct removal *r, enum cmd_kind kind, const void *obj,
+			   uint32_t seg, uint32_t index, uint64_t token)
+{
+	return r->kind == kind && r->obj == obj &&
+	       (kind != CMD_DISARM || (r->segment_id == seg && r->index == index && r->token == token));
+}
+
+/* The first removal with this key (-1: none). */
+static int removal_find(const struct removal_table *t, enum cmd_kind kind, const void *obj,
+			uint32_t seg, uint32_t index, uint64_t token)
+{
+	for (uint64_t h = removal_hash(kind, obj, seg, index, token);; h++) {
+		int i = t->slot[h & t->mask];
+		if (i < 0 || removal_key_eq(&t->rem[i], kind, obj, seg, index, token))
+			return i;
+	}
+}
+
+/* Index rem[0..n): drops keep their latest gen under one key, DISARMs chain in order. */
+static int removal_index(struct removal_table *t, struct removal *rem, unsigned n)
+{
+	unsigned cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	t->slot = malloc(cap * sizeof(*t->slot));
+	if (!t->slot)
+		return -ENOMEM;
+	memset(t->slot, 0xff, cap * sizeof(*t->slot));
+	t->mask = cap - 1;
+	t->rem = rem;
+	int *last = calloc(n ? n : 1, sizeof(*last)); /* DISARM chains: tail per head */
+	if (!last) {
+		free(t->slot);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct removal *r = &rem[i];
+		r->next = -1;
+		for (uint64_t h = removal_hash(r->kind, r->obj, r->segment_id, r->index, r->token);; h++) {
+			int *sl = &t->slot[h & t->mask];
+			if (*sl < 0) {
+				*sl = (int)i;
+				last[i] = (int)i;
+				break;
+			}
+			struct removal *o = &rem[*sl];
+			if (removal_key_eq(o, r->kind, r->obj, r->segment_id, r->index, r->token)) {
+				if (r->kind == CMD_DISARM) {
+					rem[last[*sl]].next = (int)i; /* gens ascend with i */
+					last[*sl] = (int)i;
+				} else {
+					o->gen = r->gen; /* the latest drop covers the earlier ones */
+				}
+				break;
+			}
+		}
+	}
+	free(last);
+	return 0;
+}
+
+/* Does a removal in t take descriptor a? */
+static bool removal_takes(const struct removal_table *t, const struct armed *a)
+{
+	const struct {
+		enum cmd_kind kind;
+		const void *obj;
+	} drops[] = { { CMD_DROP_SINK, a->sink }, { CMD_DROP_SEGMENT, a->seg }, { CMD_DROP_BINDING, a->bind } };
+	for (unsigned k = 0; k < 3; k++) {
+		if (!drops[k].obj)
+			continue;
+		int i = removal_find(t, drops[k].kind, drops[k].obj, 0, 0, 0);
+		if (i >= 0 && t->rem[i].gen > a->gen)
+			return true;
+	}
+	/* the first DISARM after the ARM takes it */
+	for (int i = removal_find(t, CMD_DISARM, a->sink, a->seg->id, a->index, a->token); i >= 0;
+	     i = t->rem[i].next) {
+		if (t->rem[i].gen > a->gen) {
+			t->rem[i].found = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void apply_removals(struct scanner *s, struct removal *rem, unsigned n)
+{
+	struct removal_table t;
+	if (removal_index(&t, rem, n) < 0) {
+		log_err("scanner %u: out of memory applying removals", s->index);
+		abort(); /* a lost DROP would leave dangling references */
+	}
+	for (unsigned i = 0; i < s->narmed;) {
+		if (removal_takes(&t, &s->armed[i])) {
+			release(&s->armed[i]);
+			remove_at(s, i);
+		} else {
+			i++;
+		}
+	}
+	free(t.slot);
+	for (unsigned i = 0; i < n; i++) {
+		const struct cmd *c = rem[i].c;
+		if (rem[i].kind != CMD_DISARM)
+			continue;
+		notice_push(s->notices, &(struct notice){ .kind = NOTICE_DISARMED,
+							  .session_id = c->session_id,
+							  .cookie = c->cookie,
+							  .code = rem[i].found ? 0 : -GARUDA_E_NOT_ARMED,
+							  .noreply = c->noreply });
+	}
+}
+
 /* Apply queued commands. Returns true when something was armed. */
 static bool take_commands(struct scanner *s)
 {
@@ -290,43 +418,46 @@ static bool take_commands(struct scanner *s)
 	s->cmds = NULL;
 	s->ncmds = s->capcmds = 0;
 	pthread_mutex_unlock(&s->lock);
+	if (!n)
+		return false;
 
 	bool armed = false;
+	struct removal *rem = NULL;
+	unsigned nrem = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct cmd *c = &cmds[i];
+		uint64_t gen = ++s->gen;
 		switch (c->kind) {
 		case CMD_ARM:
+			c->a.gen = gen;
 			push_armed(s, &c->a);
 			armed = true;
 			break;
-		case CMD_DISARM: {
-			unsigned k = drop_where(s, match_disarm, c);
-			struct sink *sink = c->obj;
-			notice_push(s->notices, &(struct notice){
-							.kind = NOTICE_DISARMED,
-							.session_id = sink->session_id,
-							.cookie = c->cookie,
-							.code = k ? 0 : -GARUDA_E_NOT_ARMED,
-							.noreply = c->noreply,
-						});
-			break;
-		}
+		case CMD_DISARM:
 		case CMD_DROP_SEGMENT:
-			drop_where(s, match_segment, c);
-			break;
 		case CMD_DROP_BINDING:
-			drop_where(s, match_binding, c);
-			break;
 		case CMD_DROP_SINK:
-			drop_where(s, match_sink, c);
+			if (!rem && !(rem = malloc(n * sizeof(*rem)))) {
+				log_err("scanner %u: out of memory for removals", s->index);
+				abort();
+			}
+			rem[nrem++] = (struct removal){ .kind = c->kind, .obj = c->obj,
+							.segment_id = c->segment_id, .index = c->index,
+							.token = c->token, .gen = gen, .c = c };
 			break;
 		case CMD_LIST:
-			answer_list(s, c->obj);
-			break;
 		case CMD_STOP:
-			s->stop = true;
 			break;
 		}
+	}
+	if (nrem)
+		apply_removals(s, rem, nrem);
+	free(rem);
+	for (unsigned i = 0; i < n; i++) { /* after the batch: the set as it now stands */
+		if (cmds[i].kind == CMD_LIST)
+			answer_list(s, cmds[i].obj);
+		else if (cmds[i].kind == CMD_STOP)
+			s->stop = true;
 	}
 	free(cmds);
 	atomic_store_explicit(&s->st_armed, s->narmed, memory_order_relaxed);
@@ -336,11 +467,11 @@ static bool take_commands(struct scanner *s)
 /* The write guard: a one-shot timer whose signal interrupts an eventfd write that
  * blocks. Arming it around every delivery cost two timer_settime calls per pass (the
  * largest item in eventfd wake latency on the benchmark machine), so it is armed for
- * GUARD_NS and re-armed only when less than half of that is left, never cancelled
+ * GUARD_NS (1 ms) and re-armed only when less than half of that is left, never cancelled
  * (cancelling at every park would put a syscall back on the ping-pong path). So an
  * idle scanner takes at most one signal, within GUARD_NS of its last eventfd
  * delivery, and then none. A write that blocks is interrupted within GUARD_NS. */
-#define GUARD_NS 10000000ull
+#define GUARD_NS 1000000ull
 
 static void guard_ensure(struct scanner *s, uint64_t now)
 {

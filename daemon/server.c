@@ -181,19 +181,37 @@ void server_close_sockets(struct daemon *d)
 	d->client_fd = d->control_fd = -1;
 }
 
+int server_accept(struct daemon *d, int listen_fd)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd >= 0 || (errno != EMFILE && errno != ENFILE))
+		return fd;
+	/* Out of fds: the pending connection would keep the listener readable and the
+	 * loop spinning. Spend the spare fd to accept it and close it at once (the peer
+	 * sees end-of-file), then take the spare back. */
+	int e = errno;
+	log_client(LOG_WARNING, "accept: %s; refusing a connection (raise LimitNOFILE, or lower quota.uid.connections)",
+		   strerror(e));
+	if (d->spare_fd >= 0) {
+		close(d->spare_fd);
+		d->spare_fd = -1;
+		int victim = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (victim >= 0)
+			close(victim);
+		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	errno = e;
+	return -1;
+}
+
 void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events)
 {
 	struct daemon *d = data;
 	(void)events;
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(d->client_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return;
-			if (errno == EMFILE || errno == ENFILE)
-				log_client(LOG_WARNING, "accept: %s (raise LimitNOFILE)", strerror(errno));
-			return;
-		}
+		int fd = server_accept(d, d->client_fd);
+		if (fd < 0)
+			return; /* EAGAIN, or refused for want of fds */
 		session_accept(d, fd);
 	}
 	loop_again(d->loop, w);

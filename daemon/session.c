@@ -34,7 +34,7 @@ void daemon_count_error(struct daemon *d, int code)
 
 struct session *session_find(struct daemon *d, uint64_t id)
 {
-	for (struct session *s = d->sessions; s; s = s->next)
+	for (struct session *s = d->by_id[id % SESSION_BUCKETS]; s; s = s->hnext)
 		if (s->id == id)
 			return s;
 	return NULL;
@@ -82,12 +82,25 @@ static void reply_ack(struct session *s, const struct garuda_msg *req)
 }
 
 /* Send an error and end the session (protocol violations, offenders). */
+static void drop_outbox(struct session *s);
+static void release_holdings(struct session *s);
+
 static void fail_session(struct session *s, uint64_t cookie, int code, const char *text)
 {
 	log_client(LOG_NOTICE, "session %llu (pid %d %s): %s; disconnecting",
 		   (unsigned long long)s->id, (int)s->pid, s->comm, text ? text : garuda_strerror(code));
+	/* the session ends: replies still queued are moot, the ERROR saying why is not.
+	 * When the peer's socket is full, the session lingers holding nothing but its
+	 * socket (still counted in quota.uid.connections) until the ERROR has gone out or
+	 * the peer closes; then on_out() closes it. */
+	drop_outbox(s);
 	reply_error(s, cookie, code, text);
-	session_close(s);
+	if (s->out_head && !s->closed) {
+		s->lingering = true;
+		release_holdings(s);
+	} else {
+		session_close(s);
+	}
 }
 
 static void watch_out(struct session *s, bool on);
@@ -117,7 +130,9 @@ static void on_out(struct loop_watch *w, void *data, uint32_t events)
 			return;
 		}
 	}
-	if (!s->closed)
+	if (s->lingering)
+		session_close(s); /* its ERROR is out */
+	else if (!s->closed)
 		watch_out(s, false);
 }
 
@@ -139,7 +154,7 @@ static void watch_out(struct session *s, bool on)
 /* Send m (with fd, which stays the caller's) now, or queue it behind what is queued. */
 static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 {
-	if (s->closed)
+	if (s->closed || s->lingering) /* lingering: only its ERROR, already queued */
 		return;
 	uint8_t buf[GARUDA_MSG_MAX];
 	ssize_t len = garuda_msg_encode(m, buf, sizeof(buf));
@@ -249,7 +264,10 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	}
 	int node = s->d->scanner_node[sc];
 	struct segment *g = NULL;
-	uint32_t id = s->next_segment_id++;
+	uint32_t id;
+	do /* never 0, never one in use (after 2^32 opens the counter wraps) */
+		id = s->next_segment_id++;
+	while (id == 0 || find_segment(s, id));
 	if (attach) {
 		r = segment_attach(fds[0], id, lines, node, &g);
 		if (r == 0)
@@ -577,13 +595,27 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 		}
 		handle_datagram(s, buf, (size_t)n, fds, nfds);
 		fdio_close_all(fds, nfds); /* whatever a handler did not take */
-		if (s->closed)
+		if (s->closed || s->lingering)
 			return;
 	}
 	loop_again(s->d->loop, w); /* more may be waiting: yield to others first */
 }
 
 /* ---------------- lifetime ---------------- */
+
+static void drop_outbox(struct session *s)
+{
+	while (s->out_head) {
+		struct outmsg *o = s->out_head;
+		s->out_head = o->next;
+		release_quota(s, Q_OUTBOX, o->len);
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o);
+	}
+	s->out_tail = NULL;
+	watch_out(s, false);
+}
 
 void session_accept(struct daemon *d, int fd)
 {
@@ -600,6 +632,21 @@ void session_accept(struct daemon *d, int fd)
 		free(s);
 		close(fd);
 		log_err("out of memory accepting a client");
+		return;
+	}
+	if (quota_charge(&sink->usage, &d->cfg.quota_connection, &qu->usage, &d->cfg.quota_uid,
+			 Q_CONNECTIONS, 1)) {
+		/* refused before HELLO: say why, best effort, and close */
+		struct garuda_msg m;
+		uint8_t buf[GARUDA_MSG_MAX];
+		garuda_msg_error(&m, 0, GARUDA_E_QUOTA, "too many connections for this uid");
+		ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
+		if (len > 0)
+			fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
+		log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)cred.uid);
+		daemon_count_error(d, GARUDA_E_QUOTA);
+		sink_unref(sink); /* closes fd */
+		free(s);
 		return;
 	}
 	s->d = d;
@@ -621,6 +668,7 @@ void session_accept(struct daemon *d, int fd)
 	}
 	s->w_in = loop_add(d->loop, fd, POLLIN, on_in, s);
 	if (!s->w_in) {
+		quota_release(&sink->usage, &qu->usage, Q_CONNECTIONS, 1);
 		sink_unref(sink);
 		free(s);
 		return;
@@ -629,6 +677,8 @@ void session_accept(struct daemon *d, int fd)
 	if (d->sessions)
 		d->sessions->prev = s;
 	d->sessions = s;
+	s->hnext = d->by_id[s->id % SESSION_BUCKETS];
+	d->by_id[s->id % SESSION_BUCKETS] = s;
 	d->nsessions++;
 	d->sessions_total++;
 	log_debug("session %llu: pid %d uid %d (%s) connected", (unsigned long long)s->id,
@@ -636,17 +686,18 @@ void session_accept(struct daemon *d, int fd)
 	daemon_update_status(d);
 }
 
-void session_close(struct session *s)
+/* Give back everything the session holds except its socket and outbox: stop reading,
+ * drop its descriptors in the scanners, its bindings and segments. Idempotent. */
+static void release_holdings(struct session *s)
 {
 	struct daemon *d = s->d;
-	if (s->closed)
-		return;
-	s->closed = true;
-	loop_remove(d->loop, s->w_in);
-	watch_out(s, false);
-	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
-	for (unsigned i = 0; i < d->nscanners; i++)
-		scanner_drop_sink(d->scanner[i], s->sink);
+	if (s->w_in) {
+		loop_remove(d->loop, s->w_in);
+		s->w_in = NULL;
+		shutdown(s->fd, SHUT_RD);
+		for (unsigned i = 0; i < d->nscanners; i++)
+			scanner_drop_sink(d->scanner[i], s->sink);
+	}
 	while (s->bindings) {
 		struct binding *b = s->bindings;
 		s->bindings = b->next;
@@ -660,14 +711,23 @@ void session_close(struct session *s)
 		release_quota(s, Q_LINES, g->lines);
 		segment_unref(g);
 	}
-	while (s->out_head) {
-		struct outmsg *o = s->out_head;
-		s->out_head = o->next;
-		release_quota(s, Q_OUTBOX, o->len);
-		if (o->fd >= 0)
-			close(o->fd);
-		free(o);
-	}
+}
+
+void session_close(struct session *s)
+{
+	struct daemon *d = s->d;
+	if (s->closed)
+		return;
+	s->closed = true;
+	release_holdings(s);
+	watch_out(s, false);
+	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
+	drop_outbox(s);
+	release_quota(s, Q_CONNECTIONS, 1);
+	struct session **pp = &d->by_id[s->id % SESSION_BUCKETS];
+	while (*pp != s)
+		pp = &(*pp)->hnext;
+	*pp = s->hnext;
 	if (s->prev)
 		s->prev->next = s->next;
 	else

@@ -36,6 +36,7 @@ struct session {
 	char comm[17];
 	bool welcomed;
 	bool closed; /* session_close() ran; freed by session_reap() */
+	bool lingering; /* failed: holds only its socket until its ERROR is sent */
 	bool overflow_queued;
 	uint64_t connected_ns;
 	struct segment *segments;
@@ -44,4 +45,5 @@ struct session {
 	struct outmsg *out_head, *out_tail;
 	uint64_t arms, errors;
 	struct session *next, *prev;
+	struct session *hnext; /* d->by_id chain */
 };

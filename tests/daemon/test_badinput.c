@@ -873,3 +873,118 @@ Test(badinput, scribbled_segment_header)
 	fds_back(&b, "a scribbled segment header");
 	bench_down(&b);
 }
+
+/* A session ends while its DISARMs are still queued for the scanner: the scanner must
+ * not touch the session's memory (the ASan build runs this daemon under ASan), and no
+ * stray answer reaches another client. */
+Test(badinput, disarms_queued_at_disconnect)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	for (int round = 0; round < 20; round++) {
+		struct gd_client c;
+		struct gd_seg s;
+		bad_open(&b, &c, true);
+		gd_ok(gd_segment_open(&c, 1, -1, &s));
+		for (unsigned i = 0; i < 60; i++) {
+			struct garuda_msg m;
+			garuda_msg_init(&m, GARUDA_MSG_DISARM, ++c.cookie);
+			m.disarm.slot = gd_slot(&s, 0);
+			m.disarm.token = i;
+			gd_ok(gd_send(&c, &m, NULL, 0));
+		}
+		uint8_t junk[GARUDA_HDR_BYTES] = { 0xff, 0xff }; /* unknown type: disconnect */
+		junk[4] = GARUDA_HDR_BYTES;
+		gd_ok(gd_send_raw(&c, junk, sizeof(junk), NULL, 0));
+		gd_seg_unmap(&s);
+		gd_close(&c);
+	}
+	struct garuda_msg m;
+	cr_assert_eq(gd_quiet(&b.good, 200, &m), 0, "the good client got a stray %s",
+		     garuda_msg_type_name(m.type));
+	good_served(&b, "sessions closed with DISARMs queued");
+	fds_back(&b, "sessions closed with DISARMs queued");
+	bench_down(&b);
+}
+
+/* A client holding many armed descriptors disarms them one DISARM at a time, as fast
+ * as it can: every DISARM takes its descriptor exactly once and another client's
+ * readiness still comes through. (The daemon applies removals per batch of commands,
+ * one pass over the armed set per batch; how long the good client waits is not
+ * asserted: timings are the benchmarks' business.) */
+Test(badinput, disarm_flood)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	bad_open(&b, &c, true);
+	gd_ok(gd_segment_open(&c, 64, -1, &s));
+	enum { ARMED = 1333 * GARUDA_BATCH_MAX }; /* whole batches */
+	for (unsigned i = 0; i < ARMED; i += GARUDA_BATCH_MAX) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+		m.flags = GARUDA_F_NOREPLY;
+		m.arm_batch.count = GARUDA_BATCH_MAX;
+		for (unsigned k = 0; k < GARUDA_BATCH_MAX; k++)
+			m.arm_batch.arm[k] = (struct garuda_arm){ .slot = gd_slot(&s, (i + k) % 512),
+								  .target = UINT64_C(1) << 62,
+								  .token = i + k,
+								  .form = GARUDA_FORM_DOORBELL };
+		gd_ok(gd_send(&c, &m, NULL, 0));
+	}
+	cr_assert_geq(gd_wait_status(&b.d, "armed", ARMED + 3), ARMED + 3);
+	int sz = 1 << 20;
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	for (unsigned i = 0; i < ARMED; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
+		m.flags = GARUDA_F_NOREPLY; /* each matches: no reply at all */
+		m.disarm.slot = gd_slot(&s, i % 512);
+		m.disarm.token = i;
+		gd_ok(gd_send(&c, &m, NULL, 0));
+	}
+	good_served(&b, "a DISARM flood");
+	cr_assert_eq(gd_wait_status(&b.d, "armed", 3), 3, "every DISARM took its descriptor");
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	bench_down(&b);
+}
+
+/* The ERROR that ends a session goes out even when replies are queued before it. */
+Test(badinput, error_after_queued_replies)
+{
+	struct bench b;
+	bench_up(&b, NULL);
+	struct gd_client c;
+	bad_open(&b, &c, true);
+	int sz = 4096;
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	for (unsigned i = 0; i < 1000; i++) { /* more than the socket holds: replies queue */
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_QUERY, ++c.cookie);
+		gd_ok(gd_send(&c, &m, NULL, 0));
+	}
+	uint8_t junk[GARUDA_HDR_BYTES] = { 0xff, 0xff };
+	junk[4] = GARUDA_HDR_BYTES;
+	gd_ok(gd_send_raw(&c, junk, sizeof(junk), NULL, 0));
+	bool error = false;
+	unsigned replies = 0;
+	int r;
+	for (;;) {
+		struct garuda_msg m;
+		r = gd_recv(&c, &m, NULL, GD_DEADLINE_MS);
+		if (r != 1)
+			break; /* EOF */
+		replies++;
+		if (m.type == GARUDA_MSG_ERROR) {
+			cr_assert_eq(m.error.code, GARUDA_E_UNKNOWN_TYPE);
+			error = true;
+		}
+	}
+	cr_assert(error, "the session ended without its ERROR (%u replies, then %s)", replies,
+		  gd_strerr(r));
+	gd_close(&c);
+	good_served(&b, "a violation behind queued replies");
+	bench_down(&b);
+}

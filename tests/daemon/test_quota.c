@@ -2,6 +2,7 @@
  * an overrun is answered ERROR{QUOTA}, nothing is allocated for it (no fd kept, no
  * counter moved), the connection keeps working, and freeing something makes room. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -216,5 +217,31 @@ Test(quota, per_uid)
 	close(eb0);
 	close(eb1);
 	gd_close(&b);
+	gd_stop(&d);
+}
+
+/* quota.uid.connections: the connection over it gets ERROR{QUOTA} and is closed;
+ * closing one makes room. */
+Test(quota, connections_per_uid)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"uid\":{\"connections\":3}}}" });
+	struct gd_client c[4];
+	for (int i = 0; i < 3; i++)
+		gd_ok(gd_open(&c[i], d.sock));
+	gd_ok(gd_connect(&c[3], d.sock));
+	struct garuda_msg m;
+	int r = gd_recv(&c[3], &m, NULL, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "no answer for the connection over quota: %s", gd_strerr(r));
+	cr_assert_eq(m.type, GARUDA_MSG_ERROR);
+	cr_assert_eq(m.error.code, GARUDA_E_QUOTA);
+	cr_assert_eq(gd_recv(&c[3], &m, NULL, GD_DEADLINE_MS), -EPIPE, "not closed after QUOTA");
+	gd_close(&c[3]);
+	cr_assert_eq(gd_wait_status(&d, "clients", 3), 3);
+	gd_close(&c[0]);
+	cr_assert_eq(gd_wait_status(&d, "clients", 2), 2);
+	gd_ok(gd_open(&c[0], d.sock));
+	for (int i = 0; i < 3; i++)
+		gd_close(&c[i]);
 	gd_stop(&d);
 }
