@@ -467,15 +467,21 @@ static bool take_commands(struct scanner *s)
 /* The write guard: a one-shot timer whose signal interrupts an eventfd write that
  * blocks. Arming it around every delivery cost two timer_settime calls per pass (the
  * largest item in eventfd wake latency on the benchmark machine), so it is armed for
- * GUARD_NS (1 ms) and re-armed only when less than half of that is left, never cancelled
- * (cancelling at every park would put a syscall back on the ping-pong path). So an
+ * GUARD_NS (1 ms), refreshed after a batch of writes when less than half of it is left
+ * (before writes only when it is about to run out), never cancelled (cancelling at
+ * every park would put a syscall back on the ping-pong path). So an
  * idle scanner takes at most one signal, within GUARD_NS of its last eventfd
  * delivery, and then none. A write that blocks is interrupted within GUARD_NS. */
 #define GUARD_NS 1000000ull
 
-static void guard_ensure(struct scanner *s, uint64_t now)
+/* Arm the guard unless it has more than `left` ns to run. Before writes: left =
+ * GUARD_MIN_NS (any running guard will do); after them: left = GUARD_NS / 2 (refresh
+ * it off the delivery path, so in steady state no timer_settime precedes a write). */
+#define GUARD_MIN_NS 100000ull
+
+static void guard_ensure(struct scanner *s, uint64_t now, uint64_t left)
 {
-	if (!s->guard_ok || now + GUARD_NS / 2 < s->guard_expiry)
+	if (!s->guard_ok || now + left < s->guard_expiry)
 		return;
 	struct itimerspec its = { .it_value.tv_nsec = (long)GUARD_NS };
 	timer_settime(s->guard, 0, &its, NULL);
@@ -614,10 +620,11 @@ static void deliver(struct scanner *s, unsigned nf, unsigned bucket, uint64_t no
 		}
 	}
 	if (binds) {
-		guard_ensure(s, now);
+		guard_ensure(s, now, GUARD_MIN_NS);
 		for (unsigned i = 0; i < nf; i++) /* in order; each binding once */
 			if (f[i].form == GARUDA_FORM_EVENTFD && f[i].bind->pending)
 				deliver_eventfd(s, f[i].bind, f[i].sink);
+		guard_ensure(s, garuda_now_ns(), GUARD_NS / 2);
 	}
 	for (struct segment *g = bells; g; g = g->batch_next)
 		deliver_doorbell(g);
