@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <errno.h>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <linux/futex.h>
@@ -142,6 +144,17 @@ void gd_test_init(void)
 	}
 	/* a daemon that dies with SIGPIPE must not take the test with it */
 	signal(SIGPIPE, SIG_IGN);
+	/* the io_uring run needs a kernel that allows io_uring (seccomp, sysctl
+	 * kernel.io_uring_disabled): where it is refused, say so and skip */
+	if (strcmp(gd_event_loop(), "io_uring") == 0) {
+		struct io_uring_params p;
+		memset(&p, 0, sizeof(p));
+		int fd = (int)syscall(__NR_io_uring_setup, 2, &p);
+		if (fd < 0)
+			cr_skip_test("io_uring refused by this kernel (%s): the epoll run covers the daemon",
+				     strerror(errno));
+		close(fd);
+	}
 	fdcheck_begin();
 }
 
