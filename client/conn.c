@@ -90,19 +90,14 @@ static int recv_one(int sock, struct garuda_msg *m, int *fd, int timeout_ms)
 
 int conn_handshake(const char *path, struct garuda_welcome *w)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (!path || strlen(path) >= sizeof(sa.sun_path))
+	if (!path)
 		return -EINVAL;
-	strcpy(sa.sun_path, path);
-	_cleanup_close_ int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	_cleanup_close_ int sock = fdio_connect(path);
+	if (sock == -ENAMETOOLONG)
+		return -EINVAL;
 	if (sock < 0)
-		return -errno;
+		return sock;
 	int r;
-	do
-		r = connect(sock, (struct sockaddr *)&sa, sizeof(sa));
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
 
 	struct garuda_msg m;
 	uint8_t buf[GARUDA_MSG_MAX];

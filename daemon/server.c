@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "daemon.h"
+#include "fdio.h"
 #include "log.h"
 
 static int mkdir_parents(const char *path)
@@ -46,10 +47,8 @@ static void fill_addr(struct sockaddr_un *a, const char *path)
 /* Is something listening at path? */
 static bool socket_alive(const char *path)
 {
-	struct sockaddr_un a;
-	fill_addr(&a, path);
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	return fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	_cleanup_close_ int fd = fdio_connect(path);
+	return fd >= 0;
 }
 
 static int make_socket(const char *path, mode_t mode, const char *group, const char *what)

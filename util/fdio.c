@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds, int flags)
@@ -32,6 +33,28 @@ ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigne
 		n = sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
+}
+
+int fdio_connect(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+	if (n >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, path, n + 1);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int r;
+	do
+		r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 void fdio_close_all(int *fds, unsigned n)

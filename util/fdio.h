@@ -21,5 +21,10 @@ ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigne
 ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
 		  int flags);
 
+/* Connect a new AF_UNIX SOCK_SEQPACKET socket (close-on-exec, blocking) to path.
+ * Returns the fd, or -ENAMETOOLONG (path does not fit sun_path), or connect's -errno
+ * (-ENOENT: nothing there; -ECONNREFUSED: nobody listening; -EACCES). */
+int fdio_connect(const char *path);
+
 /* Close n fds of an array (ignores -1). */
 void fdio_close_all(int *fds, unsigned n);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "errcode.h"
+#include "fdio.h"
 #include "garctl.h"
 
 #define PERMISSION_HINT                                                                      \
@@ -22,26 +23,17 @@
 
 int conn_open(struct conn *c, const struct options *o)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	c->o = o;
-	c->fd = -1;
-	if (strlen(o->socket) >= sizeof(a.sun_path)) {
-		fprintf(stderr, "garctl: socket path %s is longer than %zu bytes\n", o->socket,
-			sizeof(a.sun_path) - 1);
-		return 1;
-	}
-	memcpy(a.sun_path, o->socket, strlen(o->socket) + 1);
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0) {
-		fprintf(stderr, "garctl: socket: %s\n", strerror(errno));
-		return 1;
-	}
-	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+	c->fd = fdio_connect(o->socket);
+	if (c->fd >= 0)
 		return 0;
-	int e = errno;
-	close(c->fd);
+	int e = -c->fd;
 	c->fd = -1;
 	switch (e) {
+	case ENAMETOOLONG:
+		fprintf(stderr, "garctl: socket path %s is longer than %zu bytes\n", o->socket,
+			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		break;
 	case ENOENT:
 	case ENOTDIR:
 		fprintf(stderr,

@@ -1,5 +1,6 @@
 /* benchd.c — see benchd.h. */
 #include "benchd.h"
+#include "fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -209,14 +210,9 @@ int bd_stop(struct bench *b, struct bd *d)
 cJSON *bd_control(struct bd *d, const char *request)
 {
 	if (d->ctl_fd < 0) {
-		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		struct sockaddr_un a;
+		int fd = fdio_connect(d->ctl);
 		if (fd < 0)
 			return NULL;
-		if (unix_addr(&a, d->ctl) < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-			close(fd);
-			return NULL;
-		}
 		d->ctl_fd = fd;
 	}
 	char req[128];

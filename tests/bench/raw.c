@@ -101,14 +101,9 @@ int rc_connect(struct rc *c, const char *path)
 int rc_connect_features(struct rc *c, const char *path, uint32_t features)
 {
 	memset(c, 0, sizeof(*c));
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int e = -errno;
-		close(c->fd);
+	c->fd = fdio_connect(path);
+	if (c->fd < 0) {
+		int e = c->fd;
 		c->fd = -1;
 		return e;
 	}

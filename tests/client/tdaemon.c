@@ -1,5 +1,6 @@
 /* tdaemon.c — see tdaemon.h. */
 #include "tdaemon.h"
+#include "fdio.h"
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -30,17 +31,11 @@ long long td_now_ms(void)
 
 static bool can_connect(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t n = strlen(path);
-	if (n >= sizeof(sa.sun_path))
-		return false;
-	memcpy(sa.sun_path, path, n + 1);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = fdio_connect(path);
 	if (fd < 0)
 		return false;
-	bool ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	close(fd);
-	return ok;
+	return true;
 }
 
 static void spawn(struct tdaemon *d)
@@ -180,19 +175,13 @@ void td_export(struct tdaemon *d)
 
 long long td_status(struct tdaemon *d, const char *key)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t n = strlen(d->ctl);
-	if (n >= sizeof(sa.sun_path))
-		return -1;
-	memcpy(sa.sun_path, d->ctl, n + 1);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = fdio_connect(d->ctl);
 	if (fd < 0)
 		return -1;
 	long long v = -1;
 	static const char req[] = "{\"request\":\"status\"}";
 	char out[8192], pat[96];
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof(req) - 1)) {
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof(req) - 1)) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t got;
 		if (poll(&p, 1, TD_DEADLINE_MS) == 1 && (got = recv(fd, out, sizeof(out) - 1, 0)) > 0) {

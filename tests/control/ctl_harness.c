@@ -72,13 +72,9 @@ void ctl_dump_log(struct ctl_daemon *d)
 /* One exchange, never asserting: reply text, or NULL (*err = -errno). */
 static char *raw_try(const char *path, const void *req, size_t len, int *err)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		*err = -errno;
-		if (fd >= 0)
-			close(fd);
+	int fd = fdio_connect(path);
+	if (fd < 0) {
+		*err = fd;
 		return NULL;
 	}
 	char *out = NULL;
@@ -288,12 +284,8 @@ double ctl_wait_status(const char *ctl_path, const char *key, double want)
 void ctl_client_open(struct ctl_client *c, const char *sock)
 {
 	memset(c, 0, sizeof(*c));
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	cr_assert_geq(c->fd, 0);
-	cr_assert_eq(connect(c->fd, (struct sockaddr *)&a, sizeof(a)), 0, "connect %s: %s", sock,
-		     strerror(errno));
+	c->fd = fdio_connect(sock);
+	cr_assert_geq(c->fd, 0, "connect %s: %s", sock, strerror(-c->fd));
 	struct garuda_msg m, rep;
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
 	m.hello.version = GARUDA_PROTO_VERSION;

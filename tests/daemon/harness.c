@@ -501,14 +501,11 @@ void gd_start(struct gd_daemon *d, const struct gd_opts *o)
 
 static bool can_connect(const char *path)
 {
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = fdio_connect(path);
 	if (fd < 0)
 		return false;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
 	close(fd);
-	return ok;
+	return true;
 }
 
 void gd_daemon_ready(struct gd_daemon *d)
@@ -652,14 +649,10 @@ char *gd_control_raw(struct gd_daemon *d, const void *req, size_t len, bool *clo
 {
 	if (closed)
 		*closed = false;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = fdio_connect(d->ctl);
 	if (fd < 0)
 		return NULL;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", d->ctl);
 	char *out = NULL;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		goto done;
 	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
 		goto done;
 	if (wait_in(fd, GD_DEADLINE_MS) <= 0)
@@ -782,14 +775,9 @@ const char *gd_strerr(int r)
 int gd_connect(struct gd_client *c, const char *path)
 {
 	memset(c, 0, sizeof(*c));
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int e = -errno;
-		close(c->fd);
+	c->fd = fdio_connect(path);
+	if (c->fd < 0) {
+		int e = c->fd;
 		c->fd = -1;
 		return e;
 	}
