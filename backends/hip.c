@@ -217,11 +217,9 @@ static int hip_numa_node(struct garuda_backend *b)
 static int hip_register(struct garuda_backend *b, void *addr, size_t bytes,
 			struct garuda_backend_reg **out)
 {
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	if (!b || !addr || bytes == 0 || (uintptr_t)addr + bytes < (uintptr_t)addr)
-		return -EINVAL;
+	int r0 = gbk_register_args(b, addr, bytes, out);
+	if (r0)
+		return r0;
 	struct garuda_backend_reg *reg = calloc(1, sizeof(*reg));
 	if (!reg)
 		return -ENOMEM;

@@ -20,5 +20,14 @@ GBK_HIDDEN int gbk_word_check(const void *base, size_t bytes, const uint64_t *wo
  * (GARUDA_SYSFS_ROOT unset or empty: /sys). -1 when unknown, unreadable or out of range. */
 GBK_HIDDEN int gbk_pci_numa_node(const char *busid);
 
+struct garuda_backend;
+struct garuda_backend_reg;
+
+/* The checks every register_memory() starts with: *out = NULL (out not NULL), then 0
+ * when b and addr are set and [addr, addr + bytes) is non-empty and does not wrap,
+ * else -EINVAL. */
+GBK_HIDDEN int gbk_register_args(const struct garuda_backend *b, const void *addr, size_t bytes,
+				 struct garuda_backend_reg **out);
+
 /* The library path a backend dlopens: $env_name when set and not empty, else dflt. */
 GBK_HIDDEN const char *gbk_library_path(const char *env_name, const char *dflt);

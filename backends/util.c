@@ -13,6 +13,17 @@
 #include "cleanup.h"
 #include "wire.h" /* GARUDA_NUMA_MAX */
 
+int gbk_register_args(const struct garuda_backend *b, const void *addr, size_t bytes,
+		      struct garuda_backend_reg **out)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!b || !addr || bytes == 0 || (uintptr_t)addr + bytes < (uintptr_t)addr)
+		return -EINVAL;
+	return 0;
+}
+
 int gbk_word_check(const void *base, size_t bytes, const uint64_t *word)
 {
 	uintptr_t b = (uintptr_t)base, w = (uintptr_t)word;
