@@ -601,6 +601,16 @@ static void deliver(struct scanner *s, unsigned nf, unsigned bucket, uint64_t no
 	struct segment *bells = NULL;
 	unsigned nmsg = 0;
 
+	/* counted before anything is sent: whoever sees a readiness can already see it in
+	 * the counters (a client that got its last READY may ask at once) */
+	for (unsigned i = 0; i < nf; i++) {
+		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f[i].sink->detect_hist[bucket], 1, memory_order_relaxed);
+	}
+	atomic_fetch_add_explicit(&s->st_completions, nf, memory_order_relaxed);
+
 	for (unsigned i = 0; i < nf; i++) {
 		struct armed *a = &f[i];
 		switch (a->form) {
@@ -645,14 +655,8 @@ static void deliver(struct scanner *s, unsigned nf, unsigned bucket, uint64_t no
 			deliver_messages(s, f + i, j - i);
 		}
 	}
-	for (unsigned i = 0; i < nf; i++) {
-		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&f[i].sink->detect_hist[bucket], 1, memory_order_relaxed);
+	for (unsigned i = 0; i < nf; i++)
 		release(&f[i]);
-	}
-	atomic_fetch_add_explicit(&s->st_completions, nf, memory_order_relaxed);
 }
 
 /* One pass over the armed set: O(armed). Returns completions delivered. */
