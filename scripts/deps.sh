@@ -9,6 +9,7 @@ packages=(
 	clang libclang-rt-14-dev
 	libsystemd-dev liburing-dev libcjson-dev libcriterion-dev
 	systemd valgrind
+	spin # the models suite (tests/models)
 )
 
 missing=()

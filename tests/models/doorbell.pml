@@ -1,0 +1,157 @@
+/* doorbell.pml — the client's doorbell wait against the scanner's bump and futex wake.
+ *
+ * Models, as of commit f40e556 (line numbers are that commit's; each citation names
+ * the function too, since the code moves):
+ *   client/stream.c garuda_stream_wait() — per round: sample the segment's doorbell
+ *       (acquire), read the word (acquire), return when reached, else block() =
+ *       FUTEX_WAIT(&hdr.doorbell, sample)
+ *   daemon/scanner.c scan_pass() — acquire load of each armed word, fire the reached
+ *       ones; deliver() counts doorbell arms per segment; deliver_doorbell() —
+ *       fetch_add(&hdr.doorbell, pending, release), then FUTEX_WAKE(INT_MAX)
+ *   the device — stores the target into the word (the backend's enqueued store).
+ *
+ * NSTREAM streams share one segment, hence one doorbell; each has one waiter thread
+ * waiting for its target 1 and one arm (target 1) already in the scanner's armed set
+ * (the ARM's way in is scanner_park.pml's business).
+ *
+ * Memory model: sequentially consistent. That is sound for these accesses: the device
+ * store -> scanner acquire load -> scanner release bump -> waiter acquire sample ->
+ * waiter load of the word is a release/acquire chain (message passing), so a waiter
+ * that samples the bumped doorbell reads the reached word; and FUTEX_WAIT compares and
+ * enqueues atomically against FUTEX_WAKE (the kernel's guarantee).
+ *
+ * Abstractions: the wait's spin phase (reads the word only), the backstop query and
+ * every timeout are left out: the model shows the wait returns through the doorbell
+ * alone, without the backstop (which would only bound a lost wake-up's delay). No
+ * spurious futex returns. The doorbell counter is unbounded in the code; here it
+ * counts at most NSTREAM bumps (byte).
+ *
+ * Broken variants (each must fail):
+ *   -DBROKEN_WAKE_BEFORE_BUMP  deliver_doorbell() wakes, then bumps
+ *   -DBROKEN_SAMPLE_AFTER_WORD garuda_stream_wait() reads the word, then samples the
+ *                              doorbell
+ */
+#ifndef NSTREAM
+#define NSTREAM 2
+#endif
+
+byte bell;               /* hdr.doorbell, the futex word */
+bit word[NSTREAM];       /* each stream's word: 0, or its target 1 */
+bit armed[NSTREAM];      /* the scanner's armed set (hot[]: word, target 1) */
+bit queued[NSTREAM];     /* waiter i is queued on the doorbell futex */
+bit returned[NSTREAM];   /* garuda_stream_wait() of stream i returned 0 */
+bit delivered[NSTREAM];  /* deliver_doorbell() for stream i's firing has returned */
+
+/* "No lost wake-up": a waiter sleeps on the doorbell although the scanner finished
+ * delivering its stream's readiness (the bump and the wake are both done). */
+#define lost0 (queued[0] && delivered[0])
+#define lost1 (queued[1] && delivered[1])
+ltl no_lost_wakeup { [] !(lost0 || lost1) }
+/* "Every wait returns" (and, for the scanner's side, every reached arm is delivered). */
+ltl every_wait_returns { <> (returned[0] && returned[1]) }
+ltl every_reached_arm_delivered { [] ((word[0] -> <> delivered[0]) && (word[1] -> <> delivered[1])) }
+
+proctype device(byte i)
+{
+	/* the stream's enqueued store (garuda_stream_signal() stream.c:482,
+	 * backend enqueue_store) lands: word = target 1 */
+	word[i] = 1
+}
+
+proctype waiter(byte i)
+{
+	byte seen;
+	bit w;
+	do
+	:: /* garuda_stream_wait() stream.c:597: for (;;) — the blocking loop */
+#ifndef BROKEN_SAMPLE_AFTER_WORD
+		/* garuda_stream_wait() stream.c:603-606: bell_seen = acquire load of the doorbell */
+		seen = bell;
+		/* garuda_stream_wait() stream.c:607: garuda_reached(word_load(s->word), seq) */
+		w = word[i];
+#else
+		w = word[i]; /* (broken) the word first ... */
+		seen = bell; /* ... then the doorbell sample */
+#endif
+		if
+		:: w -> break /* garuda_stream_wait() stream.c:608: return 0 */
+		:: else -> skip
+		fi;
+		/* block() stream.c:547: FUTEX_WAIT(&hdr.doorbell, bell_seen): compare and
+		 * enqueue in one step; EAGAIN when the doorbell moved */
+		atomic {
+			if
+			:: bell == seen -> queued[i] = 1
+			:: else -> skip
+			fi
+		}
+		queued[i] == 0 /* until FUTEX_WAKE */
+	od;
+	returned[i] = 1
+}
+
+/* FUTEX_WAKE(INT_MAX): every queued waiter wakes */
+inline futex_wake_all()
+{
+	d_step {
+		for (k : 0 .. NSTREAM - 1) { queued[k] = 0 }
+		k = 0
+	}
+}
+
+proctype scanner()
+{
+	byte i, k, nf;
+	bit fired[NSTREAM];
+	do
+	:: /* scanner_main() scanner.c:727/747: passes while something is armed */
+		nf = 0;
+		/* scan_pass() scanner.c:666-675: each armed word, acquire load; fire the reached */
+		for (i : 0 .. NSTREAM - 1) {
+			if
+			:: armed[i] && word[i] -> armed[i] = 0; fired[i] = 1; nf++
+			:: else -> skip
+			fi
+		}
+		if
+		:: nf > 0 ->
+			/* deliver() scanner.c:621-625: doorbell arms of one segment -> pending count;
+			 * deliver_doorbell() scanner.c:523-529 for the segment */
+#ifndef BROKEN_WAKE_BEFORE_BUMP
+			bell = bell + nf;  /* scanner.c:526: __atomic_fetch_add(bell, pending, RELEASE) */
+			futex_wake_all();  /* scanner.c:528: FUTEX_WAKE, INT_MAX */
+#else
+			futex_wake_all();  /* (broken) the wake first ... */
+			bell = bell + nf;  /* ... then the bump */
+#endif
+			d_step {
+				for (i : 0 .. NSTREAM - 1) {
+					if
+					:: fired[i] -> delivered[i] = 1; fired[i] = 0
+					:: else -> skip
+					fi
+				}
+				i = 0
+			}
+		:: else -> skip
+		fi;
+		/* scanner_main() scanner.c:739: nothing armed -> park (scanner_park.pml) */
+		if
+		:: (armed[0] || armed[1]) -> skip
+		:: else -> break
+		fi
+	od
+}
+
+init
+{
+	byte i;
+	atomic {
+		for (i : 0 .. NSTREAM - 1) {
+			armed[i] = 1; /* the ARM is applied: push_armed() scanner.c:227-228 */
+			run device(i);
+			run waiter(i)
+		}
+		run scanner()
+	}
+}
