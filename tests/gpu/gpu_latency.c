@@ -13,7 +13,7 @@
  *       cudaStreamSynchronize() under CU_CTX_SCHED_SPIN / _YIELD / _BLOCKING_SYNC.
  *
  * "Kernel end" is when the store becomes visible to the host: a reference thread,
- * pinned to the last CPU, spins on the word with acquire loads and stamps each new
+ * alone on the last CPU (pin()), spins on the word with acquire loads and stamps each new
  * value. The latency of an iteration is the waiter's wake time minus that stamp (the
  * same store and the same observer for every mode, so the modes compare fairly). A
  * sample where the waiter woke more than OBSERVER_SLACK_NS before the observer saw the
@@ -28,8 +28,8 @@
  * runs the observer and gives the latency; the CPU time of every child (its whole
  * process, less child 0's observer thread) and of garudad (--daemon-pid, from
  * /proc/PID/task/TID/schedstat) is taken over the same window. Prints mode, procs,
- * kernel_us, completions/s, p50, p99 (us), late, client CPU seconds per 1,000
- * completions and as cores, garudad CPU seconds per 1,000 completions.
+ * kernel_us, completions/s, n and late (as above), p50, p99 (us), client CPU seconds
+ * per 1,000 completions and as cores, garudad CPU seconds per 1,000 completions.
  *
  * --json=FILE appends one JSON object (one line) per run with the same numbers.
  * --check (run.sh --check, over the fake): a run where the observer was late for every
@@ -110,16 +110,28 @@ struct observer {
 	pthread_t thread;
 };
 
+/* The observer runs alone on the last CPU: it pins itself there, and every measuring
+ * process keeps its other threads (and those CUDA and libgaruda start later, which
+ * inherit the mask) off it, where there are more than 2 CPUs. Best effort. */
+static void pin(int observer)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 2 || ncpu > CPU_SETSIZE || (!observer && ncpu < 3))
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	if (observer)
+		CPU_SET((int)(ncpu - 1), &set);
+	else
+		for (int i = 0; i < ncpu - 1; i++)
+			CPU_SET(i, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 static void *observe(void *arg)
 {
 	struct observer *o = arg;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (ncpu > 1) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET((int)(ncpu - 1), &set);
-		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	}
+	pin(1);
 	uint64_t last = 0;
 	while (!atomic_load_explicit(&o->stop, memory_order_relaxed)) {
 		uint64_t v = garuda_stream_value(o->stream);
@@ -180,6 +192,7 @@ struct waiter {
 static int waiter_open(struct waiter *w, const struct mode *m, int device, uint64_t max_seq)
 {
 	*w = (struct waiter){ .m = m };
+	pin(0);
 	int r = gk_init(device, m->sched);
 	if (r)
 		FAIL("CUDA init (primary context flags)", r, gk_error_string(r));
@@ -511,8 +524,9 @@ static int run_multi(const struct opts *o)
 		double client_s = (double)cpu / 1e9;
 		double daemon_s = d0 >= 0 && d1 >= d0 ? (double)(d1 - d0) / 1e9 : -1;
 		struct summary s = summarize(sh->lat, sh->kept);
-		printf("%-16s %5d %9ld %9.1f %9.2f %9.2f %6zu %12.4f %6.2f %12.4f\n", o->m->name,
-		       n, o->kernel_us, (double)completions / wall, s.p50, s.p99, sh->late,
+		printf("%-16s %5d %9ld %9.1f %6zu %6zu %9.2f %9.2f %12.4f %6.2f %12.4f\n",
+		       o->m->name, n, o->kernel_us, (double)completions / wall, sh->kept,
+		       sh->late, s.p50, s.p99,
 		       client_s * k, client_s / wall, daemon_s >= 0 ? daemon_s * k : -1.0);
 		FILE *f = json_open(o);
 		if (f) {
@@ -628,9 +642,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (header && o.procs)
-		printf("%-16s %5s %9s %9s %9s %9s %6s %12s %6s %12s\n", "mode", "procs",
-		       "kernel_us", "compl/s", "p50_us", "p99_us", "late", "cli_cpu/1k", "cores",
-		       "daemon/1k");
+		printf("%-16s %5s %9s %9s %6s %6s %9s %9s %12s %6s %12s\n", "mode", "procs",
+		       "kernel_us", "compl/s", "n", "late", "p50_us", "p99_us", "cli_cpu/1k",
+		       "cores", "daemon/1k");
 	else if (header)
 		printf("%-16s %6s %5s %9s %9s %9s %9s %9s\n", "mode", "n", "late", "p50_us",
 		       "p99_us", "mean_us", "min_us", "max_us");

@@ -150,7 +150,11 @@ fi
 
 step "start garudad on $tmp/garuda.sock"
 echo '{ "socket_group": "", "log_level": "warning" }' >"$tmp/garudad.json"
-"$garudad" --config="$tmp/garudad.json" --socket="$tmp/garuda.sock" \
+# garudad stays off the last CPU, where gpu_latency's observer spins
+ncpu=$(nproc)
+pin=()
+((ncpu > 2)) && command -v taskset >/dev/null && pin=(taskset -c "0-$((ncpu - 2))")
+"${pin[@]}" "$garudad" --config="$tmp/garudad.json" --socket="$tmp/garuda.sock" \
 	--control-socket="$tmp/control.sock" >"$tmp/garudad.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 200); do
