@@ -1,5 +1,5 @@
-/* gpu_fake.c — gpu_kernel.h over the FAKE libcuda.so.1 of tests/fakes, for a dry run
- * of gpu_latency without a GPU: the "kernel" is fakeLaunchSleep on a fake stream and
+/* gpu_fake.c — gpu_kernel.h over the FAKE libcuda.so.1 of tests/fakes, for a rehearsal
+ * of gpu_latency without a GPU (run.sh --check): the "kernel" is fakeLaunchSleep on a fake stream and
  * cudaStreamSynchronize is a cuStreamQuery poll. It checks the program's plumbing
  * (libgaruda, garudad, the cuda backend's calls), not GPU latency: its numbers mean
  * nothing. The fake is $GARUDA_CUDA_LIBRARY, as for the cuda backend. */

@@ -1,5 +1,5 @@
-/* gpu_kernel.cu — the CUDA side of the GPU latency check (see gpu_kernel.h). Built by
- * tests/gpu/run.sh with nvcc on a GPU host; never part of the meson build. */
+/* gpu_kernel.cu — the CUDA side of the GPU latency check (see gpu_kernel.h). Compiled
+ * by nvcc in the meson build where nvcc is found (tests/gpu/meson.build: gpu-latency). */
 #include <cuda.h>
 #include <cuda_runtime.h>
 

@@ -1,9 +1,9 @@
 /* gpu_kernel.h — the CUDA side of the GPU latency check (tests/gpu/run.sh), behind a
  * plain C interface so gpu_latency.c builds without the CUDA SDK.
  *
- * gpu_kernel.cu implements it with the CUDA runtime (built by nvcc on a GPU host);
- * gpu_stub.c implements it as "no CUDA here" so the C program still compiles and links
- * in CI. Every function returns 0 or a CUDA error number (gk_error_string() names it).
+ * gpu_kernel.cu implements it with the CUDA runtime (nvcc; gpu-latency); gpu_fake.c
+ * over the FAKE libcuda of tests/fakes (gpu-latency-fake, run.sh --check); gpu_stub.c
+ * as "no CUDA here" (gpu-latency-stub), so the C program builds everywhere. Every function returns 0 or a CUDA error number (gk_error_string() names it).
  */
 #pragma once
 

@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh — the GPU check: kernel-end to client-wake latency on a real NVIDIA
-# GPU, garudad against cudaStreamSynchronize. Run it on a GPU host, from anywhere:
+# tests/gpu/run.sh — the GPU check: how late each way of waiting on a CUDA stream wakes
+# after the kernel ends, and how much CPU it burns, one process alone and N processes
+# each waiting on its own stream; garudad against cudaStreamSynchronize. Run it on a
+# GPU host, from anywhere (one command; about 3 minutes with the build):
 #
-#   tests/gpu/run.sh [--iterations=N] [--warmup=N] [--kernel-us=N] [--device=N]
-#                    [--build-dir=DIR] [--modes=M1,M2,...] [--dry-run]
+#   tests/gpu/run.sh [--out=DIR] [--build-dir=DIR] [--device=N]
+#                    [--iterations=N] [--kernel-us=N] [--modes=M1,M2,...]
+#                    [--procs=N] [--multi-kernel-us=US1,US2] [--seconds=S]
+#   tests/gpu/run.sh --check [--no-build] [--build-dir=DIR]
 #
-# It builds garudad and libgaruda from this checkout (meson, into DIR, default
-# build-gpu), builds tests/gpu/gpu_latency with nvcc, starts a private garudad on a
-# temporary socket, and runs gpu_latency once per mode: each iteration launches a
-# kernel that sleeps --kernel-us on the GPU timer, then garuda's cuda backend enqueues
-# cuStreamWriteValue64 of the next sequence into a garuda segment word, and the client
-# waits (through garudad, per readiness form; or in cudaStreamSynchronize under spin,
-# yield and blocking-sync scheduling). It prints one table: p50/p99/mean/min/max of
-# kernel end (the store seen by a spinning observer) to client wake, in microseconds.
+# It builds garudad, libgaruda and gpu-latency (meson, into DIR, default build-gpu;
+# gpu-latency needs nvcc: on PATH or /usr/local/cuda/bin), starts a private garudad on
+# a temporary socket and prints two tables (docs: README, "The GPU check"):
+#  1. single process: --iterations kernels of --kernel-us (default 1000 x 100 us) per
+#     mode; kernel end (the store seen by a spinning observer) to wake, microseconds;
+#  2. --procs processes (default 8), one stream each, back-to-back kernels of each
+#     --multi-kernel-us (default 2000,10000) for --seconds (default 5) per mode:
+#     completions/s, wake latency of process 0, client CPU seconds per 1,000
+#     completions (and as cores), garudad CPU seconds per 1,000 completions.
+# Tables and JSON lines (single.jsonl, multi.jsonl), the GPU's name and garudad's log
+# go to --out (default DIR/gpu-results).
 #
-# Needs: nvcc (CUDA >= 12), an NVIDIA driver >= 12.0 (libcuda.so.1), a C compiler,
-# meson, ninja, pkg-config and garuda's build dependencies (libsystemd-dev,
-# liburing-dev, libcjson-dev, libcriterion-dev). garudad locks segment memory: run as
-# root or with a memlock limit of a few MiB (ulimit -l). Not a meson test.
+# Needs: an NVIDIA driver (libcuda.so.1), the CUDA toolkit (nvcc, lib64/libcudart_static.a,
+# lib64/stubs), a C compiler, meson, ninja, pkg-config, python3 and garuda's build
+# dependencies (scripts/deps.sh). garudad locks segment memory: run as root or with a
+# memlock limit of a few MiB (ulimit -l).
 #
-# --dry-run rehearses all of this without a GPU or nvcc: gpu_latency is the meson-built
-# gpu-latency-fake (tests/gpu/gpu_fake.c) over the FAKE libcuda.so.1 of tests/fakes.
-# It checks the plumbing; its numbers mean nothing.
+# --check does all of it except touching a GPU, in seconds: build (unless --no-build),
+# start garudad, run every mode alone (50 kernels) and as 2 processes (0.1 s) with the meson-built
+# gpu-latency-fake over the FAKE libcuda.so.1 of tests/fakes, check both tables and the
+# JSON; where gpu-latency was built, check that it loads and parses its options. Its
+# numbers mean nothing. It is the meson test gpu-check (suite gpu).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,21 +39,30 @@ iterations=1000
 warmup=50
 kernel_us=100
 device=0
+procs=8
+multi_kernel_us=2000,10000
+seconds=5
 build_dir=$repo/build-gpu
-dry_run=0
+out=
+check=0
+build=1
 modes=(garuda-eventfd garuda-message garuda-doorbell sync-spin sync-yield sync-blocking)
 
 for arg in "$@"; do
 	case $arg in
 	--iterations=*) iterations=${arg#*=} ;;
-	--warmup=*) warmup=${arg#*=} ;;
 	--kernel-us=*) kernel_us=${arg#*=} ;;
 	--device=*) device=${arg#*=} ;;
+	--procs=*) procs=${arg#*=} ;;
+	--multi-kernel-us=*) multi_kernel_us=${arg#*=} ;;
+	--seconds=*) seconds=${arg#*=} ;;
 	--build-dir=*) build_dir=${arg#*=} ;;
+	--out=*) out=${arg#*=} ;;
 	--modes=*) IFS=, read -r -a modes <<<"${arg#*=}" ;;
-	--dry-run) dry_run=1 ;;
+	--check) check=1 ;;
+	--no-build) build=0 ;;
 	-h | --help)
-		sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -60,27 +78,44 @@ die() {
 }
 step() { printf '== %s\n' "$*" >&2; }
 
-tools=(meson ninja cc)
-((dry_run)) || tools+=(nvcc)
+if ((check)); then
+	# the latency numbers mean nothing over the fake; a loaded machine may leave no
+	# sample whose observer was on time, which gpu_latency --check accepts
+	iterations=50 warmup=0 kernel_us=100 procs=2 multi_kernel_us=1000 seconds=0.1
+fi
+build_dir=$(cd "$(dirname "$build_dir")" && pwd)/$(basename "$build_dir")
+out=${out:-$build_dir/gpu-results}
+tools=(python3)
+((build)) && tools+=(meson ninja)
 for tool in "${tools[@]}"; do
 	command -v "$tool" >/dev/null || die "$tool not found (see the header of this script)"
 done
-if ((!dry_run)) && command -v nvidia-smi >/dev/null; then
-	nvidia-smi --query-gpu=index,name,driver_version,pci.bus_id --format=csv,noheader >&2 || true
-fi
 
-step "build garudad and libgaruda ($build_dir)"
-if [[ ! -f $build_dir/meson-private/coredata.dat ]]; then
-	meson setup "$build_dir" "$repo" --buildtype=release >/dev/null
-fi
-if ((dry_run)); then
-	meson compile -C "$build_dir" garudad garuda:shared_library gpu-latency-fake cuda >/dev/null
-else
-	meson compile -C "$build_dir" garudad garuda:shared_library >/dev/null
+if ((build)); then
+	step "build ($build_dir)"
+	if [[ ! -f $build_dir/meson-private/coredata.dat ]]; then
+		meson setup "$build_dir" "$repo" --buildtype=release >/dev/null
+	fi
+	targets=(garudad garuda:shared_library gpu-latency-fake cuda)
+	grep -q '^build tests/gpu/gpu-latency:' "$build_dir/build.ninja" && targets+=(gpu-latency)
+	meson compile -C "$build_dir" "${targets[@]}" >/dev/null
 fi
 garudad=$build_dir/daemon/garudad
-[[ -x $garudad ]] || die "no $garudad after the build"
+real=$build_dir/tests/gpu/gpu-latency
+fake=$build_dir/tests/gpu/gpu-latency-fake
+[[ -x $garudad ]] || die "no $garudad (build it first)"
+if ((check)); then
+	latency=$fake
+	export GARUDA_CUDA_LIBRARY=$build_dir/tests/fakes/libcuda.so.1
+	[[ -e $GARUDA_CUDA_LIBRARY ]] || die "no fake $GARUDA_CUDA_LIBRARY"
+else
+	latency=$real
+	[[ -x $latency ]] || die "no $latency: meson did not find nvcc (PATH, /usr/local/cuda/bin); see its 'tests/gpu' message"
+fi
+[[ -x $latency ]] || die "no $latency (build it first)"
 
+mkdir -p "$out"
+rm -f "$out/single.jsonl" "$out/multi.jsonl" "$out/tables.txt"
 tmp=$(mktemp -d /tmp/garuda-gpu.XXXXXX)
 daemon_pid=
 # shellcheck disable=SC2317 # invoked through the EXIT trap
@@ -89,32 +124,40 @@ cleanup() {
 		kill -TERM "$daemon_pid" 2>/dev/null || true
 		wait "$daemon_pid" 2>/dev/null || true
 	fi
+	[[ -f $tmp/garudad.log ]] && cp "$tmp/garudad.log" "$out/garudad.log"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if ((dry_run)); then
-	step "dry run: gpu-latency-fake over the FAKE libcuda (no GPU; numbers mean nothing)"
-	latency=$build_dir/tests/backends/gpu-latency-fake
-	export GARUDA_CUDA_LIBRARY=$build_dir/tests/fakes/libcuda.so.1
-else
-	step "build gpu_latency (nvcc)"
-	latency=$tmp/gpu_latency
-	read -r -a nvcc_arch <<<"${NVCC_ARCH:--arch=native}"
-	nvcc -O2 "${nvcc_arch[@]}" -c "$here/gpu_kernel.cu" -o "$tmp/gpu_kernel.o"
-	cc -O2 -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -I"$repo/client/include" -I"$here" \
-		-c "$here/gpu_latency.c" -o "$tmp/gpu_latency.o"
-	nvcc -o "$latency" "$tmp/gpu_latency.o" "$tmp/gpu_kernel.o" \
-		-L"$build_dir/client" -lgaruda -lcuda -Xlinker -rpath="$build_dir/client" -lpthread
+if ((check)); then
+	step "check: gpu-latency-fake over the FAKE libcuda (no GPU; numbers mean nothing)"
+	if [[ -x $real ]]; then
+		# it must load (libcuda.so.1 resolved here by the fake) and know every mode
+		LD_LIBRARY_PATH=$build_dir/tests/fakes "$real" --help >"$tmp/help" ||
+			die "$real --help failed"
+		for mode in "${modes[@]}"; do
+			grep -qw -- "$mode" "$tmp/help" || die "$real does not know mode $mode"
+		done
+		echo "gpu-latency (nvcc build) loads and knows every mode" >&2
+	else
+		echo "gpu-latency not built (no nvcc): only the fake program is checked" >&2
+	fi
+elif command -v nvidia-smi >/dev/null; then
+	nvidia-smi --query-gpu=index,name,driver_version,pci.bus_id --format=csv,noheader |
+		tee "$out/gpu.txt" >&2 || true
 fi
 
 step "start garudad on $tmp/garuda.sock"
 echo '{ "socket_group": "", "log_level": "warning" }' >"$tmp/garudad.json"
-"$garudad" --config="$tmp/garudad.json" --socket="$tmp/garuda.sock" \
+# garudad stays off the last CPU, where gpu_latency's observer spins
+ncpu=$(nproc)
+pin=()
+((ncpu > 2)) && command -v taskset >/dev/null && pin=(taskset -c "0-$((ncpu - 2))")
+"${pin[@]}" "$garudad" --config="$tmp/garudad.json" --socket="$tmp/garuda.sock" \
 	--control-socket="$tmp/control.sock" >"$tmp/garudad.log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 200); do
 	[[ -S $tmp/garuda.sock ]] && break
 	kill -0 "$daemon_pid" 2>/dev/null || { cat "$tmp/garudad.log" >&2; die "garudad exited"; }
 	sleep 0.05
@@ -122,19 +165,59 @@ done
 [[ -S $tmp/garuda.sock ]] || die "garudad did not create its socket"
 export GARUDA_SOCKET=$tmp/garuda.sock
 
-step "measure: ${iterations} iterations (+${warmup} warm-up), kernel ${kernel_us} us, device ${device}"
-"$latency" --header
 status=0
+# run the program; its table line goes to the terminal and to tables.txt
+check_arg=()
+((check)) && check_arg=(--check)
+measure() { "$latency" "$@" --device="$device" "${check_arg[@]}" | tee -a "$out/tables.txt" || status=1; }
+
+step "single process: ${iterations} iterations (+${warmup} warm-up), kernel ${kernel_us} us, device ${device}"
+"$latency" --header | tee -a "$out/tables.txt"
 for mode in "${modes[@]}"; do
-	"$latency" --mode="$mode" --iterations="$iterations" --warmup="$warmup" \
-		--kernel-us="$kernel_us" --device="$device" || status=1
+	measure --mode="$mode" --iterations="$iterations" --warmup="$warmup" \
+		--kernel-us="$kernel_us" --json="$out/single.jsonl"
 done
-if ! kill -0 "$daemon_pid" 2>/dev/null; then
-	cat "$tmp/garudad.log" >&2
-	die "garudad died during the run"
-fi
+
+IFS=, read -r -a kernels <<<"$multi_kernel_us"
+step "${procs} processes x 1 stream, kernels ${multi_kernel_us} us, ${seconds} s per mode"
+echo | tee -a "$out/tables.txt"
+"$latency" --header --procs="$procs" | tee -a "$out/tables.txt"
+for k in "${kernels[@]}"; do
+	for mode in "${modes[@]}"; do
+		measure --mode="$mode" --procs="$procs" --kernel-us="$k" --seconds="$seconds" \
+			--warmup=$((check ? 1 : 20)) --daemon-pid="$daemon_pid" --json="$out/multi.jsonl"
+	done
+done
+
+kill -0 "$daemon_pid" 2>/dev/null || { cat "$tmp/garudad.log" >&2; die "garudad died during the run"; }
 if [[ -s $tmp/garudad.log ]]; then
 	echo "-- garudad log" >&2
 	cat "$tmp/garudad.log" >&2
 fi
+
+# every run must have left one well-formed JSON line with sane numbers
+# (a wake may precede the observer's stamp by its slack, 5 us: see gpu_latency.c);
+# under --check every sample may be late, but there must be samples
+python3 - "$out" "${#modes[@]}" "$((${#modes[@]} * ${#kernels[@]}))" "$procs" "$check" <<'EOF' || status=1
+import json, sys
+out, n_single, n_multi, procs, check = sys.argv[1], *map(int, sys.argv[2:])
+def sampled(r):
+    return r["n"] + (r["late"] if check else 0) >= 1 and (r["n"] == 0 or r["p50_us"] <= r["p99_us"])
+def rows(name):
+    try:
+        return [json.loads(line) for line in open(f"{out}/{name}")]
+    except (OSError, ValueError) as e:
+        sys.exit(f"run.sh: {name}: {e}")
+single, multi = rows("single.jsonl"), rows("multi.jsonl")
+if len(single) != n_single or len(multi) != n_multi:
+    sys.exit(f"run.sh: expected {n_single} single and {n_multi} multi results, got {len(single)} and {len(multi)}")
+for r in single:
+    if not sampled(r) or (r["n"] and not -5 <= r["min_us"] <= r["p50_us"] <= r["max_us"]):
+        sys.exit(f"run.sh: implausible single result {r}")
+for r in multi:
+    if (r["procs"] != procs or r["completions"] < procs or not sampled(r)
+            or r["client_cpu_s"] <= 0 or r["garudad_cpu_s"] < 0):
+        sys.exit(f"run.sh: implausible multi result {r}")
+print(f"results: {out}/tables.txt, single.jsonl, multi.jsonl", file=sys.stderr)
+EOF
 exit $status
