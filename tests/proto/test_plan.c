@@ -318,3 +318,31 @@ Test(plan, generated_plans_round_trip)
 	cr_assert_gt(accepted, 1000);
 	cr_assert_gt(refused, 1000);
 }
+
+/* the examples table of docs/plans.md, message for message */
+Test(plan, documented_messages)
+{
+	static const struct {
+		const char *text, *msg;
+	} rows[] = {
+		{ "spin", "kind: unknown 'spin' (block, poll or flag)" },
+		{ "block" PRED, "predict: not with block (a blocking wait has nothing to sleep in front of)" },
+		{ "flag:park_us=1", "backstop_us: missing" },
+		{ "poll+predict:margin_us=1,margin_us=1,min_sleep_us=1,max_sleep_us=1,window=1",
+		  "margin_us: given twice" },
+		{ "poll+predict:margin_us=1,min_sleep_us=1,max_sleep_us=1,window=17", "window: 17 exceeds 16" },
+		{ "poll+predict:margin_us=1,min_sleep_us=1,max_sleep_us=1,window=0", "window: 0 is below 1" },
+		{ "poll+predict:margin_us=1,min_sleep_us=21,max_sleep_us=20,window=1",
+		  "min_sleep_us: 21 exceeds max_sleep_us (20)" },
+		{ "flag:park_us=01,backstop_us=2", "park_us: '01' has a leading zero" },
+		{ "poll+predict:margin_us=99999999999999999999,min_sleep_us=1,max_sleep_us=1,window=1",
+		  "margin_us: '99999999999999999999' overflows 64 bits" },
+		{ "flag:backstop_us=2,park_us=1", "backstop_us: out of order (flag: park_us, backstop_us)" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct garuda_plan p;
+		char msg[GARUDA_PLAN_MSG_MAX];
+		cr_assert_eq(garuda_plan_parse(rows[i].text, &p, msg, sizeof(msg)), -GARUDA_E_BAD_PLAN);
+		cr_assert_str_eq(msg, rows[i].msg, "%s", rows[i].text);
+	}
+}
