@@ -182,13 +182,21 @@ Test(estimator, init_applies_the_plan_bounds)
 	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0, "prediction <= margin: no sleep");
 }
 
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 /* Random sequences against an independent model: the window is the last `window`
  * records of a plain array; prediction = their minimum; a censored record never
  * raises the prediction; sleep follows the rule and never exceeds max_sleep. */
 Test(estimator, random_sequences_match_the_model)
 {
 	uint64_t rng = 88172645463325252u;
-#define NEXT() (rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17, rng)
+#define NEXT() xorshift(&rng)
 	static uint64_t hist[512];
 	unsigned censored_seen = 0, raised_by_exact = 0;
 	for (unsigned seq = 0; seq < 2000; seq++) {
