@@ -17,6 +17,9 @@
  * Promises:
  *   - Pure, I/O-free, libc only, no allocation; a struct is owned by one thread at a
  *     time (the caller's lock or thread discipline), functions keep no other state.
+ *     Every function but init needs a struct that garuda_estimator_init() accepted.
+ *   - Fixed size: sizeof(struct garuda_estimator) is all a point costs (184 bytes on
+ *     LP64; a daemon charges it to the session's quota).
  *   - No overflow anywhere: any uint64_t input is valid (an exact UINT64_MAX gives
  *     max_sleep); microsecond parameters convert to nanoseconds saturating.
  *   - garuda_estimator_sleep_ns() <= max_sleep, always.

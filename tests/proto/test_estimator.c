@@ -78,6 +78,12 @@ Test(estimator, seed_vectors)
 	cr_assert_eq(e.censored, 0);
 }
 
+Test(estimator, fixed_size)
+{
+	/* what estimator.h promises a point costs (LP64) */
+	cr_assert_eq(sizeof(struct garuda_estimator), 184);
+}
+
 Test(estimator, uint64_max_on_a_cold_point_is_max_sleep)
 {
 	struct garuda_estimator e = seed_estimator();
