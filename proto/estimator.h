@@ -1,0 +1,65 @@
+/* estimator.h — the per-readback-point deadline estimator of a +predict wait plan.
+ *
+ * One struct garuda_estimator per point (what garudad or libgaruda waits on). All
+ * times are uint64_t nanoseconds (the plan's microseconds are converted once, at
+ * init). The state is a fixed ring of the last `window` (<= GARUDA_PLAN_WINDOW_MAX)
+ * records; the rules (docs/plans.md):
+ *   - prediction = the minimum of the records in the window (none: no prediction);
+ *   - record_exact(residual): the residual (completion - wait start, observed by a
+ *     poll that was already running when the work finished) is recorded as is;
+ *   - record_censored(wake): a wake that found the work already done records
+ *     min(wake, prediction) / 2. Choice: with no prediction yet it records wake / 2
+ *     (as if the prediction were infinite), so a cold point's first late wake already
+ *     gives it a prediction below that wake;
+ *   - sleep = prediction - margin; 0 (do not sleep) when there is no record, when
+ *     prediction <= margin or when the result is below min_sleep; at most max_sleep.
+ *
+ * Promises:
+ *   - Pure, I/O-free, libc only, no allocation; a struct is owned by one thread at a
+ *     time (the caller's lock or thread discipline), functions keep no other state.
+ *     Every function but init needs a struct that garuda_estimator_init() accepted.
+ *   - Fixed size: sizeof(struct garuda_estimator) is all a point costs (184 bytes on
+ *     LP64; a daemon charges it to the session's quota).
+ *   - No overflow anywhere: any uint64_t input is valid (an exact UINT64_MAX gives
+ *     max_sleep); microsecond parameters convert to nanoseconds saturating.
+ *   - garuda_estimator_sleep_ns() <= max_sleep, always.
+ *   - A censored record never raises the prediction: after it the prediction is
+ *     <= min(wake, previous prediction) / 2.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+struct garuda_estimator {
+	uint64_t margin_ns;
+	uint64_t min_sleep_ns;
+	uint64_t max_sleep_ns;
+	uint32_t window;     /* 1 .. GARUDA_PLAN_WINDOW_MAX */
+	uint32_t count;      /* records held, <= window */
+	uint32_t next;       /* ring slot the next record goes to */
+	uint64_t exact;      /* exact records since init (for metrics) */
+	uint64_t censored;   /* censored records since init */
+	uint64_t ring[GARUDA_PLAN_WINDOW_MAX];
+};
+
+/* Set up e from a +predict section (a plan's p->pred). Returns 0, or
+ * -GARUDA_E_BAD_PLAN (e untouched) when the section is out of the plan's bounds. */
+int garuda_estimator_init(struct garuda_estimator *e, const struct garuda_plan_predict *pred);
+
+/* Forget every record (and the counts), keep the parameters. */
+void garuda_estimator_reset(struct garuda_estimator *e);
+
+/* The prediction in ns; false (and *out_ns untouched) when there is none yet. */
+bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *out_ns);
+
+/* An exact residual: completion - wait start, in ns. */
+void garuda_estimator_record_exact_ns(struct garuda_estimator *e, uint64_t residual_ns);
+
+/* A censored wake: the wait's wake - wait start, in ns, when the work was already done. */
+void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wake_ns);
+
+/* How long to sleep from the wait's start before spinning, in ns; 0 = do not sleep. */
+uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e);

@@ -1,0 +1,93 @@
+/* test_corpus_plan.c — the plan fuzz target's seed corpus (tests/fuzz/corpus-plan) in
+ * the ordinary test suite: every file replays through the target's checks (round
+ * trip, messages, the estimator model); files named ok-* must parse, all others
+ * (bad-* plan texts, est-* estimator sequences) must be refused; and a few generated
+ * inputs (every prefix of every seed, bytes of every value) replay too. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errcode.h"
+#include "fdcheck.h"
+#include "plan.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+TestSuite(fuzz_plan, .init = fdcheck_begin, .fini = fdcheck_end);
+
+#define SEED_MAX 1024
+
+struct seed {
+	char name[256];
+	uint8_t bytes[SEED_MAX];
+	size_t len;
+};
+
+static size_t load_seeds(struct seed *seeds, size_t cap)
+{
+	DIR *d = opendir(FUZZ_PLAN_CORPUS_DIR);
+	cr_assert_not_null(d, "%s: %s", FUZZ_PLAN_CORPUS_DIR, strerror(errno));
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		cr_assert_lt(n, cap);
+		snprintf(seeds[n].name, sizeof(seeds[n].name), "%s", e->d_name);
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+		cr_assert_geq(fd, 0, "%s: %s", e->d_name, strerror(errno));
+		ssize_t r = read(fd, seeds[n].bytes, SEED_MAX);
+		close(fd);
+		cr_assert_geq(r, 0);
+		seeds[n].len = (size_t)r;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+Test(fuzz_plan, every_seed_replays)
+{
+	static struct seed seeds[64];
+	size_t n = load_seeds(seeds, 64);
+	unsigned ok = 0, bad = 0, est = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct garuda_plan p;
+		char msg[GARUDA_PLAN_MSG_MAX];
+		int r = garuda_plan_parse_n((const char *)seeds[i].bytes, seeds[i].len, &p, msg,
+					    sizeof(msg));
+		if (strncmp(seeds[i].name, "ok-", 3) == 0) {
+			cr_assert_eq(r, 0, "%s: %s", seeds[i].name, msg);
+			ok++;
+		} else {
+			cr_assert_eq(r, -GARUDA_E_BAD_PLAN, "%s parses", seeds[i].name);
+			if (strncmp(seeds[i].name, "est-", 4) == 0)
+				est++;
+			else
+				bad++;
+		}
+		cr_assert_eq(LLVMFuzzerTestOneInput(seeds[i].bytes, seeds[i].len), 0);
+	}
+	cr_assert_geq(ok, 4);
+	cr_assert_geq(bad, 4);
+	cr_assert_geq(est, 1);
+}
+
+Test(fuzz_plan, prefixes_and_byte_values_replay)
+{
+	static struct seed seeds[64];
+	size_t n = load_seeds(seeds, 64);
+	for (size_t i = 0; i < n; i++)
+		for (size_t len = 0; len <= seeds[i].len; len++)
+			cr_assert_eq(LLVMFuzzerTestOneInput(seeds[i].bytes, len), 0);
+	uint8_t buf[64];
+	for (unsigned v = 0; v < 256; v++) {
+		memset(buf, (int)v, sizeof(buf));
+		for (size_t len = 0; len <= sizeof(buf); len += 7)
+			cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
+	}
+}

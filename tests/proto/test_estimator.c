@@ -1,0 +1,266 @@
+/* test_estimator.c — the deadline estimator (estimator.h, docs/plans.md).
+ *
+ * Pins: the seed's test vectors exactly (margin 150 µs, min_sleep 20 µs, max_sleep
+ * 50 ms, window 8), the censored rule (min(wake, prediction) / 2, wake / 2 when cold),
+ * that a censored record never raises the prediction and sleep never exceeds
+ * max_sleep over many random sequences (checked against an independent model of the
+ * window), no overflow at UINT64_MAX, and that init applies the plan's bounds.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "errcode.h"
+#include "estimator.h"
+#include "fdcheck.h"
+#include "plan.h"
+
+TestSuite(estimator, .init = fdcheck_begin, .fini = fdcheck_end);
+
+#define US 1000u
+#define MS 1000000u
+
+static struct garuda_estimator seed_estimator(void)
+{
+	struct garuda_plan p;
+	char msg[GARUDA_PLAN_MSG_MAX];
+	int r = garuda_plan_parse("poll+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,window=8",
+				  &p, msg, sizeof(msg));
+	cr_assert_eq(r, 0, "%s", msg);
+	struct garuda_estimator e;
+	cr_assert_eq(garuda_estimator_init(&e, &p.pred), 0);
+	return e;
+}
+
+static uint64_t prediction(const struct garuda_estimator *e)
+{
+	uint64_t v = 12345;
+	cr_assert(garuda_estimator_prediction_ns(e, &v), "no prediction");
+	return v;
+}
+
+Test(estimator, seed_vectors)
+{
+	struct garuda_estimator e = seed_estimator();
+	uint64_t v = 777;
+	/* cold point: no sleep */
+	cr_assert_not(garuda_estimator_prediction_ns(&e, &v));
+	cr_assert_eq(v, 777, "no prediction leaves *out untouched");
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0);
+	/* exact 1.0, 0.9, 1.1 ms -> sleep 750 µs */
+	garuda_estimator_record_exact_ns(&e, 1000 * US);
+	garuda_estimator_record_exact_ns(&e, 900 * US);
+	garuda_estimator_record_exact_ns(&e, 1100 * US);
+	cr_assert_eq(prediction(&e), 900 * US);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 750 * US);
+	/* 8 x exact 2 ms -> 1,850 µs: the old minimum has left the window */
+	for (int i = 1; i <= 6; i++) { /* 0.9 ms still in the window */
+		garuda_estimator_record_exact_ns(&e, 2 * MS);
+		cr_assert_eq(garuda_estimator_sleep_ns(&e), 750 * US, "after %d", i);
+	}
+	garuda_estimator_record_exact_ns(&e, 2 * MS); /* 1.0 and 0.9 ms gone, 1.1 left */
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 950 * US);
+	garuda_estimator_record_exact_ns(&e, 2 * MS);
+	cr_assert_eq(prediction(&e), 2 * MS);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 1850 * US);
+	/* exact 160 µs -> 10 µs, below min_sleep: no sleep */
+	garuda_estimator_record_exact_ns(&e, 160 * US);
+	cr_assert_eq(prediction(&e), 160 * US);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0);
+	/* exact 100 µs -> below the margin: no sleep */
+	garuda_estimator_record_exact_ns(&e, 100 * US);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0);
+	/* UINT64_MAX -> max_sleep, once the small ones have left the window */
+	for (int i = 0; i < 8; i++)
+		garuda_estimator_record_exact_ns(&e, UINT64_MAX);
+	cr_assert_eq(prediction(&e), UINT64_MAX);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 50 * MS);
+	cr_assert_eq(e.exact, 3 + 8 + 2 + 8);
+	cr_assert_eq(e.censored, 0);
+}
+
+Test(estimator, fixed_size)
+{
+	/* what estimator.h promises a point costs (LP64) */
+	cr_assert_eq(sizeof(struct garuda_estimator), 184);
+}
+
+Test(estimator, uint64_max_on_a_cold_point_is_max_sleep)
+{
+	struct garuda_estimator e = seed_estimator();
+	garuda_estimator_record_exact_ns(&e, UINT64_MAX);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 50 * MS);
+}
+
+Test(estimator, edges_of_the_sleep_rule)
+{
+	struct garuda_estimator e = seed_estimator();
+	garuda_estimator_record_exact_ns(&e, 150 * US); /* == margin */
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0);
+	garuda_estimator_reset(&e);
+	garuda_estimator_record_exact_ns(&e, 170 * US); /* 20 µs == min_sleep: sleeps */
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 20 * US);
+	garuda_estimator_reset(&e);
+	garuda_estimator_record_exact_ns(&e, 170 * US - 1); /* 1 ns short */
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0);
+	garuda_estimator_reset(&e);
+	garuda_estimator_record_exact_ns(&e, 50150 * US); /* == max_sleep */
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 50 * MS);
+	garuda_estimator_reset(&e);
+	garuda_estimator_record_exact_ns(&e, 50150 * US + 1);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 50 * MS);
+	garuda_estimator_record_exact_ns(&e, 0);
+	cr_assert_eq(prediction(&e), 0);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0);
+}
+
+Test(estimator, reset_forgets_records_keeps_parameters)
+{
+	struct garuda_estimator e = seed_estimator();
+	garuda_estimator_record_exact_ns(&e, 1 * MS);
+	garuda_estimator_record_censored_ns(&e, 1 * MS);
+	garuda_estimator_reset(&e);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0);
+	uint64_t v;
+	cr_assert_not(garuda_estimator_prediction_ns(&e, &v));
+	cr_assert_eq(e.exact + e.censored, 0);
+	cr_assert_eq(e.margin_ns, 150 * US);
+	cr_assert_eq(e.window, 8);
+}
+
+Test(estimator, censored_records_half_the_smaller_of_wake_and_prediction)
+{
+	struct garuda_estimator e = seed_estimator();
+	/* cold: wake / 2 */
+	garuda_estimator_record_censored_ns(&e, 3 * MS);
+	cr_assert_eq(prediction(&e), 1500 * US);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 1350 * US);
+	/* a late wake (after the prediction): prediction / 2 */
+	garuda_estimator_record_censored_ns(&e, 10 * MS);
+	cr_assert_eq(prediction(&e), 750 * US);
+	/* an early wake: wake / 2 */
+	garuda_estimator_record_censored_ns(&e, 400 * US);
+	cr_assert_eq(prediction(&e), 200 * US);
+	/* repeated late wakes lower it geometrically */
+	garuda_estimator_record_censored_ns(&e, UINT64_MAX);
+	cr_assert_eq(prediction(&e), 100 * US);
+	cr_assert_eq(e.censored, 4);
+	cr_assert_eq(e.exact, 0);
+	/* UINT64_MAX cold: halved, no overflow */
+	garuda_estimator_reset(&e);
+	garuda_estimator_record_censored_ns(&e, UINT64_MAX);
+	cr_assert_eq(prediction(&e), UINT64_MAX / 2);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 50 * MS);
+}
+
+Test(estimator, window_of_one_follows_the_last_record)
+{
+	struct garuda_plan_predict pp = { .margin_us = 0, .min_sleep_us = 0, .max_sleep_us = 1000, .window = 1 };
+	struct garuda_estimator e;
+	cr_assert_eq(garuda_estimator_init(&e, &pp), 0);
+	garuda_estimator_record_exact_ns(&e, 100 * US);
+	garuda_estimator_record_exact_ns(&e, 300 * US);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 300 * US);
+	garuda_estimator_record_exact_ns(&e, 200 * US);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 200 * US);
+}
+
+Test(estimator, init_applies_the_plan_bounds)
+{
+	struct garuda_estimator e;
+	memset(&e, 0x77, sizeof(e));
+	struct garuda_plan_predict bad[] = {
+		{ .max_sleep_us = 1, .window = 0 },
+		{ .max_sleep_us = 1, .window = 17 },
+		{ .min_sleep_us = 2, .max_sleep_us = 1, .window = 1 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(garuda_estimator_init(&e, &bad[i]), -GARUDA_E_BAD_PLAN, "row %zu", i);
+		cr_assert_eq(e.window, 0x77777777u, "a refused init leaves e untouched");
+	}
+	/* microseconds too large for nanoseconds saturate */
+	struct garuda_plan_predict huge = { .margin_us = UINT64_MAX, .min_sleep_us = UINT64_MAX / 999,
+					    .max_sleep_us = UINT64_MAX, .window = 16 };
+	cr_assert_eq(garuda_estimator_init(&e, &huge), 0);
+	cr_assert_eq(e.margin_ns, UINT64_MAX);
+	cr_assert_eq(e.min_sleep_ns, UINT64_MAX);
+	cr_assert_eq(e.max_sleep_ns, UINT64_MAX);
+	garuda_estimator_record_exact_ns(&e, UINT64_MAX);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 0, "prediction <= margin: no sleep");
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Random sequences against an independent model: the window is the last `window`
+ * records of a plain array; prediction = their minimum; a censored record never
+ * raises the prediction; sleep follows the rule and never exceeds max_sleep. */
+Test(estimator, random_sequences_match_the_model)
+{
+	uint64_t rng = 88172645463325252u;
+#define NEXT() xorshift(&rng)
+	static uint64_t hist[512];
+	unsigned censored_seen = 0, raised_by_exact = 0;
+	for (unsigned seq = 0; seq < 2000; seq++) {
+		struct garuda_plan_predict pp = {
+			.margin_us = NEXT() % 500,
+			.min_sleep_us = NEXT() % 100,
+			.window = 1 + NEXT() % GARUDA_PLAN_WINDOW_MAX,
+		};
+		pp.max_sleep_us = pp.min_sleep_us + NEXT() % 5000;
+		struct garuda_estimator e;
+		cr_assert_eq(garuda_estimator_init(&e, &pp), 0);
+		unsigned n = 0, len = 1 + (unsigned)(NEXT() % 300);
+		for (unsigned i = 0; i < len; i++) {
+			uint64_t r = NEXT();
+			uint64_t t;
+			switch (r % 4) { /* mostly realistic, sometimes extreme */
+			case 0: t = (r >> 8) % (20 * MS); break;
+			case 1: t = (r >> 8) % (600 * US); break;
+			case 2: t = r % 8 == 2 ? UINT64_MAX : (r >> 8); break;
+			default: t = (r >> 16) % (3 * MS); break;
+			}
+			uint64_t before = 0;
+			bool had = garuda_estimator_prediction_ns(&e, &before);
+			bool censored = (NEXT() % 3) == 0;
+			cr_assert_lt(n, sizeof(hist) / sizeof(hist[0]));
+			if (censored) {
+				garuda_estimator_record_censored_ns(&e, t);
+				uint64_t rec = had && before < t ? before : t;
+				hist[n++] = rec / 2;
+			} else {
+				garuda_estimator_record_exact_ns(&e, t);
+				hist[n++] = t;
+			}
+			uint64_t model = UINT64_MAX;
+			for (unsigned k = n > pp.window ? n - (unsigned)pp.window : 0; k < n; k++)
+				model = hist[k] < model ? hist[k] : model;
+			uint64_t after = prediction(&e);
+			cr_assert_eq(after, model, "seq %u step %u", seq, i);
+			if (censored) {
+				censored_seen++;
+				cr_assert_leq(after, t / 2);
+				if (had)
+					cr_assert_leq(after, before / 2, "a censored wake raised the prediction");
+			} else if (had && after > before) {
+				raised_by_exact++;
+			}
+			uint64_t s = garuda_estimator_sleep_ns(&e);
+			uint64_t margin = pp.margin_us * US;
+			uint64_t want = model <= margin ? 0 : model - margin;
+			if (want < pp.min_sleep_us * US)
+				want = 0;
+			if (want > pp.max_sleep_us * US)
+				want = pp.max_sleep_us * US;
+			cr_assert_eq(s, want, "seq %u step %u", seq, i);
+			cr_assert_leq(s, pp.max_sleep_us * US);
+		}
+	}
+#undef NEXT
+	cr_assert_gt(censored_seen, 10000);
+	cr_assert_gt(raised_by_exact, 100, "the sequences exercise eviction");
+}
