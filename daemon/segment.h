@@ -22,9 +22,7 @@ struct segment {
 	uint32_t lines;
 	int numa_node;
 	unsigned scanner; /* index of the scanner that watches it */
-	uint32_t doorbell_pending; /* scanner-private: wakes to issue this pass */
 	struct segment *next; /* session's list */
-	struct segment *batch_next; /* scanner-private */
 };
 
 /* Create a new segment for client pid: memfd, size, seals, map, place, mlock, header.

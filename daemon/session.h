@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "daemon.h"
-#include "delivery.h"
+#include "sink.h"
 #include "segment.h"
 
 struct outmsg {

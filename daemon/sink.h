@@ -1,4 +1,4 @@
-/* delivery.h — what a scanner needs to deliver readiness to a session, shared between
+/* sink.h — what a scanner needs to deliver readiness to a session, shared between
  * the loop thread (which owns the session) and the scanner threads (which fire
  * armed descriptors): the sink (the session's socket and its counters) and bindings
  * (a slot's eventfd). Both are reference-counted; each armed descriptor holds a
@@ -32,8 +32,9 @@ struct binding {
 	atomic_uint refs;
 	int fd; /* the client's eventfd */
 	uint32_t segment_id, index;
-	bool broken;             /* scanner-private: offender, stop writing */
-	uint64_t pending;        /* scanner-private: adds to write this pass */
+	/* set by the one scanner that watches the slot's segment (readiness.c) once the
+	 * eventfd would block it: stop writing; no other thread reads it */
+	atomic_bool broken;
 	struct binding *next;    /* session's list */
 };
 
