@@ -31,8 +31,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "control_internal.h"
 #include "log.h"
+#include "server.h"
 
 #define CONTROL_MAX_CONNS 64
 #define CONTROL_BATCH 16

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "control_internal.h"
 #include "log.h"
+#include "service.h"
 #include "session.h"
 
 #define LIST_ARMED_PER_WORD 64 /* armed targets listed per word; "armed_count" has all */

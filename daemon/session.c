@@ -20,7 +20,7 @@
 
 static void session_send(struct session *s, const struct garuda_msg *m, int fd);
 
-void daemon_count_error(struct daemon *d, int code)
+static void count_error(struct daemon *d, int code)
 {
 	if (code < 0)
 		code = -code;
@@ -67,7 +67,7 @@ static void reply_error(struct session *s, uint64_t cookie, int code, const char
 {
 	struct garuda_msg m;
 	s->errors++;
-	daemon_count_error(s->d, code);
+	count_error(s->d, code);
 	garuda_msg_error(&m, cookie, code, text);
 	session_send(s, &m, -1);
 }
@@ -172,7 +172,7 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 			 &s->d->cfg.quota_uid, Q_OUTBOX, (uint64_t)len)) {
 		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
 			   (unsigned long long)s->id, (int)s->pid, s->comm);
-		daemon_count_error(s->d, GARUDA_E_SLOW_PEER);
+		count_error(s->d, GARUDA_E_SLOW_PEER);
 		session_close(s);
 		return;
 	}
@@ -644,7 +644,7 @@ void session_accept(struct daemon *d, int fd)
 		if (len > 0)
 			fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
 		log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)cred.uid);
-		daemon_count_error(d, GARUDA_E_QUOTA);
+		count_error(d, GARUDA_E_QUOTA);
 		sink_unref(sink); /* closes fd */
 		free(s);
 		return;
@@ -683,7 +683,7 @@ void session_accept(struct daemon *d, int fd)
 	d->sessions_total++;
 	log_debug("session %llu: pid %d uid %d (%s) connected", (unsigned long long)s->id,
 		  (int)s->pid, (int)s->uid, s->comm);
-	daemon_update_status(d);
+	d->status_dirty = true;
 }
 
 /* Give back everything the session holds except its socket and outbox: stop reading,
@@ -741,7 +741,7 @@ void session_close(struct session *s)
 	/* freed after this loop iteration: callers up the stack may still hold s */
 	s->next = d->dead_sessions;
 	d->dead_sessions = s;
-	daemon_update_status(d);
+	d->status_dirty = true;
 }
 
 void session_reap(struct daemon *d)

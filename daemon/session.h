@@ -47,3 +47,16 @@ struct session {
 	struct session *next, *prev;
 	struct session *hnext; /* d->by_id chain */
 };
+
+/* A connection accepted on the client socket (fd: CLOEXEC, NONBLOCK; taken in every
+ * case). A connection over quota.uid.connections gets ERROR{QUOTA} and is closed. */
+void session_accept(struct daemon *d, int fd);
+/* End a session: release what it holds, close its socket; freed by session_reap(). */
+void session_close(struct session *s);
+void session_close_all(struct daemon *d);
+/* Free the sessions closed during this loop iteration (callers up the stack may have
+ * held them until then). */
+void session_reap(struct daemon *d);
+/* Act on the scanners' notices (DISARM answers, overflows, offenders). */
+void session_handle_notices(struct daemon *d);
+struct session *session_find(struct daemon *d, uint64_t id);
