@@ -33,6 +33,7 @@
 
 #include "control.h"
 #include "control_internal.h"
+#include "control_names.h"
 #include "log.h"
 #include "server.h"
 
@@ -67,7 +68,7 @@ cJSON *ctl_reply_new(void)
 {
 	cJSON *r = cJSON_CreateObject();
 	if (r)
-		cJSON_AddNumberToObject(r, "version", CONTROL_VERSION);
+		cJSON_AddNumberToObject(r, CTL_KEY_VERSION, CONTROL_VERSION);
 	return r;
 }
 
@@ -80,10 +81,10 @@ cJSON *ctl_error(int code, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	cJSON *r = ctl_reply_new();
-	cJSON *e = cJSON_AddObjectToObject(r, "error");
-	cJSON_AddNumberToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "name", name ? name : "UNKNOWN");
-	cJSON_AddStringToObject(e, "message", msg);
+	cJSON *e = cJSON_AddObjectToObject(r, CTL_KEY_ERROR);
+	cJSON_AddNumberToObject(e, CTL_KEY_CODE, code);
+	cJSON_AddStringToObject(e, CTL_KEY_NAME, name ? name : "UNKNOWN");
+	cJSON_AddStringToObject(e, CTL_KEY_MESSAGE, msg);
 	return r;
 }
 
@@ -133,22 +134,22 @@ struct ctl_request {
 	struct ctl_arg args[4];
 };
 
-#define ARG_CLIENT(req) { "client", ARG_UINT, req, 1, CONTROL_MAX_ID }
-#define ARG_START(max) { "start", ARG_UINT, false, 0, max }
+#define ARG_CLIENT(req) { CTL_KEY_CLIENT, ARG_UINT, req, 1, CONTROL_MAX_ID }
+#define ARG_START(max) { CTL_KEY_START, ARG_UINT, false, 0, max }
 
 static const struct ctl_request requests[] = {
-	{ "status", ctl_req_status, { { 0 } } },
-	{ "clients", ctl_req_clients, { ARG_START(CONTROL_MAX_ID) } },
-	{ "segments", ctl_req_segments, { ARG_CLIENT(true), ARG_START(UINT32_MAX) } },
-	{ "lines", ctl_req_lines, { ARG_CLIENT(true), { "segment", ARG_UINT, true, 0, UINT32_MAX },
+	{ CTL_REQ_STATUS, ctl_req_status, { { 0 } } },
+	{ CTL_REQ_CLIENTS, ctl_req_clients, { ARG_START(CONTROL_MAX_ID) } },
+	{ CTL_REQ_SEGMENTS, ctl_req_segments, { ARG_CLIENT(true), ARG_START(UINT32_MAX) } },
+	{ CTL_REQ_LINES, ctl_req_lines, { ARG_CLIENT(true), { CTL_KEY_SEGMENT, ARG_UINT, true, 0, UINT32_MAX },
 				    ARG_START(GARUDA_SEGMENT_MAX_LINES - 1),
-				    { "count", ARG_UINT, false, 1, GARUDA_SEGMENT_MAX_LINES } } },
-	{ "scanners", ctl_req_scanners, { { 0 } } },
-	{ "config", ctl_req_config, { { 0 } } },
-	{ "metrics", ctl_req_metrics, { { 0 } } },
-	{ "disconnect", ctl_req_disconnect, { ARG_CLIENT(true) } },
-	{ "log_level", ctl_req_log_level, { { "level", ARG_STRING, false, 0, 0 } } },
-	{ "reload", ctl_req_reload, { { 0 } } },
+				    { CTL_KEY_COUNT, ARG_UINT, false, 1, GARUDA_SEGMENT_MAX_LINES } } },
+	{ CTL_REQ_SCANNERS, ctl_req_scanners, { { 0 } } },
+	{ CTL_REQ_CONFIG, ctl_req_config, { { 0 } } },
+	{ CTL_REQ_METRICS, ctl_req_metrics, { { 0 } } },
+	{ CTL_REQ_DISCONNECT, ctl_req_disconnect, { ARG_CLIENT(true) } },
+	{ CTL_REQ_LOG_LEVEL, ctl_req_log_level, { { CTL_KEY_LEVEL, ARG_STRING, false, 0, 0 } } },
+	{ CTL_REQ_RELOAD, ctl_req_reload, { { 0 } } },
 };
 
 bool ctl_arg_uint(const cJSON *req, const char *key, uint64_t *out)
@@ -183,7 +184,7 @@ static cJSON *check_args(const struct ctl_request *rq, const cJSON *req)
 		for (const cJSON *p = req->child; p != it; p = p->next)
 			if (strcmp(p->string, it->string) == 0)
 				return ctl_error(GARUDA_E_BAD_ARGUMENT, "duplicate key \"%.64s\"", it->string);
-		if (strcmp(it->string, "request") == 0)
+		if (strcmp(it->string, CTL_KEY_REQUEST) == 0)
 			continue;
 		const struct ctl_arg *a = find_arg(rq, it->string);
 		if (!a)
@@ -227,7 +228,7 @@ static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 		cJSON_Delete(req);
 		return ctl_error(GARUDA_E_BAD_JSON, "request must be a JSON object");
 	}
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "request");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, CTL_KEY_REQUEST);
 	cJSON *r = NULL;
 	if (!name) {
 		r = ctl_error(GARUDA_E_BAD_ARGUMENT, "missing key \"request\"");

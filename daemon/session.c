@@ -1,7 +1,6 @@
 /* session.c — client sessions; see session.h. */
 #include "session.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -528,10 +527,7 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 	struct garuda_msg m;
 	int r = garuda_msg_decode(buf, len, nfds, &m);
 	if (r) {
-		uint64_t cookie = 0;
-		if (len >= GARUDA_HDR_BYTES)
-			memcpy(&cookie, buf + 16, sizeof(cookie)), cookie = le64toh(cookie);
-		fail_session(s, cookie, r, NULL);
+		fail_session(s, garuda_peek_cookie(buf, len), r, NULL);
 		return;
 	}
 	if (!s->welcomed && m.type != GARUDA_MSG_HELLO) {
