@@ -216,7 +216,7 @@ static struct session *find_client(struct daemon *d, const cJSON *req, cJSON **e
 	ctl_arg_uint(req, CTL_KEY_CLIENT, &id);
 	struct session *s = session_find(d, id);
 	if (!s || s->closed)
-		*err = ctl_error(GARUDA_E_NO_CLIENT, "no client %llu", (unsigned long long)id);
+		*err = ctl_error(-GARUDA_E_NO_CLIENT, "no client %llu", (unsigned long long)id);
 	return s && !s->closed ? s : NULL;
 }
 
@@ -309,10 +309,10 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 	while (g && g->id != seg_id)
 		g = g->next;
 	if (!g)
-		return ctl_error(GARUDA_E_NO_SEGMENT, "client %llu has no segment %llu",
+		return ctl_error(-GARUDA_E_NO_SEGMENT, "client %llu has no segment %llu",
 				 (unsigned long long)s->id, (unsigned long long)seg_id);
 	if (start >= g->lines)
-		return ctl_error(GARUDA_E_BAD_ARGUMENT, "argument \"start\" is beyond the segment's %u lines",
+		return ctl_error(-GARUDA_E_BAD_ARGUMENT, "argument \"start\" is beyond the segment's %u lines",
 				 g->lines);
 	uint64_t end = start + count < g->lines ? start + count : g->lines;
 
@@ -465,7 +465,7 @@ cJSON *ctl_req_log_level(struct daemon *d, const cJSON *req)
 	}
 	int l = log_level_from_string(level);
 	if (l < 0)
-		return ctl_error(GARUDA_E_BAD_ARGUMENT,
+		return ctl_error(-GARUDA_E_BAD_ARGUMENT,
 				 "argument \"level\" must be err, warning, notice, info or debug, not \"%.32s\"", level);
 	log_set_level(l);
 	log_notice("control: log level %s (was %s)", log_level_to_string(l), log_level_to_string(old));
@@ -488,7 +488,7 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req)
 	log_info("control: reload requested");
 	char *why = NULL;
 	if (daemon_reload(d, &why) < 0) {
-		r = ctl_error(GARUDA_E_BAD_ARGUMENT, "config file %s: %s; the running configuration is kept",
+		r = ctl_error(-GARUDA_E_BAD_ARGUMENT, "config file %s: %s; the running configuration is kept",
 			      d->cfg.config_path, why ? why : "invalid");
 		free(why);
 		return r;

@@ -14,7 +14,7 @@ struct notice {
 	enum notice_kind kind;
 	uint64_t session_id;
 	uint64_t cookie; /* DISARMED */
-	int code;        /* DISARMED: 0 or -GARUDA_E_NOT_ARMED; OFFENDER: the error code */
+	int code;        /* DISARMED: 0 or -GARUDA_E_NOT_ARMED; OFFENDER: the (negative) error code */
 	bool noreply;    /* DISARMED */
 };
 

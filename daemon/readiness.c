@@ -93,7 +93,7 @@ static void deliver_eventfd(struct readiness *r, struct binding *b, struct sink 
 		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
 		log_client(LOG_WARNING, "session %llu: bound eventfd lost O_NONBLOCK; disconnecting",
 			   (unsigned long long)sink->session_id);
-		offender(r, sink, GARUDA_E_BAD_FD);
+		offender(r, sink, -GARUDA_E_BAD_FD);
 		return;
 	}
 	ssize_t w = write(b->fd, &add, sizeof(add));
@@ -101,7 +101,7 @@ static void deliver_eventfd(struct readiness *r, struct binding *b, struct sink 
 		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
 		log_client(LOG_WARNING, "session %llu: eventfd write blocked; disconnecting",
 			   (unsigned long long)sink->session_id);
-		offender(r, sink, GARUDA_E_BAD_FD);
+		offender(r, sink, -GARUDA_E_BAD_FD);
 	}
 	/* EAGAIN: the counter is saturated, so the eventfd is readable: delivered */
 }

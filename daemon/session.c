@@ -1,6 +1,7 @@
 /* session.c — client sessions; see session.h. */
 #include "session.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,13 +20,27 @@
 
 static void session_send(struct session *s, const struct garuda_msg *m, int fd);
 
+/* Inside the daemon every error is negative: -GARUDA_E_* or -errno (DESIGN.md). On the
+ * wire a registry code travels positive and an errno negative (docs/protocol.md §10).
+ * This is the one place that converts; a code of the wrong sign is a bug, and the
+ * assertion makes the test that reaches it fail. */
+static int wire_code(int code)
+{
+	assert(code < 0 && "daemon error codes are negative");
+	return -code >= GARUDA_ERR_BASE ? -code : code;
+}
+
+static void error_msg(struct garuda_msg *m, uint64_t cookie, int code, const char *text)
+{
+	garuda_msg_error(m, cookie, wire_code(code), text);
+}
+
 static void count_error(struct daemon *d, int code)
 {
-	if (code < 0)
-		code = -code;
-	if (code >= GARUDA_ERR_BASE && code < GARUDA_ERR_BASE + ERRCOUNT_SLOTS)
-		d->errors_by_code[code - GARUDA_ERR_BASE]++;
-	if (code == GARUDA_E_QUOTA)
+	int w = wire_code(code);
+	if (w >= GARUDA_ERR_BASE && w < GARUDA_ERR_BASE + ERRCOUNT_SLOTS)
+		d->errors_by_code[w - GARUDA_ERR_BASE]++;
+	if (w == GARUDA_E_QUOTA)
 		d->quota_refusals++;
 }
 
@@ -67,7 +82,7 @@ static void reply_error(struct session *s, uint64_t cookie, int code, const char
 	struct garuda_msg m;
 	s->errors++;
 	count_error(s->d, code);
-	garuda_msg_error(&m, cookie, code, text);
+	error_msg(&m, cookie, code, text);
 	session_send(s, &m, -1);
 }
 
@@ -171,7 +186,7 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 			 &s->d->cfg.quota_uid, Q_OUTBOX, (uint64_t)len)) {
 		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
 			   (unsigned long long)s->id, (int)s->pid, s->comm);
-		count_error(s->d, GARUDA_E_SLOW_PEER);
+		count_error(s->d, -GARUDA_E_SLOW_PEER);
 		session_close(s);
 		return;
 	}
@@ -202,7 +217,7 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 static void on_hello(struct session *s, const struct garuda_msg *m)
 {
 	if (s->welcomed) {
-		fail_session(s, m->cookie, GARUDA_E_UNEXPECTED, "HELLO sent twice");
+		fail_session(s, m->cookie, -GARUDA_E_UNEXPECTED, "HELLO sent twice");
 		return;
 	}
 	s->welcomed = true;
@@ -251,7 +266,7 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	uint32_t lines = m->segment_open.lines;
 	int sc = pick_scanner(s->d, m->segment_open.numa_node);
 	if (sc < 0) {
-		reply_error(s, m->cookie, GARUDA_E_BAD_VALUE, "no such NUMA node");
+		reply_error(s, m->cookie, -GARUDA_E_BAD_VALUE, "no such NUMA node");
 		return;
 	}
 	int r = charge(s, Q_SEGMENTS, 1);
@@ -313,7 +328,7 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m)
 	while ((g = *pp) && g->id != m->segment_close.segment_id)
 		pp = &g->next;
 	if (!g) {
-		reply_error(s, m->cookie, GARUDA_E_NO_SEGMENT, NULL);
+		reply_error(s, m->cookie, -GARUDA_E_NO_SEGMENT, NULL);
 		return;
 	}
 	*pp = g->next;
@@ -335,12 +350,12 @@ static int lookup_slot(struct session *s, const struct garuda_slot *slot, struct
 {
 	struct segment *g = find_segment(s, slot->segment);
 	if (!g) {
-		*why = garuda_strerror(GARUDA_E_NO_SEGMENT);
-		return GARUDA_E_NO_SEGMENT;
+		*why = garuda_strerror(-GARUDA_E_NO_SEGMENT);
+		return -GARUDA_E_NO_SEGMENT;
 	}
 	if (slot->index >= g->lines * GARUDA_WORDS_PER_LINE) {
 		*why = "slot index beyond the segment's lines";
-		return GARUDA_E_SLOT_RANGE;
+		return -GARUDA_E_SLOT_RANGE;
 	}
 	*out = g;
 	return 0;
@@ -375,16 +390,16 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 	if (!g)
 		return;
 	if (!is_eventfd(fds[0])) {
-		reply_error(s, m->cookie, GARUDA_E_BAD_FD, "BIND needs an eventfd");
+		reply_error(s, m->cookie, -GARUDA_E_BAD_FD, "BIND needs an eventfd");
 		return;
 	}
 	int fl = fcntl(fds[0], F_GETFL);
 	if (fl < 0 || !(fl & O_NONBLOCK)) {
-		reply_error(s, m->cookie, GARUDA_E_BAD_FD, "the eventfd must be non-blocking (EFD_NONBLOCK)");
+		reply_error(s, m->cookie, -GARUDA_E_BAD_FD, "the eventfd must be non-blocking (EFD_NONBLOCK)");
 		return;
 	}
 	if (find_binding(s, g->id, m->bind.slot.index)) {
-		reply_error(s, m->cookie, GARUDA_E_ALREADY_BOUND, NULL);
+		reply_error(s, m->cookie, -GARUDA_E_ALREADY_BOUND, NULL);
 		return;
 	}
 	int r = charge(s, Q_BINDINGS, 1);
@@ -411,7 +426,7 @@ static void on_unbind(struct session *s, const struct garuda_msg *m)
 		return;
 	struct binding *b = find_binding(s, g->id, m->bind.slot.index);
 	if (!b) {
-		reply_error(s, m->cookie, GARUDA_E_NOT_BOUND, NULL);
+		reply_error(s, m->cookie, -GARUDA_E_NOT_BOUND, NULL);
 		return;
 	}
 	drop_binding(s, b, g);
@@ -430,7 +445,7 @@ static int check_arm(struct session *s, const struct garuda_arm *a, struct segme
 		*b = find_binding(s, (*g)->id, a->slot.index);
 		if (!*b) {
 			*why = "eventfd-form arm on a slot with no binding";
-			return GARUDA_E_NOT_BOUND;
+			return -GARUDA_E_NOT_BOUND;
 		}
 	}
 	return 0;
@@ -531,7 +546,7 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 		return;
 	}
 	if (!s->welcomed && m.type != GARUDA_MSG_HELLO) {
-		fail_session(s, m.cookie, GARUDA_E_UNEXPECTED, "the first message must be HELLO");
+		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED, "the first message must be HELLO");
 		return;
 	}
 	switch (m.type) {
@@ -564,7 +579,7 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 	default: {
 		char text[96];
 		snprintf(text, sizeof(text), "%s is not a request", garuda_msg_type_name(m.type));
-		fail_session(s, m.cookie, GARUDA_E_UNEXPECTED, text);
+		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED, text);
 		break;
 	}
 	}
@@ -582,7 +597,7 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 		if (n == -EAGAIN)
 			return;
 		if (n == -EMSGSIZE) {
-			fail_session(s, 0, GARUDA_E_TOO_LONG, "datagram or its fds over the protocol's cap");
+			fail_session(s, 0, -GARUDA_E_TOO_LONG, "datagram or its fds over the protocol's cap");
 			return;
 		}
 		if (n <= 0) {
@@ -635,12 +650,12 @@ void session_accept(struct daemon *d, int fd)
 		/* refused before HELLO: say why, best effort, and close */
 		struct garuda_msg m;
 		uint8_t buf[GARUDA_MSG_MAX];
-		garuda_msg_error(&m, 0, GARUDA_E_QUOTA, "too many connections for this uid");
+		error_msg(&m, 0, -GARUDA_E_QUOTA, "too many connections for this uid");
 		ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
 		if (len > 0)
 			fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
 		log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)cred.uid);
-		count_error(d, GARUDA_E_QUOTA);
+		count_error(d, -GARUDA_E_QUOTA);
 		sink_unref(sink); /* closes fd */
 		free(s);
 		return;
