@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cleanup.h"
 #include "segment_layout.h"
 
 struct segment {
@@ -41,6 +42,7 @@ static inline struct segment *segment_ref(struct segment *s)
 	return s;
 }
 void segment_unref(struct segment *s);
+DEFINE_CLEANUP(struct segment, segment_unref)
 
 /* The daemon's pointer to word `index`; index < lines * 8 must be checked before. */
 static inline const uint64_t *segment_word(struct segment *s, uint32_t index)

@@ -11,9 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "clock.h"
 #include "fdio.h"
 #include "log.h"
+#include "readiness.h"
 #include "wire.h"
 
 #define RECV_BATCH 64 /* datagrams per callback before yielding to others */
@@ -214,12 +216,9 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 
 /* ---------------- handlers ---------------- */
 
-static void on_hello(struct session *s, const struct garuda_msg *m)
+static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 {
-	if (s->welcomed) {
-		fail_session(s, m->cookie, -GARUDA_E_UNEXPECTED, "HELLO sent twice");
-		return;
-	}
+	(void)fds;
 	s->welcomed = true;
 	/* before any arm can reach a scanner: the command queue's lock publishes it */
 	s->sink->features = m->hello.features & GARUDA_FEATURE_READY_BATCH;
@@ -322,8 +321,9 @@ static void drop_binding(struct session *s, struct binding *b, struct segment *g
 	binding_unref(b);
 }
 
-static void on_segment_close(struct session *s, const struct garuda_msg *m)
+static void on_segment_close(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	struct segment **pp = &s->segments, *g;
 	while ((g = *pp) && g->id != m->segment_close.segment_id)
 		pp = &g->next;
@@ -419,8 +419,9 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 	reply_ack(s, m);
 }
 
-static void on_unbind(struct session *s, const struct garuda_msg *m)
+static void on_unbind(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	struct segment *g = slot_segment(s, m, &m->bind.slot);
 	if (!g)
 		return;
@@ -471,8 +472,9 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 
 /* ARM and ARM_BATCH: every record is checked and the armed quota charged for all of
  * them before any is armed; the first failure answers for the whole request. */
-static void on_arm(struct session *s, const struct garuda_msg *m)
+static void on_arm(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	bool batch = m->type == GARUDA_MSG_ARM_BATCH;
 	const struct garuda_arm *arms = batch ? m->arm_batch.arm : &m->arm;
 	unsigned n = batch ? m->arm_batch.count : 1;
@@ -499,8 +501,9 @@ static void on_arm(struct session *s, const struct garuda_msg *m)
 	reply_ack(s, m);
 }
 
-static void on_disarm(struct session *s, const struct garuda_msg *m)
+static void on_disarm(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	struct segment *g = slot_segment(s, m, &m->disarm.slot);
 	if (!g)
 		return;
@@ -511,8 +514,9 @@ static void on_disarm(struct session *s, const struct garuda_msg *m)
 
 /* QUERY: a client may ask about its own session, nothing else. The reply is one JSON
  * object (stable lower_snake_case keys, "version" first) that fits one datagram. */
-static void on_query(struct session *s, const struct garuda_msg *m)
+static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	unsigned nseg = 0, nbind = 0;
 	for (struct segment *g = s->segments; g; g = g->next)
 		nseg++;
@@ -536,7 +540,34 @@ static void on_query(struct session *s, const struct garuda_msg *m)
 
 /* ---------------- receive ---------------- */
 
-/* May close the session (s->closed); s stays valid until the loop iteration ends. */
+/* ---------------- dispatch ---------------- */
+
+enum session_state { ST_NEW, ST_WELCOMED }; /* before / after HELLO */
+
+/* One client request: its handler, the state it is valid in, and the fds it takes
+ * (fds[0..nfds): the handler sets fds[i] = -1 for one it keeps; the rest are closed
+ * after it returns). The decoder has already checked the fd count per type. */
+struct request_handler {
+	void (*fn)(struct session *s, const struct garuda_msg *m, int *fds);
+	enum session_state state;
+	uint8_t nfds;
+};
+
+static const struct request_handler handlers[GARUDA_MSG_TYPE_MAX_ + 1] = {
+	[GARUDA_MSG_HELLO] = { on_hello, ST_NEW, 0 },
+	[GARUDA_MSG_SEGMENT_OPEN] = { on_segment_open, ST_WELCOMED, 0 },
+	[GARUDA_MSG_SEGMENT_ATTACH] = { on_segment_open, ST_WELCOMED, 1 }, /* the memfd */
+	[GARUDA_MSG_SEGMENT_CLOSE] = { on_segment_close, ST_WELCOMED, 0 },
+	[GARUDA_MSG_BIND] = { on_bind, ST_WELCOMED, 1 }, /* the eventfd */
+	[GARUDA_MSG_UNBIND] = { on_unbind, ST_WELCOMED, 0 },
+	[GARUDA_MSG_ARM] = { on_arm, ST_WELCOMED, 0 },
+	[GARUDA_MSG_ARM_BATCH] = { on_arm, ST_WELCOMED, 0 },
+	[GARUDA_MSG_DISARM] = { on_disarm, ST_WELCOMED, 0 },
+	[GARUDA_MSG_QUERY] = { on_query, ST_WELCOMED, 0 },
+};
+
+/* Decode -> look up -> check state -> call. May close the session (s->closed); s
+ * stays valid until the loop iteration ends. */
 static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, int *fds, unsigned nfds)
 {
 	struct garuda_msg m;
@@ -545,44 +576,26 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 		fail_session(s, garuda_peek_cookie(buf, len), r, NULL);
 		return;
 	}
-	if (!s->welcomed && m.type != GARUDA_MSG_HELLO) {
-		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED, "the first message must be HELLO");
+	const struct request_handler *h = m.type <= GARUDA_MSG_TYPE_MAX_ ? &handlers[m.type] : NULL;
+	if (h && !h->fn)
+		h = NULL;
+	enum session_state now = s->welcomed ? ST_WELCOMED : ST_NEW;
+	if ((h ? h->state : ST_WELCOMED) != now) {
+		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED,
+			     now == ST_NEW ? "the first message must be HELLO" : "HELLO sent twice");
 		return;
 	}
-	switch (m.type) {
-	case GARUDA_MSG_HELLO:
-		on_hello(s, &m);
-		break;
-	case GARUDA_MSG_SEGMENT_OPEN:
-	case GARUDA_MSG_SEGMENT_ATTACH:
-		on_segment_open(s, &m, fds);
-		break;
-	case GARUDA_MSG_SEGMENT_CLOSE:
-		on_segment_close(s, &m);
-		break;
-	case GARUDA_MSG_BIND:
-		on_bind(s, &m, fds);
-		break;
-	case GARUDA_MSG_UNBIND:
-		on_unbind(s, &m);
-		break;
-	case GARUDA_MSG_ARM:
-	case GARUDA_MSG_ARM_BATCH:
-		on_arm(s, &m);
-		break;
-	case GARUDA_MSG_DISARM:
-		on_disarm(s, &m);
-		break;
-	case GARUDA_MSG_QUERY:
-		on_query(s, &m);
-		break;
-	default: {
+	if (!h) {
 		char text[96];
 		snprintf(text, sizeof(text), "%s is not a request", garuda_msg_type_name(m.type));
 		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED, text);
-		break;
+		return;
 	}
+	if (nfds != h->nfds) { /* the decoder's check, restated where the fds are used */
+		fail_session(s, m.cookie, -GARUDA_E_FD_COUNT, NULL);
+		return;
 	}
+	h->fn(s, &m, fds);
 }
 
 static void on_in(struct loop_watch *w, void *data, uint32_t events)
@@ -628,62 +641,69 @@ static void drop_outbox(struct session *s)
 	watch_out(s, false);
 }
 
-void session_accept(struct daemon *d, int fd)
+/* Refused before HELLO: say why, best effort (the caller closes fd). */
+static void refuse_connection(struct daemon *d, int fd, uid_t uid)
 {
+	struct garuda_msg m;
+	uint8_t buf[GARUDA_MSG_MAX];
+	error_msg(&m, 0, -GARUDA_E_QUOTA, "too many connections for this uid");
+	ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
+	if (len > 0)
+		fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
+	log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)uid);
+	count_error(d, -GARUDA_E_QUOTA);
+}
+
+static void read_comm(pid_t pid, char comm[17])
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(comm, 17, f))
+		comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+}
+
+void session_accept(struct daemon *d, int accepted_fd)
+{
+	_cleanup_close_ int fd = accepted_fd;
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-		close(fd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
 		return;
-	}
 	struct quota_uid *qu = quota_uid_get(&d->quotas, cred.uid);
-	struct session *s = calloc(1, sizeof(*s));
-	struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu) : NULL;
+	_cleanup_free_ struct session *s = calloc(1, sizeof(*s));
+	_cleanup_(sink_unrefp) struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu) : NULL;
 	if (!sink) {
-		free(s);
-		close(fd);
 		log_err("out of memory accepting a client");
 		return;
 	}
+	TAKE_FD(fd); /* the sink owns the socket: its last reference closes it */
 	if (quota_charge(&sink->usage, &d->cfg.quota_connection, &qu->usage, &d->cfg.quota_uid,
 			 Q_CONNECTIONS, 1)) {
-		/* refused before HELLO: say why, best effort, and close */
-		struct garuda_msg m;
-		uint8_t buf[GARUDA_MSG_MAX];
-		error_msg(&m, 0, -GARUDA_E_QUOTA, "too many connections for this uid");
-		ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
-		if (len > 0)
-			fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
-		log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)cred.uid);
-		count_error(d, -GARUDA_E_QUOTA);
-		sink_unref(sink); /* closes fd */
-		free(s);
+		refuse_connection(d, sink->fd, cred.uid);
 		return;
 	}
 	s->d = d;
-	s->id = d->next_session_id++;
+	s->id = d->next_session_id;
 	s->sink = sink;
-	s->fd = fd;
+	s->fd = sink->fd;
 	s->pid = cred.pid;
 	s->uid = cred.uid;
 	s->gid = cred.gid;
 	s->next_segment_id = 1;
 	s->connected_ns = garuda_now_ns();
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)cred.pid);
-	FILE *f = fopen(path, "re");
-	if (f) {
-		if (fgets(s->comm, sizeof(s->comm), f))
-			s->comm[strcspn(s->comm, "\n")] = '\0';
-		fclose(f);
-	}
-	s->w_in = loop_add(d->loop, fd, POLLIN, on_in, s);
+	read_comm(cred.pid, s->comm);
+	s->w_in = loop_add(d->loop, s->fd, POLLIN, on_in, s);
 	if (!s->w_in) {
-		quota_release(&sink->usage, &qu->usage, Q_CONNECTIONS, 1);
-		sink_unref(sink);
-		free(s);
+		quota_release(&sink->usage, &qu->usage, Q_CONNECTIONS, 1); /* the one charge */
 		return;
 	}
+	/* from here nothing fails: the session owns the sink, the daemon the session */
+	TAKE_PTR(sink);
+	d->next_session_id++;
 	s->next = d->sessions;
 	if (d->sessions)
 		d->sessions->prev = s;
@@ -695,6 +715,7 @@ void session_accept(struct daemon *d, int fd)
 	log_debug("session %llu: pid %d uid %d (%s) connected", (unsigned long long)s->id,
 		  (int)s->pid, (int)s->uid, s->comm);
 	d->status_dirty = true;
+	TAKE_PTR(s);
 }
 
 /* Give back everything the session holds except its socket and outbox: stop reading,
@@ -792,8 +813,7 @@ void session_handle_notices(struct daemon *d)
 			atomic_store(&s->sink->overflow, false);
 			if (!s->overflow_queued) {
 				struct garuda_msg m;
-				garuda_msg_init(&m, GARUDA_MSG_READY, 0);
-				m.ready.flags = GARUDA_READY_OVERFLOW;
+				readiness_overflow_msg(&m);
 				s->overflow_queued = true;
 				session_send(s, &m, -1);
 				if (!s->out_head) /* it went out directly */

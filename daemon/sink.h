@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cleanup.h"
 #include "quota.h"
 
 #define GARUDA_LAT_BUCKETS 24 /* log2(ns) buckets of the detection delay bound */
@@ -45,6 +46,7 @@ static inline struct sink *sink_ref(struct sink *s)
 	return s;
 }
 void sink_unref(struct sink *s);
+DEFINE_CLEANUP(struct sink, sink_unref)
 
 struct binding *binding_new(int fd, uint32_t segment_id, uint32_t index);
 static inline struct binding *binding_ref(struct binding *b)
@@ -53,3 +55,4 @@ static inline struct binding *binding_ref(struct binding *b)
 	return b;
 }
 void binding_unref(struct binding *b);
+DEFINE_CLEANUP(struct binding, binding_unref)
