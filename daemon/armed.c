@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "quota.h"
+#include "ref.h"
 
 void armed_push(struct armed_set *s, const struct armed *a, unsigned scanner_index)
 {
@@ -30,18 +31,46 @@ void armed_push(struct armed_set *s, const struct armed *a, unsigned scanner_ind
 	s->armed[s->n++] = *a;
 }
 
-void armed_release(struct armed *a)
+static void put(struct notice_queue *loop, enum notice_release what, void *obj, atomic_uint *refs)
+{
+	if (ref_put_unless_last(refs))
+		return;
+	if (notice_push(loop, &(struct notice){ .kind = NOTICE_RELEASE, .what = what, .obj = obj }))
+		return;
+	/* out of memory: drop it here rather than leak it (the destructor is thread-safe,
+	 * only slow) */
+	switch (what) {
+	case RELEASE_SINK:
+		sink_unref(obj);
+		break;
+	case RELEASE_SEGMENT:
+		segment_unref(obj);
+		break;
+	case RELEASE_BINDING:
+		binding_unref(obj);
+		break;
+	}
+}
+
+void armed_release(struct armed *a, struct notice_queue *loop)
 {
 	quota_release(&a->sink->usage, &a->sink->uid->usage, Q_ARMED, 1);
-	sink_unref(a->sink);
-	segment_unref(a->seg);
-	binding_unref(a->bind);
+	if (!loop) {
+		sink_unref(a->sink);
+		segment_unref(a->seg);
+		binding_unref(a->bind);
+		return;
+	}
+	put(loop, RELEASE_SINK, a->sink, &a->sink->refs);
+	put(loop, RELEASE_SEGMENT, a->seg, &a->seg->refs);
+	if (a->bind)
+		put(loop, RELEASE_BINDING, a->bind, &a->bind->refs);
 }
 
 void armed_set_free(struct armed_set *s)
 {
 	for (unsigned i = 0; i < s->n; i++)
-		armed_release(&s->armed[i]);
+		armed_release(&s->armed[i], NULL);
 	free(s->armed);
 	free(s->hot);
 	free(s->fired);
@@ -166,7 +195,8 @@ static bool removal_takes(const struct removal_table *t, const struct armed *a)
 	return false;
 }
 
-void armed_apply_removals(struct armed_set *s, struct removal *rem, unsigned n, unsigned scanner_index)
+void armed_apply_removals(struct armed_set *s, struct removal *rem, unsigned n, unsigned scanner_index,
+			  struct notice_queue *loop)
 {
 	struct removal_table t;
 	if (removal_index(&t, rem, n) < 0) {
@@ -175,7 +205,7 @@ void armed_apply_removals(struct armed_set *s, struct removal *rem, unsigned n, 
 	}
 	for (unsigned i = 0; i < s->n;) {
 		if (removal_takes(&t, &s->armed[i])) {
-			armed_release(&s->armed[i]);
+			armed_release(&s->armed[i], loop);
 			armed_remove_at(s, i);
 		} else {
 			i++;

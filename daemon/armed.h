@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "notice.h"
 #include "segment.h"
 #include "sink.h"
 
@@ -51,9 +52,12 @@ static inline void armed_remove_at(struct armed_set *set, unsigned i)
 	set->hot[i] = set->hot[set->n];
 	set->armed[i] = set->armed[set->n];
 }
-/* Give back what one descriptor holds (references and its armed quota unit). */
-void armed_release(struct armed *a);
-/* Release everything still armed and free the arrays. */
+/* Give back what one descriptor holds (references and its armed quota unit). On a
+ * scanner (loop != NULL) a last reference is not dropped there but handed to the loop
+ * thread as a NOTICE_RELEASE (the destructors close client fds and unmap segments);
+ * the loop thread itself passes NULL. */
+void armed_release(struct armed *a, struct notice_queue *loop);
+/* Release everything still armed (loop thread: scanner stopped) and free the arrays. */
 void armed_set_free(struct armed_set *set);
 
 enum removal_kind { RM_DISARM, RM_DROP_SEGMENT, RM_DROP_BINDING, RM_DROP_SINK };
@@ -70,4 +74,4 @@ struct removal {
 /* Apply rem[0..n) to the set (releasing what they take) and set rem[i].found for
  * DISARMs. Aborts when out of memory (a lost DROP would leave dangling references). */
 void armed_apply_removals(struct armed_set *set, struct removal *rem, unsigned n,
-			  unsigned scanner_index);
+			  unsigned scanner_index, struct notice_queue *loop);

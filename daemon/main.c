@@ -107,6 +107,7 @@ static void shutdown_daemon(struct daemon *d)
 	for (unsigned i = 0; i < d->nscanners; i++)
 		scanner_stop(d->scanner[i]);
 	d->nscanners = 0;
+	session_handle_notices(d); /* last references the scanners handed back */
 	session_reap(d);
 	loop_remove(d->loop, d->client_w);
 	loop_remove(d->loop, d->control_w);

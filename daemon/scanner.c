@@ -199,7 +199,7 @@ static enum removal_kind removal_kind_of(enum cmd_kind k)
 /* Apply a batch's removals; every DISARM is answered through a notice. */
 static void apply_removals(struct scanner *s, struct removal *rem, const struct cmd **c, unsigned n)
 {
-	armed_apply_removals(&s->set, rem, n, s->index);
+	armed_apply_removals(&s->set, rem, n, s->index, s->notices);
 	for (unsigned i = 0; i < n; i++) {
 		if (rem[i].kind != RM_DISARM)
 			continue;
@@ -313,7 +313,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass)
 	count_fired(s, set->fired, nf, b);
 	readiness_deliver(&s->out, set->fired, nf, now);
 	for (unsigned i = 0; i < nf; i++)
-		armed_release(&set->fired[i]);
+		armed_release(&set->fired[i], s->notices);
 	return nf;
 }
 

@@ -796,6 +796,20 @@ void session_handle_notices(struct daemon *d)
 	struct notice *n;
 	unsigned k = notice_take(&d->notices, &n);
 	for (unsigned i = 0; i < k; i++) {
+		if (n[i].kind == NOTICE_RELEASE) { /* a scanner's last reference */
+			switch (n[i].what) {
+			case RELEASE_SINK:
+				sink_unref(n[i].obj);
+				break;
+			case RELEASE_SEGMENT:
+				segment_unref(n[i].obj);
+				break;
+			case RELEASE_BINDING:
+				binding_unref(n[i].obj);
+				break;
+			}
+			continue;
+		}
 		struct session *s = session_find(d, n[i].session_id);
 		if (!s)
 			continue; /* already gone */
@@ -822,6 +836,8 @@ void session_handle_notices(struct daemon *d)
 			break;
 		case NOTICE_OFFENDER:
 			fail_session(s, 0, n[i].code, "bound eventfd would block the daemon");
+			break;
+		case NOTICE_RELEASE:
 			break;
 		}
 	}
