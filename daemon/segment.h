@@ -3,7 +3,8 @@
  * count as the daemon decided them (never read back from shared memory).
  *
  * Reference-counted: the owning session holds one reference, every armed descriptor
- * on the segment holds one; the mapping and the memfd go away with the last. */
+ * on the segment holds one; the mapping and the memfd go away with the last, on the
+ * loop thread (docs/architecture.md). */
 #pragma once
 
 #include <stdatomic.h>

@@ -4,7 +4,8 @@
  * (a slot's eventfd). Both are reference-counted; each armed descriptor holds a
  * reference, so a session can end while scanners still hold its descriptors: their
  * sends then fail harmlessly (the socket is shut down) and the last reference closes
- * the fd. */
+ * the fd, on the loop thread (a scanner hands its last references over:
+ * docs/architecture.md). */
 #pragma once
 
 #include <stdatomic.h>
