@@ -1,4 +1,6 @@
-/* scanner.c — see scanner.h.
+/* scanner.c — see scanner.h. Holds the command queue, the pass (scan_pass), the wait
+ * policy, the thread's lifecycle and its stats; the armed set is armed.c's, every
+ * write to a client readiness.c's.
  *
  * Wait policy (kept in scanner_main() and scanner_wait()): with nothing armed, park in
  * FUTEX_WAIT on the command sequence until the loop posts a command; with something
@@ -11,16 +13,12 @@
 #include "scanner.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,7 +30,6 @@
 #include "log.h"
 #include "readiness.h"
 #include "seq.h"
-#include "wire.h"
 
 enum cmd_kind { CMD_ARM, CMD_DISARM, CMD_DROP_SEGMENT, CMD_DROP_BINDING, CMD_DROP_SINK, CMD_LIST, CMD_STOP };
 

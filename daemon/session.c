@@ -137,7 +137,7 @@ static void on_out(struct loop_watch *w, void *data, uint32_t events)
 		quota_release(&s->sink->usage, &s->sink->uid->usage, Q_OUTBOX, o->len);
 		if (o->fd >= 0)
 			close(o->fd);
-		bool was_overflow = o->len > 0 && o->buf[0] == GARUDA_MSG_READY;
+		bool was_overflow = o->overflow;
 		free(o);
 		if (was_overflow)
 			s->overflow_queued = false;
@@ -205,6 +205,7 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 	o->next = NULL;
 	o->len = (size_t)len;
 	o->fd = dupfd;
+	o->overflow = m->type == GARUDA_MSG_READY; /* the loop sends no other READY */
 	memcpy(o->buf, buf, (size_t)len);
 	if (s->out_tail)
 		s->out_tail->next = o;
@@ -284,7 +285,7 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	if (attach) {
 		r = segment_attach(fds[0], id, lines, node, &g);
 		if (r == 0)
-			fds[0] = -1; /* the segment owns it now */
+			TAKE_FD(fds[0]); /* the segment owns it now */
 	} else {
 		r = segment_create(id, lines, node, s->pid, &g);
 	}
@@ -413,7 +414,7 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 		reply_error(s, m->cookie, -ENOMEM, NULL);
 		return;
 	}
-	fds[0] = -1;
+	TAKE_FD(fds[0]); /* the binding owns it now */
 	b->next = s->bindings;
 	s->bindings = b;
 	reply_ack(s, m);

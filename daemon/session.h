@@ -21,6 +21,7 @@ struct outmsg {
 	struct outmsg *next;
 	size_t len;
 	int fd; /* rides along, or -1 */
+	bool overflow; /* the READY{OVERFLOW} (clears overflow_queued when it leaves) */
 	uint8_t buf[];
 };
 
