@@ -1,6 +1,8 @@
 /* session.h — one client connection: its credentials, what it holds (segments,
- * bindings; armed descriptors live in the scanners), its outbox, and the handlers
- * for every request type. Everything here runs on the loop thread.
+ * bindings; armed descriptors live in the scanners), its outbox, and the client
+ * requests, dispatched from one table in session.c (type -> handler, the state it is
+ * valid in, the fds it takes). Everything here runs on the loop thread; the socket's
+ * other writers are the scanners (READY, docs/architecture.md).
  *
  * Promises: each request is decoded and validated before it acts; quotas are charged
  * before anything is allocated; a protocol violation gets ERROR and a disconnect; a
