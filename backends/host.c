@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "clock.h"
+#include "cpu.h"
 #include "errcode.h"
 #include "internal.h"
 #include "wire.h" /* GARUDA_NUMA_MAX */
@@ -54,15 +55,6 @@ struct garuda_host_stream {
 	uint64_t spin_ns;
 	pthread_t worker;
 };
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 static void sleep_until(uint64_t deadline_ns)
 {

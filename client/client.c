@@ -15,6 +15,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "paths.h"
+
+/* the public header repeats the contract's default path: they must agree */
+_Static_assert(sizeof(GARUDA_DEFAULT_SOCKET) == sizeof(GARUDA_SOCKET_PATH) &&
+		       __builtin_memcmp(GARUDA_DEFAULT_SOCKET, GARUDA_SOCKET_PATH, sizeof(GARUDA_SOCKET_PATH)) == 0,
+	       "garuda.h's GARUDA_DEFAULT_SOCKET differs from proto/paths.h");
+
 const char *garuda_version(void)
 {
 	return "0.1.0";
@@ -86,7 +93,7 @@ int garuda_connect(struct garuda_client **out)
 {
 	const char *path = getenv("GARUDA_SOCKET");
 	if (!path || !*path)
-		path = GARUDA_DEFAULT_SOCKET;
+		path = GARUDA_SOCKET_PATH;
 	return garuda_connect_to(path, out);
 }
 

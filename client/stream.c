@@ -28,21 +28,13 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cpu.h"
 
 #define DEFAULT_SPIN_NS 20000ull
 #define DEFAULT_BACKSTOP_NS 1000000ull
 #define MIN_BACKSTOP_NS 10000ull
 #define POLL_STEP_MIN_NS 20000ull
 #define POLL_STEP_MAX_NS 1000000ull
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 static struct timespec ns_to_ts(uint64_t ns)
 {

@@ -12,9 +12,10 @@
 #include <string.h>
 
 #include "log.h"
+#include "paths.h"
 
-#define DEFAULT_SOCKET "/run/garuda/garuda.sock"
-#define DEFAULT_CONTROL "/run/garuda/control.sock"
+#define DEFAULT_SOCKET GARUDA_SOCKET_PATH
+#define DEFAULT_CONTROL GARUDA_CONTROL_SOCKET_PATH
 
 static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144,

@@ -20,6 +20,7 @@
  *   connection yields to the rest of the loop after CONTROL_BATCH of them.
  */
 #include <cjson/cJSON.h>
+#include <assert.h>
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -31,8 +32,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "control_internal.h"
+#include "control_names.h"
 #include "log.h"
+#include "server.h"
 
 #define CONTROL_MAX_CONNS 64
 #define CONTROL_BATCH 16
@@ -65,23 +69,32 @@ cJSON *ctl_reply_new(void)
 {
 	cJSON *r = cJSON_CreateObject();
 	if (r)
-		cJSON_AddNumberToObject(r, "version", CONTROL_VERSION);
+		cJSON_AddNumberToObject(r, CTL_KEY_VERSION, CONTROL_VERSION);
 	return r;
 }
 
 cJSON *ctl_error(int code, const char *fmt, ...)
 {
 	char msg[512];
-	const char *name = garuda_errcode_name(code);
+	/* negative inside the daemon; in the reply a registry code is positive, an errno
+	 * negative (as on the client socket), named by its registry or errno name */
+	assert(code < 0 && "daemon error codes are negative");
+	const char *name;
+	if (-code >= GARUDA_ERR_BASE) {
+		code = -code;
+		name = garuda_errcode_name(code);
+	} else {
+		name = strerrorname_np(-code);
+	}
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	cJSON *r = ctl_reply_new();
-	cJSON *e = cJSON_AddObjectToObject(r, "error");
-	cJSON_AddNumberToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "name", name ? name : "UNKNOWN");
-	cJSON_AddStringToObject(e, "message", msg);
+	cJSON *e = cJSON_AddObjectToObject(r, CTL_KEY_ERROR);
+	cJSON_AddNumberToObject(e, CTL_KEY_CODE, code);
+	cJSON_AddStringToObject(e, CTL_KEY_NAME, name ? name : "UNKNOWN");
+	cJSON_AddStringToObject(e, CTL_KEY_MESSAGE, msg);
 	return r;
 }
 
@@ -131,22 +144,22 @@ struct ctl_request {
 	struct ctl_arg args[4];
 };
 
-#define ARG_CLIENT(req) { "client", ARG_UINT, req, 1, CONTROL_MAX_ID }
-#define ARG_START(max) { "start", ARG_UINT, false, 0, max }
+#define ARG_CLIENT(req) { CTL_KEY_CLIENT, ARG_UINT, req, 1, CONTROL_MAX_ID }
+#define ARG_START(max) { CTL_KEY_START, ARG_UINT, false, 0, max }
 
 static const struct ctl_request requests[] = {
-	{ "status", ctl_req_status, { { 0 } } },
-	{ "clients", ctl_req_clients, { ARG_START(CONTROL_MAX_ID) } },
-	{ "segments", ctl_req_segments, { ARG_CLIENT(true), ARG_START(UINT32_MAX) } },
-	{ "lines", ctl_req_lines, { ARG_CLIENT(true), { "segment", ARG_UINT, true, 0, UINT32_MAX },
+	{ CTL_REQ_STATUS, ctl_req_status, { { 0 } } },
+	{ CTL_REQ_CLIENTS, ctl_req_clients, { ARG_START(CONTROL_MAX_ID) } },
+	{ CTL_REQ_SEGMENTS, ctl_req_segments, { ARG_CLIENT(true), ARG_START(UINT32_MAX) } },
+	{ CTL_REQ_LINES, ctl_req_lines, { ARG_CLIENT(true), { CTL_KEY_SEGMENT, ARG_UINT, true, 0, UINT32_MAX },
 				    ARG_START(GARUDA_SEGMENT_MAX_LINES - 1),
-				    { "count", ARG_UINT, false, 1, GARUDA_SEGMENT_MAX_LINES } } },
-	{ "scanners", ctl_req_scanners, { { 0 } } },
-	{ "config", ctl_req_config, { { 0 } } },
-	{ "metrics", ctl_req_metrics, { { 0 } } },
-	{ "disconnect", ctl_req_disconnect, { ARG_CLIENT(true) } },
-	{ "log_level", ctl_req_log_level, { { "level", ARG_STRING, false, 0, 0 } } },
-	{ "reload", ctl_req_reload, { { 0 } } },
+				    { CTL_KEY_COUNT, ARG_UINT, false, 1, GARUDA_SEGMENT_MAX_LINES } } },
+	{ CTL_REQ_SCANNERS, ctl_req_scanners, { { 0 } } },
+	{ CTL_REQ_CONFIG, ctl_req_config, { { 0 } } },
+	{ CTL_REQ_METRICS, ctl_req_metrics, { { 0 } } },
+	{ CTL_REQ_DISCONNECT, ctl_req_disconnect, { ARG_CLIENT(true) } },
+	{ CTL_REQ_LOG_LEVEL, ctl_req_log_level, { { CTL_KEY_LEVEL, ARG_STRING, false, 0, 0 } } },
+	{ CTL_REQ_RELOAD, ctl_req_reload, { { 0 } } },
 };
 
 bool ctl_arg_uint(const cJSON *req, const char *key, uint64_t *out)
@@ -180,27 +193,27 @@ static cJSON *check_args(const struct ctl_request *rq, const cJSON *req)
 	{
 		for (const cJSON *p = req->child; p != it; p = p->next)
 			if (strcmp(p->string, it->string) == 0)
-				return ctl_error(GARUDA_E_BAD_ARGUMENT, "duplicate key \"%.64s\"", it->string);
-		if (strcmp(it->string, "request") == 0)
+				return ctl_error(-GARUDA_E_BAD_ARGUMENT, "duplicate key \"%.64s\"", it->string);
+		if (strcmp(it->string, CTL_KEY_REQUEST) == 0)
 			continue;
 		const struct ctl_arg *a = find_arg(rq, it->string);
 		if (!a)
-			return ctl_error(GARUDA_E_BAD_ARGUMENT, "request \"%s\" takes no argument \"%.64s\"",
+			return ctl_error(-GARUDA_E_BAD_ARGUMENT, "request \"%s\" takes no argument \"%.64s\"",
 					 rq->name, it->string);
 		if (a->type == ARG_STRING) {
 			if (!cJSON_IsString(it))
-				return ctl_error(GARUDA_E_BAD_ARGUMENT, "argument \"%s\" must be a string", a->name);
+				return ctl_error(-GARUDA_E_BAD_ARGUMENT, "argument \"%s\" must be a string", a->name);
 			continue;
 		}
 		double v = it->valuedouble;
 		/* in range first (NaN fails it), then integral: the cast is defined there */
 		if (!cJSON_IsNumber(it) || !(v >= a->min && v <= a->max) || v != (double)(uint64_t)v)
-			return ctl_error(GARUDA_E_BAD_ARGUMENT, "argument \"%s\" must be an integer in [%.0f, %.0f]",
+			return ctl_error(-GARUDA_E_BAD_ARGUMENT, "argument \"%s\" must be an integer in [%.0f, %.0f]",
 					 a->name, a->min, a->max);
 	}
 	for (size_t i = 0; i < sizeof(rq->args) / sizeof(rq->args[0]) && rq->args[i].name; i++)
 		if (rq->args[i].required && !cJSON_GetObjectItemCaseSensitive(req, rq->args[i].name))
-			return ctl_error(GARUDA_E_BAD_ARGUMENT, "request \"%s\" needs argument \"%s\"", rq->name,
+			return ctl_error(-GARUDA_E_BAD_ARGUMENT, "request \"%s\" needs argument \"%s\"", rq->name,
 					 rq->args[i].name);
 	return NULL;
 }
@@ -219,25 +232,25 @@ static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 	cJSON *req = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
 	if (!req || !end || !only_space(end, buf + len)) {
 		cJSON_Delete(req);
-		return ctl_error(GARUDA_E_BAD_JSON, "request is not valid JSON");
+		return ctl_error(-GARUDA_E_BAD_JSON, "request is not valid JSON");
 	}
 	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(req);
-		return ctl_error(GARUDA_E_BAD_JSON, "request must be a JSON object");
+		return ctl_error(-GARUDA_E_BAD_JSON, "request must be a JSON object");
 	}
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "request");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, CTL_KEY_REQUEST);
 	cJSON *r = NULL;
 	if (!name) {
-		r = ctl_error(GARUDA_E_BAD_ARGUMENT, "missing key \"request\"");
+		r = ctl_error(-GARUDA_E_BAD_ARGUMENT, "missing key \"request\"");
 	} else if (!cJSON_IsString(name)) {
-		r = ctl_error(GARUDA_E_BAD_ARGUMENT, "key \"request\" must be a string");
+		r = ctl_error(-GARUDA_E_BAD_ARGUMENT, "key \"request\" must be a string");
 	} else {
 		const struct ctl_request *rq = NULL;
 		for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
 			if (strcmp(requests[i].name, name->valuestring) == 0)
 				rq = &requests[i];
 		if (!rq)
-			r = ctl_error(GARUDA_E_UNKNOWN_REQUEST, "unknown request \"%.64s\"", name->valuestring);
+			r = ctl_error(-GARUDA_E_UNKNOWN_REQUEST, "unknown request \"%.64s\"", name->valuestring);
 		else if (!(r = check_args(rq, req)))
 			r = rq->fn(d, req);
 	}
@@ -329,11 +342,11 @@ static cJSON *denied(struct control_conn *c)
 			   (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
 	}
 	if (!want || !*want)
-		return ctl_error(GARUDA_E_ACCESS_DENIED,
+		return ctl_error(-GARUDA_E_ACCESS_DENIED,
 				 "uid %u may not use the control socket: it admits root only (config key "
 				 "control_group is empty); every request, read-only ones too, needs that",
 				 (unsigned)c->uid);
-	return ctl_error(GARUDA_E_ACCESS_DENIED,
+	return ctl_error(-GARUDA_E_ACCESS_DENIED,
 			 "uid %u may not use the control socket: it admits root and members of group "
 			 "\"%s\"%s; every request, read-only ones too, needs that",
 			 (unsigned)c->uid, want, c->group_found ? "" : " (which does not exist)");
@@ -361,7 +374,7 @@ static bool send_reply(struct control_conn *c, cJSON *r)
 	cJSON_Delete(r);
 	if (text && strlen(text) > CONTROL_MAX_REPLY) {
 		free(text);
-		cJSON *e = ctl_error(GARUDA_E_TOO_LONG, "reply over %u bytes; ask for a smaller page",
+		cJSON *e = ctl_error(-GARUDA_E_TOO_LONG, "reply over %u bytes; ask for a smaller page",
 				     (unsigned)CONTROL_MAX_REPLY);
 		text = cJSON_PrintUnformatted(e);
 		cJSON_Delete(e);
@@ -402,7 +415,7 @@ static void on_request(struct loop_watch *w, void *data, uint32_t events)
 		if (!admitted(c))
 			r = denied(c);
 		else if ((size_t)n > sizeof(buf))
-			r = ctl_error(GARUDA_E_TOO_LONG, "request of %zd bytes; the limit is %u", n,
+			r = ctl_error(-GARUDA_E_TOO_LONG, "request of %zd bytes; the limit is %u", n,
 				      (unsigned)CONTROL_MAX_REQUEST);
 		else
 			r = dispatch(c->d, buf, (size_t)n);

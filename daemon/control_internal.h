@@ -24,7 +24,9 @@
 
 /* A new reply object carrying "version". */
 cJSON *ctl_reply_new(void);
-/* {"version":1,"error":{"code","name","message"}} with a registry code (or -errno). */
+/* {"version":1,"error":{"code","name","message"}} from -GARUDA_E_* (code: the
+ * positive registry code, name: its registry name) or -errno (code: -errno, name: the
+ * errno's name, e.g. "ENOMEM"). */
 cJSON *ctl_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Exact unsigned integer as a JSON number / as a decimal string. */

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "control_internal.h"
+#include "control_names.h"
 #include "session.h"
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
@@ -142,8 +143,8 @@ cJSON *ctl_req_metrics(struct daemon *d, const cJSON *req)
 	if (!text)
 		return ctl_error(-ENOMEM, "%s", garuda_strerror(-ENOMEM));
 	cJSON *r = ctl_reply_new();
-	cJSON_AddStringToObject(r, "content_type", "text/plain; version=0.0.4");
-	cJSON_AddStringToObject(r, "text", text);
+	cJSON_AddStringToObject(r, CTL_KEY_CONTENT_TYPE, "text/plain; version=0.0.4");
+	cJSON_AddStringToObject(r, CTL_KEY_TEXT, text);
 	free(text);
 	return r;
 }

@@ -14,15 +14,17 @@
 
 #include "clock.h"
 #include "control_internal.h"
+#include "control_names.h"
 #include "log.h"
+#include "service.h"
 #include "session.h"
 
 #define LIST_ARMED_PER_WORD 64 /* armed targets listed per word; "armed_count" has all */
 
 static const char *const form_names[] = {
-	[GARUDA_FORM_EVENTFD] = "eventfd",
-	[GARUDA_FORM_MESSAGE] = "message",
-	[GARUDA_FORM_DOORBELL] = "doorbell",
+	[GARUDA_FORM_EVENTFD] = CTL_KEY_EVENTFD,
+	[GARUDA_FORM_MESSAGE] = CTL_KEY_MESSAGE,
+	[GARUDA_FORM_DOORBELL] = CTL_KEY_DOORBELL,
 };
 
 const char *ctl_form_name(unsigned form)
@@ -38,21 +40,21 @@ uint64_t ctl_bucket_le_ns(unsigned b)
 /* "wake_latency": {"buckets": [{"le_ns", "count"}...], "count"} from a log2 histogram */
 static void add_latency(cJSON *o, const uint64_t hist[SCANNER_LAT_BUCKETS])
 {
-	cJSON *lat = cJSON_AddObjectToObject(o, "wake_latency");
+	cJSON *lat = cJSON_AddObjectToObject(o, CTL_KEY_WAKE_LATENCY);
 	uint64_t total = 0;
-	cJSON *buckets = cJSON_AddArrayToObject(lat, "buckets");
+	cJSON *buckets = cJSON_AddArrayToObject(lat, CTL_KEY_BUCKETS);
 	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
 		cJSON *bo = cJSON_CreateObject();
 		uint64_t le = ctl_bucket_le_ns(b);
 		if (le)
-			ctl_add_uint(bo, "le_ns", le);
+			ctl_add_uint(bo, CTL_KEY_LE_NS, le);
 		else
-			cJSON_AddNullToObject(bo, "le_ns");
-		ctl_add_uint(bo, "count", hist[b]);
+			cJSON_AddNullToObject(bo, CTL_KEY_LE_NS);
+		ctl_add_uint(bo, CTL_KEY_COUNT, hist[b]);
 		cJSON_AddItemToArray(buckets, bo);
 		total += hist[b];
 	}
-	ctl_add_uint(lat, "count", total);
+	ctl_add_uint(lat, CTL_KEY_COUNT, total);
 }
 
 void ctl_totals(struct daemon *d, struct ctl_totals *t)
@@ -105,9 +107,9 @@ static bool page_add(cJSON *arr, cJSON *item, size_t *bytes)
 static void set_next(cJSON *r, bool more, uint64_t next)
 {
 	if (more)
-		ctl_add_uint(r, "next", next);
+		ctl_add_uint(r, CTL_KEY_NEXT, next);
 	else
-		cJSON_AddNullToObject(r, "next");
+		cJSON_AddNullToObject(r, CTL_KEY_NEXT);
 }
 
 /* ---------------- status ---------------- */
@@ -121,23 +123,23 @@ cJSON *ctl_req_status(struct daemon *d, const cJSON *req)
 	for (int i = 0; i < ERRCOUNT_SLOTS; i++)
 		errors += d->errors_by_code[i];
 	cJSON *r = ctl_reply_new();
-	cJSON_AddStringToObject(r, "daemon_version", GARUDA_VERSION);
-	ctl_add_int(r, "pid", getpid());
-	cJSON_AddStringToObject(r, "event_loop", event_loop_name(loop_kind(d->loop)));
-	cJSON_AddNumberToObject(r, "uptime_s", (double)(garuda_now_ns() - d->started_ns) / 1e9);
-	cJSON_AddStringToObject(r, "log_level", log_level_to_string(log_get_level()));
-	add_string_or_null(r, "config_path", d->cfg.config_path);
-	ctl_add_uint(r, "clients", d->nsessions);
-	ctl_add_uint(r, "segments", segment_count());
-	ctl_add_uint(r, "bindings", t.bindings);
-	ctl_add_uint(r, "armed", t.armed);
-	ctl_add_uint(r, "arms", d->arms_total);
-	ctl_add_uint(r, "completions", t.completions);
-	add_forms(r, "readiness", t.by_form);
-	ctl_add_uint(r, "sessions_total", d->sessions_total);
-	ctl_add_uint(r, "errors", errors);
-	ctl_add_uint(r, "quota_refusals", d->quota_refusals);
-	ctl_add_uint(r, "scanners", d->nscanners);
+	cJSON_AddStringToObject(r, CTL_KEY_DAEMON_VERSION, GARUDA_VERSION);
+	ctl_add_int(r, CTL_KEY_PID, getpid());
+	cJSON_AddStringToObject(r, CTL_KEY_EVENT_LOOP, event_loop_name(loop_kind(d->loop)));
+	cJSON_AddNumberToObject(r, CTL_KEY_UPTIME_S, (double)(garuda_now_ns() - d->started_ns) / 1e9);
+	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(log_get_level()));
+	add_string_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
+	ctl_add_uint(r, CTL_KEY_CLIENTS, d->nsessions);
+	ctl_add_uint(r, CTL_KEY_SEGMENTS, segment_count());
+	ctl_add_uint(r, CTL_KEY_BINDINGS, t.bindings);
+	ctl_add_uint(r, CTL_KEY_ARMED, t.armed);
+	ctl_add_uint(r, CTL_KEY_ARMS, d->arms_total);
+	ctl_add_uint(r, CTL_KEY_COMPLETIONS, t.completions);
+	add_forms(r, CTL_KEY_READINESS, t.by_form);
+	ctl_add_uint(r, CTL_KEY_SESSIONS_TOTAL, d->sessions_total);
+	ctl_add_uint(r, CTL_KEY_ERRORS, errors);
+	ctl_add_uint(r, CTL_KEY_QUOTA_REFUSALS, d->quota_refusals);
+	ctl_add_uint(r, CTL_KEY_SCANNERS, d->nscanners);
 	return r;
 }
 
@@ -161,21 +163,21 @@ static cJSON *client_object(struct session *s)
 	for (int f = 0; f < 4; f++)
 		by_form[f] = atomic_load_explicit(&s->sink->by_form[f], memory_order_relaxed);
 	cJSON *o = cJSON_CreateObject();
-	ctl_add_uint(o, "id", s->id);
-	ctl_add_int(o, "pid", s->pid);
-	ctl_add_uint(o, "uid", s->uid);
-	ctl_add_uint(o, "gid", s->gid);
-	cJSON_AddStringToObject(o, "comm", s->comm);
-	cJSON_AddNumberToObject(o, "connected_s", (double)(garuda_now_ns() - s->connected_ns) / 1e9);
-	ctl_add_uint(o, "segments", nseg);
-	ctl_add_uint(o, "lines", atomic_load(&u->used[Q_LINES]));
-	ctl_add_uint(o, "bindings", nbind);
-	ctl_add_uint(o, "armed", atomic_load(&u->used[Q_ARMED]));
-	ctl_add_uint(o, "arms", s->arms);
-	ctl_add_uint(o, "completions", atomic_load(&s->sink->completions));
-	add_forms(o, "readiness", by_form);
-	ctl_add_uint(o, "errors", s->errors);
-	ctl_add_uint(o, "outbox_bytes", atomic_load(&u->used[Q_OUTBOX]));
+	ctl_add_uint(o, CTL_KEY_ID, s->id);
+	ctl_add_int(o, CTL_KEY_PID, s->pid);
+	ctl_add_uint(o, CTL_KEY_UID, s->uid);
+	ctl_add_uint(o, CTL_KEY_GID, s->gid);
+	cJSON_AddStringToObject(o, CTL_KEY_COMM, s->comm);
+	cJSON_AddNumberToObject(o, CTL_KEY_CONNECTED_S, (double)(garuda_now_ns() - s->connected_ns) / 1e9);
+	ctl_add_uint(o, CTL_KEY_SEGMENTS, nseg);
+	ctl_add_uint(o, CTL_KEY_LINES, atomic_load(&u->used[Q_LINES]));
+	ctl_add_uint(o, CTL_KEY_BINDINGS, nbind);
+	ctl_add_uint(o, CTL_KEY_ARMED, atomic_load(&u->used[Q_ARMED]));
+	ctl_add_uint(o, CTL_KEY_ARMS, s->arms);
+	ctl_add_uint(o, CTL_KEY_COMPLETIONS, atomic_load(&s->sink->completions));
+	add_forms(o, CTL_KEY_READINESS, by_form);
+	ctl_add_uint(o, CTL_KEY_ERRORS, s->errors);
+	ctl_add_uint(o, CTL_KEY_OUTBOX_BYTES, atomic_load(&u->used[Q_OUTBOX]));
 	uint64_t hist[SCANNER_LAT_BUCKETS];
 	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++)
 		hist[b] = atomic_load_explicit(&s->sink->detect_hist[b], memory_order_relaxed);
@@ -186,7 +188,7 @@ static cJSON *client_object(struct session *s)
 cJSON *ctl_req_clients(struct daemon *d, const cJSON *req)
 {
 	uint64_t start = 0;
-	ctl_arg_uint(req, "start", &start);
+	ctl_arg_uint(req, CTL_KEY_START, &start);
 	size_t n = 0;
 	struct session **v = malloc((d->nsessions ? d->nsessions : 1) * sizeof(*v));
 	if (!v)
@@ -196,7 +198,7 @@ cJSON *ctl_req_clients(struct daemon *d, const cJSON *req)
 			v[n++] = s;
 	qsort(v, n, sizeof(*v), cmp_session);
 	cJSON *r = ctl_reply_new();
-	cJSON *arr = cJSON_AddArrayToObject(r, "clients");
+	cJSON *arr = cJSON_AddArrayToObject(r, CTL_KEY_CLIENTS);
 	size_t bytes = 0, i;
 	for (i = 0; i < n; i++)
 		if (!page_add(arr, client_object(v[i]), &bytes))
@@ -211,10 +213,10 @@ cJSON *ctl_req_clients(struct daemon *d, const cJSON *req)
 static struct session *find_client(struct daemon *d, const cJSON *req, cJSON **err)
 {
 	uint64_t id = 0;
-	ctl_arg_uint(req, "client", &id);
+	ctl_arg_uint(req, CTL_KEY_CLIENT, &id);
 	struct session *s = session_find(d, id);
 	if (!s || s->closed)
-		*err = ctl_error(GARUDA_E_NO_CLIENT, "no client %llu", (unsigned long long)id);
+		*err = ctl_error(-GARUDA_E_NO_CLIENT, "no client %llu", (unsigned long long)id);
 	return s && !s->closed ? s : NULL;
 }
 
@@ -231,7 +233,7 @@ cJSON *ctl_req_segments(struct daemon *d, const cJSON *req)
 	if (!s)
 		return err;
 	uint64_t start = 0;
-	ctl_arg_uint(req, "start", &start);
+	ctl_arg_uint(req, CTL_KEY_START, &start);
 	size_t n = 0, cap = 0;
 	struct segment **v = NULL;
 	for (struct segment *g = s->segments; g; g = g->next) {
@@ -251,8 +253,8 @@ cJSON *ctl_req_segments(struct daemon *d, const cJSON *req)
 	if (n > 1)
 		qsort(v, n, sizeof(*v), cmp_segment);
 	cJSON *r = ctl_reply_new();
-	ctl_add_uint(r, "client", s->id);
-	cJSON *arr = cJSON_AddArrayToObject(r, "segments");
+	ctl_add_uint(r, CTL_KEY_CLIENT, s->id);
+	cJSON *arr = cJSON_AddArrayToObject(r, CTL_KEY_SEGMENTS);
 	size_t bytes = 0, i;
 	for (i = 0; i < n; i++) {
 		struct segment *g = v[i];
@@ -264,17 +266,17 @@ cJSON *ctl_req_segments(struct daemon *d, const cJSON *req)
 		free(views);
 		uint32_t bell = __atomic_load_n(&g->map->hdr.doorbell, __ATOMIC_ACQUIRE);
 		cJSON *o = cJSON_CreateObject();
-		ctl_add_uint(o, "id", g->id);
-		ctl_add_uint(o, "lines", g->lines);
-		ctl_add_uint(o, "bytes", g->bytes);
-		ctl_add_int(o, "numa_node", g->numa_node);
-		ctl_add_uint(o, "scanner", g->scanner);
-		ctl_add_uint(o, "bindings", nbind);
+		ctl_add_uint(o, CTL_KEY_ID, g->id);
+		ctl_add_uint(o, CTL_KEY_LINES, g->lines);
+		ctl_add_uint(o, CTL_KEY_BYTES, g->bytes);
+		ctl_add_int(o, CTL_KEY_NUMA_NODE, g->numa_node);
+		ctl_add_uint(o, CTL_KEY_SCANNER, g->scanner);
+		ctl_add_uint(o, CTL_KEY_BINDINGS, nbind);
 		if (armed >= 0)
-			ctl_add_uint(o, "armed", (uint64_t)armed);
+			ctl_add_uint(o, CTL_KEY_ARMED, (uint64_t)armed);
 		else
-			cJSON_AddNullToObject(o, "armed");
-		ctl_add_uint(o, "doorbell", bell);
+			cJSON_AddNullToObject(o, CTL_KEY_ARMED);
+		ctl_add_uint(o, CTL_KEY_DOORBELL, bell);
 		if (!page_add(arr, o, &bytes))
 			break;
 	}
@@ -300,17 +302,17 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 	if (!s)
 		return err;
 	uint64_t seg_id = 0, start = 0, count = GARUDA_SEGMENT_MAX_LINES;
-	ctl_arg_uint(req, "segment", &seg_id);
-	ctl_arg_uint(req, "start", &start);
-	ctl_arg_uint(req, "count", &count);
+	ctl_arg_uint(req, CTL_KEY_SEGMENT, &seg_id);
+	ctl_arg_uint(req, CTL_KEY_START, &start);
+	ctl_arg_uint(req, CTL_KEY_COUNT, &count);
 	struct segment *g = s->segments;
 	while (g && g->id != seg_id)
 		g = g->next;
 	if (!g)
-		return ctl_error(GARUDA_E_NO_SEGMENT, "client %llu has no segment %llu",
+		return ctl_error(-GARUDA_E_NO_SEGMENT, "client %llu has no segment %llu",
 				 (unsigned long long)s->id, (unsigned long long)seg_id);
 	if (start >= g->lines)
-		return ctl_error(GARUDA_E_BAD_ARGUMENT, "argument \"start\" is beyond the segment's %u lines",
+		return ctl_error(-GARUDA_E_BAD_ARGUMENT, "argument \"start\" is beyond the segment's %u lines",
 				 g->lines);
 	uint64_t end = start + count < g->lines ? start + count : g->lines;
 
@@ -321,17 +323,17 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 	qsort(views, (size_t)nv, sizeof(*views), cmp_view);
 
 	cJSON *r = ctl_reply_new();
-	ctl_add_uint(r, "client", s->id);
-	ctl_add_uint(r, "segment", g->id);
-	ctl_add_uint(r, "line_count", g->lines);
-	cJSON *arr = cJSON_AddArrayToObject(r, "lines");
+	ctl_add_uint(r, CTL_KEY_CLIENT, s->id);
+	ctl_add_uint(r, CTL_KEY_SEGMENT, g->id);
+	ctl_add_uint(r, CTL_KEY_LINE_COUNT, g->lines);
+	cJSON *arr = cJSON_AddArrayToObject(r, CTL_KEY_LINES);
 	size_t bytes = 0;
 	int vi = 0;
 	uint64_t line;
 	for (line = start; line < end; line++) {
 		cJSON *lo = cJSON_CreateObject();
-		ctl_add_uint(lo, "line", line);
-		cJSON *words = cJSON_AddArrayToObject(lo, "words");
+		ctl_add_uint(lo, CTL_KEY_LINE, line);
+		cJSON *words = cJSON_AddArrayToObject(lo, CTL_KEY_WORDS);
 		for (uint32_t w = 0; w < GARUDA_WORDS_PER_LINE; w++) {
 			uint32_t index = (uint32_t)line * GARUDA_WORDS_PER_LINE + w;
 			uint64_t value = __atomic_load_n(segment_word(g, index), __ATOMIC_ACQUIRE);
@@ -344,17 +346,17 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 			while (vi < nv && views[vi].index == index)
 				vi++;
 			cJSON *wo = cJSON_CreateObject();
-			ctl_add_uint(wo, "index", index);
-			ctl_add_u64_string(wo, "value", value);
-			cJSON_AddBoolToObject(wo, "bound", bound);
-			ctl_add_uint(wo, "armed_count", (uint64_t)(vi - first));
-			cJSON *armed = cJSON_AddArrayToObject(wo, "armed");
+			ctl_add_uint(wo, CTL_KEY_INDEX, index);
+			ctl_add_u64_string(wo, CTL_KEY_VALUE, value);
+			cJSON_AddBoolToObject(wo, CTL_KEY_BOUND, bound);
+			ctl_add_uint(wo, CTL_KEY_ARMED_COUNT, (uint64_t)(vi - first));
+			cJSON *armed = cJSON_AddArrayToObject(wo, CTL_KEY_ARMED);
 			for (int k = first; k < vi && k - first < LIST_ARMED_PER_WORD; k++) {
 				cJSON *a = cJSON_CreateObject();
-				ctl_add_u64_string(a, "target", views[k].target);
-				ctl_add_u64_string(a, "token", views[k].token);
+				ctl_add_u64_string(a, CTL_KEY_TARGET, views[k].target);
+				ctl_add_u64_string(a, CTL_KEY_TOKEN, views[k].token);
 				const char *form = ctl_form_name(views[k].form);
-				cJSON_AddStringToObject(a, "form", form ? form : "unknown");
+				cJSON_AddStringToObject(a, CTL_KEY_FORM, form ? form : "unknown");
 				cJSON_AddItemToArray(armed, a);
 			}
 			cJSON_AddItemToArray(words, wo);
@@ -378,20 +380,20 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 			if (g->scanner < NUMA_MAX_NODES)
 				segs[g->scanner]++;
 	cJSON *r = ctl_reply_new();
-	cJSON *arr = cJSON_AddArrayToObject(r, "scanners");
+	cJSON *arr = cJSON_AddArrayToObject(r, CTL_KEY_SCANNERS);
 	for (unsigned i = 0; i < d->nscanners; i++) {
 		struct scanner_stats st;
 		scanner_get_stats(d->scanner[i], &st);
 		cJSON *o = cJSON_CreateObject();
-		ctl_add_uint(o, "index", i);
-		ctl_add_int(o, "numa_node", st.numa_node);
-		ctl_add_uint(o, "armed", st.armed);
-		ctl_add_uint(o, "segments", segs[i]);
-		ctl_add_uint(o, "passes", st.passes);
-		ctl_add_uint(o, "parks", st.parks);
-		ctl_add_uint(o, "completions", st.completions);
-		add_forms(o, "readiness", st.by_form);
-		cJSON_AddNumberToObject(o, "cpu_s", (double)st.cpu_ns / 1e9);
+		ctl_add_uint(o, CTL_KEY_INDEX, i);
+		ctl_add_int(o, CTL_KEY_NUMA_NODE, st.numa_node);
+		ctl_add_uint(o, CTL_KEY_ARMED, st.armed);
+		ctl_add_uint(o, CTL_KEY_SEGMENTS, segs[i]);
+		ctl_add_uint(o, CTL_KEY_PASSES, st.passes);
+		ctl_add_uint(o, CTL_KEY_PARKS, st.parks);
+		ctl_add_uint(o, CTL_KEY_COMPLETIONS, st.completions);
+		add_forms(o, CTL_KEY_READINESS, st.by_form);
+		cJSON_AddNumberToObject(o, CTL_KEY_CPU_S, (double)st.cpu_ns / 1e9);
 		add_latency(o, st.detect_hist);
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -403,12 +405,12 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 static void add_quota(cJSON *o, const char *key, const struct quota_limits *q)
 {
 	cJSON *x = cJSON_AddObjectToObject(o, key);
-	ctl_add_uint(x, "segments", q->segments);
-	ctl_add_uint(x, "lines", q->lines);
-	ctl_add_uint(x, "bindings", q->bindings);
-	ctl_add_uint(x, "armed", q->armed);
-	ctl_add_uint(x, "outbox_bytes", q->outbox_bytes);
-	ctl_add_uint(x, "connections", q->connections);
+	ctl_add_uint(x, CTL_KEY_SEGMENTS, q->segments);
+	ctl_add_uint(x, CTL_KEY_LINES, q->lines);
+	ctl_add_uint(x, CTL_KEY_BINDINGS, q->bindings);
+	ctl_add_uint(x, CTL_KEY_ARMED, q->armed);
+	ctl_add_uint(x, CTL_KEY_OUTBOX_BYTES, q->outbox_bytes);
+	ctl_add_uint(x, CTL_KEY_CONNECTIONS, q->connections);
 }
 
 cJSON *ctl_req_config(struct daemon *d, const cJSON *req)
@@ -416,19 +418,19 @@ cJSON *ctl_req_config(struct daemon *d, const cJSON *req)
 	(void)req;
 	const struct config *c = &d->cfg;
 	cJSON *r = ctl_reply_new();
-	add_string_or_null(r, "config_path", c->config_path);
-	add_string_or_null(r, "socket", c->socket_path);
-	add_string_or_null(r, "control_socket", c->control_socket_path);
-	add_string_or_null(r, "socket_group", c->socket_group);
-	add_string_or_null(r, "control_group", c->control_group);
-	cJSON_AddStringToObject(r, "event_loop", event_loop_name(c->event_loop));
-	ctl_add_uint(r, "scanners", c->scanners);
-	ctl_add_uint(r, "spin_us", c->spin_us);
-	ctl_add_uint(r, "max_sleep_us", c->max_sleep_us);
-	cJSON_AddStringToObject(r, "log_level", log_level_to_string(c->log_level));
-	cJSON *q = cJSON_AddObjectToObject(r, "quota");
-	add_quota(q, "connection", &c->quota_connection);
-	add_quota(q, "uid", &c->quota_uid);
+	add_string_or_null(r, CTL_KEY_CONFIG_PATH, c->config_path);
+	add_string_or_null(r, CTL_KEY_SOCKET, c->socket_path);
+	add_string_or_null(r, CTL_KEY_CONTROL_SOCKET, c->control_socket_path);
+	add_string_or_null(r, CTL_KEY_SOCKET_GROUP, c->socket_group);
+	add_string_or_null(r, CTL_KEY_CONTROL_GROUP, c->control_group);
+	cJSON_AddStringToObject(r, CTL_KEY_EVENT_LOOP, event_loop_name(c->event_loop));
+	ctl_add_uint(r, CTL_KEY_SCANNERS, c->scanners);
+	ctl_add_uint(r, CTL_KEY_SPIN_US, c->spin_us);
+	ctl_add_uint(r, CTL_KEY_MAX_SLEEP_US, c->max_sleep_us);
+	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(c->log_level));
+	cJSON *q = cJSON_AddObjectToObject(r, CTL_KEY_QUOTA);
+	add_quota(q, CTL_KEY_CONNECTION, &c->quota_connection);
+	add_quota(q, CTL_KEY_UID, &c->quota_uid);
 	return r;
 }
 
@@ -445,31 +447,31 @@ cJSON *ctl_req_disconnect(struct daemon *d, const cJSON *req)
 		   s->comm);
 	session_close(s);
 	cJSON *r = ctl_reply_new();
-	ctl_add_uint(r, "client", id);
-	cJSON_AddBoolToObject(r, "disconnected", true);
+	ctl_add_uint(r, CTL_KEY_CLIENT, id);
+	cJSON_AddBoolToObject(r, CTL_KEY_DISCONNECTED, true);
 	return r;
 }
 
 cJSON *ctl_req_log_level(struct daemon *d, const cJSON *req)
 {
 	(void)d;
-	const char *level = ctl_arg_string(req, "level");
+	const char *level = ctl_arg_string(req, CTL_KEY_LEVEL);
 	int old = log_get_level();
 	cJSON *r;
 	if (!level) {
 		r = ctl_reply_new();
-		cJSON_AddStringToObject(r, "log_level", log_level_to_string(old));
+		cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(old));
 		return r;
 	}
 	int l = log_level_from_string(level);
 	if (l < 0)
-		return ctl_error(GARUDA_E_BAD_ARGUMENT,
+		return ctl_error(-GARUDA_E_BAD_ARGUMENT,
 				 "argument \"level\" must be err, warning, notice, info or debug, not \"%.32s\"", level);
 	log_set_level(l);
 	log_notice("control: log level %s (was %s)", log_level_to_string(l), log_level_to_string(old));
 	r = ctl_reply_new();
-	cJSON_AddStringToObject(r, "log_level", log_level_to_string(l));
-	cJSON_AddStringToObject(r, "previous", log_level_to_string(old));
+	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(l));
+	cJSON_AddStringToObject(r, CTL_KEY_PREVIOUS, log_level_to_string(old));
 	return r;
 }
 
@@ -479,20 +481,20 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req)
 	cJSON *r;
 	if (!d->cfg.config_path) {
 		r = ctl_reply_new();
-		cJSON_AddBoolToObject(r, "reloaded", false);
-		cJSON_AddNullToObject(r, "config_path");
+		cJSON_AddBoolToObject(r, CTL_KEY_RELOADED, false);
+		cJSON_AddNullToObject(r, CTL_KEY_CONFIG_PATH);
 		return r;
 	}
 	log_info("control: reload requested");
 	char *why = NULL;
 	if (daemon_reload(d, &why) < 0) {
-		r = ctl_error(GARUDA_E_BAD_ARGUMENT, "config file %s: %s; the running configuration is kept",
+		r = ctl_error(-GARUDA_E_BAD_ARGUMENT, "config file %s: %s; the running configuration is kept",
 			      d->cfg.config_path, why ? why : "invalid");
 		free(why);
 		return r;
 	}
 	r = ctl_reply_new();
-	cJSON_AddBoolToObject(r, "reloaded", true);
-	add_string_or_null(r, "config_path", d->cfg.config_path);
+	cJSON_AddBoolToObject(r, CTL_KEY_RELOADED, true);
+	add_string_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
 	return r;
 }

@@ -1,6 +1,8 @@
 /* daemon.h — garudad's top-level object: the one place that holds mutable state
  * (configuration, loop, sockets, scanners, sessions, counters). Sessions, the
- * control plane and systemd glue all hang off it; nothing else is global. */
+ * control plane and systemd glue all hang off it; nothing else is global. Only the
+ * struct lives here: each module declares its functions in its own header (server.h,
+ * session.h, control.h, service.h). Owned by the loop thread (docs/architecture.md). */
 #pragma once
 
 #include <stdbool.h>
@@ -50,6 +52,7 @@ struct daemon {
 
 	bool stopping;
 	bool notify; /* NOTIFY_SOCKET is set */
+	bool status_dirty; /* sessions came or went: main refreshes STATUS= after the iteration */
 	uint64_t started_ns;
 
 	/* counters (loop thread) */
@@ -58,30 +61,3 @@ struct daemon {
 	uint64_t errors_by_code[ERRCOUNT_SLOTS];
 	uint64_t quota_refusals;
 };
-
-/* sockets (server.c) */
-int server_open_sockets(struct daemon *d);
-void server_close_sockets(struct daemon *d);
-void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
-/* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE by refusing the pending
- * connection through the spare fd; -1 with errno as accept4's. */
-int server_accept(struct daemon *d, int listen_fd);
-
-/* sessions (session.c) */
-void session_accept(struct daemon *d, int fd);
-void session_close(struct session *s);
-void session_close_all(struct daemon *d);
-void session_reap(struct daemon *d);
-void session_handle_notices(struct daemon *d);
-struct session *session_find(struct daemon *d, uint64_t id);
-void daemon_count_error(struct daemon *d, int code);
-
-/* control plane (control.c) */
-void control_on_accept(struct loop_watch *w, void *data, uint32_t events);
-void control_close_all(struct daemon *d);
-
-/* systemd status line; configuration reload (main.c) */
-void daemon_update_status(struct daemon *d);
-/* Re-read the config file; keeps the running config on error (-GARUDA_E_BAD_ARGUMENT,
- * *why = a malloc'ed message naming the key and the reason, when why is not NULL). */
-int daemon_reload(struct daemon *d, char **why);

@@ -17,105 +17,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "control.h"
 #include "daemon.h"
 #include "log.h"
+#include "server.h"
+#include "service.h"
 #include "session.h"
-
-static uint64_t completions(struct daemon *d)
-{
-	uint64_t c = 0;
-	for (unsigned i = 0; i < d->nscanners; i++) {
-		struct scanner_stats st;
-		scanner_get_stats(d->scanner[i], &st);
-		c += st.completions;
-	}
-	return c;
-}
-
-/* A notification that must never block the loop (sd_notify's send blocks when the
- * notify socket's queue is full): our own non-blocking datagram socket; a message
- * that does not fit is dropped, the next STATUS= supersedes it anyway. */
-static void notify_nowait(struct daemon *d, const char *text)
-{
-	const char *path = getenv("NOTIFY_SOCKET");
-	if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return;
-	if (d->notify_fd < 0)
-		d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (d->notify_fd < 0)
-		return;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	size_t n = strlen(path);
-	memcpy(a.sun_path, path, n);
-	if (path[0] == '@')
-		a.sun_path[0] = '\0'; /* abstract namespace */
-	socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (path[0] == '/'));
-	if (sendto(d->notify_fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, alen) < 0)
-		log_debug("notify (%s) not sent: %s", text, strerror(errno));
-}
-
-void daemon_update_status(struct daemon *d)
-{
-	if (!d->notify || d->stopping)
-		return;
-	uint64_t armed = 0; /* O(scanners): this runs on every connect and disconnect */
-	for (unsigned i = 0; i < d->nscanners; i++) {
-		struct scanner_stats st;
-		scanner_get_stats(d->scanner[i], &st);
-		armed += st.armed;
-	}
-	char text[160];
-	snprintf(text, sizeof(text), "STATUS=clients=%u armed=%llu completions=%llu", d->nsessions,
-		 (unsigned long long)armed, (unsigned long long)completions(d));
-	notify_nowait(d, text);
-}
-
-static void apply_tuning(struct daemon *d)
-{
-	atomic_store(&d->tuning.spin_us, d->cfg.spin_us);
-	atomic_store(&d->tuning.max_sleep_us, d->cfg.max_sleep_us);
-	log_set_level(d->cfg.log_level);
-}
-
-int daemon_reload(struct daemon *d, char **why)
-{
-	struct config next;
-	char *err = NULL;
-	if (why)
-		*why = NULL;
-	if (!d->cfg.config_path) {
-		log_notice("reload: no config file to reload");
-		return 0;
-	}
-	notify_nowait(d, "RELOADING=1");
-	config_copy(&next, &d->cfg);
-	if (config_load_file(&next, d->cfg.config_path, &err)) {
-		log_err("reload failed, keeping the running configuration: %s", err ? err : "?");
-		if (why)
-			*why = err;
-		else
-			free(err);
-		config_free(&next);
-		notify_nowait(d, "READY=1");
-		return -GARUDA_E_BAD_ARGUMENT;
-	}
-	if (strcmp(next.socket_path, d->cfg.socket_path) || next.scanners != d->cfg.scanners ||
-	    strcmp(next.control_socket_path, d->cfg.control_socket_path) || next.event_loop != d->cfg.event_loop)
-		log_notice("reload: socket paths, scanners and event loop change only on restart");
-	/* keep what only a restart can change */
-	free(next.socket_path);
-	free(next.control_socket_path);
-	next.socket_path = strdup(d->cfg.socket_path);
-	next.control_socket_path = strdup(d->cfg.control_socket_path);
-	next.scanners = d->cfg.scanners;
-	next.event_loop = d->cfg.event_loop;
-	config_free(&d->cfg);
-	d->cfg = next;
-	apply_tuning(d);
-	log_info("configuration reloaded from %s", d->cfg.config_path);
-	notify_nowait(d, "READY=1");
-	return 0;
-}
 
 static void on_signal(struct loop_watch *w, void *data, uint32_t events)
 {
@@ -147,8 +54,8 @@ static void on_watchdog(struct loop_watch *w, void *data, uint32_t events)
 	(void)w;
 	(void)events;
 	if (read(d->watchdog_fd, &ticks, sizeof(ticks)) > 0) {
-		notify_nowait(d, "WATCHDOG=1");
-		daemon_update_status(d);
+		service_notify(d, "WATCHDOG=1");
+		service_update_status(d);
 	}
 }
 
@@ -200,6 +107,7 @@ static void shutdown_daemon(struct daemon *d)
 	for (unsigned i = 0; i < d->nscanners; i++)
 		scanner_stop(d->scanner[i]);
 	d->nscanners = 0;
+	session_handle_notices(d); /* last references the scanners handed back */
 	session_reap(d);
 	loop_remove(d->loop, d->client_w);
 	loop_remove(d->loop, d->control_w);
@@ -239,7 +147,7 @@ int main(int argc, char **argv)
 	d.next_session_id = 1;
 	d.notify = getenv("NOTIFY_SOCKET") != NULL;
 	d.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	apply_tuning(&d);
+	service_apply_tuning(&d);
 
 	/* signals: SIGTERM/SIGINT/SIGHUP through a signalfd; SIGPIPE never */
 	sigset_t mask;
@@ -278,6 +186,10 @@ int main(int argc, char **argv)
 	while (!d.stopping) {
 		r = loop_run_once(d.loop, -1);
 		session_reap(&d);
+		if (d.status_dirty) {
+			d.status_dirty = false;
+			service_update_status(&d);
+		}
 		if (r < 0) {
 			log_err("event loop failed: %s", strerror(-r));
 			break;

@@ -25,7 +25,7 @@ void notice_queue_destroy(struct notice_queue *q)
 	pthread_mutex_destroy(&q->lock);
 }
 
-void notice_push(struct notice_queue *q, const struct notice *n)
+bool notice_push(struct notice_queue *q, const struct notice *n)
 {
 	bool was_empty;
 	pthread_mutex_lock(&q->lock);
@@ -35,7 +35,7 @@ void notice_push(struct notice_queue *q, const struct notice *n)
 		if (!ni) {
 			pthread_mutex_unlock(&q->lock);
 			log_err("notice queue: out of memory, notice dropped");
-			return;
+			return false;
 		}
 		q->items = ni;
 		q->cap = cap;
@@ -48,6 +48,7 @@ void notice_push(struct notice_queue *q, const struct notice *n)
 		ssize_t r = write(q->efd, &one, sizeof(one));
 		(void)r; /* EAGAIN: already signalled */
 	}
+	return true;
 }
 
 unsigned notice_take(struct notice_queue *q, struct notice **out)

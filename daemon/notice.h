@@ -1,6 +1,6 @@
 /* notice.h — scanner threads tell the loop thread about things only the loop may act
  * on (it owns sessions): a DISARM's outcome, an overflowed outbox, an offending
- * client. A mutex-protected queue plus an eventfd the loop watches; the eventfd is
+ * client, a last reference to drop. A mutex-protected queue plus an eventfd the loop watches; the eventfd is
  * written only on the empty -> non-empty transition. */
 #pragma once
 
@@ -8,14 +8,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum notice_kind { NOTICE_DISARMED, NOTICE_OVERFLOW, NOTICE_OFFENDER };
+enum notice_kind { NOTICE_DISARMED, NOTICE_OVERFLOW, NOTICE_OFFENDER, NOTICE_RELEASE };
+
+/* NOTICE_RELEASE: a scanner's last reference on an object, for the loop to drop (the
+ * destructors close client fds and unmap segments: loop thread only). */
+enum notice_release { RELEASE_SINK, RELEASE_SEGMENT, RELEASE_BINDING };
 
 struct notice {
 	enum notice_kind kind;
 	uint64_t session_id;
 	uint64_t cookie; /* DISARMED */
-	int code;        /* DISARMED: 0 or -GARUDA_E_NOT_ARMED; OFFENDER: the error code */
+	int code;        /* DISARMED: 0 or -GARUDA_E_NOT_ARMED; OFFENDER: the (negative) error code */
 	bool noreply;    /* DISARMED */
+	enum notice_release what; /* RELEASE */
+	void *obj;                /* RELEASE: the sink, segment or binding */
 };
 
 struct notice_queue {
@@ -27,6 +33,7 @@ struct notice_queue {
 
 int notice_queue_init(struct notice_queue *q);
 void notice_queue_destroy(struct notice_queue *q);
-void notice_push(struct notice_queue *q, const struct notice *n);
+/* false when out of memory (the notice is dropped and logged). */
+bool notice_push(struct notice_queue *q, const struct notice *n);
 /* Take all queued notices (caller frees *out). Returns the count. */
 unsigned notice_take(struct notice_queue *q, struct notice **out);

@@ -19,9 +19,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "delivery.h"
+#include "sink.h"
 #include "notice.h"
 #include "segment.h"
+#include "sink.h"
 
 struct scanner;
 
@@ -83,7 +84,3 @@ struct armed_view {
  * *out is malloc'ed (caller frees). Returns the count or -errno. Control plane only:
  * it waits for the scanner's next pass. */
 int scanner_list_armed(struct scanner *s, struct segment *seg, struct armed_view **out);
-
-/* The signal the scanners use to interrupt a blocked eventfd write; main installs a
- * no-op handler for it without SA_RESTART before starting scanners. */
-int scanner_guard_signal(void);

@@ -3,7 +3,8 @@
  * count as the daemon decided them (never read back from shared memory).
  *
  * Reference-counted: the owning session holds one reference, every armed descriptor
- * on the segment holds one; the mapping and the memfd go away with the last. */
+ * on the segment holds one; the mapping and the memfd go away with the last, on the
+ * loop thread (docs/architecture.md). */
 #pragma once
 
 #include <stdatomic.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cleanup.h"
 #include "segment_layout.h"
 
 struct segment {
@@ -22,9 +24,7 @@ struct segment {
 	uint32_t lines;
 	int numa_node;
 	unsigned scanner; /* index of the scanner that watches it */
-	uint32_t doorbell_pending; /* scanner-private: wakes to issue this pass */
 	struct segment *next; /* session's list */
-	struct segment *batch_next; /* scanner-private */
 };
 
 /* Create a new segment for client pid: memfd, size, seals, map, place, mlock, header.
@@ -43,6 +43,7 @@ static inline struct segment *segment_ref(struct segment *s)
 	return s;
 }
 void segment_unref(struct segment *s);
+DEFINE_CLEANUP(struct segment, segment_unref)
 
 /* The daemon's pointer to word `index`; index < lines * 8 must be checked before. */
 static inline const uint64_t *segment_word(struct segment *s, uint32_t index)

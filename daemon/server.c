@@ -18,9 +18,10 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "daemon.h"
 #include "fdio.h"
 #include "log.h"
+#include "server.h"
+#include "session.h"
 
 static int mkdir_parents(const char *path)
 {

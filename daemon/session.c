@@ -1,7 +1,7 @@
 /* session.c — client sessions; see session.h. */
 #include "session.h"
 
-#include <endian.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -11,22 +11,38 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "clock.h"
 #include "fdio.h"
 #include "log.h"
+#include "readiness.h"
 #include "wire.h"
 
 #define RECV_BATCH 64 /* datagrams per callback before yielding to others */
 
 static void session_send(struct session *s, const struct garuda_msg *m, int fd);
 
-void daemon_count_error(struct daemon *d, int code)
+/* Inside the daemon every error is negative: -GARUDA_E_* or -errno (DESIGN.md). On the
+ * wire a registry code travels positive and an errno negative (docs/protocol.md §10).
+ * This is the one place that converts; a code of the wrong sign is a bug, and the
+ * assertion makes the test that reaches it fail. */
+static int wire_code(int code)
 {
-	if (code < 0)
-		code = -code;
-	if (code >= GARUDA_ERR_BASE && code < GARUDA_ERR_BASE + ERRCOUNT_SLOTS)
-		d->errors_by_code[code - GARUDA_ERR_BASE]++;
-	if (code == GARUDA_E_QUOTA)
+	assert(code < 0 && "daemon error codes are negative");
+	return -code >= GARUDA_ERR_BASE ? -code : code;
+}
+
+static void error_msg(struct garuda_msg *m, uint64_t cookie, int code, const char *text)
+{
+	garuda_msg_error(m, cookie, wire_code(code), text);
+}
+
+static void count_error(struct daemon *d, int code)
+{
+	int w = wire_code(code);
+	if (w >= GARUDA_ERR_BASE && w < GARUDA_ERR_BASE + ERRCOUNT_SLOTS)
+		d->errors_by_code[w - GARUDA_ERR_BASE]++;
+	if (w == GARUDA_E_QUOTA)
 		d->quota_refusals++;
 }
 
@@ -67,8 +83,8 @@ static void reply_error(struct session *s, uint64_t cookie, int code, const char
 {
 	struct garuda_msg m;
 	s->errors++;
-	daemon_count_error(s->d, code);
-	garuda_msg_error(&m, cookie, code, text);
+	count_error(s->d, code);
+	error_msg(&m, cookie, code, text);
 	session_send(s, &m, -1);
 }
 
@@ -121,7 +137,7 @@ static void on_out(struct loop_watch *w, void *data, uint32_t events)
 		quota_release(&s->sink->usage, &s->sink->uid->usage, Q_OUTBOX, o->len);
 		if (o->fd >= 0)
 			close(o->fd);
-		bool was_overflow = o->len > 0 && o->buf[0] == GARUDA_MSG_READY;
+		bool was_overflow = o->overflow;
 		free(o);
 		if (was_overflow)
 			s->overflow_queued = false;
@@ -172,7 +188,7 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 			 &s->d->cfg.quota_uid, Q_OUTBOX, (uint64_t)len)) {
 		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
 			   (unsigned long long)s->id, (int)s->pid, s->comm);
-		daemon_count_error(s->d, GARUDA_E_SLOW_PEER);
+		count_error(s->d, -GARUDA_E_SLOW_PEER);
 		session_close(s);
 		return;
 	}
@@ -189,6 +205,7 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 	o->next = NULL;
 	o->len = (size_t)len;
 	o->fd = dupfd;
+	o->overflow = m->type == GARUDA_MSG_READY; /* the loop sends no other READY */
 	memcpy(o->buf, buf, (size_t)len);
 	if (s->out_tail)
 		s->out_tail->next = o;
@@ -200,12 +217,9 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 
 /* ---------------- handlers ---------------- */
 
-static void on_hello(struct session *s, const struct garuda_msg *m)
+static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 {
-	if (s->welcomed) {
-		fail_session(s, m->cookie, GARUDA_E_UNEXPECTED, "HELLO sent twice");
-		return;
-	}
+	(void)fds;
 	s->welcomed = true;
 	/* before any arm can reach a scanner: the command queue's lock publishes it */
 	s->sink->features = m->hello.features & GARUDA_FEATURE_READY_BATCH;
@@ -252,7 +266,7 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	uint32_t lines = m->segment_open.lines;
 	int sc = pick_scanner(s->d, m->segment_open.numa_node);
 	if (sc < 0) {
-		reply_error(s, m->cookie, GARUDA_E_BAD_VALUE, "no such NUMA node");
+		reply_error(s, m->cookie, -GARUDA_E_BAD_VALUE, "no such NUMA node");
 		return;
 	}
 	int r = charge(s, Q_SEGMENTS, 1);
@@ -271,7 +285,7 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	if (attach) {
 		r = segment_attach(fds[0], id, lines, node, &g);
 		if (r == 0)
-			fds[0] = -1; /* the segment owns it now */
+			TAKE_FD(fds[0]); /* the segment owns it now */
 	} else {
 		r = segment_create(id, lines, node, s->pid, &g);
 	}
@@ -308,13 +322,14 @@ static void drop_binding(struct session *s, struct binding *b, struct segment *g
 	binding_unref(b);
 }
 
-static void on_segment_close(struct session *s, const struct garuda_msg *m)
+static void on_segment_close(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	struct segment **pp = &s->segments, *g;
 	while ((g = *pp) && g->id != m->segment_close.segment_id)
 		pp = &g->next;
 	if (!g) {
-		reply_error(s, m->cookie, GARUDA_E_NO_SEGMENT, NULL);
+		reply_error(s, m->cookie, -GARUDA_E_NO_SEGMENT, NULL);
 		return;
 	}
 	*pp = g->next;
@@ -336,12 +351,12 @@ static int lookup_slot(struct session *s, const struct garuda_slot *slot, struct
 {
 	struct segment *g = find_segment(s, slot->segment);
 	if (!g) {
-		*why = garuda_strerror(GARUDA_E_NO_SEGMENT);
-		return GARUDA_E_NO_SEGMENT;
+		*why = garuda_strerror(-GARUDA_E_NO_SEGMENT);
+		return -GARUDA_E_NO_SEGMENT;
 	}
 	if (slot->index >= g->lines * GARUDA_WORDS_PER_LINE) {
 		*why = "slot index beyond the segment's lines";
-		return GARUDA_E_SLOT_RANGE;
+		return -GARUDA_E_SLOT_RANGE;
 	}
 	*out = g;
 	return 0;
@@ -376,16 +391,16 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 	if (!g)
 		return;
 	if (!is_eventfd(fds[0])) {
-		reply_error(s, m->cookie, GARUDA_E_BAD_FD, "BIND needs an eventfd");
+		reply_error(s, m->cookie, -GARUDA_E_BAD_FD, "BIND needs an eventfd");
 		return;
 	}
 	int fl = fcntl(fds[0], F_GETFL);
 	if (fl < 0 || !(fl & O_NONBLOCK)) {
-		reply_error(s, m->cookie, GARUDA_E_BAD_FD, "the eventfd must be non-blocking (EFD_NONBLOCK)");
+		reply_error(s, m->cookie, -GARUDA_E_BAD_FD, "the eventfd must be non-blocking (EFD_NONBLOCK)");
 		return;
 	}
 	if (find_binding(s, g->id, m->bind.slot.index)) {
-		reply_error(s, m->cookie, GARUDA_E_ALREADY_BOUND, NULL);
+		reply_error(s, m->cookie, -GARUDA_E_ALREADY_BOUND, NULL);
 		return;
 	}
 	int r = charge(s, Q_BINDINGS, 1);
@@ -399,20 +414,21 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 		reply_error(s, m->cookie, -ENOMEM, NULL);
 		return;
 	}
-	fds[0] = -1;
+	TAKE_FD(fds[0]); /* the binding owns it now */
 	b->next = s->bindings;
 	s->bindings = b;
 	reply_ack(s, m);
 }
 
-static void on_unbind(struct session *s, const struct garuda_msg *m)
+static void on_unbind(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	struct segment *g = slot_segment(s, m, &m->bind.slot);
 	if (!g)
 		return;
 	struct binding *b = find_binding(s, g->id, m->bind.slot.index);
 	if (!b) {
-		reply_error(s, m->cookie, GARUDA_E_NOT_BOUND, NULL);
+		reply_error(s, m->cookie, -GARUDA_E_NOT_BOUND, NULL);
 		return;
 	}
 	drop_binding(s, b, g);
@@ -431,7 +447,7 @@ static int check_arm(struct session *s, const struct garuda_arm *a, struct segme
 		*b = find_binding(s, (*g)->id, a->slot.index);
 		if (!*b) {
 			*why = "eventfd-form arm on a slot with no binding";
-			return GARUDA_E_NOT_BOUND;
+			return -GARUDA_E_NOT_BOUND;
 		}
 	}
 	return 0;
@@ -457,8 +473,9 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 
 /* ARM and ARM_BATCH: every record is checked and the armed quota charged for all of
  * them before any is armed; the first failure answers for the whole request. */
-static void on_arm(struct session *s, const struct garuda_msg *m)
+static void on_arm(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	bool batch = m->type == GARUDA_MSG_ARM_BATCH;
 	const struct garuda_arm *arms = batch ? m->arm_batch.arm : &m->arm;
 	unsigned n = batch ? m->arm_batch.count : 1;
@@ -485,8 +502,9 @@ static void on_arm(struct session *s, const struct garuda_msg *m)
 	reply_ack(s, m);
 }
 
-static void on_disarm(struct session *s, const struct garuda_msg *m)
+static void on_disarm(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	struct segment *g = slot_segment(s, m, &m->disarm.slot);
 	if (!g)
 		return;
@@ -497,8 +515,9 @@ static void on_disarm(struct session *s, const struct garuda_msg *m)
 
 /* QUERY: a client may ask about its own session, nothing else. The reply is one JSON
  * object (stable lower_snake_case keys, "version" first) that fits one datagram. */
-static void on_query(struct session *s, const struct garuda_msg *m)
+static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
 {
+	(void)fds;
 	unsigned nseg = 0, nbind = 0;
 	for (struct segment *g = s->segments; g; g = g->next)
 		nseg++;
@@ -522,56 +541,62 @@ static void on_query(struct session *s, const struct garuda_msg *m)
 
 /* ---------------- receive ---------------- */
 
-/* May close the session (s->closed); s stays valid until the loop iteration ends. */
+/* ---------------- dispatch ---------------- */
+
+enum session_state { ST_NEW, ST_WELCOMED }; /* before / after HELLO */
+
+/* One client request: its handler, the state it is valid in, and the fds it takes
+ * (fds[0..nfds): the handler sets fds[i] = -1 for one it keeps; the rest are closed
+ * after it returns). The decoder has already checked the fd count per type. */
+struct request_handler {
+	void (*fn)(struct session *s, const struct garuda_msg *m, int *fds);
+	enum session_state state;
+	uint8_t nfds;
+};
+
+static const struct request_handler handlers[GARUDA_MSG_TYPE_MAX_ + 1] = {
+	[GARUDA_MSG_HELLO] = { on_hello, ST_NEW, 0 },
+	[GARUDA_MSG_SEGMENT_OPEN] = { on_segment_open, ST_WELCOMED, 0 },
+	[GARUDA_MSG_SEGMENT_ATTACH] = { on_segment_open, ST_WELCOMED, 1 }, /* the memfd */
+	[GARUDA_MSG_SEGMENT_CLOSE] = { on_segment_close, ST_WELCOMED, 0 },
+	[GARUDA_MSG_BIND] = { on_bind, ST_WELCOMED, 1 }, /* the eventfd */
+	[GARUDA_MSG_UNBIND] = { on_unbind, ST_WELCOMED, 0 },
+	[GARUDA_MSG_ARM] = { on_arm, ST_WELCOMED, 0 },
+	[GARUDA_MSG_ARM_BATCH] = { on_arm, ST_WELCOMED, 0 },
+	[GARUDA_MSG_DISARM] = { on_disarm, ST_WELCOMED, 0 },
+	[GARUDA_MSG_QUERY] = { on_query, ST_WELCOMED, 0 },
+};
+
+/* Decode -> look up -> check state -> call. May close the session (s->closed); s
+ * stays valid until the loop iteration ends. */
 static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, int *fds, unsigned nfds)
 {
 	struct garuda_msg m;
 	int r = garuda_msg_decode(buf, len, nfds, &m);
 	if (r) {
-		uint64_t cookie = 0;
-		if (len >= GARUDA_HDR_BYTES)
-			memcpy(&cookie, buf + 16, sizeof(cookie)), cookie = le64toh(cookie);
-		fail_session(s, cookie, r, NULL);
+		fail_session(s, garuda_peek_cookie(buf, len), r, NULL);
 		return;
 	}
-	if (!s->welcomed && m.type != GARUDA_MSG_HELLO) {
-		fail_session(s, m.cookie, GARUDA_E_UNEXPECTED, "the first message must be HELLO");
+	const struct request_handler *h = m.type <= GARUDA_MSG_TYPE_MAX_ ? &handlers[m.type] : NULL;
+	if (h && !h->fn)
+		h = NULL;
+	enum session_state now = s->welcomed ? ST_WELCOMED : ST_NEW;
+	if ((h ? h->state : ST_WELCOMED) != now) {
+		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED,
+			     now == ST_NEW ? "the first message must be HELLO" : "HELLO sent twice");
 		return;
 	}
-	switch (m.type) {
-	case GARUDA_MSG_HELLO:
-		on_hello(s, &m);
-		break;
-	case GARUDA_MSG_SEGMENT_OPEN:
-	case GARUDA_MSG_SEGMENT_ATTACH:
-		on_segment_open(s, &m, fds);
-		break;
-	case GARUDA_MSG_SEGMENT_CLOSE:
-		on_segment_close(s, &m);
-		break;
-	case GARUDA_MSG_BIND:
-		on_bind(s, &m, fds);
-		break;
-	case GARUDA_MSG_UNBIND:
-		on_unbind(s, &m);
-		break;
-	case GARUDA_MSG_ARM:
-	case GARUDA_MSG_ARM_BATCH:
-		on_arm(s, &m);
-		break;
-	case GARUDA_MSG_DISARM:
-		on_disarm(s, &m);
-		break;
-	case GARUDA_MSG_QUERY:
-		on_query(s, &m);
-		break;
-	default: {
+	if (!h) {
 		char text[96];
 		snprintf(text, sizeof(text), "%s is not a request", garuda_msg_type_name(m.type));
-		fail_session(s, m.cookie, GARUDA_E_UNEXPECTED, text);
-		break;
+		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED, text);
+		return;
 	}
+	if (nfds != h->nfds) { /* the decoder's check, restated where the fds are used */
+		fail_session(s, m.cookie, -GARUDA_E_FD_COUNT, NULL);
+		return;
 	}
+	h->fn(s, &m, fds);
 }
 
 static void on_in(struct loop_watch *w, void *data, uint32_t events)
@@ -586,7 +611,7 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 		if (n == -EAGAIN)
 			return;
 		if (n == -EMSGSIZE) {
-			fail_session(s, 0, GARUDA_E_TOO_LONG, "datagram or its fds over the protocol's cap");
+			fail_session(s, 0, -GARUDA_E_TOO_LONG, "datagram or its fds over the protocol's cap");
 			return;
 		}
 		if (n <= 0) {
@@ -617,62 +642,69 @@ static void drop_outbox(struct session *s)
 	watch_out(s, false);
 }
 
-void session_accept(struct daemon *d, int fd)
+/* Refused before HELLO: say why, best effort (the caller closes fd). */
+static void refuse_connection(struct daemon *d, int fd, uid_t uid)
 {
+	struct garuda_msg m;
+	uint8_t buf[GARUDA_MSG_MAX];
+	error_msg(&m, 0, -GARUDA_E_QUOTA, "too many connections for this uid");
+	ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
+	if (len > 0)
+		fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
+	log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)uid);
+	count_error(d, -GARUDA_E_QUOTA);
+}
+
+static void read_comm(pid_t pid, char comm[17])
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(comm, 17, f))
+		comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+}
+
+void session_accept(struct daemon *d, int accepted_fd)
+{
+	_cleanup_close_ int fd = accepted_fd;
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-		close(fd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
 		return;
-	}
 	struct quota_uid *qu = quota_uid_get(&d->quotas, cred.uid);
-	struct session *s = calloc(1, sizeof(*s));
-	struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu) : NULL;
+	_cleanup_free_ struct session *s = calloc(1, sizeof(*s));
+	_cleanup_(sink_unrefp) struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu) : NULL;
 	if (!sink) {
-		free(s);
-		close(fd);
 		log_err("out of memory accepting a client");
 		return;
 	}
+	TAKE_FD(fd); /* the sink owns the socket: its last reference closes it */
 	if (quota_charge(&sink->usage, &d->cfg.quota_connection, &qu->usage, &d->cfg.quota_uid,
 			 Q_CONNECTIONS, 1)) {
-		/* refused before HELLO: say why, best effort, and close */
-		struct garuda_msg m;
-		uint8_t buf[GARUDA_MSG_MAX];
-		garuda_msg_error(&m, 0, GARUDA_E_QUOTA, "too many connections for this uid");
-		ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
-		if (len > 0)
-			fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
-		log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)cred.uid);
-		daemon_count_error(d, GARUDA_E_QUOTA);
-		sink_unref(sink); /* closes fd */
-		free(s);
+		refuse_connection(d, sink->fd, cred.uid);
 		return;
 	}
 	s->d = d;
-	s->id = d->next_session_id++;
+	s->id = d->next_session_id;
 	s->sink = sink;
-	s->fd = fd;
+	s->fd = sink->fd;
 	s->pid = cred.pid;
 	s->uid = cred.uid;
 	s->gid = cred.gid;
 	s->next_segment_id = 1;
 	s->connected_ns = garuda_now_ns();
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)cred.pid);
-	FILE *f = fopen(path, "re");
-	if (f) {
-		if (fgets(s->comm, sizeof(s->comm), f))
-			s->comm[strcspn(s->comm, "\n")] = '\0';
-		fclose(f);
-	}
-	s->w_in = loop_add(d->loop, fd, POLLIN, on_in, s);
+	read_comm(cred.pid, s->comm);
+	s->w_in = loop_add(d->loop, s->fd, POLLIN, on_in, s);
 	if (!s->w_in) {
-		quota_release(&sink->usage, &qu->usage, Q_CONNECTIONS, 1);
-		sink_unref(sink);
-		free(s);
+		quota_release(&sink->usage, &qu->usage, Q_CONNECTIONS, 1); /* the one charge */
 		return;
 	}
+	/* from here nothing fails: the session owns the sink, the daemon the session */
+	TAKE_PTR(sink);
+	d->next_session_id++;
 	s->next = d->sessions;
 	if (d->sessions)
 		d->sessions->prev = s;
@@ -683,7 +715,8 @@ void session_accept(struct daemon *d, int fd)
 	d->sessions_total++;
 	log_debug("session %llu: pid %d uid %d (%s) connected", (unsigned long long)s->id,
 		  (int)s->pid, (int)s->uid, s->comm);
-	daemon_update_status(d);
+	d->status_dirty = true;
+	TAKE_PTR(s);
 }
 
 /* Give back everything the session holds except its socket and outbox: stop reading,
@@ -741,7 +774,7 @@ void session_close(struct session *s)
 	/* freed after this loop iteration: callers up the stack may still hold s */
 	s->next = d->dead_sessions;
 	d->dead_sessions = s;
-	daemon_update_status(d);
+	d->status_dirty = true;
 }
 
 void session_reap(struct daemon *d)
@@ -764,6 +797,20 @@ void session_handle_notices(struct daemon *d)
 	struct notice *n;
 	unsigned k = notice_take(&d->notices, &n);
 	for (unsigned i = 0; i < k; i++) {
+		if (n[i].kind == NOTICE_RELEASE) { /* a scanner's last reference */
+			switch (n[i].what) {
+			case RELEASE_SINK:
+				sink_unref(n[i].obj);
+				break;
+			case RELEASE_SEGMENT:
+				segment_unref(n[i].obj);
+				break;
+			case RELEASE_BINDING:
+				binding_unref(n[i].obj);
+				break;
+			}
+			continue;
+		}
 		struct session *s = session_find(d, n[i].session_id);
 		if (!s)
 			continue; /* already gone */
@@ -781,8 +828,7 @@ void session_handle_notices(struct daemon *d)
 			atomic_store(&s->sink->overflow, false);
 			if (!s->overflow_queued) {
 				struct garuda_msg m;
-				garuda_msg_init(&m, GARUDA_MSG_READY, 0);
-				m.ready.flags = GARUDA_READY_OVERFLOW;
+				readiness_overflow_msg(&m);
 				s->overflow_queued = true;
 				session_send(s, &m, -1);
 				if (!s->out_head) /* it went out directly */
@@ -791,6 +837,8 @@ void session_handle_notices(struct daemon *d)
 			break;
 		case NOTICE_OFFENDER:
 			fail_session(s, 0, n[i].code, "bound eventfd would block the daemon");
+			break;
+		case NOTICE_RELEASE:
 			break;
 		}
 	}

@@ -1,6 +1,8 @@
 /* session.h — one client connection: its credentials, what it holds (segments,
- * bindings; armed descriptors live in the scanners), its outbox, and the handlers
- * for every request type. Everything here runs on the loop thread.
+ * bindings; armed descriptors live in the scanners), its outbox, and the client
+ * requests, dispatched from one table in session.c (type -> handler, the state it is
+ * valid in, the fds it takes). Everything here runs on the loop thread; the socket's
+ * other writers are the scanners (READY, docs/architecture.md).
  *
  * Promises: each request is decoded and validated before it acts; quotas are charged
  * before anything is allocated; a protocol violation gets ERROR and a disconnect; a
@@ -14,13 +16,14 @@
 #include <sys/types.h>
 
 #include "daemon.h"
-#include "delivery.h"
+#include "sink.h"
 #include "segment.h"
 
 struct outmsg {
 	struct outmsg *next;
 	size_t len;
 	int fd; /* rides along, or -1 */
+	bool overflow; /* the READY{OVERFLOW} (clears overflow_queued when it leaves) */
 	uint8_t buf[];
 };
 
@@ -47,3 +50,16 @@ struct session {
 	struct session *next, *prev;
 	struct session *hnext; /* d->by_id chain */
 };
+
+/* A connection accepted on the client socket (fd: CLOEXEC, NONBLOCK; taken in every
+ * case). A connection over quota.uid.connections gets ERROR{QUOTA} and is closed. */
+void session_accept(struct daemon *d, int fd);
+/* End a session: release what it holds, close its socket; freed by session_reap(). */
+void session_close(struct session *s);
+void session_close_all(struct daemon *d);
+/* Free the sessions closed during this loop iteration (callers up the stack may have
+ * held them until then). */
+void session_reap(struct daemon *d);
+/* Act on the scanners' notices (DISARM answers, overflows, offenders). */
+void session_handle_notices(struct daemon *d);
+struct session *session_find(struct daemon *d, uint64_t id);

@@ -495,6 +495,17 @@ int garuda_msg_decode(const void *buf, size_t len, unsigned nfds, struct garuda_
 	return check_body(out);
 }
 
+uint64_t garuda_peek_cookie(const void *buf, size_t len)
+{
+	if (len < GARUDA_HDR_BYTES)
+		return 0;
+	struct garuda_msg m;
+	uint32_t length;
+	struct cursor c = { .p = (uint8_t *)buf, .writing = false };
+	codec_header(&c, &m, &length);
+	return m.cookie;
+}
+
 void garuda_msg_init(struct garuda_msg *m, enum garuda_msg_type type, uint64_t cookie)
 {
 	memset(m, 0, sizeof(*m));

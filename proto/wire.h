@@ -190,6 +190,10 @@ ssize_t garuda_msg_encode(const struct garuda_msg *m, void *buf, size_t cap);
  *                 range, or a NUL inside an ERROR/QUERY_REPLY text */
 int garuda_msg_decode(const void *buf, size_t len, unsigned nfds, struct garuda_msg *out);
 
+/* The cookie of a datagram that may not decode, for the ERROR that refuses it: 0 when
+ * it is shorter than the header. */
+uint64_t garuda_peek_cookie(const void *buf, size_t len);
+
 /* Convenience constructors used by both sides (they only fill the struct). */
 void garuda_msg_init(struct garuda_msg *m, enum garuda_msg_type type, uint64_t cookie);
 void garuda_msg_error(struct garuda_msg *m, uint64_t cookie, int code, const char *text);

@@ -20,6 +20,17 @@ static inline void cleanup_freep(void *p)
 #define _cleanup_close_ _cleanup_(cleanup_closep)
 #define _cleanup_free_ _cleanup_(cleanup_freep)
 
+/* DEFINE_CLEANUP(type, fn): fn##p(type **), for _cleanup_(fn##p) on a pointer that fn
+ * releases (fn is not called on NULL). E.g. DEFINE_CLEANUP(struct sink, sink_unref)
+ * gives sink_unrefp: `_cleanup_(sink_unrefp) struct sink *k = sink_new(...);` and
+ * `s->sink = TAKE_PTR(k);` once it is handed over. */
+#define DEFINE_CLEANUP(type, fn)                 \
+	static inline void fn##p(type **p)       \
+	{                                        \
+		if (*p)                          \
+			fn(*p);                  \
+	}
+
 /* Move an fd out of a cleanup-owned variable. */
 #define TAKE_FD(fd)                  \
 	({                           \

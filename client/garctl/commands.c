@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control_names.h"
 #include "garctl.h"
 
 bool parse_id(const char *what, const char *s, uint64_t max, uint64_t *out)
@@ -64,7 +65,7 @@ static void fmt_duration(char *buf, size_t len, double s)
 int cmd_status(struct conn *c, const struct options *o, char **args)
 {
 	(void)args;
-	cJSON *req = request_new("status"), *r = NULL;
+	cJSON *req = request_new(CTL_REQ_STATUS), *r = NULL;
 	int rc = conn_call(c, req, &r);
 	cJSON_Delete(req);
 	if (rc)
@@ -73,26 +74,26 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 		static const char *const hdr[] = { "FIELD", "VALUE" };
 		struct table *t = table_new(2, hdr);
 		char up[64];
-		fmt_duration(up, sizeof(up), N(r, "uptime_s"));
-		const cJSON *rd = cJSON_GetObjectItemCaseSensitive(r, "readiness");
-		table_cell(t, "Version:"), table_cell(t, "%s", jstr(r, "daemon_version"));
-		table_cell(t, "PID:"), table_cell(t, "%.0f", N(r, "pid"));
-		table_cell(t, "Event loop:"), table_cell(t, "%s", jstr(r, "event_loop"));
+		fmt_duration(up, sizeof(up), N(r, CTL_KEY_UPTIME_S));
+		const cJSON *rd = cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_READINESS);
+		table_cell(t, "Version:"), table_cell(t, "%s", jstr(r, CTL_KEY_DAEMON_VERSION));
+		table_cell(t, "PID:"), table_cell(t, "%.0f", N(r, CTL_KEY_PID));
+		table_cell(t, "Event loop:"), table_cell(t, "%s", jstr(r, CTL_KEY_EVENT_LOOP));
 		table_cell(t, "Uptime:"), table_cell(t, "%s", up);
-		table_cell(t, "Log level:"), table_cell(t, "%s", jstr(r, "log_level"));
-		table_cell(t, "Config file:"), table_cell(t, "%s", jstr(r, "config_path"));
-		table_cell(t, "Clients:"), table_cell(t, "%.0f", N(r, "clients"));
-		table_cell(t, "Segments:"), table_cell(t, "%.0f", N(r, "segments"));
-		table_cell(t, "Bindings:"), table_cell(t, "%.0f", N(r, "bindings"));
-		table_cell(t, "Armed:"), table_cell(t, "%.0f", N(r, "armed"));
-		table_cell(t, "Arms:"), table_cell(t, "%.0f", N(r, "arms"));
+		table_cell(t, "Log level:"), table_cell(t, "%s", jstr(r, CTL_KEY_LOG_LEVEL));
+		table_cell(t, "Config file:"), table_cell(t, "%s", jstr(r, CTL_KEY_CONFIG_PATH));
+		table_cell(t, "Clients:"), table_cell(t, "%.0f", N(r, CTL_KEY_CLIENTS));
+		table_cell(t, "Segments:"), table_cell(t, "%.0f", N(r, CTL_KEY_SEGMENTS));
+		table_cell(t, "Bindings:"), table_cell(t, "%.0f", N(r, CTL_KEY_BINDINGS));
+		table_cell(t, "Armed:"), table_cell(t, "%.0f", N(r, CTL_KEY_ARMED));
+		table_cell(t, "Arms:"), table_cell(t, "%.0f", N(r, CTL_KEY_ARMS));
 		table_cell(t, "Completions:");
-		table_cell(t, "%.0f (eventfd %.0f, message %.0f, doorbell %.0f)", N(r, "completions"),
-			   N(rd, "eventfd"), N(rd, "message"), N(rd, "doorbell"));
-		table_cell(t, "Sessions:"), table_cell(t, "%.0f accepted", N(r, "sessions_total"));
-		table_cell(t, "Errors:"), table_cell(t, "%.0f", N(r, "errors"));
-		table_cell(t, "Quota refusals:"), table_cell(t, "%.0f", N(r, "quota_refusals"));
-		table_cell(t, "Scanners:"), table_cell(t, "%.0f", N(r, "scanners"));
+		table_cell(t, "%.0f (eventfd %.0f, message %.0f, doorbell %.0f)", N(r, CTL_KEY_COMPLETIONS),
+			   N(rd, CTL_KEY_EVENTFD), N(rd, CTL_KEY_MESSAGE), N(rd, CTL_KEY_DOORBELL));
+		table_cell(t, "Sessions:"), table_cell(t, "%.0f accepted", N(r, CTL_KEY_SESSIONS_TOTAL));
+		table_cell(t, "Errors:"), table_cell(t, "%.0f", N(r, CTL_KEY_ERRORS));
+		table_cell(t, "Quota refusals:"), table_cell(t, "%.0f", N(r, CTL_KEY_QUOTA_REFUSALS));
+		table_cell(t, "Scanners:"), table_cell(t, "%.0f", N(r, CTL_KEY_SCANNERS));
 		table_right(t, 0);
 		pager_open(o);
 		table_print(t, stdout, false); /* a field list: no header row */
@@ -108,8 +109,8 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 int cmd_clients(struct conn *c, const struct options *o, char **args)
 {
 	(void)args;
-	cJSON *req = request_new("clients"), *r = NULL;
-	int rc = conn_call_all(c, req, "clients", &r);
+	cJSON *req = request_new(CTL_REQ_CLIENTS), *r = NULL;
+	int rc = conn_call_all(c, req, CTL_KEY_CLIENTS, &r);
 	cJSON_Delete(req);
 	if (rc)
 		return rc;
@@ -122,22 +123,22 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 			if (i != 4 && i != 12)
 				table_right(t, i);
 		const cJSON *it;
-		cJSON_ArrayForEach(it, jarr(r, "clients"))
+		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_CLIENTS))
 		{
 			char up[64];
-			fmt_duration(up, sizeof(up), N(it, "connected_s"));
-			table_cell(t, "%.0f", N(it, "id"));
-			table_cell(t, "%.0f", N(it, "pid"));
-			table_cell(t, "%.0f", N(it, "uid"));
-			table_cell(t, "%.0f", N(it, "gid"));
-			table_cell(t, "%s", jstr(it, "comm"));
-			table_cell(t, "%.0f", N(it, "segments"));
-			table_cell(t, "%.0f", N(it, "lines"));
-			table_cell(t, "%.0f", N(it, "bindings"));
-			table_cell(t, "%.0f", N(it, "armed"));
-			table_cell(t, "%.0f", N(it, "arms"));
-			table_cell(t, "%.0f", N(it, "completions"));
-			table_cell(t, "%.0f", N(it, "errors"));
+			fmt_duration(up, sizeof(up), N(it, CTL_KEY_CONNECTED_S));
+			table_cell(t, "%.0f", N(it, CTL_KEY_ID));
+			table_cell(t, "%.0f", N(it, CTL_KEY_PID));
+			table_cell(t, "%.0f", N(it, CTL_KEY_UID));
+			table_cell(t, "%.0f", N(it, CTL_KEY_GID));
+			table_cell(t, "%s", jstr(it, CTL_KEY_COMM));
+			table_cell(t, "%.0f", N(it, CTL_KEY_SEGMENTS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_LINES));
+			table_cell(t, "%.0f", N(it, CTL_KEY_BINDINGS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_ARMED));
+			table_cell(t, "%.0f", N(it, CTL_KEY_ARMS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_ERRORS));
 			table_cell(t, "%s ago", up);
 		}
 		print_table(o, t);
@@ -153,9 +154,9 @@ int cmd_segments(struct conn *c, const struct options *o, char **args)
 	uint64_t client;
 	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
 		return 2;
-	cJSON *req = request_new("segments"), *r = NULL;
-	cJSON_AddNumberToObject(req, "client", (double)client);
-	int rc = conn_call_all(c, req, "segments", &r);
+	cJSON *req = request_new(CTL_REQ_SEGMENTS), *r = NULL;
+	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
+	int rc = conn_call_all(c, req, CTL_KEY_SEGMENTS, &r);
 	cJSON_Delete(req);
 	if (rc)
 		return rc;
@@ -166,20 +167,20 @@ int cmd_segments(struct conn *c, const struct options *o, char **args)
 		for (unsigned i = 0; i < 8; i++)
 			table_right(t, i);
 		const cJSON *it;
-		cJSON_ArrayForEach(it, jarr(r, "segments"))
+		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_SEGMENTS))
 		{
-			table_cell(t, "%.0f", N(it, "id"));
-			table_cell(t, "%.0f", N(it, "lines"));
-			table_cell(t, "%.0f", N(it, "bytes"));
-			table_cell(t, "%.0f", N(it, "numa_node"));
-			table_cell(t, "%.0f", N(it, "scanner"));
-			table_cell(t, "%.0f", N(it, "bindings"));
-			const cJSON *armed = cJSON_GetObjectItemCaseSensitive(it, "armed");
+			table_cell(t, "%.0f", N(it, CTL_KEY_ID));
+			table_cell(t, "%.0f", N(it, CTL_KEY_LINES));
+			table_cell(t, "%.0f", N(it, CTL_KEY_BYTES));
+			table_cell(t, "%.0f", N(it, CTL_KEY_NUMA_NODE));
+			table_cell(t, "%.0f", N(it, CTL_KEY_SCANNER));
+			table_cell(t, "%.0f", N(it, CTL_KEY_BINDINGS));
+			const cJSON *armed = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_ARMED);
 			if (cJSON_IsNumber(armed))
 				table_cell(t, "%.0f", armed->valuedouble);
 			else
 				table_cell(t, "-");
-			table_cell(t, "%.0f", N(it, "doorbell"));
+			table_cell(t, "%.0f", N(it, CTL_KEY_DOORBELL));
 		}
 		print_table(o, t);
 	}
@@ -199,9 +200,9 @@ static char *armed_text(const cJSON *word)
 		abort();
 	const cJSON *a;
 	int n = 0;
-	cJSON_ArrayForEach(a, jarr(word, "armed"))
-		fprintf(f, "%s%s/%s/%s", n++ ? " " : "", jstr(a, "target"), jstr(a, "form"), jstr(a, "token"));
-	double total = N(word, "armed_count");
+	cJSON_ArrayForEach(a, jarr(word, CTL_KEY_ARMED))
+		fprintf(f, "%s%s/%s/%s", n++ ? " " : "", jstr(a, CTL_KEY_TARGET), jstr(a, CTL_KEY_FORM), jstr(a, CTL_KEY_TOKEN));
+	double total = N(word, CTL_KEY_ARMED_COUNT);
 	if (total > n)
 		fprintf(f, "%s+%.0f more", n ? " " : "", total - n);
 	if (!n && total <= 0)
@@ -216,10 +217,10 @@ int cmd_lines(struct conn *c, const struct options *o, char **args)
 	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client) ||
 	    !parse_id("SEGMENT", args[1], UINT32_MAX, &segment))
 		return 2;
-	cJSON *req = request_new("lines"), *r = NULL;
-	cJSON_AddNumberToObject(req, "client", (double)client);
-	cJSON_AddNumberToObject(req, "segment", (double)segment);
-	int rc = conn_call_all(c, req, "lines", &r);
+	cJSON *req = request_new(CTL_REQ_LINES), *r = NULL;
+	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
+	cJSON_AddNumberToObject(req, CTL_KEY_SEGMENT, (double)segment);
+	int rc = conn_call_all(c, req, CTL_KEY_LINES, &r);
 	cJSON_Delete(req);
 	if (rc)
 		return rc;
@@ -231,20 +232,20 @@ int cmd_lines(struct conn *c, const struct options *o, char **args)
 			table_right(t, i);
 		table_right(t, 5);
 		const cJSON *line;
-		cJSON_ArrayForEach(line, jarr(r, "lines"))
+		cJSON_ArrayForEach(line, jarr(r, CTL_KEY_LINES))
 		{
 			const cJSON *w;
-			cJSON_ArrayForEach(w, jarr(line, "words"))
+			cJSON_ArrayForEach(w, jarr(line, CTL_KEY_WORDS))
 			{
-				double index = N(w, "index");
-				const cJSON *bound = cJSON_GetObjectItemCaseSensitive(w, "bound");
+				double index = N(w, CTL_KEY_INDEX);
+				const cJSON *bound = cJSON_GetObjectItemCaseSensitive(w, CTL_KEY_BOUND);
 				char *armed = armed_text(w);
 				table_cell(t, "%.0f", index);
-				table_cell(t, "%.0f", N(line, "line"));
-				table_cell(t, "%.0f", index - 8 * N(line, "line"));
-				table_cell(t, "%s", jstr(w, "value"));
+				table_cell(t, "%.0f", N(line, CTL_KEY_LINE));
+				table_cell(t, "%.0f", index - 8 * N(line, CTL_KEY_LINE));
+				table_cell(t, "%s", jstr(w, CTL_KEY_VALUE));
 				table_cell(t, "%s", cJSON_IsTrue(bound) ? "yes" : "no");
-				table_cell(t, "%.0f", N(w, "armed_count"));
+				table_cell(t, "%.0f", N(w, CTL_KEY_ARMED_COUNT));
 				table_cell(t, "%s", armed);
 				free(armed);
 			}
@@ -260,7 +261,7 @@ int cmd_lines(struct conn *c, const struct options *o, char **args)
 int cmd_scanners(struct conn *c, const struct options *o, char **args)
 {
 	(void)args;
-	cJSON *req = request_new("scanners"), *r = NULL;
+	cJSON *req = request_new(CTL_REQ_SCANNERS), *r = NULL;
 	int rc = conn_call(c, req, &r);
 	cJSON_Delete(req);
 	if (rc)
@@ -272,20 +273,20 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 		for (unsigned i = 0; i < 10; i++)
 			table_right(t, i);
 		const cJSON *it;
-		cJSON_ArrayForEach(it, jarr(r, "scanners"))
+		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_SCANNERS))
 		{
-			const cJSON *lat = cJSON_GetObjectItemCaseSensitive(it, "wake_latency");
+			const cJSON *lat = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_WAKE_LATENCY);
 			char cpu[32], p50[32], p99[32];
-			fmt_ns(cpu, sizeof(cpu), N(it, "cpu_s") * 1e9);
+			fmt_ns(cpu, sizeof(cpu), N(it, CTL_KEY_CPU_S) * 1e9);
 			fmt_percentile(p50, sizeof(p50), lat, NULL, 0.50);
 			fmt_percentile(p99, sizeof(p99), lat, NULL, 0.99);
-			table_cell(t, "%.0f", N(it, "index"));
-			table_cell(t, "%.0f", N(it, "numa_node"));
-			table_cell(t, "%.0f", N(it, "segments"));
-			table_cell(t, "%.0f", N(it, "armed"));
-			table_cell(t, "%.0f", N(it, "passes"));
-			table_cell(t, "%.0f", N(it, "parks"));
-			table_cell(t, "%.0f", N(it, "completions"));
+			table_cell(t, "%.0f", N(it, CTL_KEY_INDEX));
+			table_cell(t, "%.0f", N(it, CTL_KEY_NUMA_NODE));
+			table_cell(t, "%.0f", N(it, CTL_KEY_SEGMENTS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_ARMED));
+			table_cell(t, "%.0f", N(it, CTL_KEY_PASSES));
+			table_cell(t, "%.0f", N(it, CTL_KEY_PARKS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
 			table_cell(t, "%s", cpu);
 			table_cell(t, "%s", p50);
 			table_cell(t, "%s", p99);
@@ -326,7 +327,7 @@ static void flatten(struct table *t, const char *prefix, const cJSON *obj)
 int cmd_config(struct conn *c, const struct options *o, char **args)
 {
 	(void)args;
-	cJSON *req = request_new("config"), *r = NULL;
+	cJSON *req = request_new(CTL_REQ_CONFIG), *r = NULL;
 	int rc = conn_call(c, req, &r);
 	cJSON_Delete(req);
 	if (rc)
@@ -346,13 +347,13 @@ int cmd_config(struct conn *c, const struct options *o, char **args)
 int cmd_metrics(struct conn *c, const struct options *o, char **args)
 {
 	(void)args;
-	cJSON *req = request_new("metrics"), *r = NULL;
+	cJSON *req = request_new(CTL_REQ_METRICS), *r = NULL;
 	int rc = conn_call(c, req, &r);
 	cJSON_Delete(req);
 	if (rc)
 		return rc;
 	if (!maybe_json(o, r)) {
-		const cJSON *text = cJSON_GetObjectItemCaseSensitive(r, "text");
+		const cJSON *text = cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_TEXT);
 		if (!cJSON_IsString(text)) {
 			fprintf(stderr, "garctl: the metrics reply has no text\n");
 			cJSON_Delete(r);
@@ -372,8 +373,8 @@ int cmd_disconnect(struct conn *c, const struct options *o, char **args)
 	uint64_t client;
 	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
 		return 2;
-	cJSON *req = request_new("disconnect"), *r = NULL;
-	cJSON_AddNumberToObject(req, "client", (double)client);
+	cJSON *req = request_new(CTL_REQ_DISCONNECT), *r = NULL;
+	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
 	int rc = conn_call(c, req, &r);
 	cJSON_Delete(req);
 	if (rc)
@@ -385,15 +386,15 @@ int cmd_disconnect(struct conn *c, const struct options *o, char **args)
 
 int cmd_log_level(struct conn *c, const struct options *o, char **args)
 {
-	cJSON *req = request_new("log_level"), *r = NULL;
+	cJSON *req = request_new(CTL_REQ_LOG_LEVEL), *r = NULL;
 	if (args[0])
-		cJSON_AddStringToObject(req, "level", args[0]);
+		cJSON_AddStringToObject(req, CTL_KEY_LEVEL, args[0]);
 	int rc = conn_call(c, req, &r);
 	cJSON_Delete(req);
 	if (rc)
 		return rc;
 	if (!maybe_json(o, r) && !args[0])
-		printf("%s\n", jstr(r, "log_level"));
+		printf("%s\n", jstr(r, CTL_KEY_LOG_LEVEL));
 	cJSON_Delete(r);
 	return 0;
 }
@@ -401,12 +402,12 @@ int cmd_log_level(struct conn *c, const struct options *o, char **args)
 int cmd_reload(struct conn *c, const struct options *o, char **args)
 {
 	(void)args;
-	cJSON *req = request_new("reload"), *r = NULL;
+	cJSON *req = request_new(CTL_REQ_RELOAD), *r = NULL;
 	int rc = conn_call(c, req, &r);
 	cJSON_Delete(req);
 	if (rc)
 		return rc;
-	if (!maybe_json(o, r) && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "reloaded")))
+	if (!maybe_json(o, r) && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_RELOADED)))
 		fprintf(stderr, "garctl: garudad runs without a config file; nothing to reload\n");
 	cJSON_Delete(r);
 	return 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "errcode.h"
+#include "control_names.h"
 #include "fdio.h"
 #include "garctl.h"
 
@@ -68,7 +69,7 @@ void conn_close(struct conn *c)
 cJSON *request_new(const char *name)
 {
 	cJSON *r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "request", name);
+	cJSON_AddStringToObject(r, CTL_KEY_REQUEST, name);
 	return r;
 }
 
@@ -111,9 +112,9 @@ static char *receive(struct conn *c)
 /* Print a daemon error reply; always returns 1. */
 static int print_daemon_error(struct conn *c, const cJSON *err)
 {
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
-	const char *name = jstr(err, "name");
-	char *msg = strdup(jstr(err, "message"));
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, CTL_KEY_CODE);
+	const char *name = jstr(err, CTL_KEY_NAME);
+	char *msg = strdup(jstr(err, CTL_KEY_MESSAGE));
 	if (msg)
 		sanitize(msg);
 	fprintf(stderr, "garctl: %s (%s)\n", msg ? msg : "error", name);
@@ -145,7 +146,7 @@ int conn_call(struct conn *c, const cJSON *req, cJSON **reply)
 		fprintf(stderr, "garctl: garudad sent a reply that is not a JSON object\n");
 		return 1;
 	}
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, CTL_KEY_ERROR);
 	if (err) {
 		int rc = print_daemon_error(c, err);
 		cJSON_Delete(j);
@@ -162,7 +163,7 @@ int conn_call_all(struct conn *c, const cJSON *req, const char *key, cJSON **rep
 	if (rc)
 		return rc;
 	cJSON *all = cJSON_GetObjectItemCaseSensitive(first, key);
-	const cJSON *next = cJSON_GetObjectItemCaseSensitive(first, "next");
+	const cJSON *next = cJSON_GetObjectItemCaseSensitive(first, CTL_KEY_NEXT);
 	cJSON *q = cJSON_Duplicate(req, 1);
 	for (int pages = 1; cJSON_IsNumber(next) && cJSON_IsArray(all); pages++) {
 		if (pages > 1000000) {
@@ -170,8 +171,8 @@ int conn_call_all(struct conn *c, const cJSON *req, const char *key, cJSON **rep
 			rc = 1;
 			break;
 		}
-		cJSON_DeleteItemFromObjectCaseSensitive(q, "start");
-		cJSON_AddNumberToObject(q, "start", next->valuedouble);
+		cJSON_DeleteItemFromObjectCaseSensitive(q, CTL_KEY_START);
+		cJSON_AddNumberToObject(q, CTL_KEY_START, next->valuedouble);
 		cJSON *page = NULL;
 		rc = conn_call(c, q, &page);
 		if (rc)
@@ -181,9 +182,9 @@ int conn_call_all(struct conn *c, const cJSON *req, const char *key, cJSON **rep
 			cJSON *it = cJSON_DetachItemViaPointer(items, items->child);
 			cJSON_AddItemToArray(all, it);
 		}
-		cJSON *nn = cJSON_DetachItemFromObjectCaseSensitive(page, "next");
-		cJSON_ReplaceItemInObjectCaseSensitive(first, "next", nn ? nn : cJSON_CreateNull());
-		next = cJSON_GetObjectItemCaseSensitive(first, "next");
+		cJSON *nn = cJSON_DetachItemFromObjectCaseSensitive(page, CTL_KEY_NEXT);
+		cJSON_ReplaceItemInObjectCaseSensitive(first, CTL_KEY_NEXT, nn ? nn : cJSON_CreateNull());
+		next = cJSON_GetObjectItemCaseSensitive(first, CTL_KEY_NEXT);
 		cJSON_Delete(page);
 	}
 	cJSON_Delete(q);

@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define GARCTL_DEFAULT_SOCKET "/run/garuda/control.sock"
+#include "paths.h"
+
+#define GARCTL_DEFAULT_SOCKET GARUDA_CONTROL_SOCKET_PATH
 #define GARCTL_MAX_ID 9007199254740991ull /* 2^53 - 1: largest exact JSON integer */
 
 enum json_mode { JSON_OFF, JSON_PRETTY, JSON_SHORT };

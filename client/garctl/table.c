@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "control_names.h"
 #include "garctl.h"
 
 struct table {
@@ -225,7 +226,7 @@ void fmt_ns(char *buf, size_t len, double ns)
 
 void fmt_percentile(char *buf, size_t len, const cJSON *latency, const double *counts, double p)
 {
-	const cJSON *buckets = jarr(latency, "buckets");
+	const cJSON *buckets = jarr(latency, CTL_KEY_BUCKETS);
 	int n = buckets ? cJSON_GetArraySize(buckets) : 0;
 	double total = 0;
 	for (int i = 0; i < n; i++)
@@ -239,8 +240,8 @@ void fmt_percentile(char *buf, size_t len, const cJSON *latency, const double *c
 		rank = 1;
 	for (int i = 0; i < n; i++) {
 		const cJSON *b = cJSON_GetArrayItem(buckets, i);
-		cum += counts ? counts[i] : jnum(b, "count");
-		const cJSON *le = cJSON_GetObjectItemCaseSensitive(b, "le_ns");
+		cum += counts ? counts[i] : jnum(b, CTL_KEY_COUNT);
+		const cJSON *le = cJSON_GetObjectItemCaseSensitive(b, CTL_KEY_LE_NS);
 		if (cum >= rank) {
 			if (cJSON_IsNumber(le)) {
 				fmt_ns(buf, len, le->valuedouble);

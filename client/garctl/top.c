@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control_names.h"
 #include "garctl.h"
 
 struct sample {
@@ -42,16 +43,16 @@ static int sample_take(struct conn *c, struct sample *s)
 	int rc;
 	memset(s, 0, sizeof(*s));
 	s->t = now_s();
-	req = request_new("status");
+	req = request_new(CTL_REQ_STATUS);
 	rc = conn_call(c, req, &s->status);
 	cJSON_Delete(req);
 	if (!rc) {
-		req = request_new("clients");
-		rc = conn_call_all(c, req, "clients", &s->clients);
+		req = request_new(CTL_REQ_CLIENTS);
+		rc = conn_call_all(c, req, CTL_KEY_CLIENTS, &s->clients);
 		cJSON_Delete(req);
 	}
 	if (!rc) {
-		req = request_new("scanners");
+		req = request_new(CTL_REQ_SCANNERS);
 		rc = conn_call(c, req, &s->scanners);
 		cJSON_Delete(req);
 	}
@@ -73,8 +74,8 @@ static const cJSON *find_by(const cJSON *arr, const char *key, double v)
 /* Bucket counts of cur's wake_latency minus prev's (prev may be NULL). */
 static int latency_delta(const cJSON *cur, const cJSON *prev, double *out, int cap)
 {
-	const cJSON *cb = jarr(cJSON_GetObjectItemCaseSensitive(cur, "wake_latency"), "buckets");
-	const cJSON *pb = prev ? jarr(cJSON_GetObjectItemCaseSensitive(prev, "wake_latency"), "buckets") : NULL;
+	const cJSON *cb = jarr(cJSON_GetObjectItemCaseSensitive(cur, CTL_KEY_WAKE_LATENCY), "buckets");
+	const cJSON *pb = prev ? jarr(cJSON_GetObjectItemCaseSensitive(prev, CTL_KEY_WAKE_LATENCY), "buckets") : NULL;
 	int n = cb ? cJSON_GetArraySize(cb) : 0;
 	if (n > cap)
 		n = cap;
@@ -90,7 +91,7 @@ static int latency_delta(const cJSON *cur, const cJSON *prev, double *out, int c
 
 static void percentiles(const cJSON *cur, const cJSON *prev, char *p50, char *p99, size_t len)
 {
-	const cJSON *lat = cJSON_GetObjectItemCaseSensitive(cur, "wake_latency");
+	const cJSON *lat = cJSON_GetObjectItemCaseSensitive(cur, CTL_KEY_WAKE_LATENCY);
 	double counts[64];
 	if (!lat) {
 		snprintf(p50, len, "-");
@@ -120,7 +121,7 @@ static int cmp_rows(const void *a, const void *b)
 	const struct client_row *x = a, *y = b;
 	if (x->rate != y->rate)
 		return x->rate > y->rate ? -1 : 1;
-	double i = jnum(x->cur, "id"), j = jnum(y->cur, "id");
+	double i = jnum(x->cur, CTL_KEY_ID), j = jnum(y->cur, CTL_KEY_ID);
 	return i < j ? -1 : i > j;
 }
 
@@ -131,28 +132,28 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 	char total_rate[32];
 	rate(total_rate, sizeof(total_rate), st, prev ? prev->status : NULL, "completions", dt);
 	printf("garudad %s, pid %.0f, %s: %.0f clients, %.0f segments, %.0f armed, %.0f completions (%s/s)\n\n",
-	       jstr(st, "daemon_version"), jnum(st, "pid"), jstr(st, "event_loop"), jnum(st, "clients"),
-	       jnum(st, "segments"), jnum(st, "armed"), jnum(st, "completions"), total_rate);
+	       jstr(st, CTL_KEY_DAEMON_VERSION), jnum(st, CTL_KEY_PID), jstr(st, CTL_KEY_EVENT_LOOP), jnum(st, CTL_KEY_CLIENTS),
+	       jnum(st, CTL_KEY_SEGMENTS), jnum(st, CTL_KEY_ARMED), jnum(st, CTL_KEY_COMPLETIONS), total_rate);
 
 	static const char *const sh[] = { "SCANNER", "NODE", "SEGMENTS", "ARMED", "COMPL/S", "CPU%", "P50", "P99" };
 	struct table *t = table_new(8, sh);
 	for (unsigned i = 0; i < 6; i++)
 		table_right(t, i);
 	const cJSON *sc;
-	cJSON_ArrayForEach(sc, jarr(cur->scanners, "scanners"))
+	cJSON_ArrayForEach(sc, jarr(cur->scanners, CTL_KEY_SCANNERS))
 	{
-		const cJSON *ps = prev ? find_by(jarr(prev->scanners, "scanners"), "index", jnum(sc, "index")) : NULL;
+		const cJSON *ps = prev ? find_by(jarr(prev->scanners, CTL_KEY_SCANNERS), "index", jnum(sc, CTL_KEY_INDEX)) : NULL;
 		char r[32], cpu[32], p50[32], p99[32];
 		rate(r, sizeof(r), sc, ps, "completions", dt);
 		if (ps && dt > 0)
-			snprintf(cpu, sizeof(cpu), "%.1f", 100 * (jnum(sc, "cpu_s") - jnum(ps, "cpu_s")) / dt);
+			snprintf(cpu, sizeof(cpu), "%.1f", 100 * (jnum(sc, CTL_KEY_CPU_S) - jnum(ps, CTL_KEY_CPU_S)) / dt);
 		else
 			snprintf(cpu, sizeof(cpu), "-");
 		percentiles(sc, ps, p50, p99, sizeof(p50));
-		table_cell(t, "%.0f", jnum(sc, "index"));
-		table_cell(t, "%.0f", jnum(sc, "numa_node"));
-		table_cell(t, "%.0f", jnum(sc, "segments"));
-		table_cell(t, "%.0f", jnum(sc, "armed"));
+		table_cell(t, "%.0f", jnum(sc, CTL_KEY_INDEX));
+		table_cell(t, "%.0f", jnum(sc, CTL_KEY_NUMA_NODE));
+		table_cell(t, "%.0f", jnum(sc, CTL_KEY_SEGMENTS));
+		table_cell(t, "%.0f", jnum(sc, CTL_KEY_ARMED));
 		table_cell(t, "%s", r);
 		table_cell(t, "%s", cpu);
 		table_cell(t, "%s", p50);
@@ -162,7 +163,7 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 	table_free(t);
 	putchar('\n');
 
-	const cJSON *clients = jarr(cur->clients, "clients");
+	const cJSON *clients = jarr(cur->clients, CTL_KEY_CLIENTS);
 	int n = clients ? cJSON_GetArraySize(clients) : 0;
 	struct client_row *rows = calloc(n ? (size_t)n : 1, sizeof(*rows));
 	if (!rows)
@@ -172,9 +173,9 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 	cJSON_ArrayForEach(cl, clients)
 	{
 		rows[k].cur = cl;
-		rows[k].prev = prev ? find_by(jarr(prev->clients, "clients"), "id", jnum(cl, "id")) : NULL;
+		rows[k].prev = prev ? find_by(jarr(prev->clients, CTL_KEY_CLIENTS), "id", jnum(cl, CTL_KEY_ID)) : NULL;
 		rows[k].rate = rows[k].prev && dt > 0
-				       ? (jnum(cl, "completions") - jnum(rows[k].prev, "completions")) / dt
+				       ? (jnum(cl, CTL_KEY_COMPLETIONS) - jnum(rows[k].prev, CTL_KEY_COMPLETIONS)) / dt
 				       : -1;
 		k++;
 	}
@@ -189,11 +190,11 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 		char r[32], p50[32], p99[32];
 		rate(r, sizeof(r), rows[i].cur, rows[i].prev, "completions", dt);
 		percentiles(rows[i].cur, rows[i].prev, p50, p99, sizeof(p50));
-		table_cell(t, "%.0f", jnum(rows[i].cur, "id"));
-		table_cell(t, "%.0f", jnum(rows[i].cur, "pid"));
-		table_cell(t, "%s", jstr(rows[i].cur, "comm"));
-		table_cell(t, "%.0f", jnum(rows[i].cur, "segments"));
-		table_cell(t, "%.0f", jnum(rows[i].cur, "armed"));
+		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_ID));
+		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_PID));
+		table_cell(t, "%s", jstr(rows[i].cur, CTL_KEY_COMM));
+		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_SEGMENTS));
+		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_ARMED));
 		table_cell(t, "%s", r);
 		table_cell(t, "%s", p50);
 		table_cell(t, "%s", p99);

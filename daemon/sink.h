@@ -1,16 +1,18 @@
-/* delivery.h — what a scanner needs to deliver readiness to a session, shared between
+/* sink.h — what a scanner needs to deliver readiness to a session, shared between
  * the loop thread (which owns the session) and the scanner threads (which fire
  * armed descriptors): the sink (the session's socket and its counters) and bindings
  * (a slot's eventfd). Both are reference-counted; each armed descriptor holds a
  * reference, so a session can end while scanners still hold its descriptors: their
  * sends then fail harmlessly (the socket is shut down) and the last reference closes
- * the fd. */
+ * the fd, on the loop thread (a scanner hands its last references over:
+ * docs/architecture.md). */
 #pragma once
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cleanup.h"
 #include "quota.h"
 
 #define GARUDA_LAT_BUCKETS 24 /* log2(ns) buckets of the detection delay bound */
@@ -32,8 +34,9 @@ struct binding {
 	atomic_uint refs;
 	int fd; /* the client's eventfd */
 	uint32_t segment_id, index;
-	bool broken;             /* scanner-private: offender, stop writing */
-	uint64_t pending;        /* scanner-private: adds to write this pass */
+	/* set by the one scanner that watches the slot's segment (readiness.c) once the
+	 * eventfd would block it: stop writing; no other thread reads it */
+	atomic_bool broken;
 	struct binding *next;    /* session's list */
 };
 
@@ -44,6 +47,7 @@ static inline struct sink *sink_ref(struct sink *s)
 	return s;
 }
 void sink_unref(struct sink *s);
+DEFINE_CLEANUP(struct sink, sink_unref)
 
 struct binding *binding_new(int fd, uint32_t segment_id, uint32_t index);
 static inline struct binding *binding_ref(struct binding *b)
@@ -52,3 +56,4 @@ static inline struct binding *binding_ref(struct binding *b)
 	return b;
 }
 void binding_unref(struct binding *b);
+DEFINE_CLEANUP(struct binding, binding_unref)

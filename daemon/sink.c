@@ -1,5 +1,5 @@
-/* delivery.c — lifetime of sinks and bindings; see delivery.h. */
-#include "delivery.h"
+/* sink.c — lifetime of sinks and bindings; see sink.h. */
+#include "sink.h"
 
 #include <stdlib.h>
 #include <unistd.h>

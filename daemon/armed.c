@@ -1,0 +1,215 @@
+/* armed.c — see armed.h. */
+#include "armed.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "quota.h"
+#include "ref.h"
+
+void armed_push(struct armed_set *s, const struct armed *a, unsigned scanner_index)
+{
+	if (s->n == s->cap) {
+		unsigned cap = s->cap ? s->cap * 2 : 1024;
+		struct armed *na = realloc(s->armed, cap * sizeof(*na));
+		if (na)
+			s->armed = na;
+		struct armed *nf = na ? realloc(s->fired, cap * sizeof(*nf)) : NULL;
+		if (nf)
+			s->fired = nf;
+		struct armed_hot *nh = nf ? realloc(s->hot, cap * sizeof(*nh)) : NULL;
+		if (!nh) {
+			log_err("scanner %u: out of memory for an armed descriptor", scanner_index);
+			abort();
+		}
+		s->hot = nh;
+		s->cap = cap;
+	}
+	s->hot[s->n] = (struct armed_hot){ .word = a->word, .target = a->target };
+	s->armed[s->n++] = *a;
+}
+
+static void put(struct notice_queue *loop, enum notice_release what, void *obj, atomic_uint *refs)
+{
+	if (ref_put_unless_last(refs))
+		return;
+	if (notice_push(loop, &(struct notice){ .kind = NOTICE_RELEASE, .what = what, .obj = obj }))
+		return;
+	/* out of memory: drop it here rather than leak it (the destructor is thread-safe,
+	 * only slow) */
+	switch (what) {
+	case RELEASE_SINK:
+		sink_unref(obj);
+		break;
+	case RELEASE_SEGMENT:
+		segment_unref(obj);
+		break;
+	case RELEASE_BINDING:
+		binding_unref(obj);
+		break;
+	}
+}
+
+void armed_release(struct armed *a, struct notice_queue *loop)
+{
+	quota_release(&a->sink->usage, &a->sink->uid->usage, Q_ARMED, 1);
+	if (!loop) {
+		sink_unref(a->sink);
+		segment_unref(a->seg);
+		binding_unref(a->bind);
+		return;
+	}
+	put(loop, RELEASE_SINK, a->sink, &a->sink->refs);
+	put(loop, RELEASE_SEGMENT, a->seg, &a->seg->refs);
+	if (a->bind)
+		put(loop, RELEASE_BINDING, a->bind, &a->bind->refs);
+}
+
+void armed_set_free(struct armed_set *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		armed_release(&s->armed[i], NULL);
+	free(s->armed);
+	free(s->hot);
+	free(s->fired);
+	*s = (struct armed_set){ 0 };
+}
+
+/* ---- the removal index ----
+ *
+ * Every command gets a sequence number (gen) as it is applied, and every armed
+ * descriptor remembers the gen of its ARM. A removal applies to the descriptors armed
+ * before it (gen smaller than its own), so the removals of a whole batch of commands
+ * can wait and be applied together in one pass over the armed set, whatever order they
+ * came in relative to ARMs (an ARM after a DROP_SINK of a sink at a reused address is
+ * not dropped). That keeps a batch at O(armed + commands): a client that floods
+ * DISARMs or closes bindings in a loop costs one pass per batch, not one per command. */
+
+struct removal_table {
+	int *slot; /* index into rem[], or -1 */
+	unsigned mask;
+	struct removal *rem;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t removal_hash(enum removal_kind kind, const void *obj, uint32_t seg, uint32_t index,
+			     uint64_t token)
+{
+	uint64_t h = mix((uint64_t)kind, (uint64_t)(uintptr_t)obj);
+	if (kind == RM_DISARM)
+		h = mix(mix(mix(h, seg), index), token);
+	return h;
+}
+
+static bool removal_key_eq(const struct removal *r, enum removal_kind kind, const void *obj,
+			   uint32_t seg, uint32_t index, uint64_t token)
+{
+	return r->kind == kind && r->obj == obj &&
+	       (kind != RM_DISARM || (r->segment_id == seg && r->index == index && r->token == token));
+}
+
+/* The first removal with this key (-1: none). */
+static int removal_find(const struct removal_table *t, enum removal_kind kind, const void *obj,
+			uint32_t seg, uint32_t index, uint64_t token)
+{
+	for (uint64_t h = removal_hash(kind, obj, seg, index, token);; h++) {
+		int i = t->slot[h & t->mask];
+		if (i < 0 || removal_key_eq(&t->rem[i], kind, obj, seg, index, token))
+			return i;
+	}
+}
+
+/* Index rem[0..n): drops keep their latest gen under one key, DISARMs chain in order. */
+static int removal_index(struct removal_table *t, struct removal *rem, unsigned n)
+{
+	unsigned cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	t->slot = malloc(cap * sizeof(*t->slot));
+	if (!t->slot)
+		return -ENOMEM;
+	memset(t->slot, 0xff, cap * sizeof(*t->slot));
+	t->mask = cap - 1;
+	t->rem = rem;
+	int *last = calloc(n ? n : 1, sizeof(*last)); /* DISARM chains: tail per head */
+	if (!last) {
+		free(t->slot);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct removal *r = &rem[i];
+		r->next = -1;
+		r->found = false;
+		for (uint64_t h = removal_hash(r->kind, r->obj, r->segment_id, r->index, r->token);; h++) {
+			int *sl = &t->slot[h & t->mask];
+			if (*sl < 0) {
+				*sl = (int)i;
+				last[i] = (int)i;
+				break;
+			}
+			struct removal *o = &rem[*sl];
+			if (removal_key_eq(o, r->kind, r->obj, r->segment_id, r->index, r->token)) {
+				if (r->kind == RM_DISARM) {
+					rem[last[*sl]].next = (int)i; /* gens ascend with i */
+					last[*sl] = (int)i;
+				} else {
+					o->gen = r->gen; /* the latest drop covers the earlier ones */
+				}
+				break;
+			}
+		}
+	}
+	free(last);
+	return 0;
+}
+
+/* Does a removal in t take descriptor a? */
+static bool removal_takes(const struct removal_table *t, const struct armed *a)
+{
+	const struct {
+		enum removal_kind kind;
+		const void *obj;
+	} drops[] = { { RM_DROP_SINK, a->sink }, { RM_DROP_SEGMENT, a->seg }, { RM_DROP_BINDING, a->bind } };
+	for (unsigned k = 0; k < 3; k++) {
+		if (!drops[k].obj)
+			continue;
+		int i = removal_find(t, drops[k].kind, drops[k].obj, 0, 0, 0);
+		if (i >= 0 && t->rem[i].gen > a->gen)
+			return true;
+	}
+	/* the first DISARM after the ARM takes it */
+	for (int i = removal_find(t, RM_DISARM, a->sink, a->seg->id, a->index, a->token); i >= 0;
+	     i = t->rem[i].next) {
+		if (t->rem[i].gen > a->gen) {
+			t->rem[i].found = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+void armed_apply_removals(struct armed_set *s, struct removal *rem, unsigned n, unsigned scanner_index,
+			  struct notice_queue *loop)
+{
+	struct removal_table t;
+	if (removal_index(&t, rem, n) < 0) {
+		log_err("scanner %u: out of memory applying removals", scanner_index);
+		abort(); /* a lost DROP would leave dangling references */
+	}
+	for (unsigned i = 0; i < s->n;) {
+		if (removal_takes(&t, &s->armed[i])) {
+			armed_release(&s->armed[i], loop);
+			armed_remove_at(s, i);
+		} else {
+			i++;
+		}
+	}
+	free(t.slot);
+}

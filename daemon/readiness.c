@@ -1,0 +1,235 @@
+/* readiness.c — see readiness.h. */
+#include "readiness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "errcode.h"
+#include "log.h"
+
+/* The write guard: a one-shot timer whose signal interrupts an eventfd write that
+ * blocks. Arming it around every delivery cost two timer_settime calls per pass (the
+ * largest item in eventfd wake latency on the benchmark machine), so it is armed for
+ * GUARD_NS (1 ms), refreshed after a batch of writes when less than half of it is left
+ * (before writes only when it is about to run out), never cancelled (cancelling at
+ * every park would put a syscall back on the ping-pong path). So an
+ * idle scanner takes at most one signal, within GUARD_NS of its last eventfd
+ * delivery, and then none. A write that blocks is interrupted within GUARD_NS. */
+#define GUARD_NS 1000000ull
+
+/* Arm the guard unless it has more than `left` ns to run. Before writes: left =
+ * GUARD_MIN_NS (any running guard will do); after them: left = GUARD_NS / 2 (refresh
+ * it off the delivery path, so in steady state no timer_settime precedes a write). */
+#define GUARD_MIN_NS 100000ull
+
+#define SEND_BATCH 64 /* datagrams per sendmmsg */
+
+static int guard_signal(void)
+{
+	return SIGRTMIN;
+}
+
+static void guard_handler(int sig)
+{
+	(void)sig;
+}
+
+void readiness_install_guard_handler(void)
+{
+	struct sigaction sa = { .sa_handler = guard_handler }; /* no SA_RESTART: EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(guard_signal(), &sa, NULL);
+}
+
+void readiness_init(struct readiness *r, unsigned index, struct notice_queue *notices)
+{
+	*r = (struct readiness){ .index = index, .notices = notices };
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = guard_signal() };
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	r->guard_ok = timer_create(CLOCK_MONOTONIC, &sev, &r->guard) == 0;
+	if (!r->guard_ok)
+		log_warning("scanner %u: no write guard timer: %s", index, strerror(errno));
+}
+
+void readiness_fini(struct readiness *r)
+{
+	if (r->guard_ok)
+		timer_delete(r->guard);
+	r->guard_ok = false;
+}
+
+static void guard_ensure(struct readiness *r, uint64_t now, uint64_t left)
+{
+	if (!r->guard_ok || now + left < r->guard_expiry)
+		return;
+	struct itimerspec its = { .it_value.tv_nsec = (long)GUARD_NS };
+	timer_settime(r->guard, 0, &its, NULL);
+	r->guard_expiry = now + GUARD_NS;
+}
+
+static void offender(struct readiness *r, struct sink *sink, int code)
+{
+	notice_push(r->notices, &(struct notice){ .kind = NOTICE_OFFENDER,
+						  .session_id = sink->session_id, .code = code });
+}
+
+/* One write of add to the client's eventfd, never blocking. */
+static void deliver_eventfd(struct readiness *r, struct binding *b, struct sink *sink, uint64_t add)
+{
+	if (atomic_load_explicit(&b->broken, memory_order_relaxed))
+		return;
+	int fl = fcntl(b->fd, F_GETFL);
+	if (fl < 0 || !(fl & O_NONBLOCK)) {
+		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
+		log_client(LOG_WARNING, "session %llu: bound eventfd lost O_NONBLOCK; disconnecting",
+			   (unsigned long long)sink->session_id);
+		offender(r, sink, -GARUDA_E_BAD_FD);
+		return;
+	}
+	ssize_t w = write(b->fd, &add, sizeof(add));
+	if (w < 0 && errno == EINTR) {
+		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
+		log_client(LOG_WARNING, "session %llu: eventfd write blocked; disconnecting",
+			   (unsigned long long)sink->session_id);
+		offender(r, sink, -GARUDA_E_BAD_FD);
+	}
+	/* EAGAIN: the counter is saturated, so the eventfd is readable: delivered */
+}
+
+static void deliver_doorbell(struct segment *seg, uint32_t add)
+{
+	uint32_t *bell = &seg->map->hdr.doorbell;
+	__atomic_fetch_add(bell, add, __ATOMIC_RELEASE);
+	syscall(SYS_futex, bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Encode the READY (n == 1, or the client did not ask for batches: one record each)
+ * or READY_BATCH (up to GARUDA_BATCH_MAX records) for f[0..n) into buf; returns its
+ * length. */
+static size_t encode_ready(const struct armed *f, unsigned n, uint8_t *buf, size_t cap)
+{
+	struct garuda_msg m;
+	struct garuda_ready *rec;
+	if (n == 1) {
+		garuda_msg_init(&m, GARUDA_MSG_READY, 0);
+		rec = &m.ready;
+	} else {
+		garuda_msg_init(&m, GARUDA_MSG_READY_BATCH, 0);
+		m.ready_batch.count = n;
+		rec = m.ready_batch.ready;
+	}
+	for (unsigned i = 0; i < n; i++)
+		rec[i] = (struct garuda_ready){ .token = f[i].token, .value = f[i].value,
+						.slot = { f[i].seg->id, f[i].index } };
+	return (size_t)garuda_msg_encode(&m, buf, cap);
+}
+
+/* READY messages of one sink: f[0..n), as few datagrams as the client accepts,
+ * sendmmsg in batches; on EAGAIN the rest coalesce into the sink's overflow flag. */
+static void deliver_messages(struct readiness *r, const struct armed *f, unsigned n)
+{
+	struct sink *sink = f[0].sink;
+	unsigned per = sink->features & GARUDA_FEATURE_READY_BATCH ? GARUDA_BATCH_MAX : 1;
+	static _Thread_local uint8_t bufs[SEND_BATCH][GARUDA_MSG_MAX];
+	struct mmsghdr mm[SEND_BATCH];
+	struct iovec iov[SEND_BATCH];
+
+	for (unsigned done = 0; done < n;) {
+		unsigned k = 0, at = done;
+		while (k < SEND_BATCH && at < n) {
+			unsigned take = n - at < per ? n - at : per;
+			size_t len = encode_ready(f + at, take, bufs[k], sizeof(bufs[k]));
+			iov[k] = (struct iovec){ .iov_base = bufs[k], .iov_len = len };
+			mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+			at += take;
+			k++;
+		}
+		int sent = sendmmsg(sink->fd, mm, k, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent < 0) {
+			if (errno == EAGAIN || errno == ENOBUFS) {
+				if (!atomic_exchange(&sink->overflow, true))
+					notice_push(r->notices, &(struct notice){ .kind = NOTICE_OVERFLOW,
+										  .session_id = sink->session_id });
+			}
+			return; /* EPIPE etc.: the session is ending */
+		}
+		for (int i = 0; i < sent; i++) /* records carried by the datagrams that went */
+			done += n - done < per ? n - done : per;
+	}
+}
+
+/* What groups fired descriptors for one write: the binding, segment or sink. */
+static uintptr_t group_key(const struct armed *a)
+{
+	switch (a->form) {
+	case GARUDA_FORM_EVENTFD:
+		return (uintptr_t)a->bind;
+	case GARUDA_FORM_DOORBELL:
+		return (uintptr_t)a->seg;
+	default:
+		return (uintptr_t)a->sink;
+	}
+}
+
+/* Eventfds first (their writes are the ones a guard covers), then doorbells, then
+ * messages; within a form grouped by key, so that one write serves each run. */
+static int form_rank(uint8_t form)
+{
+	return form == GARUDA_FORM_EVENTFD ? 0 : form == GARUDA_FORM_DOORBELL ? 1 : 2;
+}
+
+static int cmp_fired(const void *pa, const void *pb)
+{
+	const struct armed *a = pa, *b = pb;
+	int fa = form_rank(a->form), fb = form_rank(b->form);
+	if (fa != fb)
+		return fa < fb ? -1 : 1;
+	uintptr_t x = group_key(a), y = group_key(b);
+	return x < y ? -1 : x > y;
+}
+
+void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_t now)
+{
+	if (n > 1)
+		qsort(f, n, sizeof(*f), cmp_fired);
+	bool guarded = false;
+	for (unsigned i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && form_rank(f[j].form) == form_rank(f[i].form) && group_key(&f[j]) == group_key(&f[i]); j++)
+			;
+		switch (f[i].form) {
+		case GARUDA_FORM_EVENTFD:
+			if (!guarded) {
+				guard_ensure(r, now, GUARD_MIN_NS);
+				guarded = true;
+			}
+			deliver_eventfd(r, f[i].bind, f[i].sink, j - i);
+			break;
+		case GARUDA_FORM_DOORBELL:
+			deliver_doorbell(f[i].seg, j - i);
+			break;
+		default:
+			deliver_messages(r, f + i, j - i);
+			break;
+		}
+	}
+	if (guarded)
+		guard_ensure(r, garuda_now_ns(), GUARD_NS / 2);
+}
+
+void readiness_overflow_msg(struct garuda_msg *m)
+{
+	garuda_msg_init(m, GARUDA_MSG_READY, 0);
+	m->ready.flags = GARUDA_READY_OVERFLOW;
+}

@@ -1,0 +1,51 @@
+/* readiness.h — everything that writes readiness to a client, behind one call used
+ * by a scanner's pass: eventfd writes (under the write guard), doorbell bumps and
+ * futex wakes, READY / READY_BATCH encoding and sendmmsg batching, and the hand-off
+ * of what could not be sent (READY{OVERFLOW}, offenders) to the loop thread as
+ * notices.
+ *
+ * Promises: one readiness_deliver() writes each binding's eventfd once (the sum of
+ * its completions), bumps each segment's doorbell once and wakes it once, and sends
+ * each session's READYs in as few datagrams as it accepts (READY_BATCH when it asked
+ * for it), sendmmsg'ed in batches of READINESS_SEND_BATCH. It never blocks: an
+ * eventfd without O_NONBLOCK, or a write that blocks anyway (interrupted by the
+ * guard's signal within READINESS_GUARD_NS), marks the binding broken and the
+ * session an offender (NOTICE_OFFENDER); a full socket sets the sink's overflow flag
+ * and posts one NOTICE_OVERFLOW until the loop clears it.
+ *
+ * Thread: a struct readiness belongs to one scanner thread; readiness_init() must run
+ * on that thread (the guard timer signals it). readiness_overflow_msg() is for the
+ * loop thread. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "armed.h"
+#include "notice.h"
+#include "wire.h"
+
+struct readiness {
+	unsigned index; /* the scanner's, for logs */
+	struct notice_queue *notices;
+	timer_t guard;
+	bool guard_ok;
+	uint64_t guard_expiry; /* when the armed guard fires */
+};
+
+/* Create the write guard for the calling thread. Never fails (without a guard timer
+ * a blocked write is not interrupted; it logs that). */
+void readiness_init(struct readiness *r, unsigned index, struct notice_queue *notices);
+void readiness_fini(struct readiness *r);
+
+/* Deliver f[0..n) (fired descriptors, value set); reorders f. now: when the pass
+ * found them. The caller releases the descriptors afterwards. */
+void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_t now);
+
+/* Install the no-op handler (without SA_RESTART, so a blocked write returns EINTR)
+ * for the guard's signal (SIGRTMIN); process-wide, before any guard can fire. */
+void readiness_install_guard_handler(void);
+
+/* The READY{OVERFLOW} a session gets after its sink overflowed. */
+void readiness_overflow_msg(struct garuda_msg *m);

@@ -1,0 +1,15 @@
+/* server.h — the daemon's two listening sockets (client and control): open them
+ * (or adopt systemd's), accept clients into sessions, close and unlink them at exit.
+ * Loop thread only. */
+#pragma once
+
+#include <stdint.h>
+
+#include "daemon.h"
+
+int server_open_sockets(struct daemon *d);
+void server_close_sockets(struct daemon *d);
+void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
+/* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE by refusing the pending
+ * connection through the spare fd; -1 with errno as accept4's. */
+int server_accept(struct daemon *d, int listen_fd);

@@ -1,0 +1,109 @@
+/* service.c — see service.h. */
+#include "service.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "errcode.h"
+#include "log.h"
+
+static uint64_t completions(struct daemon *d)
+{
+	uint64_t c = 0;
+	for (unsigned i = 0; i < d->nscanners; i++) {
+		struct scanner_stats st;
+		scanner_get_stats(d->scanner[i], &st);
+		c += st.completions;
+	}
+	return c;
+}
+
+/* A notification that must never block the loop (sd_notify's send blocks when the
+ * notify socket's queue is full): our own non-blocking datagram socket; a message
+ * that does not fit is dropped, the next STATUS= supersedes it anyway. */
+void service_notify(struct daemon *d, const char *text)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return;
+	if (d->notify_fd < 0)
+		d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (d->notify_fd < 0)
+		return;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+	memcpy(a.sun_path, path, n);
+	if (path[0] == '@')
+		a.sun_path[0] = '\0'; /* abstract namespace */
+	socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (path[0] == '/'));
+	if (sendto(d->notify_fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, alen) < 0)
+		log_debug("notify (%s) not sent: %s", text, strerror(errno));
+}
+
+void service_update_status(struct daemon *d)
+{
+	if (!d->notify || d->stopping)
+		return;
+	uint64_t armed = 0; /* O(scanners): this runs on every connect and disconnect */
+	for (unsigned i = 0; i < d->nscanners; i++) {
+		struct scanner_stats st;
+		scanner_get_stats(d->scanner[i], &st);
+		armed += st.armed;
+	}
+	char text[160];
+	snprintf(text, sizeof(text), "STATUS=clients=%u armed=%llu completions=%llu", d->nsessions,
+		 (unsigned long long)armed, (unsigned long long)completions(d));
+	service_notify(d, text);
+}
+
+void service_apply_tuning(struct daemon *d)
+{
+	atomic_store(&d->tuning.spin_us, d->cfg.spin_us);
+	atomic_store(&d->tuning.max_sleep_us, d->cfg.max_sleep_us);
+	log_set_level(d->cfg.log_level);
+}
+
+int daemon_reload(struct daemon *d, char **why)
+{
+	struct config next;
+	char *err = NULL;
+	if (why)
+		*why = NULL;
+	if (!d->cfg.config_path) {
+		log_notice("reload: no config file to reload");
+		return 0;
+	}
+	service_notify(d, "RELOADING=1");
+	config_copy(&next, &d->cfg);
+	if (config_load_file(&next, d->cfg.config_path, &err)) {
+		log_err("reload failed, keeping the running configuration: %s", err ? err : "?");
+		if (why)
+			*why = err;
+		else
+			free(err);
+		config_free(&next);
+		service_notify(d, "READY=1");
+		return -GARUDA_E_BAD_ARGUMENT;
+	}
+	if (strcmp(next.socket_path, d->cfg.socket_path) || next.scanners != d->cfg.scanners ||
+	    strcmp(next.control_socket_path, d->cfg.control_socket_path) || next.event_loop != d->cfg.event_loop)
+		log_notice("reload: socket paths, scanners and event loop change only on restart");
+	/* keep what only a restart can change */
+	free(next.socket_path);
+	free(next.control_socket_path);
+	next.socket_path = strdup(d->cfg.socket_path);
+	next.control_socket_path = strdup(d->cfg.control_socket_path);
+	next.scanners = d->cfg.scanners;
+	next.event_loop = d->cfg.event_loop;
+	config_free(&d->cfg);
+	d->cfg = next;
+	service_apply_tuning(d);
+	log_info("configuration reloaded from %s", d->cfg.config_path);
+	service_notify(d, "READY=1");
+	return 0;
+}

@@ -1,0 +1,20 @@
+/* service.h — the daemon as a systemd service: non-blocking sd_notify (STATUS=,
+ * RELOADING=1, READY=1, WATCHDOG=1), the STATUS= line, and configuration reload
+ * (SIGHUP, the control plane's "reload"). Loop thread only.
+ *
+ * Promises: nothing here blocks the loop (a notification that does not fit is
+ * dropped; the next STATUS= supersedes it); a failed reload keeps the running
+ * configuration. */
+#pragma once
+
+#include "daemon.h"
+
+/* Send text to $NOTIFY_SOCKET without blocking (nothing when it is not set). */
+void service_notify(struct daemon *d, const char *text);
+/* STATUS=clients=N armed=N completions=N. */
+void service_update_status(struct daemon *d);
+/* Push the reloadable tuning (spin, sleep, log level) from d->cfg to where it acts. */
+void service_apply_tuning(struct daemon *d);
+/* Re-read the config file; keeps the running config on error (-GARUDA_E_BAD_ARGUMENT,
+ * *why = a malloc'ed message naming the key and the reason, when why is not NULL). */
+int daemon_reload(struct daemon *d, char **why);
