@@ -9,6 +9,7 @@ packages=(
 	clang libclang-rt-14-dev
 	libsystemd-dev liburing-dev libcjson-dev libcriterion-dev
 	systemd valgrind
+	python3-pytest python3-pytest-asyncio python3-uvloop
 )
 
 missing=()

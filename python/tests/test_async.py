@@ -78,18 +78,20 @@ async def test_timeout(client):
 async def test_cancellation_leaves_nothing(client):
     loop = asyncio.get_running_loop()
     hs = garuda.HostStream()
+    gate = threading.Event()
     with client.segment() as seg, seg.stream(hs) as s:
-        hs.enqueue_work(0.2)
+        hs.enqueue_call(lambda: gate.wait(60))
         seq = s.signal()
         tasks = [asyncio.create_task(s.wait_async(seq)) for _ in range(50)]
         await asyncio.sleep(0)
-        assert client.query()["armed"] >= 0
+        assert s._waiters.live == 50 and not any(t.done() for t in tasks)
         for t in tasks:
             t.cancel()
         res = await asyncio.gather(*tasks, return_exceptions=True)
         assert all(isinstance(r, asyncio.CancelledError) for r in res)
         assert not has_reader(loop, s.fileno())
         assert s._waiters.live == 0 and not s._waiters.heap
+        gate.set()
         # a cancelled await does not disturb a later one on the same sequence
         await s.wait_async(seq, timeout=30)
         # and garudad holds nothing armed for this client once the word got there
@@ -107,7 +109,6 @@ async def test_cancellation_leaves_nothing(client):
         with pytest.raises(asyncio.CancelledError):
             await t
     assert client.query()["armed"] == 0
-    assert not loop.remove_reader(0) or True
     hs.close()
 
 
@@ -131,10 +132,12 @@ async def test_fault_fails_awaits(client):
     hs = garuda.HostStream()
     with client.segment() as seg, seg.stream(hs) as s:
         s.async_backstop = 0.01
-        hs.enqueue_work(0.001)
+        gate = threading.Event()
+        hs.enqueue_call(lambda: gate.wait(60))
         first = s.signal()
         hs.enqueue_fault()
-        second = s.signal()
+        second = s.signal()  # queued behind the fault: never stored
+        gate.set()
         await s.wait_async(first, timeout=30)
         with pytest.raises(garuda.StreamFaultError):
             await s.wait_async(second, timeout=30)
@@ -165,13 +168,15 @@ async def test_thousand_streams_thousand_awaits(client):
 
 
 async def test_five_thousand_awaits(client):
-    """5,000 concurrent awaits: 100 streams, 50 sequences each, all pending at once."""
+    """5,000 concurrent awaits: 100 streams, 50 sequences each, all pending at once
+    (the host streams are held at a gate until every await is in the loop)."""
     hs = [garuda.HostStream(depth=8192) for _ in range(4)]
+    gate = threading.Event()
     with client.segment(lines=16) as seg:
         streams = [seg.stream(hs[i % 4]) for i in range(100)]
         try:
             for h in hs:
-                h.enqueue_work(0.2)  # nothing completes before every await is pending
+                h.enqueue_call(lambda: gate.wait(60))
             pending = []
             for k in range(50):
                 for i, s in enumerate(streams):
@@ -179,9 +184,13 @@ async def test_five_thousand_awaits(client):
             tasks = [asyncio.ensure_future(p) for p in pending]
             await asyncio.sleep(0)
             assert sum(s._waiters.live for s in streams) == 5000
+            assert not any(t.done() for t in tasks)
+            gate.set()
             await asyncio.wait_for(asyncio.gather(*tasks), 60)
             assert all(s.value == 50 for s in streams)
+            assert sum(s._waiters.live for s in streams) == 0
         finally:
+            gate.set()
             for s in streams:
                 s.close()
     for h in hs:
