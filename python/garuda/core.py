@@ -211,17 +211,17 @@ class Segment(_Owned):
         self._hosts.clear()
 
     def close(self):
-        """Close the segment; raises BusyError while streams of it are open. Waits for
-        the host streams that stores into it were queued on (a store into an unmapped
-        segment would fault); GPU streams' stores must have landed before this."""
+        """Close the segment's open streams, wait for the host streams that stores into
+        it were queued on (a store into an unmapped segment would fault; GPU streams'
+        stores must have landed before this), then close the segment."""
         h = self._h
         if h is None:
             return
         if self.client._h is None:  # the client's disconnect freed it
             self._h = None
             return
-        if any(not s.closed for s in self._streams):
-            raise from_code(1033, "segment_close: streams of the segment are open")
+        for st in list(self._streams):
+            st.close()
         self._settle_hosts()
         check(self._lib.garuda_segment_close(h), "segment_close")
         self._h = None

@@ -163,13 +163,16 @@ def test_host_stream_busy_while_used(client):
     hs = garuda.HostStream()
     seg = client.segment()
     s = seg.stream(hs)
-    with pytest.raises(garuda.BusyError):
-        hs.close()
     with pytest.raises(garuda.BusyError) as e:
-        seg.close()  # the library refuses: streams alive
+        hs.close()  # a garuda stream still enqueues on it
     assert e.value.code == 1033
-    s.close()
-    seg.close()
+    gate = threading.Event()
+    hs.enqueue_call(lambda: gate.wait(60))
+    seq = s.signal()
+    threading.Timer(0.05, gate.set).start()
+    seg.close()  # closes its stream, waits for the store queued into it, unmaps
+    assert s.closed and seg.closed and gate.is_set()
+    assert client.query()["segments"] == 0
     hs.close()
 
 
