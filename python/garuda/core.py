@@ -431,10 +431,11 @@ class Stream(_Owned):
 
     def set_plan(self, text):
         """The wait plan as text ("block", "poll", "flag:park_us=N,backstop_us=N"...).
-        Needs a libgaruda with garuda_stream_set_plan (garuda.has_plans())."""
+        Needs a libgaruda with garuda_stream_set_plan (garuda.has_plans()); with an
+        older one, NotImplementedError. A bad plan raises BadPlanError."""
         h = self._handle()
         if not _lib.has("garuda_stream_set_plan"):
-            raise from_code(1026, "this libgaruda has no garuda_stream_set_plan")
+            raise NotImplementedError("garuda: this libgaruda has no garuda_stream_set_plan")
         check(self._lib.garuda_stream_set_plan(h, text.encode()), "set_plan")
 
     def set_callback(self, fn):
