@@ -79,3 +79,21 @@ def event_loop(loop_kind):
         loop = asyncio.new_event_loop()
     yield loop
     loop.close()
+
+
+@pytest.fixture
+def gate():
+    """gate(host_stream): queue an item that holds the host stream until the returned
+    threading.Event is set (set at the latest when the test ends), so "not done yet"
+    never depends on timing."""
+    import threading
+    events = []
+
+    def make(hs):
+        ev = threading.Event()
+        events.append(ev)
+        hs.enqueue_call(lambda: ev.wait(60))
+        return ev
+    yield make
+    for ev in events:
+        ev.set()

@@ -49,28 +49,30 @@ async def test_wait_async_basic(client):
     hs.close()
 
 
-async def test_wait_async_needs_eventfd_form(client):
+async def test_wait_async_needs_eventfd_form(client, gate):
     with client.segment() as seg, seg.stream(None, garuda.Readiness.POLL) as s:
         hs = None
         await s.wait_async(s.signal())  # already stored: fine in any form
     hs = garuda.HostStream()
     with client.segment() as seg, seg.stream(hs, garuda.Readiness.DOORBELL) as s:
-        hs.enqueue_work(0.2)
+        held = gate(hs)
         with pytest.raises(garuda.ErrnoError) as e:
             await s.wait_async(s.signal())
         assert e.value.name == "EOPNOTSUPP"
+        held.set()
     hs.close()
 
 
-async def test_timeout(client):
+async def test_timeout(client, gate):
     hs = garuda.HostStream()
     with client.segment() as seg, seg.stream(hs) as s:
-        hs.enqueue_work(0.3)
+        held = gate(hs)
         seq = s.signal()
         with pytest.raises(garuda.TimeoutError) as e:
             await s.wait_async(seq, timeout=0.01)
         assert e.value.code == 1020
         assert not has_reader(asyncio.get_running_loop(), s.fileno())
+        held.set()
         await s.wait_async(seq, timeout=30)  # still completes afterwards
     hs.close()
 
@@ -100,23 +102,29 @@ async def test_cancellation_leaves_nothing(client):
                 break
             await asyncio.sleep(0.005)
         assert client.query()["armed"] == 0
-        # cancel while the store is still to come, then close the stream: disarmed
-        hs.enqueue_work(0.2)
+        # cancel while the store is still to come: the arm stays with garudad (it
+        # belongs to signal()) until the stream is closed, which disarms it
+        gate2 = threading.Event()
+        hs.enqueue_call(lambda: gate2.wait(60))
         seq = s.signal()
         t = asyncio.create_task(s.wait_async(seq))
         await asyncio.sleep(0)
         t.cancel()
         with pytest.raises(asyncio.CancelledError):
             await t
-    assert client.query()["armed"] == 0
+        assert not has_reader(loop, s.fileno())
+        assert client.query()["armed"] == 1  # requests are ordered: the ARM came first
+        s.close()
+        assert client.query()["armed"] == 0
+        gate2.set()
     hs.close()
 
 
-async def test_close_fails_pending_awaits(client):
+async def test_close_fails_pending_awaits(client, gate):
     hs = garuda.HostStream()
     seg = client.segment()
     s = seg.stream(hs)
-    hs.enqueue_work(0.2)
+    held = gate(hs)
     t = asyncio.create_task(s.wait_async(s.signal()))
     await asyncio.sleep(0)
     fd = s.fileno()
@@ -124,6 +132,7 @@ async def test_close_fails_pending_awaits(client):
     with pytest.raises(garuda.ClosedError):
         await t
     assert not has_reader(asyncio.get_running_loop(), fd)
+    held.set()
     seg.close()
     hs.close()
 

@@ -86,10 +86,10 @@ def test_cpu_producer_stream(client):
         assert s.drain() == (False, seq)
 
 
-def test_wait_timeout_and_check_only(client):
+def test_wait_timeout_and_check_only(client, gate):
     hs = garuda.HostStream()
     with client.segment() as seg, seg.stream(hs) as s:
-        hs.enqueue_work(0.5)
+        held = gate(hs)
         seq = s.signal()
         assert not s.reached(seq)
         with pytest.raises(garuda.TimeoutError) as e:
@@ -99,6 +99,7 @@ def test_wait_timeout_and_check_only(client):
         with pytest.raises(garuda.TimeoutError):
             s.wait(seq, timeout=0.01)
         assert s.query() is False
+        held.set()
         s.wait(seq)
     hs.close()
 
@@ -137,7 +138,7 @@ def test_fileno_and_drain(client):
     hs.close()
 
 
-def test_host_stream_items():
+def test_host_stream_items(gate):
     hs = garuda.HostStream(depth=4, spin=0.0001)
     called = threading.Event()
     hs.enqueue_work(0.001)
@@ -151,11 +152,12 @@ def test_host_stream_items():
     with pytest.raises(garuda.ClosedError):
         hs.enqueue_work(0)
     nb = garuda.HostStream(depth=1, nonblock=True)
-    nb.enqueue_work(0.2)
+    held = gate(nb)
     with pytest.raises(garuda.ErrnoError) as e:
         for _ in range(4):
-            nb.enqueue_work(0.2)
+            nb.enqueue_work(0)
     assert e.value.name == "EAGAIN"
+    held.set()
     nb.close()
 
 
