@@ -71,3 +71,17 @@ def test_unknown_code_and_errno():
     with pytest.raises(garuda.ErrnoError):
         errors.check(-errno.EINVAL)
     assert errors.check(5) == 5
+
+
+def test_missing_library_is_clear_importerror(tmp_path):
+    """import garuda needs no library; the first use without one says what to do."""
+    import subprocess
+    import sys
+    probe = ("import garuda\n"
+             "try:\n    garuda.Client()\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    env = dict(os.environ, GARUDA_LIBRARY=str(tmp_path / "libgaruda.so.0"))
+    r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ImportError: garuda: cannot load libgaruda"), r.stdout
+    assert "GARUDA_LIBRARY" in r.stdout
