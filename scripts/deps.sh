@@ -10,6 +10,7 @@ packages=(
 	libsystemd-dev liburing-dev libcjson-dev libcriterion-dev
 	systemd valgrind
 	spin # the models suite (tests/models)
+	python3-pytest python3-pytest-asyncio python3-uvloop
 )
 
 missing=()

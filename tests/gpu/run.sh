@@ -189,7 +189,23 @@ for k in "${kernels[@]}"; do
 	done
 done
 
-kill -0 "$daemon_pid" 2>/dev/null || { cat "$tmp/garudad.log" >&2; die "garudad died during the run"; }
+# the Python package's real-torch checks (docs/python.md), where torch with CUDA,
+# pytest and pytest-asyncio are importable; they start their own garudad
+if ((!check)) && python3 -c 'import sys, pytest, pytest_asyncio, torch
+sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	step "python: garuda.torch and examples/python/torch_server.py with real torch"
+	env -u GARUDA_CUDA_LIBRARY GARUDA_LIBRARY="$build_dir/client/libgaruda.so.0" \
+		GARUDAD="$garudad" GARUDA_SOURCE_ROOT="$repo" PYTHONPATH="$repo/python" \
+		PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -c "$repo/python/tests/pytest.ini" \
+		"$repo/python/tests/test_torch.py" "$repo/python/tests/test_examples.py" \
+		-k "real_torch or torch_server" || status=1
+else
+	step "python: real-torch checks skipped (needs torch with CUDA, pytest, pytest-asyncio)"
+fi
+if ! kill -0 "$daemon_pid" 2>/dev/null; then
+	cat "$tmp/garudad.log" >&2
+	die "garudad died during the run"
+fi
 if [[ -s $tmp/garudad.log ]]; then
 	echo "-- garudad log" >&2
 	cat "$tmp/garudad.log" >&2

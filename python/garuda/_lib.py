@@ -1,0 +1,120 @@
+"""_lib.py — loads libgaruda.so.0 with ctypes and declares every prototype of
+<garuda/garuda.h> and <garuda/host.h>.
+
+Promises: the library is loaded once, on first use (importing ``garuda`` never needs it),
+from ``$GARUDA_LIBRARY`` when set, else by its soname ``libgaruda.so.0`` through the
+dynamic loader's search path. Every function gets its exact argument and return types, so
+no call goes through ctypes' int defaults. Optional entry points of newer libraries
+(``garuda_stream_set_plan``) are bound only when the loaded library exports them.
+
+ctypes releases the GIL around every call, so a blocking ``garuda_stream_wait`` or
+``garuda_host_stream_drain`` lets other Python threads run.
+"""
+import ctypes
+import os
+import threading
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char_p, c_int, c_int64,
+                    c_size_t, c_uint, c_uint32, c_uint64, c_void_p)
+
+SONAME = "libgaruda.so.0"
+
+_lock = threading.Lock()
+_lib = None
+
+# garuda_stream_cb: void (*)(struct garuda_stream *s, uint64_t seq, void *user)
+STREAM_CB = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p)
+# host stream call item: void (*)(void *arg)
+HOST_CALL = CFUNCTYPE(None, c_void_p)
+
+
+class HostStreamConfig(Structure):
+    """struct garuda_host_stream_config."""
+    _fields_ = [("depth", c_uint), ("spin_ns", c_uint64), ("nonblock", c_int)]
+
+
+_H = c_void_p
+_PH = POINTER(c_void_p)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "garuda_version": (c_char_p, []),
+    "garuda_strerror": (c_char_p, [c_int]),
+    "garuda_connect": (c_int, [_PH]),
+    "garuda_connect_to": (c_int, [c_char_p, _PH]),
+    "garuda_disconnect": (None, [_H]),
+    "garuda_client_connected": (c_int, [_H]),
+    "garuda_client_session": (c_uint64, [_H]),
+    "garuda_client_query": (c_int, [_H, c_char_p, c_size_t]),
+    "garuda_client_reconnects": (c_uint64, [_H]),
+    "garuda_client_fd": (c_int, [_H]),
+    "garuda_dispatch": (c_int, [_H]),
+    "garuda_segment_open": (c_int, [_H, c_char_p, c_int, c_uint32, _PH]),
+    "garuda_segment_close": (c_int, [_H]),
+    "garuda_segment_numa_node": (c_int, [_H]),
+    "garuda_segment_free_words": (c_uint32, [_H]),
+    "garuda_stream_new": (c_int, [_H, c_void_p, c_int, _PH]),
+    "garuda_stream_free": (None, [_H]),
+    "garuda_stream_set_wait": (c_int, [_H, c_uint64, c_uint64]),
+    "garuda_stream_set_callback": (c_int, [_H, STREAM_CB, c_void_p]),
+    "garuda_stream_signal": (c_int, [_H, POINTER(c_uint64)]),
+    "garuda_stream_last": (c_uint64, [_H]),
+    "garuda_stream_value": (c_uint64, [_H]),
+    "garuda_stream_reached": (c_bool, [_H, c_uint64]),
+    "garuda_stream_wait": (c_int, [_H, c_uint64, c_int64]),
+    "garuda_stream_fd": (c_int, [_H]),
+    "garuda_stream_drain": (c_int, [_H, POINTER(c_uint64)]),
+    "garuda_stream_query": (c_int, [_H]),
+    "garuda_host_stream_new": (c_int, [POINTER(HostStreamConfig), _PH]),
+    "garuda_host_stream_free": (None, [_H]),
+    "garuda_host_stream_enqueue_work": (c_int, [_H, c_uint64]),
+    "garuda_host_stream_enqueue_fault": (c_int, [_H]),
+    "garuda_host_stream_enqueue_stamp": (c_int, [_H, POINTER(c_uint64)]),
+    "garuda_host_stream_enqueue_call": (c_int, [_H, HOST_CALL, c_void_p]),
+    "garuda_host_stream_query": (c_int, [_H]),
+    "garuda_host_stream_drain": (c_int, [_H]),
+}
+
+# entry points that only newer libraries have: bound when present
+_OPTIONAL = {
+    "garuda_stream_set_plan": (c_int, [_H, c_char_p]),
+}
+
+
+def _declare(lib, name, proto):
+    fn = getattr(lib, name)
+    fn.restype, fn.argtypes = proto
+    return fn
+
+
+def load():
+    """The loaded library (a ctypes.CDLL with every prototype declared)."""
+    global _lib
+    lib = _lib
+    if lib is not None:
+        return lib
+    with _lock:
+        if _lib is None:
+            path = os.environ.get("GARUDA_LIBRARY") or SONAME
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                raise ImportError(
+                    f"garuda: cannot load libgaruda ({path}): {e}; install libgaruda or set "
+                    "GARUDA_LIBRARY to its path") from e
+            for name, proto in _PROTOTYPES.items():
+                try:
+                    _declare(lib, name, proto)
+                except AttributeError as e:
+                    raise ImportError(f"garuda: {path} lacks {name}: not a libgaruda "
+                                      "with the GARUDA_0.1 interface") from e
+            for name, proto in _OPTIONAL.items():
+                if hasattr(lib, name):
+                    _declare(lib, name, proto)
+            _lib = lib
+        return _lib
+
+
+def has(name):
+    """True when the loaded library exports the optional entry point `name`."""
+    lib = load()
+    return name in _OPTIONAL and hasattr(lib, name)

@@ -1,0 +1,128 @@
+"""garuda.torch — GPU completion of PyTorch CUDA streams as an awaitable, through
+garudad, with no core spinning in cudaStreamSynchronize.
+
+    import garuda.torch as gt
+    y = model(x)                                   # queued on the current stream
+    await gt.synchronize_async()                   # signal + await; loop stays free
+    # or: seq = gt.signal(s); ...; await gt.wait_async(s, seq)
+
+Promises:
+ - torch is imported only when a function needs it (no stream given: the current
+   stream); without torch that is an ImportError saying so. A stream given as any
+   object with an int ``cuda_stream`` (torch.cuda.Stream, or a stand-in) needs no
+   torch at all.
+ - signal() enqueues, through libgaruda's cuda backend, a cuStreamWriteValue64 of the
+   next sequence on the stream's CUstream (``torch_stream.cuda_stream``), behind the
+   work queued there. Call it after ``graph.replay()``: the store goes on the stream,
+   not into the graph, so it follows the replay's work.
+ - One garuda stream per (device, CUstream), on shared segments of one module-level
+   Client (``$GARUDA_SOCKET``), made on first use; forget()/reset() release them.
+Threads: the module's registry is locked; one torch stream is signalled and awaited by
+one thread at a time (libgaruda's rule).
+"""
+import threading
+
+from . import core
+
+_lock = threading.Lock()
+_client = None
+_segments = {}  # device -> [Segment]
+_streams = {}   # (device, handle) -> Stream
+_LINES = 8      # 64 words per segment
+
+
+def _torch():
+    try:
+        import torch  # noqa: PLC0415 — lazy by design
+    except ImportError as e:
+        raise ImportError("garuda.torch: PyTorch is not installed; pass a stream object "
+                          "with an int .cuda_stream, or install torch") from e
+    return torch
+
+
+def _resolve(torch_stream):
+    if torch_stream is None:
+        torch_stream = _torch().cuda.current_stream()
+    handle = getattr(torch_stream, "cuda_stream", None)
+    if not isinstance(handle, int):
+        raise TypeError("garuda.torch: expected a torch.cuda.Stream (an object with an int "
+                        ".cuda_stream)")
+    device = getattr(torch_stream, "device_index", None)
+    if device is None:
+        device = getattr(getattr(torch_stream, "device", None), "index", None)
+    return torch_stream, int(device or 0), handle
+
+
+def stream_for(torch_stream=None):
+    """The garuda.Stream (EVENTFD form, cuda backend) that signals on torch_stream
+    (default: torch.cuda.current_stream())."""
+    global _client
+    torch_stream, device, handle = _resolve(torch_stream)
+    with _lock:
+        s = _streams.get((device, handle))
+        if s is not None and not s.closed:
+            return s
+        if _client is None or _client.closed:
+            _client = core.Client()
+        segs = _segments.setdefault(device, [])
+        for seg in segs:
+            if not seg.closed and seg.free_words:
+                break
+        else:
+            seg = _client.segment("cuda", device, _LINES)
+            segs.append(seg)
+        s = seg.stream(handle, core.Readiness.EVENTFD)
+        _streams[(device, handle)] = s
+        return s
+
+
+def signal(torch_stream=None):
+    """Enqueue the completion store behind the work queued on torch_stream; returns
+    the sequence to wait for."""
+    return stream_for(torch_stream).signal()
+
+
+def wait(torch_stream, seq, timeout=None):
+    """Block (no spinning core beyond libgaruda's short spin) until seq completed."""
+    stream_for(torch_stream).wait(seq, timeout)
+
+
+async def wait_async(torch_stream, seq, timeout=None):
+    """Await seq on torch_stream in the running event loop."""
+    await stream_for(torch_stream).wait_async(seq, timeout)
+
+
+def synchronize(torch_stream=None, timeout=None):
+    """signal() and wait(): the work queued so far on torch_stream has finished."""
+    s = stream_for(torch_stream)
+    s.wait(s.signal(), timeout)
+
+
+async def synchronize_async(torch_stream=None, timeout=None):
+    """signal() and await: the work queued so far on torch_stream has finished."""
+    s = stream_for(torch_stream)
+    await s.wait_async(s.signal(), timeout)
+
+
+def forget(torch_stream):
+    """Release the garuda stream of torch_stream (call before destroying it)."""
+    _, device, handle = _resolve(torch_stream)
+    with _lock:
+        s = _streams.pop((device, handle), None)
+    if s is not None:
+        s.close()
+
+
+def reset():
+    """Close every stream, segment and the module's client (e.g. before fork, or to
+    pick up a new GARUDA_SOCKET)."""
+    global _client
+    with _lock:
+        streams = list(_streams.values())
+        _streams.clear()
+        _segments.clear()
+        c, _client = _client, None
+    for s in streams:
+        s.close()
+    if c is not None:
+        c.close()

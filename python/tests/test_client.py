@@ -1,0 +1,331 @@
+"""Every synchronous call of the package against a real garudad: client, segment,
+stream (all readiness forms), host streams, callbacks, and that dropping objects frees
+their fds."""
+import gc
+import os
+import threading
+import time
+
+import pytest
+
+import garuda
+
+
+@pytest.fixture
+def client(daemon):
+    with garuda.Client() as c:
+        yield c
+
+
+def nfds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_version():
+    assert garuda.version() == "0.1.0"
+    assert garuda.strerror(-1020) == garuda.strerror(1020) == "timed out"
+
+
+def test_connect_env_and_path(daemon, monkeypatch):
+    with garuda.Client() as a:  # GARUDA_SOCKET
+        assert a.connected
+        assert a.session != 0
+        assert a.reconnects == 0
+        with garuda.Client(daemon.sock) as b:
+            assert b.connected and b.session != a.session
+    assert a.closed and b.closed
+    with pytest.raises(garuda.ClosedError):
+        a.session
+    monkeypatch.setenv("GARUDA_SOCKET", daemon.dir + "/nothing-here.sock")
+    with pytest.raises(garuda.ErrnoError) as e:
+        garuda.Client()
+    assert e.value.name == "ENOENT" and isinstance(e.value, OSError)
+
+
+def test_query_is_own_session(client, daemon):
+    q = client.query()
+    assert q["id"] == client.session
+    assert q["pid"] == os.getpid()
+    assert q["segments"] == 0 and q["armed"] == 0
+    seg = client.segment("host", lines=2)
+    assert client.query()["segments"] == 1
+    assert seg.free_words == 16
+    assert seg.numa_node >= -1
+    s = seg.stream()
+    assert seg.free_words == 15
+    assert client.query()["bindings"] == 1
+    s.close()
+    seg.close()
+    assert client.query()["segments"] == 0
+
+
+@pytest.mark.parametrize("form", list(garuda.Readiness))
+def test_signal_wait_every_form(client, form):
+    with client.segment("host") as seg:
+        hs = garuda.HostStream()
+        with seg.stream(hs, form) as s:
+            assert s.last == 0 and s.value == 0
+            for k in range(1, 21):
+                hs.enqueue_work(0.0002 * (k % 3))
+                seq = s.signal()
+                assert seq == k == s.last
+                s.wait(seq, timeout=30)
+                assert s.reached(seq) and s.value >= seq
+            assert s.query() is True
+            assert s.synchronize(timeout=30) == 21
+        hs.close()
+
+
+def test_cpu_producer_stream(client):
+    with client.segment() as seg, seg.stream(None) as s:
+        seq = s.signal()  # stores at once from this thread
+        assert s.reached(seq) and s.value == seq
+        s.wait()
+        moved, value = s.drain()
+        assert moved and value == seq
+        assert s.drain() == (False, seq)
+
+
+def test_wait_timeout_and_check_only(client, gate):
+    hs = garuda.HostStream()
+    with client.segment() as seg, seg.stream(hs) as s:
+        held = gate(hs)
+        seq = s.signal()
+        assert not s.reached(seq)
+        with pytest.raises(garuda.TimeoutError) as e:
+            s.wait(seq, timeout=0)
+        assert e.value.code == 1020 and e.value.name == "TIMEOUT"
+        assert isinstance(e.value, TimeoutError)
+        with pytest.raises(garuda.TimeoutError):
+            s.wait(seq, timeout=0.01)
+        assert s.query() is False
+        held.set()
+        s.wait(seq)
+    hs.close()
+
+
+def test_stream_fault(client):
+    hs = garuda.HostStream()
+    with client.segment() as seg, seg.stream(hs) as s:
+        hs.enqueue_work(0.01)
+        hs.enqueue_fault()
+        seq = s.signal()
+        with pytest.raises(garuda.StreamFaultError) as e:
+            s.wait(seq, timeout=30)
+        assert e.value.code == 1023
+        with pytest.raises(garuda.StreamFaultError):
+            s.query()
+        with pytest.raises(garuda.StreamFaultError):
+            s.signal()
+        with pytest.raises(garuda.StreamFaultError):
+            hs.query()
+    hs.close()
+
+
+def test_fileno_and_drain(client):
+    hs = garuda.HostStream()
+    with client.segment() as seg, seg.stream(hs) as s, seg.stream(hs, garuda.Readiness.POLL) as p:
+        fd = s.fileno()
+        assert os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[eventfd]"
+        with pytest.raises(garuda.ErrnoError) as e:
+            p.fileno()
+        assert e.value.name == "EOPNOTSUPP"
+        import select
+        seq = s.signal()
+        r, _, _ = select.select([fd], [], [], 30)
+        assert r == [fd]
+        assert s.drain() == (True, seq)
+    hs.close()
+
+
+def test_host_stream_items(gate):
+    hs = garuda.HostStream(depth=4, spin=0.0001)
+    called = threading.Event()
+    hs.enqueue_work(0.001)
+    stamp = hs.enqueue_stamp()
+    hs.enqueue_call(called.set)
+    hs.drain()
+    assert called.is_set()
+    assert stamp.value > 0
+    assert hs.query() is True
+    hs.close()
+    with pytest.raises(garuda.ClosedError):
+        hs.enqueue_work(0)
+    nb = garuda.HostStream(depth=1, nonblock=True)
+    held = gate(nb)
+    with pytest.raises(garuda.ErrnoError) as e:
+        for _ in range(4):
+            nb.enqueue_work(0)
+    assert e.value.name == "EAGAIN"
+    held.set()
+    nb.close()
+
+
+def test_host_stream_busy_while_used(client):
+    hs = garuda.HostStream()
+    seg = client.segment()
+    s = seg.stream(hs)
+    with pytest.raises(garuda.BusyError) as e:
+        hs.close()  # a garuda stream still enqueues on it
+    assert e.value.code == 1033
+    gate = threading.Event()
+    hs.enqueue_call(lambda: gate.wait(60))
+    seq = s.signal()
+    threading.Timer(0.05, gate.set).start()
+    seg.close()  # closes its stream, waits for the store queued into it, unmaps
+    assert s.closed and seg.closed and gate.is_set()
+    assert client.query()["segments"] == 0
+    hs.close()
+
+
+def test_message_form_callbacks(client):
+    hs = garuda.HostStream()
+    got = []
+    with client.segment() as seg, seg.stream(hs, garuda.Readiness.MESSAGE) as s:
+        s.set_callback(lambda stream, seq: got.append((stream, seq)))
+        last = 0
+        for _ in range(10):
+            hs.enqueue_work(0.0001)
+            last = s.signal()
+        s.wait(last, timeout=30)
+        import select
+        end = time.monotonic() + 30
+        while (not got or got[-1][1] != last) and time.monotonic() < end:
+            select.select([client.fileno()], [], [], 1)
+            client.dispatch()
+        assert got and got[-1][1] == last
+        assert all(st is s for st, _ in got)
+        assert [q for _, q in got] == sorted(q for _, q in got)
+        s.set_callback(None)
+        eventfd = seg.stream(None)
+        with pytest.raises(garuda.ErrnoError):
+            eventfd.set_callback(lambda *a: None)  # EOPNOTSUPP: not MESSAGE form
+        eventfd.close()
+    hs.close()
+
+
+def test_set_wait(client):
+    with client.segment() as seg, seg.stream() as s:
+        s.set_wait(spin=0, backstop=1e-4)
+        with pytest.raises(garuda.ErrnoError) as e:
+            s.set_wait(spin=0, backstop=1e-6)  # below 10 us
+        assert e.value.name == "EINVAL"
+
+
+@pytest.mark.skipif(garuda.has_plans(), reason="this libgaruda has garuda_stream_set_plan")
+def test_set_plan_absent(client):
+    with client.segment() as seg, seg.stream() as s:
+        with pytest.raises(NotImplementedError, match="garuda_stream_set_plan"):
+            s.set_plan("block")
+
+
+@pytest.mark.skipif(not garuda.has_plans(),
+                    reason="this libgaruda has no garuda_stream_set_plan yet")
+def test_set_plan(client):
+    hs = garuda.HostStream()
+    with client.segment() as seg, seg.stream(hs) as s:
+        for plan in ("block", "poll", "flag:park_us=50,backstop_us=1000"):
+            s.set_plan(plan)
+            hs.enqueue_work(0.0005)
+            s.wait(s.signal(), timeout=30)
+        for bad in ("", "spin", "block+predict:margin_us=1,min_sleep_us=1,max_sleep_us=2,window=4",
+                    "flag:park_us=50"):
+            with pytest.raises(garuda.BadPlanError):
+                s.set_plan(bad)
+    hs.close()
+
+
+def test_invalid_arguments(client):
+    with pytest.raises(garuda.ErrnoError) as e:
+        client.segment("no-such-backend")
+    assert e.value.name == "EINVAL" and e.value.errno == 22
+    with pytest.raises(garuda.ErrnoError):
+        client.segment("host", lines=0)
+    with client.segment() as seg:
+        with pytest.raises(ValueError):
+            seg.stream(None, 7)
+        with pytest.raises(TypeError):
+            seg.stream("not a stream")
+        with seg.stream() as s:
+            with pytest.raises(garuda.ErrnoError) as e:
+                s.wait(1)  # never signalled
+            assert e.value.name == "EINVAL"
+            with pytest.raises(ValueError):
+                s.wait(s.signal(), timeout=-1)
+        words = seg.free_words
+        streams = [seg.stream() for _ in range(words)]
+        with pytest.raises(garuda.ErrnoError) as e:
+            seg.stream()
+        assert e.value.name == "ENOSPC"
+        for s in streams:
+            s.close()
+
+
+def test_closed_objects(client):
+    seg = client.segment()
+    s = seg.stream()
+    s.close()
+    s.close()  # idempotent
+    for call in (s.signal, lambda: s.value, s.fileno, lambda: s.wait(1)):
+        with pytest.raises(garuda.ClosedError) as e:
+            call()
+        assert e.value.code == 1034 and e.value.name == "CLOSED"
+    client.close()
+    assert seg.closed  # closing the client closes its segments and streams
+    with pytest.raises(garuda.ClosedError):
+        seg.stream()
+
+
+def test_client_close_frees_children(daemon):
+    c = garuda.Client()
+    seg = c.segment()
+    s = seg.stream()
+    s.signal()
+    c.close()
+    assert s.closed and seg.closed and c.closed
+    assert daemon.wait_status("clients", 0) == 0
+
+
+def test_segment_quota(make_daemon):
+    d = make_daemon({"quota": {"connection": {"segments": 1}}})
+    with garuda.Client(d.sock) as c:
+        seg = c.segment()
+        with pytest.raises(garuda.QuotaError) as e:
+            c.segment()
+        assert e.value.code == 1016 and e.value.name == "QUOTA"
+        assert e.value.text == garuda.strerror(1016)
+        seg.close()
+
+
+def test_fds_closed_on_close_and_gc(daemon):
+    base = nfds()
+    c = garuda.Client()
+    per_client = nfds() - base
+    assert per_client >= 1  # the socket (and the library's own fds)
+    seg = c.segment(lines=8)
+    per_segment = nfds() - base - per_client  # the memfd the library keeps for restarts
+    before = nfds()
+    streams = [seg.stream() for _ in range(32)]
+    assert nfds() == before + 32  # one eventfd each
+    for s in streams[:16]:
+        s.close()
+    assert nfds() == before + 16
+    del s
+    del streams  # the rest go with the garbage collector: no cycles, freed at once
+    assert nfds() == before
+    hs = garuda.HostStream()
+    t = seg.stream(hs)
+    del t, hs
+    assert nfds() == before
+    del seg
+    assert nfds() == base + per_client
+    c2 = garuda.Client()
+    seg2 = c2.segment()
+    assert nfds() == base + 2 * per_client + per_segment
+    del c2  # seg2 keeps its client alive
+    assert nfds() == base + 2 * per_client + per_segment
+    del seg2
+    assert nfds() == base + per_client
+    del c
+    gc.collect()
+    assert nfds() == base

@@ -1,0 +1,77 @@
+"""Blocking waits from many threads through one Client (ctypes releases the GIL, so
+waits overlap), while other threads make and drop streams and read words."""
+import threading
+
+import garuda
+
+
+def test_concurrent_waits_from_threads(daemon):
+    with garuda.Client() as c, c.segment(lines=4) as seg:
+        hs = [garuda.HostStream() for _ in range(8)]
+        streams = [seg.stream(h, form) for h, form in
+                   zip(hs, [garuda.Readiness.EVENTFD, garuda.Readiness.DOORBELL,
+                            garuda.Readiness.MESSAGE, garuda.Readiness.POLL] * 2)]
+        errors = []
+        stop = threading.Event()
+
+        def worker(s, h):
+            try:
+                for k in range(200):
+                    h.enqueue_work(0.00002 * (k % 5))
+                    seq = s.signal()
+                    s.wait(seq, timeout=60)
+                    assert s.reached(seq)
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        def churn():
+            try:
+                while not stop.is_set():
+                    with c.segment() as seg2, seg2.stream() as t:
+                        t.wait(t.signal(), timeout=60)
+                    for s in streams:
+                        s.value  # any thread, any time
+            except Exception as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(s, h)) for s, h in zip(streams, hs)]
+        others = [threading.Thread(target=churn) for _ in range(2)]
+        for t in threads + others:
+            t.start()
+        for t in threads:
+            t.join(120)
+        stop.set()
+        for t in others:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads + others)
+        assert not errors, errors
+        assert all(s.value == 200 for s in streams)
+        for s in streams:
+            s.close()
+    for h in hs:
+        h.close()
+
+
+def test_thread_waits_while_loop_awaits(daemon):
+    """A thread blocks in wait() on one stream while asyncio awaits another."""
+    import asyncio
+    with garuda.Client() as c, c.segment() as seg:
+        h1, h2 = garuda.HostStream(), garuda.HostStream()
+        a, b = seg.stream(h1), seg.stream(h2)
+        h1.enqueue_work(0.05)
+        sa = a.signal()
+        done = []
+        t = threading.Thread(target=lambda: (a.wait(sa, timeout=60), done.append(1)))
+        t.start()
+
+        async def main():
+            for _ in range(20):
+                h2.enqueue_work(0.001)
+                await b.wait_async(b.signal(), timeout=60)
+        asyncio.run(main())
+        t.join(60)
+        assert done == [1]
+        a.close()
+        b.close()
+    h1.close()
+    h2.close()
