@@ -272,7 +272,7 @@ static void run_round(struct bench *b, enum cpu_kind kind, const char *daemon_cf
 	size_t *sizes = calloc(r.n, sizeof(*sizes));
 	pid_t *pids = calloc(r.n, sizeof(*pids));
 	int sp[2] = { -1, -1 };
-	struct bd d = { .pid = -1 };
+	struct gd_daemon d = { .pid = -1, .ctl_fd = -1 };
 	bool daemon = kind == CPU_GARUDA;
 	unsigned started = 0;
 	bool ok = false;

@@ -444,7 +444,7 @@ int bench_latency(struct bench *b)
 		mem = acc[row].lat && acc[row].gap;
 	}
 	int ret = -1;
-	struct bd d = { .pid = -1 };
+	struct gd_daemon d = { .pid = -1, .ctl_fd = -1 };
 	if (!mem) {
 		bench_fail(b, "latency: out of memory");
 		goto out;

@@ -193,7 +193,7 @@ static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsig
 		return;
 	}
 	r.cl = (struct thru_client *)(r.sh + 1);
-	struct bd d;
+	struct gd_daemon d;
 	if (bd_start(b, &d, cfg) < 0) {
 		shm_free(r.sh, r.bytes);
 		return;
@@ -313,7 +313,7 @@ static void run_arms(struct bench *b, const char *cfg, unsigned clients, unsigne
 	if (!r.sh)
 		return;
 	r.cl = (struct thru_client *)(r.sh + 1);
-	struct bd d;
+	struct gd_daemon d;
 	if (bd_start(b, &d, cfg) < 0) {
 		shm_free(r.sh, r.bytes);
 		return;
