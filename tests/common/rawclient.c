@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -96,8 +97,14 @@ int gd_connect(struct gd_client *c, const char *path)
 
 int gd_hello(struct gd_client *c)
 {
+	return gd_hello_features(c, 0);
+}
+
+int gd_hello_features(struct gd_client *c, uint32_t features)
+{
 	struct garuda_msg m, rep;
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
+	m.hello.features = features;
 	int r = gd_request(c, &m, NULL, 0, &rep, NULL);
 	if (r)
 		return r;
@@ -109,10 +116,15 @@ int gd_hello(struct gd_client *c)
 
 int gd_open(struct gd_client *c, const char *path)
 {
+	return gd_open_features(c, path, 0);
+}
+
+int gd_open_features(struct gd_client *c, const char *path, uint32_t features)
+{
 	int r = gd_connect(c, path);
 	if (r)
 		return r;
-	r = gd_hello(c);
+	r = gd_hello_features(c, features);
 	if (r)
 		gd_close(c);
 	return r;
@@ -463,4 +475,160 @@ int gd_doorbell_wait(struct gd_seg *s, uint32_t old, uint32_t *now, int timeout_
 		struct timespec ts = { .tv_sec = left / 1000, .tv_nsec = (long)(left % 1000) * 1000000L };
 		syscall(SYS_futex, &s->map->hdr.doorbell, FUTEX_WAIT, old, &ts, NULL, 0);
 	}
+}
+
+/* ---------------------------------------------------------------- bulk ---- */
+
+#define SEND_BATCH 64 /* datagrams per sendmmsg / recvmmsg */
+
+static void arm_record(struct garuda_arm *a, uint32_t seg, const struct gd_arm_req *q)
+{
+	*a = (struct garuda_arm){ .slot = { .segment = seg, .index = q->index },
+				  .target = q->target,
+				  .token = q->token,
+				  .form = q->form };
+}
+
+/* Send mm[0..k) in order, blocking while the socket is full. */
+static int send_all(struct gd_client *c, struct mmsghdr *mm, unsigned k)
+{
+	unsigned sent = 0;
+	while (sent < k) {
+		int r = sendmmsg(c->fd, mm + sent, k - sent, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		sent += (unsigned)r;
+	}
+	return 0;
+}
+
+/* Encode NOREPLY ARMs of reqs[0..n) into sendmmsg batches: each datagram carries up
+ * to per records (1: plain ARMs; GARUDA_BATCH_MAX: ARM_BATCH, a lone record as ARM). */
+static int arm_send(struct gd_client *c, uint32_t seg, const struct gd_arm_req *reqs, unsigned n,
+		    unsigned per)
+{
+	static _Thread_local uint8_t bufs[SEND_BATCH][GARUDA_MSG_MAX];
+	struct iovec iov[SEND_BATCH];
+	struct mmsghdr mm[SEND_BATCH];
+	for (unsigned done = 0; done < n;) {
+		unsigned k = 0;
+		while (k < SEND_BATCH && done < n) {
+			unsigned take = n - done < per ? n - done : per;
+			struct garuda_msg m;
+			if (take == 1) {
+				garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
+				arm_record(&m.arm, seg, &reqs[done]);
+			} else {
+				garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+				m.arm_batch.count = take;
+				for (unsigned i = 0; i < take; i++)
+					arm_record(&m.arm_batch.arm[i], seg, &reqs[done + i]);
+			}
+			m.flags = GARUDA_F_NOREPLY;
+			ssize_t len = garuda_msg_encode(&m, bufs[k], sizeof(bufs[k]));
+			if (len < 0)
+				return (int)len;
+			iov[k] = (struct iovec){ .iov_base = bufs[k], .iov_len = (size_t)len };
+			mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+			k++;
+			done += take;
+		}
+		int r = send_all(c, mm, k);
+		if (r < 0)
+			return r;
+	}
+	return (int)n;
+}
+
+int gd_arm_many(struct gd_client *c, uint32_t seg, const struct gd_arm_req *reqs, unsigned n)
+{
+	return arm_send(c, seg, reqs, n, 1);
+}
+
+int gd_arm_batched(struct gd_client *c, uint32_t seg, const struct gd_arm_req *reqs, unsigned n)
+{
+	return arm_send(c, seg, reqs, n, GARUDA_BATCH_MAX);
+}
+
+/* store one READY or READY_BATCH in out[*got..]; -EPROTO for anything else */
+static int take_ready(const struct garuda_msg *m, unsigned per, struct garuda_ready *out,
+		      unsigned *got)
+{
+	if (m->type == GARUDA_MSG_READY) {
+		out[(*got)++] = m->ready;
+		return 0;
+	}
+	if (m->type == GARUDA_MSG_READY_BATCH && per > 1) {
+		memcpy(out + *got, m->ready_batch.ready, m->ready_batch.count * sizeof(*out));
+		*got += m->ready_batch.count;
+		return 0;
+	}
+	fprintf(stderr, "rawclient: unexpected %s (code %d: %s)\n", garuda_msg_type_name(m->type),
+		m->type == GARUDA_MSG_ERROR ? m->error.code : 0,
+		m->type == GARUDA_MSG_ERROR ? m->error.text : "");
+	return -EPROTO;
+}
+
+int gd_recv_ready(struct gd_client *c, struct garuda_ready *out, unsigned max, unsigned *datagrams)
+{
+	enum { B = SEND_BATCH };
+	static _Thread_local uint8_t bufs[B][GARUDA_MSG_MAX];
+	struct iovec iov[B];
+	struct mmsghdr mm[B];
+	/* the most records one datagram may bring on this session */
+	unsigned per = c->welcome.features & GARUDA_FEATURE_READY_BATCH ? GARUDA_BATCH_MAX : 1;
+	unsigned got = 0, dgrams = 0;
+	if (datagrams)
+		*datagrams = 0;
+	if (max < per)
+		return -EINVAL;
+	/* what arrived while a request waited for its reply comes first */
+	while (c->qlen && (max - got) / per > 0) {
+		struct garuda_msg *m = &c->q[c->qhead].m;
+		int r = take_ready(m, per, out, &got);
+		if (r < 0)
+			return r;
+		c->qhead++;
+		c->qlen--;
+		if (datagrams)
+			*datagrams = ++dgrams;
+	}
+	if (c->eof)
+		return got ? (int)got : -EPIPE;
+	while ((max - got) / per > 0) {
+		unsigned k = (max - got) / per < B ? (max - got) / per : B;
+		for (unsigned i = 0; i < k; i++) {
+			iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = sizeof(bufs[i]) };
+			mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+		}
+		int r = recvmmsg(c->fd, mm, k, MSG_DONTWAIT, NULL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return (errno == EAGAIN || errno == EWOULDBLOCK) ? (int)got : -errno;
+		if (r == 0) {
+			c->eof = true;
+			return got ? (int)got : -EPIPE;
+		}
+		for (int i = 0; i < r; i++) {
+			struct garuda_msg m;
+			if (mm[i].msg_len == 0) {
+				c->eof = true;
+				return got ? (int)got : -EPIPE;
+			}
+			if (garuda_msg_decode(bufs[i], mm[i].msg_len, 0, &m))
+				return -EBADMSG;
+			int e = take_ready(&m, per, out, &got);
+			if (e < 0)
+				return e;
+			dgrams++;
+			if (datagrams)
+				*datagrams = dgrams;
+		}
+		if ((unsigned)r < k)
+			break;
+	}
+	return (int)got;
 }

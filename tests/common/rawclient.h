@@ -124,3 +124,34 @@ long long gd_eventfd_read(int efd, int timeout_ms);
 int gd_doorbell_wait(struct gd_seg *s, uint32_t old, uint32_t *now, int timeout_ms);
 
 
+
+/* ------------------------------------------------------- bulk (the bench) ---- */
+
+/* HELLO offering features (GARUDA_FEATURE_*); c->welcome.features is what the daemon
+ * granted. gd_open_features: connect + that. */
+int gd_hello_features(struct gd_client *c, uint32_t features);
+int gd_open_features(struct gd_client *c, const char *path, uint32_t features);
+
+struct gd_arm_req {
+	uint32_t index;
+	uint64_t target, token;
+	uint8_t form;
+};
+
+/* n NOREPLY ARMs on segment seg, sent in sendmmsg batches; blocks while the socket is
+ * full. Returns n or a negative errno. */
+int gd_arm_many(struct gd_client *c, uint32_t seg, const struct gd_arm_req *reqs, unsigned n);
+
+/* n NOREPLY arms as ARM_BATCH datagrams of up to GARUDA_BATCH_MAX records (a single
+ * one as ARM), sent with sendmmsg; blocks while the socket is full. Returns n or a
+ * negative errno. */
+int gd_arm_batched(struct gd_client *c, uint32_t seg, const struct gd_arm_req *reqs, unsigned n);
+
+/* Receive readiness without blocking (queued READYs first, then recvmmsg): READY
+ * messages, and READY_BATCH when the session has that feature, each record stored in
+ * out as one READY. Takes only as many datagrams as out[0..max) can hold whatever they
+ * carry (so with READY_BATCH, max must be at least GARUDA_BATCH_MAX, else -EINVAL).
+ * Returns how many records were stored (0 when none is waiting), or a negative errno;
+ * *datagrams (if not NULL) gets how many datagrams brought them. Other messages make
+ * it return -EPROTO (after printing them). */
+int gd_recv_ready(struct gd_client *c, struct garuda_ready *out, unsigned max, unsigned *datagrams);
