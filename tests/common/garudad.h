@@ -133,6 +133,12 @@ double gd_status_path(const char *ctl_path, const char *key);
 
 /* Wait (deadline) until status key == value; returns the last value seen. */
 long long gd_wait_status(struct gd_daemon *d, const char *key, long long value);
+double gd_wait_status_path(const char *ctl_path, const char *key, double value);
 /* Wait up to timeout_ms until status key >= value (at_most: <= value). 0 or -ETIMEDOUT. */
 int gd_wait_status_cmp(struct gd_daemon *d, const char *key, double value, bool at_most,
 		       unsigned timeout_ms);
+
+/* Run garudad in the foreground with args (split at spaces; NULL: none), stdin
+ * /dev/null, stdout and stderr into out (NUL-terminated, cut at cap). Returns its
+ * exit status (128 + signal; 124 when it ran past 20 s and was killed), or -errno. */
+int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap);

@@ -94,11 +94,7 @@ double ctl_status_num(const char *ctl_path, const char *key)
 
 double ctl_wait_status(const char *ctl_path, const char *key, double want)
 {
-	uint64_t deadline = gd_deadline(CTL_DEADLINE_MS);
-	double v;
-	while ((v = ctl_status_num(ctl_path, key)) != want && gd_left_ms(deadline) > 0)
-		gd_sleep_ms(2);
-	return v;
+	return gd_wait_status_path(ctl_path, key, want);
 }
 
 /* ------------------------------------------------------- raw-protocol client ---- */
