@@ -372,6 +372,25 @@ static int launch_failed(struct gd_daemon *d, int e)
 
 #define MAX_ARGV 64
 
+/* Does a socket listen on path? The socket file appears at bind(), a moment before
+ * listen(): a connect() in between is refused (/proc/net/unix: flag __SO_ACCEPTCON). */
+static bool listening(const char *path)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	if (!f)
+		return access(path, F_OK) == 0;
+	char line[512];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long flags;
+		char name[256] = "";
+		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %255s", &flags, name) == 2)
+			found = (flags & 0x10000) && strcmp(name, path) == 0;
+	}
+	fclose(f);
+	return found;
+}
+
 static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch);
 
 int gd_launch(struct gd_daemon *d, const struct gd_opts *o)
@@ -540,8 +559,7 @@ static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch)
 		/* systemd-socket-activate execs the daemon at the first connection: wait
 		 * for both listening sockets to exist */
 		uint64_t dl = gd_deadline(GD_DEADLINE_MS);
-		struct stat st;
-		while (stat(d->sock, &st) < 0 || (!o->no_control && stat(d->ctl, &st) < 0)) {
+		while (!listening(d->sock) || (!o->no_control && !listening(d->ctl))) {
 			if (!gd_alive(d))
 				return launch_failed(d, fail(d, -ECHILD,
 					"systemd-socket-activate exited before listening"));
