@@ -372,6 +372,30 @@ static int launch_failed(struct gd_daemon *d, int e)
 
 #define MAX_ARGV 64
 
+/* In the forked child, before exec: die with the parent, stdin /dev/null, stdout and
+ * stderr to out, no other fd, default SIGPIPE and signal mask, no socket activation
+ * handed down from whoever started the tests. */
+static void child_setup(pid_t parent, int out)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	int in = open("/dev/null", O_RDONLY);
+	if (in < 0 || out < 0)
+		_exit(127);
+	dup2(in, 0);
+	dup2(out, 1);
+	dup2(out, 2);
+	syscall(SYS_close_range, 3u, ~0u, 0u);
+	signal(SIGPIPE, SIG_DFL);
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDNAMES");
+}
+
 /* Does a socket listen on path? The socket file appears at bind(), a moment before
  * listen(): a connect() in between is refused (/proc/net/unix: flag __SO_ACCEPTCON). */
 static bool listening(const char *path)
@@ -517,24 +541,7 @@ static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch)
 	if (pid < 0)
 		return fail(d, -errno, "fork: %s", strerror(errno));
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int in = open("/dev/null", O_RDONLY);
-		int out = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (in < 0 || out < 0)
-			_exit(127);
-		dup2(in, 0);
-		dup2(out, 1);
-		dup2(out, 2);
-		syscall(SYS_close_range, 3u, ~0u, 0u);
-		signal(SIGPIPE, SIG_DFL);
-		sigset_t all;
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		unsetenv("LISTEN_FDS");
-		unsetenv("LISTEN_PID");
-		unsetenv("LISTEN_FDNAMES");
+		child_setup(parent, open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644));
 		unsetenv("WATCHDOG_USEC");
 		unsetenv("WATCHDOG_PID");
 		unsetenv("JOURNAL_STREAM");
@@ -904,21 +911,8 @@ int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap)
 		return fail(d, -e, "fork: %s", strerror(e));
 	}
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int in = open("/dev/null", O_RDONLY);
-		if (in < 0)
-			_exit(127);
-		dup2(in, 0);
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		syscall(SYS_close_range, 3u, ~0u, 0u);
-		signal(SIGPIPE, SIG_DFL);
+		child_setup(parent, p[1]);
 		unsetenv("NOTIFY_SOCKET");
-		unsetenv("LISTEN_FDS");
-		unsetenv("LISTEN_PID");
-		unsetenv("LISTEN_FDNAMES");
 		execv(argv[0], (char *const *)argv);
 		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
