@@ -7,8 +7,9 @@
  * binary is gd_opts.garudad, else $GARUDAD (meson sets it; -Dtest_garudad points the
  * daemon suites at a TSan build or the valgrind wrapper), else GARUDAD_PATH when the
  * including build defines it. gd_terminate() sends SIGTERM and checks for exit 0;
- * gd_signal_and_wait() kills (SIGKILL: a crash) and gd_launch() on the same
- * gd_daemon starts again on the same paths (a restart).
+ * gd_signal_and_wait(d, SIGKILL) is a crash, and gd_relaunch() then starts again on
+ * the same paths (a restart). gd_run() runs garudad in the foreground (flag and
+ * config checks). The control socket: gd_control*, gd_status_*, gd_wait_status*.
  *
  * Promises: nothing here uses Criterion (tests/common/harness.h adds the asserting
  * layer; the bench uses this directly): every call returns 0 or a negative errno and
