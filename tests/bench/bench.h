@@ -9,6 +9,8 @@
  */
 #pragma once
 
+#include "cpu.h" /* cpu_relax (tests/common) */
+
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,14 +73,6 @@ static inline uint64_t now_ns(void)
 void sleep_ns(uint64_t ns);
 void sleep_until_ns(uint64_t abs_ns);
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
 
 /* CPU time of the calling thread / process, in ns */
 uint64_t thread_cpu_ns(void);

@@ -80,7 +80,7 @@ static int client_main(void *arg)
 	struct cpu_client *me = &r->cl[r->idx];
 	uint64_t *lat = r->lat + (size_t)r->idx * r->per_client;
 	uint64_t *t0 = r->t0 + (size_t)r->idx * (r->per_client + 1);
-	struct rc c = { .fd = -1 };
+	struct rc c = { .raw.fd = -1, .seg.memfd = -1 };
 	struct reactor *re = NULL;
 	uint64_t *word = NULL;
 	int e, rc = 1, memfd = -1;
@@ -175,7 +175,7 @@ out:
 		reactor_stop(re);
 	if (memfd >= 0)
 		close(memfd);
-	if (c.fd >= 0)
+	if (c.raw.fd >= 0)
 		rc_close(&c);
 	if (efd >= 0)
 		close(efd);
@@ -272,7 +272,7 @@ static void run_round(struct bench *b, enum cpu_kind kind, const char *daemon_cf
 	size_t *sizes = calloc(r.n, sizeof(*sizes));
 	pid_t *pids = calloc(r.n, sizeof(*pids));
 	int sp[2] = { -1, -1 };
-	struct bd d = { .pid = -1 };
+	struct gd_daemon d = { .pid = -1, .ctl_fd = -1 };
 	bool daemon = kind == CPU_GARUDA;
 	unsigned started = 0;
 	bool ok = false;

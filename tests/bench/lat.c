@@ -261,9 +261,9 @@ static int gwaiter_main(void *arg)
 		}
 	}
 	uint64_t *word = rc_word(&c, slot);
-	uint32_t *bell = &c.map->hdr.doorbell;
+	uint32_t *bell = &c.seg.map->hdr.doorbell;
 
-	struct storer st = { .r = r, .word = word, .efd = -1, .close_fd = c.fd };
+	struct storer st = { .r = r, .word = word, .efd = -1, .close_fd = c.raw.fd };
 	pid_t sp = child_start(storer_main, &st);
 	if (sp < 0) {
 		lat_side_fail(r, "waiter: %s failed (%ld)", "fork", sp);
@@ -291,7 +291,7 @@ static int gwaiter_main(void *arg)
 			t1 = now_ns();
 			drain_efd(efd);
 		} else if (form == GARUDA_FORM_MESSAGE) {
-			if (wait_in(c.fd) < 0) {
+			if (wait_in(c.raw.fd) < 0) {
 				lat_side_fail(r, "waiter: no READY for %s %ld", "sequence", i);
 				rc = 1;
 				break;
@@ -444,7 +444,7 @@ int bench_latency(struct bench *b)
 		mem = acc[row].lat && acc[row].gap;
 	}
 	int ret = -1;
-	struct bd d = { .pid = -1 };
+	struct gd_daemon d = { .pid = -1, .ctl_fd = -1 };
 	if (!mem) {
 		bench_fail(b, "latency: out of memory");
 		goto out;

@@ -1,12 +1,13 @@
-/* raw.h — a minimal garuda client over the raw protocol (proto/wire.h + util/fdio.h),
- * for measurements that must not depend on libgaruda: connect and HELLO (optionally
- * offering features), open one segment and map it, bind eventfds, arm (one at a time,
- * many ARMs with sendmmsg and GARUDA_F_NOREPLY, or ARM_BATCHes of up to 15 records),
- * and receive READY and READY_BATCH messages.
+/* raw.h — the bench's view of tests/common's raw-protocol client (rawclient.h): one
+ * connection with one segment, for measurements that must not depend on libgaruda.
+ * Connect and HELLO (optionally offering features), open the segment and map it, bind
+ * eventfds, arm (one at a time, many ARMs with sendmmsg and GARUDA_F_NOREPLY, or
+ * ARM_BATCHes of up to 15 records), and receive READY and READY_BATCH messages. The
+ * protocol work is rawclient's; this file only keeps the segment id with the client.
  *
- * Every call that waits for the daemon has a deadline (BENCH_HANG_MS). Returns 0 (or
- * a count), a negative errno, or a positive registry code when the daemon answered
- * ERROR. Safe to use in forked children (no shared state).
+ * Every call that waits for the daemon has a deadline. Returns 0 (or a count), a
+ * negative errno, or a positive registry code when the daemon answered ERROR. Safe to
+ * use in forked children (no shared state).
  */
 #pragma once
 
@@ -14,28 +15,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "segment_layout.h"
-#include "wire.h"
+#include "rawclient.h"
 
 struct rc {
-	int fd;
-	uint64_t session;
-	uint32_t features; /* GARUDA_FEATURE_* the daemon granted in WELCOME */
-	uint64_t cookie;
-	struct garuda_segment *map; /* the segment, mapped read-write */
-	size_t map_bytes;
-	uint32_t seg_id;
-	uint32_t lines;
+	struct gd_client raw; /* the connection; raw.fd < 0 when closed */
+	struct gd_seg seg;    /* the segment (seg.map: mapped read-write, or NULL) */
 };
 
 int rc_connect(struct rc *c, const char *path);
-/* The same, offering `features` (GARUDA_FEATURE_*) in HELLO; c->features is what the
- * daemon granted. */
+/* The same, offering `features` (GARUDA_FEATURE_*) in HELLO; rc_features(c) is what
+ * the daemon granted. */
 int rc_connect_features(struct rc *c, const char *path, uint32_t features);
 void rc_close(struct rc *c);
 
-/* SEGMENT_OPEN of `lines` lines; maps it (map = false: close the memfd unmapped).
- * keep_fd: NULL, or where the memfd goes instead of being closed (the caller's). */
+static inline uint32_t rc_features(const struct rc *c)
+{
+	return c->raw.welcome.features;
+}
+
+/* SEGMENT_OPEN of `lines` lines; maps it (map = false: unmapped). The memfd is closed,
+ * or handed to the caller through keep_fd when not NULL. */
 int rc_segment_open(struct rc *c, uint32_t lines, bool map, int *keep_fd);
 
 /* BIND word index to efd (which must be EFD_NONBLOCK); waits for the ACK. */
@@ -47,34 +46,30 @@ int rc_arm(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_
 /* ARM with a reply: waits for the ACK (or ERROR). */
 int rc_arm_acked(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form);
 
-struct rc_arm_req {
-	uint32_t index;
-	uint64_t target, token;
-	uint8_t form;
-};
-/* n NOREPLY arms in sendmmsg batches; blocks while the socket is full. Returns n or
- * a negative errno. */
-int rc_arm_many(struct rc *c, const struct rc_arm_req *reqs, unsigned n);
-
-/* n NOREPLY arms as ARM_BATCH datagrams of up to GARUDA_BATCH_MAX records (a single
- * one as ARM), sent with sendmmsg; blocks while the socket is full. Returns n or a
- * negative errno. */
-int rc_arm_batched(struct rc *c, const struct rc_arm_req *reqs, unsigned n);
+#define rc_arm_req gd_arm_req
+/* n NOREPLY arms in sendmmsg batches (gd_arm_many). Returns n or a negative errno. */
+static inline int rc_arm_many(struct rc *c, const struct gd_arm_req *reqs, unsigned n)
+{
+	return gd_arm_many(&c->raw, c->seg.id, reqs, n);
+}
+/* n NOREPLY arms as ARM_BATCH datagrams (gd_arm_batched). Returns n or a negative errno. */
+static inline int rc_arm_batched(struct rc *c, const struct gd_arm_req *reqs, unsigned n)
+{
+	return gd_arm_batched(&c->raw, c->seg.id, reqs, n);
+}
 
 /* Receive one message, waiting up to timeout_ms (-1: the hang deadline). Any fd that
  * comes with it is closed. Returns 0, -ETIMEDOUT, -EPIPE (closed), -EBADMSG. */
 int rc_recv(struct rc *c, struct garuda_msg *m, int timeout_ms);
 
-/* Receive readiness without blocking (recvmmsg): READY messages, and READY_BATCH when
- * the session has that feature, each record stored in out as one READY. Takes only as
- * many datagrams as out[0..max) can hold whatever they carry (so with READY_BATCH, max
- * must be at least GARUDA_BATCH_MAX, else -EINVAL). Returns how many records were
- * stored (0 when none is waiting), or a negative errno; *datagrams (if not NULL) gets
- * how many datagrams brought them. Other messages make it return -EPROTO (after
- * printing them). */
-int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max, unsigned *datagrams);
+/* Readiness without blocking: gd_recv_ready (rawclient.h). */
+static inline int rc_recv_ready(struct rc *c, struct garuda_ready *out, unsigned max,
+				unsigned *datagrams)
+{
+	return gd_recv_ready(&c->raw, out, max, datagrams);
+}
 
 static inline uint64_t *rc_word(struct rc *c, uint32_t index)
 {
-	return garuda_segment_word(c->map, index);
+	return garuda_segment_word(c->seg.map, index);
 }

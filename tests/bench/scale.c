@@ -62,7 +62,7 @@ int bench_scale(struct bench *b)
 	       "   never reached); scanner spinning (spin_us=1000000) while measured\n",
 	       n, SCALE_LINES);
 
-	struct bd d;
+	struct gd_daemon d;
 	if (bd_start(b, &d, cfg) < 0)
 		return -1;
 	struct rc *cl = calloc(n, sizeof(*cl));

@@ -78,7 +78,7 @@ static int setup(struct thru_run *r, struct rc *c, uint32_t words)
 		snprintf(me->err, sizeof(me->err), "set-up failed (%d)", e);
 		return -1;
 	}
-	if (!(c->features & GARUDA_FEATURE_READY_BATCH)) {
+	if (!(rc_features(c) & GARUDA_FEATURE_READY_BATCH)) {
 		snprintf(me->err, sizeof(me->err), "garudad did not grant READY_BATCH");
 		return -1;
 	}
@@ -95,7 +95,7 @@ static int steady_main(void *arg)
 {
 	struct thru_run *r = arg;
 	struct thru_client *me = &r->cl[r->idx];
-	struct rc c = { .fd = -1 };
+	struct rc c = { .raw.fd = -1, .seg.memfd = -1 };
 	unsigned S = r->streams;
 	uint64_t *next = calloc(S, sizeof(*next));
 	struct rc_arm_req *reqs = calloc(S, sizeof(*reqs));
@@ -129,7 +129,7 @@ static int steady_main(void *arg)
 			snprintf(me->err, sizeof(me->err), "%llu READY never came", (unsigned long long)outstanding);
 			goto out;
 		}
-		struct pollfd p = { .fd = c.fd, .events = POLLIN };
+		struct pollfd p = { .fd = c.raw.fd, .events = POLLIN };
 		if (poll(&p, 1, 50) <= 0)
 			continue;
 		unsigned dgrams = 0;
@@ -193,7 +193,7 @@ static void run_steady(struct bench *b, const char *cfg, unsigned clients, unsig
 		return;
 	}
 	r.cl = (struct thru_client *)(r.sh + 1);
-	struct bd d;
+	struct gd_daemon d;
 	if (bd_start(b, &d, cfg) < 0) {
 		shm_free(r.sh, r.bytes);
 		return;
@@ -272,7 +272,7 @@ static int armer_main(void *arg)
 {
 	struct thru_run *r = arg;
 	struct thru_client *me = &r->cl[r->idx];
-	struct rc c = { .fd = -1 };
+	struct rc c = { .raw.fd = -1, .seg.memfd = -1 };
 	unsigned M = r->streams;
 	struct rc_arm_req *reqs = calloc(M, sizeof(*reqs));
 	int rc = 1;
@@ -313,7 +313,7 @@ static void run_arms(struct bench *b, const char *cfg, unsigned clients, unsigne
 	if (!r.sh)
 		return;
 	r.cl = (struct thru_client *)(r.sh + 1);
-	struct bd d;
+	struct gd_daemon d;
 	if (bd_start(b, &d, cfg) < 0) {
 		shm_free(r.sh, r.bytes);
 		return;

@@ -1,12 +1,43 @@
 /* common.h — shared bits of libgaruda's tests: assertion helpers that print garuda
- * error text, and a connected fixture (daemon + client + host segment). */
+ * error text, the daemon (tests/common's launcher, harness.h), and a connected fixture
+ * (daemon + client + host segment). */
 #pragma once
 
 #include <criterion/criterion.h>
 #include <garuda/garuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "clock.h"
 #include "fdcheck.h"
-#include "tdaemon.h"
+#include "launcher.h"
+
+#define TD_DEADLINE_MS GD_DEADLINE_MS
+
+/* Milliseconds now (monotonic), for deadlines. */
+static inline long long td_now_ms(void)
+{
+	return (long long)(garuda_now_ns() / 1000000ull);
+}
+
+/* garudad on a private socket (tests/common); extra_json: members merged into the base
+ * config object, e.g. "\"quota\":{...}", or NULL. Returns once it is READY. */
+static inline void td_start(struct gd_daemon *d, const char *extra_json)
+{
+	char cfg[1024];
+	snprintf(cfg, sizeof(cfg), "{%s}", extra_json ? extra_json : "");
+	struct gd_opts o = { .config = cfg };
+	memset(d, 0, sizeof(*d));
+	gd_start(d, &o);
+}
+
+/* SIGTERM, reap, assert exit 0, remove the directory (the fd check is the suite's). */
+static inline void td_stop(struct gd_daemon *d)
+{
+	int r = gd_terminate(d);
+	cr_assert_eq(r, 0, "%s", d->err);
+}
 
 #define NS_PER_MS 1000000ll
 #define NS_PER_S 1000000000ll
@@ -27,7 +58,7 @@
 	} while (0)
 
 struct fixture {
-	struct tdaemon d;
+	struct gd_daemon d;
 	struct garuda_client *c;
 	struct garuda_seg *seg;
 };

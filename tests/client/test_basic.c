@@ -51,8 +51,8 @@ Test(basic, daemon_side_state_is_released)
 	struct gate g;
 	uint64_t seq;
 	fx_up(&f, NULL, 1);
-	cr_assert_eq(td_wait_status(&f.d, "clients", 1), 1);
-	cr_assert_eq(td_wait_status(&f.d, "segments", 1), 1);
+	cr_assert_eq(gd_wait_status(&f.d, "clients", 1), 1);
+	cr_assert_eq(gd_wait_status(&f.d, "segments", 1), 1);
 	gate_init(&g);
 	ok(garuda_host_stream_new(NULL, &hs));
 	gate_enqueue(&g, hs);
@@ -61,20 +61,20 @@ Test(basic, daemon_side_state_is_released)
 		ok(garuda_stream_signal(s[i], &seq));
 		ok(garuda_stream_signal(s[i], &seq));
 	}
-	cr_assert_eq(td_wait_status(&f.d, "bindings", 1), 1, "one eventfd stream");
-	cr_assert_eq(td_wait_status(&f.d, "armed", 6), 6, "two arms each for three forms");
+	cr_assert_eq(gd_wait_status(&f.d, "bindings", 1), 1, "one eventfd stream");
+	cr_assert_eq(gd_wait_status(&f.d, "armed", 6), 6, "two arms each for three forms");
 	for (int i = 0; i < 4; i++)
 		garuda_stream_free(s[i]); /* outstanding: disarmed */
-	cr_assert_eq(td_wait_status(&f.d, "armed", 0), 0);
-	cr_assert_eq(td_wait_status(&f.d, "bindings", 0), 0);
+	cr_assert_eq(gd_wait_status(&f.d, "armed", 0), 0);
+	cr_assert_eq(gd_wait_status(&f.d, "bindings", 0), 0);
 	gate_open(&g);
 	garuda_host_stream_free(hs);
 	gate_destroy(&g);
 	ok(garuda_segment_close(f.seg));
 	f.seg = NULL;
-	cr_assert_eq(td_wait_status(&f.d, "segments", 0), 0);
+	cr_assert_eq(gd_wait_status(&f.d, "segments", 0), 0);
 	garuda_disconnect(f.c);
-	cr_assert_eq(td_wait_status(&f.d, "clients", 0), 0);
+	cr_assert_eq(gd_wait_status(&f.d, "clients", 0), 0);
 	td_stop(&f.d);
 }
 

@@ -249,11 +249,11 @@ Test(errors, disconnected_and_back)
 	cr_assert_eq(garuda_client_connected(f.c), 1);
 	uint64_t session = garuda_client_session(f.c);
 	cr_assert_neq(session, 0);
-	td_kill(&f.d);
+	gd_kill(&f.d);
 	eventually(garuda_client_connected(f.c) == 0, "client noticed the daemon is gone");
 	cr_assert_eq(garuda_client_session(f.c), 0);
 	fails(garuda_segment_open(f.c, "host", 0, 1, &seg), -GARUDA_E_DISCONNECTED);
-	td_restart(&f.d);
+	gd_restart(&f.d);
 	eventually(garuda_client_connected(f.c) == 1, "client reconnected");
 	cr_assert_eq(garuda_client_reconnects(f.c), 1);
 	ok(garuda_segment_open(f.c, "host", 0, 1, &seg));

@@ -12,9 +12,9 @@
 TestSuite(examples, .init = fdcheck_begin, .fini = fdcheck_end, .timeout = 120);
 
 /* run argv with GARUDA_SOCKET set; returns the exit status, logs the output */
-static int run(struct tdaemon *d, const char *const *argv, char *out, size_t cap)
+static int run(struct gd_daemon *d, const char *const *argv, char *out, size_t cap)
 {
-	td_export(d);
+	setenv("GARUDA_SOCKET", d->sock, 1);
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	pid_t pid = fork();
@@ -44,7 +44,7 @@ static int run(struct tdaemon *d, const char *const *argv, char *out, size_t cap
 
 Test(examples, minimal)
 {
-	struct tdaemon d;
+	struct gd_daemon d;
 	char out[4096];
 	td_start(&d, NULL);
 	const char *argv[] = { EXAMPLE_MINIMAL, "2000", NULL };
@@ -55,7 +55,7 @@ Test(examples, minimal)
 
 Test(examples, epoll)
 {
-	struct tdaemon d;
+	struct gd_daemon d;
 	char out[16384];
 	td_start(&d, NULL);
 	const char *argv[] = { EXAMPLE_EPOLL, "5", "6", NULL };

@@ -295,10 +295,10 @@ Test(reconnect, kill_while_signalling_loses_nothing)
 
 	for (int round = 1; round <= 2; round++) {
 		progress_by(&run, 300, "progress with the daemon up");
-		td_kill(&f.d);
+		gd_kill(&f.d);
 		eventually(garuda_client_connected(f.c) == 0, "the client noticed");
 		progress_by(&run, 200, "progress while the daemon is down (polling the words)");
-		td_restart(&f.d);
+		gd_restart(&f.d);
 		eventually(garuda_client_reconnects(f.c) == (uint64_t)round, "reconnected");
 		eventually(garuda_client_connected(f.c) == 1, "session up");
 		progress_by(&run, 300, "progress after the restart");
@@ -359,14 +359,14 @@ Test(reconnect, outstanding_arms_are_rearmed)
 		gate_enqueue(&g, hs[i]);
 		ok(garuda_stream_signal(s[i], &seq[i]));
 	}
-	td_kill(&f.d);
+	gd_kill(&f.d);
 	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
-	td_restart(&f.d);
+	gd_restart(&f.d);
 	eventually(garuda_client_connected(f.c) == 1, "session up");
 	/* the new daemon holds what the client presented again */
-	cr_assert_eq(td_wait_status(&f.d, "segments", 1), 1, "segment re-attached");
-	cr_assert_eq(td_wait_status(&f.d, "bindings", 1), 1, "eventfd re-bound");
-	cr_assert_eq(td_wait_status(&f.d, "armed", 3), 3, "outstanding sequences re-armed");
+	cr_assert_eq(gd_wait_status(&f.d, "segments", 1), 1, "segment re-attached");
+	cr_assert_eq(gd_wait_status(&f.d, "bindings", 1), 1, "eventfd re-bound");
+	cr_assert_eq(gd_wait_status(&f.d, "armed", 3), 3, "outstanding sequences re-armed");
 	/* forget the reconnection's nudges */
 	uint64_t v;
 	cr_assert_eq(garuda_stream_drain(s[0], &v), 0);
@@ -406,14 +406,14 @@ Test(reconnect, created_while_down)
 	struct garuda_stream *s[4];
 	uint64_t seq;
 	fx_up(&f, NULL, 1);
-	td_kill(&f.d);
+	gd_kill(&f.d);
 	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
 	for (int i = 0; i < 4; i++) {
 		ok(garuda_stream_new(f.seg, NULL, (enum garuda_readiness)i, &s[i]));
 		ok(garuda_stream_signal(s[i], &seq));
 		ok(garuda_stream_wait(s[i], seq, 0)); /* stored at once: memory is the truth */
 	}
-	td_restart(&f.d);
+	gd_restart(&f.d);
 	eventually(garuda_client_connected(f.c) == 1, "session up");
 	struct garuda_host_stream *hs;
 	ok(garuda_host_stream_new(NULL, &hs));

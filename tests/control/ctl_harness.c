@@ -1,4 +1,5 @@
-/* ctl_harness.c — see ctl_harness.h. */
+/* ctl_harness.c — see ctl_harness.h. The daemon and the raw client are tests/common's
+ * (garudad.h, rawclient.h); this file asserts around them for the control tests. */
 #include "ctl_harness.h"
 
 #include <criterion/criterion.h>
@@ -12,12 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,208 +23,32 @@
 #include "fdcheck.h"
 #include "fdio.h"
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-	nanosleep(&ts, NULL);
-}
-
 /* ------------------------------------------------------------------ daemon ---- */
 
-static void write_file(const char *path, const char *text)
+void ctl_write_config(struct gd_daemon *d, const char *config_json)
 {
-	FILE *f = fopen(path, "we");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	fputs(text, f);
-	cr_assert_eq(fclose(f), 0, "%s: %s", path, strerror(errno));
+	int r = gd_write_config(d, config_json);
+	cr_assert_eq(r, 0, "%s", d->err);
 }
 
-void ctl_write_config(struct ctl_daemon *d, const char *config_json)
+void ctl_start(struct gd_daemon *d, const char *config_json)
 {
-	char tmp[160];
-	snprintf(tmp, sizeof(tmp), "%s.new", d->config);
-	write_file(tmp, config_json ? config_json : "{}");
-	cr_assert_eq(rename(tmp, d->config), 0, "rename %s: %s", tmp, strerror(errno));
-}
-
-void ctl_dump_log(struct ctl_daemon *d)
-{
-	FILE *f = fopen(d->log, "re");
-	if (!f)
-		return;
-	char line[512];
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		cr_log_info("garudad: %s", line);
-	}
-	fclose(f);
-}
-
-/* One exchange, never asserting: reply text, or NULL (*err = -errno). */
-static char *raw_try(const char *path, const void *req, size_t len, int *err)
-{
-	int fd = fdio_connect(path);
-	if (fd < 0) {
-		*err = fd;
-		return NULL;
-	}
-	char *out = NULL;
-	*err = 0;
-	if (send(fd, req, len, MSG_NOSIGNAL) < 0) {
-		*err = -errno;
-		goto done;
-	}
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	if (poll(&p, 1, CTL_DEADLINE_MS) != 1) {
-		*err = -ETIMEDOUT;
-		goto done;
-	}
-	ssize_t n = recv(fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
-	if (n <= 0) {
-		*err = n == 0 ? -EPIPE : -errno;
-		goto done;
-	}
-	out = calloc(1, (size_t)n + 1);
-	if (!out || recv(fd, out, (size_t)n, 0) != n) {
-		*err = -EIO;
-		free(out);
-		out = NULL;
-	}
-done:
-	close(fd);
-	return out;
-}
-
-static struct ctl_daemon *running; /* for ctl_test_fini after a failed assertion */
-
-void ctl_start(struct ctl_daemon *d, const char *config_json)
-{
-	const char *bin = getenv("GARUDAD");
-	cr_assert(bin && *bin, "GARUDAD (path of garudad) is not set");
+	static const char *const args[] = { "--scanners=2", NULL };
+	struct gd_opts o = { .config = config_json, .config_verbatim = true, .args = args };
 	memset(d, 0, sizeof(*d));
-	snprintf(d->dir, sizeof(d->dir), "/tmp/garctl-test.XXXXXX");
-	cr_assert_not_null(mkdtemp(d->dir), "mkdtemp: %s", strerror(errno));
-	chmod(d->dir, 0755); /* tests run peers as nobody */
-	snprintf(d->sock, sizeof(d->sock), "%s/g.sock", d->dir);
-	snprintf(d->ctl, sizeof(d->ctl), "%s/c.sock", d->dir);
-	snprintf(d->config, sizeof(d->config), "%s/garudad.json", d->dir);
-	snprintf(d->log, sizeof(d->log), "%s/garudad.log", d->dir);
-	write_file(d->config, config_json ? config_json : "{}");
-
-	char a_config[160], a_sock[128], a_ctl[128];
-	snprintf(a_config, sizeof(a_config), "--config=%s", d->config);
-	snprintf(a_sock, sizeof(a_sock), "--socket=%s", d->sock);
-	snprintf(a_ctl, sizeof(a_ctl), "--control-socket=%s", d->ctl);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int log = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (log < 0 || null < 0)
-			_exit(127);
-		dup2(null, 0);
-		dup2(log, 1);
-		dup2(log, 2);
-		close_range(3, ~0u, 0);
-		unsetenv("NOTIFY_SOCKET");
-		unsetenv("LISTEN_FDS");
-		unsetenv("LISTEN_PID");
-		unsetenv("LISTEN_FDNAMES");
-		unsetenv("JOURNAL_STREAM");
-		execl(bin, "garudad", a_config, a_sock, a_ctl, "--scanners=2", (char *)NULL);
-		dprintf(2, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
-	}
-	d->pid = pid;
-	running = d;
-	uint64_t deadline = now_ms() + CTL_DEADLINE_MS;
-	for (;;) {
-		int err;
-		char *r = raw_try(d->ctl, "{\"request\":\"status\"}", 20, &err);
-		if (r) {
-			free(r);
-			return;
-		}
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			d->pid = 0;
-			ctl_dump_log(d);
-			cr_assert_fail("garudad exited during start-up (status 0x%x)", st);
-		}
-		cr_assert_lt(now_ms(), deadline, "garudad did not answer on %s within %d ms", d->ctl,
-			     CTL_DEADLINE_MS);
-		sleep_ms(5);
-	}
+	gd_start(d, &o);
 }
 
-static void remove_dir(struct ctl_daemon *d)
+void ctl_stop(struct gd_daemon *d)
 {
-	const char *names[] = { "g.sock", "c.sock", "garudad.json", "garudad.json.new", "garudad.log" };
-	char p[160];
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", d->dir, names[i]);
-		unlink(p);
-	}
-	rmdir(d->dir);
-}
-
-void ctl_stop(struct ctl_daemon *d)
-{
-	cr_assert_gt(d->pid, 0);
-	kill(d->pid, SIGTERM);
-	uint64_t deadline = now_ms() + CTL_DEADLINE_MS;
-	int st = 0;
-	while (waitpid(d->pid, &st, WNOHANG) == 0) {
-		if (now_ms() > deadline) {
-			kill(d->pid, SIGKILL);
-			waitpid(d->pid, &st, 0);
-			d->pid = 0;
-			ctl_dump_log(d);
-			cr_assert_fail("garudad did not exit on SIGTERM");
-		}
-		sleep_ms(5);
-	}
-	d->pid = 0;
-	running = NULL;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		ctl_dump_log(d);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "garudad exit status 0x%x", st);
-	remove_dir(d);
-}
-
-void ctl_test_init(void)
-{
-	running = NULL;
-	fdcheck_begin();
-}
-
-void ctl_test_fini(void)
-{
-	if (running && running->pid > 0) { /* a failed test left it */
-		kill(running->pid, SIGKILL);
-		waitpid(running->pid, NULL, 0);
-		running->pid = 0;
-		remove_dir(running);
-	}
-	running = NULL;
-	fdcheck_end();
+	int r = gd_terminate(d);
+	cr_assert_eq(r, 0, "%s", d->err);
 }
 
 char *ctl_raw(const char *ctl_path, const void *req, size_t len)
 {
 	int err;
-	char *r = raw_try(ctl_path, req, len, &err);
+	char *r = gd_control_path(ctl_path, req, len, &err);
 	cr_assert_not_null(r, "control request on %s: %s", ctl_path, strerror(-err));
 	return r;
 }
@@ -272,11 +94,7 @@ double ctl_status_num(const char *ctl_path, const char *key)
 
 double ctl_wait_status(const char *ctl_path, const char *key, double want)
 {
-	uint64_t deadline = now_ms() + CTL_DEADLINE_MS;
-	double v;
-	while ((v = ctl_status_num(ctl_path, key)) != want && now_ms() < deadline)
-		sleep_ms(2);
-	return v;
+	return gd_wait_status_path(ctl_path, key, want);
 }
 
 /* ------------------------------------------------------- raw-protocol client ---- */
@@ -284,143 +102,59 @@ double ctl_wait_status(const char *ctl_path, const char *key, double want)
 void ctl_client_open(struct ctl_client *c, const char *sock)
 {
 	memset(c, 0, sizeof(*c));
-	c->fd = fdio_connect(sock);
-	cr_assert_geq(c->fd, 0, "connect %s: %s", sock, strerror(-c->fd));
-	struct garuda_msg m, rep;
-	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
-	m.hello.version = GARUDA_PROTO_VERSION;
-	int r = ctl_client_call(c, &m, -1, &rep, NULL);
-	cr_assert_eq(r, 0, "HELLO refused: %s", garuda_strerror(r));
-	cr_assert_eq(rep.type, GARUDA_MSG_WELCOME);
-	c->session_id = rep.welcome.session_id;
+	int r = gd_open(&c->raw, sock);
+	cr_assert_eq(r, 0, "connect + HELLO on %s: %s", sock, gd_strerr(r));
+	c->session_id = c->raw.welcome.session_id;
 }
 
 void ctl_client_close(struct ctl_client *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
+	gd_close(&c->raw);
 }
 
 int ctl_client_call(struct ctl_client *c, struct garuda_msg *m, int fd, struct garuda_msg *reply, int *rfd)
 {
-	uint8_t buf[GARUDA_MSG_MAX];
-	m->cookie = ++c->cookie;
-	m->nfds = fd >= 0 ? 1 : 0;
-	ssize_t len = garuda_msg_encode(m, buf, sizeof(buf));
-	cr_assert_gt(len, 0, "encode %s: %s", garuda_msg_type_name(m->type), garuda_strerror((int)len));
-	ssize_t s = fdio_send(c->fd, buf, (size_t)len, &fd, fd >= 0 ? 1 : 0, 0);
-	cr_assert_eq(s, len, "send %s: %s", garuda_msg_type_name(m->type), strerror((int)-s));
-	uint64_t deadline = now_ms() + CTL_DEADLINE_MS;
-	for (;;) {
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		int left = (int)(deadline - now_ms());
-		cr_assert(left > 0 && poll(&p, 1, left) == 1, "no reply to %s", garuda_msg_type_name(m->type));
-		int fds[FDIO_MAX_FDS];
-		unsigned nfds = 0;
-		ssize_t n = fdio_recv(c->fd, buf, sizeof(buf), fds, FDIO_MAX_FDS, &nfds, 0);
-		cr_assert_gt(n, 0, "receiving the reply to %s: %s", garuda_msg_type_name(m->type),
-			     n ? strerror((int)-n) : "EOF");
-		struct garuda_msg got;
-		int r = garuda_msg_decode(buf, (size_t)n, nfds, &got);
-		cr_assert_eq(r, 0, "undecodable reply: %s", garuda_strerror(r));
-		if (got.cookie != m->cookie) {
-			cr_assert_eq(got.type, GARUDA_MSG_READY, "unexpected %s with cookie %llu",
-				     garuda_msg_type_name(got.type), (unsigned long long)got.cookie);
-			c->readies++;
-			fdio_close_all(fds, nfds);
-			continue;
-		}
-		if (got.type == GARUDA_MSG_ERROR) {
-			fdio_close_all(fds, nfds);
-			return got.error.code;
-		}
-		if (reply)
-			*reply = got;
-		if (rfd)
-			*rfd = nfds ? fds[0] : -1;
-		else
-			fdio_close_all(fds, nfds);
-		return 0;
-	}
+	int r = gd_request(&c->raw, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0, reply, rfd);
+	cr_assert_geq(r, 0, "%s: %s", garuda_msg_type_name(m->type), gd_strerr(r));
+	return r;
 }
 
-int ctl_segment_open(struct ctl_client *c, uint32_t lines, struct ctl_seg *s)
+int ctl_segment_open(struct ctl_client *c, uint32_t lines, struct gd_seg *s)
 {
-	struct garuda_msg m, rep;
-	int fd = -1;
-	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 0);
-	m.segment_open.lines = lines;
-	m.segment_open.numa_node = -1;
-	int r = ctl_client_call(c, &m, -1, &rep, &fd);
-	if (r)
-		return r;
-	cr_assert_eq(rep.type, GARUDA_MSG_SEGMENT);
-	cr_assert_geq(fd, 0, "SEGMENT came without its memfd");
-	s->id = rep.segment.segment_id;
-	s->lines = rep.segment.lines;
-	s->bytes = rep.segment.bytes;
-	s->memfd = fd;
-	s->map = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(s->map, MAP_FAILED, "mmap segment: %s", strerror(errno));
-	return 0;
-}
-
-void ctl_segment_unmap(struct ctl_seg *s)
-{
-	if (s->map)
-		munmap(s->map, s->bytes);
-	if (s->memfd >= 0)
-		close(s->memfd);
-	s->map = NULL;
-	s->memfd = -1;
+	struct gd_seg got;
+	int r = gd_segment_open(&c->raw, lines, -1, &got);
+	cr_assert_geq(r, 0, "SEGMENT_OPEN: %s", gd_strerr(r));
+	if (r == 0)
+		*s = got;
+	return r;
 }
 
 int ctl_bind(struct ctl_client *c, uint32_t seg, uint32_t index)
 {
-	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	cr_assert_geq(efd, 0);
-	struct garuda_msg m;
-	garuda_msg_init(&m, GARUDA_MSG_BIND, 0);
-	m.bind.slot = (struct garuda_slot){ .segment = seg, .index = index };
-	int r = ctl_client_call(c, &m, efd, NULL, NULL);
-	cr_assert_eq(r, 0, "BIND refused: %s", garuda_strerror(r));
+	int efd = -1;
+	int r = gd_bind_new(&c->raw, (struct garuda_slot){ .segment = seg, .index = index }, &efd);
+	cr_assert_eq(r, 0, "BIND refused: %s", gd_strerr(r));
 	return efd;
 }
 
 void ctl_arm(struct ctl_client *c, uint32_t seg, uint32_t index, uint64_t target, uint64_t token,
 	     uint8_t form)
 {
-	struct garuda_msg m;
-	garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
-	m.arm.slot = (struct garuda_slot){ .segment = seg, .index = index };
-	m.arm.target = target;
-	m.arm.token = token;
-	m.arm.form = form;
-	int r = ctl_client_call(c, &m, -1, NULL, NULL);
-	cr_assert_eq(r, 0, "ARM refused: %s", garuda_strerror(r));
-}
-
-void ctl_store(struct ctl_seg *s, uint32_t index, uint64_t v)
-{
-	__atomic_store_n(garuda_segment_word(s->map, index), v, __ATOMIC_RELEASE);
+	int r = gd_arm(&c->raw, (struct garuda_slot){ .segment = seg, .index = index }, target, token,
+		       form);
+	cr_assert_eq(r, 0, "ARM refused: %s", gd_strerr(r));
 }
 
 bool ctl_client_wait_closed(struct ctl_client *c)
 {
-	uint64_t deadline = now_ms() + CTL_DEADLINE_MS;
+	uint64_t deadline = gd_deadline(CTL_DEADLINE_MS);
 	for (;;) {
-		int left = (int)(deadline - now_ms());
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		if (left <= 0 || poll(&p, 1, left) != 1)
-			return false;
-		uint8_t buf[GARUDA_MSG_MAX];
-		int fds[FDIO_MAX_FDS];
-		unsigned nfds = 0;
-		ssize_t n = fdio_recv(c->fd, buf, sizeof(buf), fds, FDIO_MAX_FDS, &nfds, MSG_DONTWAIT);
-		fdio_close_all(fds, nfds);
-		if (n == 0 || n == -ECONNRESET || n == -EPIPE)
+		struct garuda_msg m;
+		int r = gd_recv(&c->raw, &m, NULL, gd_left_ms(deadline));
+		if (r == -EPIPE)
 			return true;
+		if (r == 0 || gd_left_ms(deadline) == 0)
+			return false;
 	}
 }
 
@@ -436,22 +170,22 @@ void ctl_fixture_up(struct ctl_fixture *f)
 	cr_assert_eq(ctl_segment_open(&f->a, 4, &f->a1), 0);
 	cr_assert_eq(ctl_segment_open(&f->a, 2, &f->a2), 0);
 	cr_assert_eq(ctl_segment_open(&f->b, 8, &f->b1), 0);
-	struct ctl_seg extra;
+	struct gd_seg extra;
 	cr_assert_eq(ctl_segment_open(&f->a, 1, &extra), GARUDA_E_QUOTA, "a third segment was not refused");
 
 	f->efd = ctl_bind(&f->a, f->a1.id, 0);
 	ctl_arm(&f->a, f->a1.id, 0, 5, 11, GARUDA_FORM_EVENTFD);
-	ctl_store(&f->a1, 0, 5);
+	gd_store(&f->a1, 0, 5);
 	ctl_arm(&f->a, f->a1.id, 1, 10, 12, GARUDA_FORM_MESSAGE);
-	ctl_store(&f->a1, 2, 7);
-	ctl_store(&f->a1, 3, FIXTURE_BIG_TARGET - 1);
+	gd_store(&f->a1, 2, 7);
+	gd_store(&f->a1, 3, FIXTURE_BIG_TARGET - 1);
 	ctl_arm(&f->a, f->a1.id, 3, FIXTURE_BIG_TARGET, FIXTURE_BIG_TOKEN, GARUDA_FORM_MESSAGE);
 	ctl_arm(&f->a, f->a1.id, 9, 3, 13, GARUDA_FORM_DOORBELL);
-	ctl_store(&f->a1, 9, 3);
+	gd_store(&f->a1, 9, 3);
 
 	ctl_arm(&f->b, f->b1.id, 0, 100, 21, GARUDA_FORM_MESSAGE);
 	ctl_arm(&f->b, f->b1.id, 3, 1, 22, GARUDA_FORM_MESSAGE);
-	ctl_store(&f->b1, 3, 1);
+	gd_store(&f->b1, 3, 1);
 	struct garuda_msg m;
 	garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
 	m.arm.slot = (struct garuda_slot){ .segment = 99, .index = 0 };
@@ -470,9 +204,9 @@ void ctl_fixture_down(struct ctl_fixture *f)
 {
 	ctl_client_close(&f->a);
 	ctl_client_close(&f->b);
-	ctl_segment_unmap(&f->a1);
-	ctl_segment_unmap(&f->a2);
-	ctl_segment_unmap(&f->b1);
+	gd_seg_unmap(&f->a1);
+	gd_seg_unmap(&f->a2);
+	gd_seg_unmap(&f->b1);
 	if (f->efd >= 0)
 		close(f->efd);
 	f->efd = -1;
@@ -486,10 +220,10 @@ static char *slurp_two(int a, int b, char **out_b, pid_t pid)
 	char *buf[2] = { NULL, NULL };
 	size_t len[2] = { 0, 0 };
 	struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
-	uint64_t deadline = now_ms() + 2 * CTL_DEADLINE_MS;
+	uint64_t deadline = gd_deadline(2 * CTL_DEADLINE_MS);
 	int open_ = 2;
 	while (open_) {
-		int left = (int)(deadline - now_ms());
+		int left = gd_left_ms(deadline);
 		if (left <= 0 || poll(p, 2, left) <= 0) {
 			kill(pid, SIGKILL);
 			cr_log_error("garctl did not finish within %d ms; killed", 2 * CTL_DEADLINE_MS);
@@ -519,11 +253,49 @@ static char *slurp_two(int a, int b, char **out_b, pid_t pid)
 	return buf[0];
 }
 
+/* A copy of garctl that uid 65534 can execute: the build tree may lie under a 0700
+ * home directory. A fresh 0755 directory under /tmp holds a 0755 copy of the binary
+ * (garctl needs no library from the build tree: only libc and libcjson). The path goes
+ * to out; the directory is removed by peer_garctl_remove. Skips, saying why, when
+ * /tmp offers no such place. */
+static void peer_garctl_copy(const char *bin, char *dir, size_t dcap, char *out, size_t ocap)
+{
+	snprintf(dir, dcap, "/tmp/garctl-peer.XXXXXX");
+	if (!mkdtemp(dir))
+		cr_skip_test("no directory for a copy of garctl that uid %d can run (mkdtemp "
+			     "under /tmp: %s)", 65534, strerror(errno));
+	cr_assert_eq(chmod(dir, 0755), 0, "chmod %s: %s", dir, strerror(errno));
+	snprintf(out, ocap, "%s/garctl", dir);
+	int in = open(bin, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(in, 0, "%s: %s", bin, strerror(errno));
+	int to = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cr_assert_geq(to, 0, "%s: %s", out, strerror(errno));
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(to, buf, (size_t)n), n, "copying garctl: %s", strerror(errno));
+	cr_assert_eq(n, 0, "reading %s: %s", bin, strerror(errno));
+	close(in);
+	cr_assert_eq(fchmod(to, 0755), 0);
+	cr_assert_eq(close(to), 0);
+}
+
+static void peer_garctl_remove(const char *dir, const char *copy)
+{
+	unlink(copy);
+	rmdir(dir);
+}
+
 void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
 		   const char *const *env, const char *const *args)
 {
 	const char *bin = getenv("GARCTL");
 	cr_assert(bin && *bin, "GARCTL (path of garctl) is not set");
+	char peer_dir[64] = "", peer_bin[96];
+	if (uid != (uid_t)-1) {
+		peer_garctl_copy(bin, peer_dir, sizeof(peer_dir), peer_bin, sizeof(peer_bin));
+		bin = peer_bin;
+	}
 	const char *argv[32] = { "garctl" };
 	int n = 1;
 	for (int i = 0; args[i]; i++) {
@@ -564,6 +336,8 @@ void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups,
 	close(err[0]);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	if (peer_dir[0])
+		peer_garctl_remove(peer_dir, peer_bin);
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

@@ -1,7 +1,8 @@
-/* ctl_harness.h — what the control-plane tests share: a garudad started on a private
- * runtime directory, raw control requests, a small raw-protocol client (proto/wire.h
- * over util/fdio.h; no libgaruda) to create known clients, garctl run as a child with
- * its output captured, a reader for garctl's tables, and a Prometheus text checker.
+/* ctl_harness.h — what the control-plane tests share on top of tests/common (the
+ * garudad launcher and the raw-protocol client of harness.h): a garudad started with
+ * a verbatim config and two scanners, asserting control requests, known clients made
+ * over the raw protocol, garctl run as a child with its output captured, a reader for
+ * garctl's tables, and a Prometheus text checker.
  *
  * Everything here asserts (Criterion) except where a function's comment says it
  * returns an error. Deadlines only detect hangs: no test depends on timing to pass.
@@ -14,38 +15,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "errcode.h"
-#include "segment_layout.h"
-#include "wire.h"
+#include "harness.h"
 
-#define CTL_DEADLINE_MS 30000
+#define CTL_DEADLINE_MS GD_DEADLINE_MS
 
 /* Criterion hooks for every suite: the fd-leak check (tests/common) around each test,
  * and after a failed one, the daemon it left running killed and its directory removed. */
-void ctl_test_init(void);
-void ctl_test_fini(void);
+#define ctl_test_init gd_test_init_any_loop
+#define ctl_test_fini gd_test_fini
 
 /* ------------------------------------------------------------------ daemon ---- */
 
-struct ctl_daemon {
-	pid_t pid;
-	char dir[64];
-	char sock[108];
-	char ctl[108];
-	char config[128];
-	char log[128];
-};
-
-/* Start $GARUDAD with --config=<dir>/garudad.json holding config_json (NULL: "{}"),
- * two scanners, sockets in a fresh 0755 directory; returns once the control socket
- * answers a status request. */
-void ctl_start(struct ctl_daemon *d, const char *config_json);
+/* Start garudad (tests/common) with config_json (NULL: "{}") as its whole config file,
+ * --scanners=2, sockets in a fresh 0755 directory; returns once it is READY. */
+void ctl_start(struct gd_daemon *d, const char *config_json);
 /* SIGTERM, wait, assert exit 0, remove the directory. */
-void ctl_stop(struct ctl_daemon *d);
+void ctl_stop(struct gd_daemon *d);
 /* Overwrite the daemon's config file. */
-void ctl_write_config(struct ctl_daemon *d, const char *config_json);
-/* Log the daemon's stderr through cr_log_info (for failures). */
-void ctl_dump_log(struct ctl_daemon *d);
+void ctl_write_config(struct gd_daemon *d, const char *config_json);
 
 /* One request datagram on a fresh connection; the reply text (malloc'ed). */
 char *ctl_raw(const char *ctl_path, const void *req, size_t len);
@@ -58,37 +45,26 @@ double ctl_status_num(const char *ctl_path, const char *key);
 /* Wait until status key == v (deadline); returns the last value. */
 double ctl_wait_status(const char *ctl_path, const char *key, double v);
 
-/* ------------------------------------------------------- raw-protocol client ---- */
+/* --------------------------------------- known clients (tests/common rawclient) ---- */
 
 struct ctl_client {
-	int fd;
-	uint64_t cookie;
+	struct gd_client raw;
 	uint64_t session_id;
-	unsigned readies; /* READY messages seen while waiting for replies */
-};
-
-struct ctl_seg {
-	uint32_t id, lines;
-	size_t bytes;
-	int memfd;
-	struct garuda_segment *map;
 };
 
 void ctl_client_open(struct ctl_client *c, const char *sock);
 void ctl_client_close(struct ctl_client *c);
 /* Send m with the next cookie (and fd when >= 0); wait for its reply. Returns 0 for
  * ACK/SEGMENT/WELCOME (the reply in *reply when not NULL, a fd that came with it in
- * *fd when not NULL), or the ERROR's code. */
+ * *fd when not NULL), or the ERROR's code; asserts on a broken connection. */
 int ctl_client_call(struct ctl_client *c, struct garuda_msg *m, int fd, struct garuda_msg *reply, int *rfd);
-/* SEGMENT_OPEN and map it; returns 0 or the ERROR's code (then s is untouched). */
-int ctl_segment_open(struct ctl_client *c, uint32_t lines, struct ctl_seg *s);
-void ctl_segment_unmap(struct ctl_seg *s);
+/* SEGMENT_OPEN and map it; returns 0 or the ERROR's code (then s is untouched).
+ * Unmap with gd_seg_unmap; play the GPU with gd_store. */
+int ctl_segment_open(struct ctl_client *c, uint32_t lines, struct gd_seg *s);
 /* A new non-blocking eventfd bound to (seg, index). */
 int ctl_bind(struct ctl_client *c, uint32_t seg, uint32_t index);
 void ctl_arm(struct ctl_client *c, uint32_t seg, uint32_t index, uint64_t target, uint64_t token,
 	     uint8_t form);
-/* Play the GPU: release-store v into word index. */
-void ctl_store(struct ctl_seg *s, uint32_t index, uint64_t v);
 /* Wait until the daemon closed c (EOF); true when it did within the deadline. */
 bool ctl_client_wait_closed(struct ctl_client *c);
 
@@ -106,9 +82,9 @@ bool ctl_client_wait_closed(struct ctl_client *c);
  * form), 2 errors (QUOTA, NO_SEGMENT), 1 quota refusal. ctl_fixture_up returns once the
  * daemon's status shows all of it. */
 struct ctl_fixture {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	struct ctl_client a, b;
-	struct ctl_seg a1, a2, b1;
+	struct gd_seg a1, a2, b1;
 	int efd;
 };
 #define FIXTURE_CONFIG "{\"quota\":{\"connection\":{\"segments\":2}}}"

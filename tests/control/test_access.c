@@ -131,7 +131,7 @@ static const char *const every_request[] = {
 Test(access, non_admin_refused_every_request)
 {
 	need_root();
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	struct ctl_client c;
 	ctl_client_open(&c, d.sock);
@@ -154,7 +154,7 @@ Test(access, non_admin_refused_every_request)
 Test(access, garctl_names_socket_and_permission)
 {
 	need_root();
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	char sock[160];
 	snprintf(sock, sizeof(sock), "--socket=%s", d.ctl);
@@ -187,7 +187,7 @@ Test(access, admin_group_primary_and_supplementary)
 	const char *grp = nogroup();
 	char config[256];
 	snprintf(config, sizeof(config), "{\"control_group\": \"%s\"}", grp);
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, config);
 	struct stat st;
 	cr_assert_eq(stat(d.ctl, &st), 0);
@@ -229,7 +229,7 @@ Test(access, admin_group_primary_and_supplementary)
 Test(access, reload_changes_the_admin_group)
 {
 	need_root();
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	chmod(d.ctl, 0666);
 	static const char *const reqs[] = { "{\"request\":\"status\"}", NULL };

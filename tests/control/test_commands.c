@@ -675,7 +675,7 @@ Test(garctl, disconnect)
 
 Test(garctl, log_level)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	struct ctl_run r;
 	GARCTL(&r, &d, "log-level");
@@ -709,7 +709,7 @@ Test(garctl, log_level)
 
 Test(garctl, reload)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, "{\"spin_us\": 50}");
 	ctl_write_config(&d, "{\"spin_us\": 77, \"quota\": {\"uid\": {\"armed\": 1000}}}");
 	struct ctl_run r;
@@ -815,7 +815,7 @@ Test(garctl, no_daemon_exit_1)
 
 Test(garctl, socket_from_environment)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	char env[160];
 	snprintf(env, sizeof(env), "GARUDA_CONTROL_SOCKET=%s", d.ctl);

@@ -76,7 +76,7 @@ static char *metrics(const char *ctl)
 
 Test(metrics, follow_the_daemon)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	char *m0 = metrics(d.ctl);
 	cr_assert_eq(prom_value(m0, "garuda_clients"), 0);
@@ -88,13 +88,13 @@ Test(metrics, follow_the_daemon)
 	free(m0);
 
 	struct ctl_client c;
-	struct ctl_seg s;
+	struct gd_seg s;
 	ctl_client_open(&c, d.sock);
 	cr_assert_eq(ctl_segment_open(&c, 1, &s), 0);
 	enum { N = 50 };
 	for (int i = 1; i <= N; i++) {
 		ctl_arm(&c, s.id, 0, (uint64_t)i, (uint64_t)i, GARUDA_FORM_DOORBELL);
-		ctl_store(&s, 0, (uint64_t)i);
+		gd_store(&s, 0, (uint64_t)i);
 	}
 	cr_assert_eq(ctl_wait_status(d.ctl, "completions", N), N);
 	char *m1 = metrics(d.ctl);
@@ -109,7 +109,7 @@ Test(metrics, follow_the_daemon)
 	cr_assert_geq(prom_sum(m1, "garuda_scanner_cpu_seconds_total"), 0);
 	free(m1);
 
-	ctl_segment_unmap(&s);
+	gd_seg_unmap(&s);
 	ctl_client_close(&c);
 	cr_assert_eq(ctl_wait_status(d.ctl, "clients", 0), 0);
 	cr_assert_eq(ctl_wait_status(d.ctl, "segments", 0), 0);

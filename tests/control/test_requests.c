@@ -55,7 +55,7 @@ struct bad {
 
 Test(requests, each_malformed_class_gets_its_code)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	static const struct bad cases[] = {
 		{ "not JSON", "{", GARUDA_E_BAD_JSON },
@@ -119,7 +119,7 @@ Test(requests, each_malformed_class_gets_its_code)
 
 Test(requests, size_limit)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	int fd = ctl_connect(d.ctl);
 	/* exactly 4096 bytes: a valid request padded with blanks */
@@ -172,14 +172,14 @@ Test(requests, every_reply_carries_version)
 
 Test(requests, lines_pages_and_garctl_joins_them)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, NULL);
 	struct ctl_client c;
-	struct ctl_seg s;
+	struct gd_seg s;
 	ctl_client_open(&c, d.sock);
 	cr_assert_eq(ctl_segment_open(&c, 4096, &s), 0);
 	for (uint32_t i = 0; i < 4096 * 8; i++)
-		ctl_store(&s, i, 0x8000000000000000ull + i);
+		gd_store(&s, i, 0x8000000000000000ull + i);
 	char req[256];
 	snprintf(req, sizeof(req), "{\"request\":\"lines\",\"client\":%llu,\"segment\":%u}",
 		 (unsigned long long)c.session_id, s.id);
@@ -247,7 +247,7 @@ Test(requests, lines_pages_and_garctl_joins_them)
 	cr_assert_eq(rows, 4096 * 8);
 	ctl_run_free(&r);
 
-	ctl_segment_unmap(&s);
+	gd_seg_unmap(&s);
 	ctl_client_close(&c);
 	ctl_stop(&d);
 }
@@ -275,7 +275,7 @@ Test(requests, clients_start_and_segments_start)
 
 Test(requests, many_clients_page)
 {
-	struct ctl_daemon d;
+	struct gd_daemon d;
 	ctl_start(&d, "{\"quota\":{\"uid\":{\"segments\":1024}}}");
 	enum { N = 400 }; /* ~400 bytes each: more than one 64 KiB page */
 	static struct ctl_client c[N];

@@ -1,8 +1,14 @@
-/* criterion.h (shim) — just enough of Criterion's API for tests/client to run under
- * ThreadSanitizer, where real Criterion cannot start (its inheritable arena collides
- * with TSan's memory layout: Snaipe/Criterion#274). Used only by -Db_sanitize=thread
- * builds: tests run in-process, one after another; a failed assertion prints where
- * and why and aborts, so TSan and the test runner both see the failure. */
+/* criterion.h (shim) — the one Criterion shim of the tests: just enough of Criterion's
+ * API for the same test sources to run where real Criterion cannot start (under
+ * ThreadSanitizer its inheritable arena collides with TSan's memory layout:
+ * Snaipe/Criterion#274). tests/client uses it in -Db_sanitize=thread builds,
+ * tests/backends in every sanitizer build (its runner also fails a test on a
+ * LeakSanitizer report, which Criterion's does not surface).
+ *
+ * Same source, other runner (shim_main.c): Test()/TestSuite() register functions; each
+ * test runs in a forked child with the suite's .init/.fini and .timeout; a failed
+ * assertion prints where and why and aborts, cr_skip_test() exits 77 (reported as
+ * skipped); a crash, a timeout or a sanitizer's non-zero exit fails the test. */
 #pragma once
 
 #include <stdbool.h>
@@ -28,6 +34,7 @@ void shim_register(struct shim_test *t);
 void shim_fail(const char *file, int line, const char *what, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 4, 5)));
 void shim_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void shim_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 #define TestSuite(suite, ...) static const struct shim_suite shim_suite_##suite = { __VA_ARGS__ }
 
@@ -60,6 +67,8 @@ void shim_log(const char *level, const char *fmt, ...) __attribute__((format(pri
 #define cr_assert_str_eq(a, b, ...) cr_assert(strcmp((a), (b)) == 0, __VA_ARGS__)
 #define cr_assert_str_neq(a, b, ...) cr_assert(strcmp((a), (b)) != 0, __VA_ARGS__)
 #define cr_assert_fail(...) shim_fail(__FILE__, __LINE__, "cr_assert_fail", SHIM_MSG_(__VA_ARGS__))
+
+#define cr_skip_test(...) shim_skip(SHIM_MSG_(__VA_ARGS__))
 
 #define cr_log_info(...) shim_log("info", __VA_ARGS__)
 #define cr_log_warn(...) shim_log("warn", __VA_ARGS__)

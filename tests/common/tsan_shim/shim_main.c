@@ -1,10 +1,13 @@
 /* shim_main.c — the test runner of the Criterion shim (see criterion/criterion.h):
  * runs every registered test, or those whose "suite::name" contains argv[1], in
  * registration order, each in a child process of its own (as Criterion does: a test
- * starts from a fresh process state) with the suite's init and fini around it. The
- * runner itself starts no thread, so forking is safe under TSan. Exit status 1 when
- * any test failed. Options Criterion takes (--jobs=N, --verbose) are ignored. */
+ * starts from a fresh process state) with the suite's init and fini around it and its
+ * .timeout, when it has one, as an alarm (meson's timeout catches the rest). The runner itself starts no thread, so forking
+ * is safe under TSan. Exit status 1 when any test failed, crashed, timed out or exited
+ * non-zero (a sanitizer's report); skipped tests (exit 77) do not fail. Options
+ * Criterion takes (--jobs=N, --verbose) are ignored. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +44,20 @@ void shim_log(const char *level, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+#define SHIM_SKIP_EXIT 77
+
+void shim_skip(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "[SKIP] ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	_exit(SHIM_SKIP_EXIT);
+}
+
 int main(int argc, char **argv)
 {
 	const char *filter = NULL;
@@ -61,6 +78,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (pid == 0) {
+			if (t->opts->timeout > 0)
+				alarm((unsigned)t->opts->timeout);
 			if (t->opts->init)
 				t->opts->init();
 			t->fn();
@@ -71,8 +90,14 @@ int main(int argc, char **argv)
 		int st = 0;
 		while (waitpid(pid, &st, 0) < 0)
 			;
-		bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-		fprintf(stderr, "[%s] %s\n", ok ? "PASS" : "FAIL", full);
+		bool skipped = WIFEXITED(st) && WEXITSTATUS(st) == SHIM_SKIP_EXIT;
+		bool ok = skipped || (WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		if (WIFSIGNALED(st))
+			fprintf(stderr, "[FAIL] %s (signal %d%s)\n", full, WTERMSIG(st),
+				WTERMSIG(st) == SIGALRM ? ": timeout" : "");
+		else
+			fprintf(stderr, "[%s] %s (exit %d)\n", skipped ? "SKIP" : ok ? "PASS" : "FAIL",
+				full, WEXITSTATUS(st));
 		failed += !ok;
 		n++;
 	}
