@@ -7,6 +7,7 @@ static inline void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
+	__asm__ __volatile__("yield");
 #endif
+	__asm__ __volatile__("" ::: "memory");
 }

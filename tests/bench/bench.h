@@ -9,7 +9,7 @@
  */
 #pragma once
 
-#include "cpu.h" /* cpu_relax (tests/common) */
+#include "cpu.h" /* cpu_relax (util/) */
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
