@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -200,8 +201,14 @@ int garuda_client_query(struct garuda_client *c, char *buf, size_t len)
 		return r;
 	if (reply.type != GARUDA_MSG_QUERY_REPLY)
 		return -GARUDA_E_UNEXPECTED;
-	if (reply.query_reply.json_len >= len)
+	/* the daemon's object, with the client's own counter added as its last member */
+	size_t n = reply.query_reply.json_len;
+	if (n < 2 || reply.query_reply.json[n - 1] != '}')
+		return -GARUDA_E_PROTOCOL;
+	int w = snprintf(buf, len, "%.*s%s\"stray_errors\":%llu}", (int)(n - 1),
+			 reply.query_reply.json, n > 2 ? "," : "",
+			 (unsigned long long)atomic_load(&c->stray_errors));
+	if (w < 0 || (size_t)w >= len)
 		return -ENOBUFS;
-	memcpy(buf, reply.query_reply.json, reply.query_reply.json_len + 1);
-	return (int)reply.query_reply.json_len;
+	return w;
 }

@@ -46,14 +46,15 @@ enum conn_state {
 };
 
 /* Cookies with this bit belong to a stream's NOREPLY ARM: bits 62..32 are the stream's
- * table index, bits 31..0 the low half of the armed target. A reply to one is an async
- * error for that arm. (A stream keeps its table index until its DISARM round trip is
- * over, and errors of a session come in order before that reply, so the index cannot
- * name a newer stream.) */
+ * serial (the high half of its token), bits 31..0 the low half of the armed target. A
+ * reply to one is an async error for that arm. The serial, not the table index, names
+ * the stream: a table index is handed to a new stream as soon as the old one is freed,
+ * a serial is never shared by two live streams (stream identity, issue 16). */
 #define COOKIE_STREAM_BIT (1ull << 63)
-static inline uint64_t arm_cookie(uint32_t tab, uint64_t target)
+#define STREAM_SERIAL_MASK 0x7fffffffu
+static inline uint64_t arm_cookie(uint32_t serial, uint64_t target)
 {
-	return COOKIE_STREAM_BIT | ((uint64_t)(tab & 0x7fffffffu) << 32) | (uint32_t)target;
+	return COOKIE_STREAM_BIT | ((uint64_t)(serial & STREAM_SERIAL_MASK) << 32) | (uint32_t)target;
 }
 
 /* one request waiting for its reply */
@@ -109,6 +110,7 @@ struct garuda_stream {
 
 	/* under c->lock */
 	uint64_t gen;        /* session in which the stream is bound/armed (0: none) */
+	uint64_t armed_gen;  /* session in which it last sent an ARM (0: none) */
 	int arm_err;         /* async error of an ARM/BIND, reported by the next signal */
 	uint64_t err_upto;   /* refusals of arms up to this target were reported already */
 	bool dying;          /* garuda_stream_free() in progress: not queued or presented */
@@ -143,6 +145,8 @@ struct garuda_client {
 	struct garuda_stream **streams; /* token table, under lock (+reg_lock to change) */
 	uint32_t nstreams_cap;
 	uint32_t next_serial;
+	bool serial_wrapped; /* next_serial went round: check it against live streams */
+	_Atomic uint64_t stray_errors; /* async errors naming no live stream's signalled arm */
 	struct garuda_stream *cbq_head, *cbq_tail;
 	int last_error;     /* last connection-level error (ERROR cookie 0, protocol) */
 	_Atomic uint64_t reconnects;

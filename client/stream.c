@@ -32,6 +32,9 @@
 #define DEFAULT_SPIN_NS 20000ull
 #define DEFAULT_BACKSTOP_NS 1000000ull
 #define MIN_BACKSTOP_NS 10000ull
+/* larger backstops are capped here, so that now + backstop never wraps (the monotonic
+ * clock stays far below 2^63 ns): one hour, documented in docs/client.md */
+#define MAX_BACKSTOP_NS 3600000000000ull
 #define POLL_STEP_MIN_NS 20000ull
 #define POLL_STEP_MAX_NS 1000000ull
 
@@ -106,15 +109,32 @@ void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value
 		stream_nudge_locked(s);
 }
 
+/* The live stream with this serial, or NULL. Errors are rare (quota refusals, a
+ * closed segment): a scan of the table is fine here. */
+static struct garuda_stream *stream_by_serial_locked(struct garuda_client *c, uint32_t serial)
+{
+	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
+		struct garuda_stream *s = c->streams[i];
+		if (s && (uint32_t)(s->token >> 32) == serial)
+			return s;
+	}
+	return NULL;
+}
+
 void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code)
 {
-	uint32_t tab = (uint32_t)(cookie >> 32) & 0x7fffffffu;
+	uint32_t serial = (uint32_t)(cookie >> 32) & STREAM_SERIAL_MASK;
 	uint32_t target = (uint32_t)cookie;
-	if (tab >= c->nstreams_cap || !c->streams[tab])
-		return;
-	struct garuda_stream *s = c->streams[tab];
 	if (code == -GARUDA_E_NOT_ARMED)
 		return;
+	struct garuda_stream *s = stream_by_serial_locked(c, serial);
+	/* only a target this stream signalled (1..signalled, low halves) can be its arm;
+	 * anything else names a stream that is gone (or a daemon bug): drop and count */
+	uint32_t sig = s ? (uint32_t)atomic_load_explicit(&s->signalled, memory_order_relaxed) : 0;
+	if (!s || target == 0 || (int32_t)(sig - target) < 0) {
+		atomic_fetch_add_explicit(&c->stray_errors, 1, memory_order_relaxed);
+		return;
+	}
 	s->arm_lost = true; /* that arm is missing: waits poll until it is behind us */
 	/* report once: not for arms older than the last report */
 	if (!s->arm_err && (int32_t)(target - (uint32_t)s->err_upto) > 0)
@@ -127,7 +147,7 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 {
 	struct garuda_client *c = s->client;
 	struct garuda_msg m;
-	garuda_msg_init(&m, GARUDA_MSG_ARM, arm_cookie(s->tab, target));
+	garuda_msg_init(&m, GARUDA_MSG_ARM, arm_cookie((uint32_t)(s->token >> 32), target));
 	m.flags = GARUDA_F_NOREPLY;
 	m.arm.slot.segment = s->seg->id;
 	m.arm.slot.index = s->index;
@@ -140,6 +160,8 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 	int r = conn_send_locked(c, &m, -1);
 	if (r == 0 && c->gen != gen)
 		r = -GARUDA_E_DISCONNECTED;
+	if (r == 0)
+		s->armed_gen = gen; /* garuda_stream_free() owes this session a DISARM */
 	return r;
 }
 
@@ -222,9 +244,14 @@ static int table_insert_locked(struct garuda_client *c, struct garuda_stream *s)
 		c->streams = t;
 		c->nstreams_cap = cap;
 	}
-	c->next_serial = (c->next_serial + 1) & 0x7fffffffu;
-	if (!c->next_serial)
-		c->next_serial = 1;
+	/* a serial no live stream has: after the first wrap, skip the ones in use */
+	do {
+		c->next_serial = (c->next_serial + 1) & STREAM_SERIAL_MASK;
+		if (!c->next_serial) {
+			c->next_serial = 1;
+			c->serial_wrapped = true;
+		}
+	} while (c->serial_wrapped && stream_by_serial_locked(c, c->next_serial));
 	s->tab = i;
 	s->token = ((uint64_t)c->next_serial << 32) | i;
 	c->streams[i] = s;
@@ -335,28 +362,48 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 	return 0;
 }
 
-/* DISARM and UNBIND s in session gen (round trips; NOT_ARMED and errors are fine).
- * Every async error of its arms in that session arrives before these replies, while
- * its table index is still its own. */
-static void forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t segid)
+/* DISARM and UNBIND s in session gen (round trips). Returns true when the daemon can
+ * no longer fire an arm of s: the round trips completed (NOT_ARMED is fine: those arms
+ * fired), or the session is gone (its arms went with it).
+ *
+ * Why a DISARM round trip whenever s sent an ARM in this session, even when its word
+ * already reached every signalled sequence: the daemon drops an arm only when a
+ * scanner pass sees the word reached. If garuda_stream_new() hands the word to a new
+ * stream, which stores 0 into it, before such a pass, no pass ever will: the arm stays
+ * armed for good (charged to the armed quota, keeping the scanner from parking) and
+ * fires stale readiness when a later stream climbs back (issue 16). Generation-tagged
+ * arms would avoid the round trip but need a protocol change; one round trip per free
+ * of a stream that signalled is cheap next to a signal's own ARM. The reply also
+ * orders every async error of s's arms before it (a session's messages arrive in
+ * order), so they are routed while s is still in the table. */
+static bool forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t segid,
+			       bool armed)
 {
 	struct garuda_client *c = s->client;
 	struct garuda_msg m;
-	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
-	/* all reached: the daemon fires (or has fired) them, a DISARM would be NOT_ARMED */
-	if (sig && !garuda_reached(word_load(s->word), sig)) {
+	bool safe = true;
+	if (armed) {
 		garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
 		m.disarm.slot.segment = segid;
 		m.disarm.slot.index = s->index;
 		m.disarm.token = s->token;
-		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+		int r = conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+		safe = r == 0 || r == -GARUDA_E_NOT_ARMED;
 	}
 	if (s->form == GARUDA_READINESS_EVENTFD) {
+		/* UNBIND drops the slot's eventfd arms too */
 		garuda_msg_init(&m, GARUDA_MSG_UNBIND, 0);
 		m.bind.slot.segment = segid;
 		m.bind.slot.index = s->index;
-		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+		if (conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL) == 0)
+			safe = true;
 	}
+	if (safe)
+		return true;
+	pthread_mutex_lock(&c->lock);
+	bool gone = c->gen != gen || c->state != CONN_UP;
+	pthread_mutex_unlock(&c->lock);
+	return gone;
 }
 
 void garuda_stream_free(struct garuda_stream *s)
@@ -394,6 +441,7 @@ void garuda_stream_free(struct garuda_stream *s)
 	}
 	uint64_t gen = s->gen;
 	pthread_mutex_unlock(&c->lock);
+	bool word_safe = true;
 
 	/* Forget it daemon-side in the session it is presented in. A presentation that
 	 * began before it was dying may present it in a newer session meanwhile; the
@@ -403,9 +451,9 @@ void garuda_stream_free(struct garuda_stream *s)
 		bool presented = gen && gen == c->gen && seg->gen == gen &&
 				 s->form != GARUDA_READINESS_POLL;
 		uint32_t segid = seg->id;
+		bool armed = s->armed_gen == gen;
 		pthread_mutex_unlock(&c->lock);
-		if (presented)
-			forget_daemon_side(s, gen, segid);
+		word_safe = !presented || forget_daemon_side(s, gen, segid, armed);
 		pthread_mutex_lock(&c->reg_lock);
 		pthread_mutex_lock(&c->lock);
 		if (s->gen == gen)
@@ -418,9 +466,12 @@ void garuda_stream_free(struct garuda_stream *s)
 	pthread_mutex_unlock(&c->lock);
 	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	bool outstanding = !garuda_reached(word_load(s->word), sig);
-	/* a word with a store still to land is never handed out again */
-	seg->used[s->index] = outstanding ? 2 : 0;
-	if (!outstanding)
+	/* a word with a store still to land, or one the daemon may still hold an arm of s
+	 * on (the DISARM round trip did not complete in a live session), is never handed
+	 * out again */
+	bool keep = outstanding || !word_safe;
+	seg->used[s->index] = keep ? 2 : 0;
+	if (!keep)
 		seg->nfree++;
 	seg->nstreams--;
 	pthread_mutex_unlock(&c->reg_lock);
@@ -437,7 +488,7 @@ int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t b
 	if (!s || backstop_ns < MIN_BACKSTOP_NS)
 		return -EINVAL;
 	s->spin_ns = spin_ns;
-	s->backstop_ns = backstop_ns;
+	s->backstop_ns = backstop_ns > MAX_BACKSTOP_NS ? MAX_BACKSTOP_NS : backstop_ns;
 	return 0;
 }
 
