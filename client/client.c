@@ -74,6 +74,7 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 	c->session_id = c->welcome.session_id;
 	c->state = CONN_UP;
 	atomic_store(&c->atomic_state, CONN_UP);
+	c->router = &client_router;
 	int r = io_start(c);
 	if (r < 0) {
 		client_free(c);

@@ -158,13 +158,41 @@ struct garuda_client {
 	bool dispatching;
 	int dispatch_efd; /* garuda_client_fd() */
 
+	/* the router the I/O thread hands messages to (router.c) */
+	const struct conn_router *router;
+
+	/* presenter of the current session (under lock; started and joined by the I/O
+	 * thread) */
+	pthread_t presenter;
+	bool presenter_running, presenter_done, present_failed;
+
 	/* I/O thread */
 	pthread_t io_thread;
 	bool io_started;
 	int wake_efd; /* wakes the I/O thread (stop) */
 };
 
-/* ---- connection (conn.c) ---- */
+/* ---- the router (router.c): what the transport hands messages and sessions to ---- */
+struct conn_router {
+	/* one decoded message (fd: the one it carried, or -1; the router owns it); I/O
+	 * thread, no lock held. Never sends. */
+	void (*route)(struct garuda_client *c, struct garuda_msg *m, int fd);
+	/* present everything in session gen; presenter thread, no lock held. 0, or
+	 * -GARUDA_E_DISCONNECTED when the session died meanwhile. */
+	int (*present)(struct garuda_client *c, uint64_t gen);
+	/* wake every stream (session lost or new); c->lock held */
+	void (*nudge_all_locked)(struct garuda_client *c);
+	/* no session: wake streams whose words moved; I/O thread, no lock held */
+	void (*while_down)(struct garuda_client *c);
+};
+extern const struct conn_router client_router;
+
+/* ---- transport (conn.c) ---- */
+
+/* Complete the pending request with m's cookie (err: 0 or the ERROR's code; fd: what m
+ * carried). True when it took fd; false when nobody waits (the caller closes fd).
+ * c->lock held. */
+bool conn_complete_locked(struct garuda_client *c, const struct garuda_msg *m, int err, int fd);
 
 /* connect + HELLO/WELCOME on a fresh socket (blocking, bounded). Returns the socket
  * or a negative code; fills *w. */
@@ -174,11 +202,11 @@ int conn_handshake(const char *path, struct garuda_welcome *w);
  * Returns 0 or a negative code (-GARUDA_E_DISCONNECTED when not connected). */
 int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd);
 
-/* A request with a reply: send m (with fd, or -1) and wait for its ACK/SEGMENT/ERROR.
- * On success *reply (may be NULL) gets the reply and *reply_fd (may be NULL) its fd
- * (else it is closed). Works from API threads (waits on c->cond) and from the I/O
- * thread (pumps the socket itself). `allow` lets the I/O thread send during
- * CONN_PRESENTING. Returns 0 or a negative code. Call without locks. */
+/* A request with a reply: send m (with fd, or -1) and wait for its ACK/SEGMENT/ERROR,
+ * which the I/O thread routes to us. On success *reply (may be NULL) gets the reply
+ * and *reply_fd (may be NULL) its fd (else it is closed). From API threads and the
+ * presenter (the only sender during CONN_PRESENTING); never from the I/O thread
+ * (-EDEADLK). Returns 0 or a negative code. Call without locks. */
 int conn_request(struct garuda_client *c, struct garuda_msg *m, int fd, struct garuda_msg *reply,
 		 int *reply_fd);
 /* As conn_request, sent only in session expect_gen (0: any); *gen_out (may be NULL)
@@ -186,7 +214,7 @@ int conn_request(struct garuda_client *c, struct garuda_msg *m, int fd, struct g
 int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint64_t expect_gen,
 		     struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out);
 
-/* Start/stop the I/O thread. */
+/* Start/stop the I/O thread (and with it the presenter). */
 int io_start(struct garuda_client *c);
 void io_stop(struct garuda_client *c);
 
@@ -194,7 +222,7 @@ void io_stop(struct garuda_client *c);
  * queue). c->lock held. */
 void stream_nudge_locked(struct garuda_stream *s);
 
-/* Present s in session gen (BIND, re-ARM outstanding sequences); I/O thread, during
+/* Present s in session gen (BIND, re-ARM outstanding sequences); presenter, during
  * CONN_PRESENTING, with reg_lock held and no other lock. Returns 0, or
  * -GARUDA_E_DISCONNECTED when the session died meanwhile (other errors are recorded
  * on the stream). */
@@ -207,7 +235,7 @@ void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value
 
 struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t token);
 
-/* Present seg in the current session (SEGMENT_ATTACH); I/O thread. */
+/* Present seg in the current session (SEGMENT_ATTACH); presenter. */
 int seg_present(struct garuda_seg *seg, uint64_t gen);
 
 /* Free everything on the client (garuda_disconnect). */
@@ -224,4 +252,3 @@ static inline bool is_io_thread(struct garuda_client *c)
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
 }
 
-void futex_wake_all(uint32_t *addr);

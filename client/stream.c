@@ -18,6 +18,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -45,6 +46,11 @@ static inline void cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield");
 #endif
+}
+
+static void futex_wake_all(uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static struct timespec ns_to_ts(uint64_t ns)
