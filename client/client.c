@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *garuda_version(void)
@@ -51,7 +52,11 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 	pthread_mutex_init(&c->reg_lock, NULL);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->dispatch_lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca); /* conn_request_gen's timed wait */
+	pthread_condattr_destroy(&ca);
 	c->path = strdup(path);
 	if (!c->path) {
 		client_free(c);

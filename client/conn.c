@@ -4,8 +4,9 @@
  * after the daemon went away.
  *
  * Promises:
- *  - A request's reply is matched by cookie; a request never waits forever for a
- *    session that died: losing the connection fails every pending request with
+ *  - A request's reply is matched by cookie; a request never waits forever (it gives
+ *    up after REQUEST_TIMEOUT_NS with -GARUDA_E_TIMEOUT), nor at all for a session
+ *    that died: losing the connection fails every pending request with
  *    -GARUDA_E_DISCONNECTED.
  *  - A message tied to a session (it names a daemon-side segment id) is sent only in
  *    the session it was built for (expect_gen), never in a later one.
@@ -36,6 +37,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -46,6 +48,9 @@
 #define RECONNECT_MIN_NS 1000000ull    /* 1 ms */
 #define RECONNECT_MAX_NS 100000000ull  /* 100 ms */
 #define SEND_WAIT_MS 10
+/* a reply that has not come after this long is given up (-GARUDA_E_TIMEOUT): only a
+ * hung daemon gets there, and no caller (garuda_stream_free() included) waits forever */
+#define REQUEST_TIMEOUT_NS 20000000000ull
 
 /* ERROR code -> our return value: registry codes travel positive, errno negative */
 static int error_to_ret(int32_t code)
@@ -257,8 +262,16 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 	r = send_gen_locked(c, m, fd, gen);
 	if (r < 0)
 		goto out;
-	while (!p.done)
-		pthread_cond_wait(&c->cond, &c->lock);
+	uint64_t end = garuda_now_ns() + REQUEST_TIMEOUT_NS;
+	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
+			       .tv_nsec = (long)(end % 1000000000ull) };
+	while (!p.done) {
+		/* c->cond runs on CLOCK_MONOTONIC (garuda_connect_to) */
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT && !p.done) {
+			r = -GARUDA_E_TIMEOUT;
+			goto out;
+		}
+	}
 	r = p.err;
 out:
 	for (struct pending **pp = &c->pending; *pp; pp = &(*pp)->next) {

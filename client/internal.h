@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "cleanup.h"
 #include "segment_layout.h"
 #include "wire.h"
 
@@ -227,6 +228,13 @@ void stream_nudge_locked(struct garuda_stream *s);
  * -GARUDA_E_DISCONNECTED when the session died meanwhile (other errors are recorded
  * on the stream). */
 int stream_present(struct garuda_stream *s, uint64_t gen);
+
+/* Typed cleanup (util/cleanup.h): garuda_stream_freep() frees a published stream
+ * (one garuda_stream_new() returned or would return); stream_discardp() frees one that
+ * was never published (no word, not in the table). */
+void stream_discard(struct garuda_stream *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct garuda_stream *, stream_discard)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct garuda_stream *, garuda_stream_free)
 
 /* Async error (ERROR for a NOREPLY ARM) with this cookie (arm_cookie()). */
 void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code);

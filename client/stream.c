@@ -7,13 +7,40 @@
  *    acquire load of the word; readiness only decides when to look again.
  *  - Sequences are stored in increasing order: a stream's sequence, its store and its
  *    arm are taken under the stream's lock, so arms go out in the order of the stores.
- *  - No lost wake-up: a waiter samples its readiness generation (eventfd count,
- *    doorbell value, READY count) before it reads the word, and blocks only on that
- *    sample.
+ *  - No lost wake-up. Doorbell and message forms: a waiter samples its readiness
+ *    generation (doorbell value, READY count) before it reads the word, and blocks only
+ *    on that sample. Eventfd form: no sample is taken; the eventfd's count is the
+ *    memory of a wake-up (a write after the word was read leaves the fd readable, and
+ *    the waiter consumes the count only by reading the fd before it reads the word).
+ *  - A freed stream's word is handed out again only when the daemon can no longer
+ *    fire an arm of it there (garuda_stream_free's DISARM round trip), and only when
+ *    no store of it is still to land.
  *  - A waiter never blocks longer than the backstop interval without reading the word
  *    and querying the native stream; a faulted stream fails the wait.
  *  - Without a session (or with an arm refused), waits poll the word with a growing
  *    interval (POLL_STEP_MIN_NS .. POLL_STEP_MAX_NS).
+ *
+ * Memory ordering (what the wake-up paths rely on; each is repeated where it lives):
+ *  - The word: the device's (or host worker's) store is read with acquire loads only
+ *    (word_load); garudad's scanner reads it the same way before it wakes anyone.
+ *  - Doorbell: the waiter's acquire load of the doorbell comes before its acquire load
+ *    of the word (acquire keeps the later load after it). garudad bumps the doorbell
+ *    with a release RMW after its acquire load saw the word reached, and only then
+ *    calls FUTEX_WAKE. So a waiter that saw the bumped value also sees the store, and
+ *    one that saw the old value either finds the new one in FUTEX_WAIT's own compare
+ *    (EAGAIN) or is queued before the wake (the kernel orders compare and wake under
+ *    its futex bucket lock). stream_nudge_locked() bumps before it wakes, likewise.
+ *  - Eventfd: read(2) of the fd comes before the load of the word (drain, block).
+ *    garudad writes the fd after its acquire load saw the word reached; the eventfd's
+ *    internal lock orders that write before our read, and an explicit acquire fence
+ *    after the read keeps our load of the word after it.
+ *  - Message: the READY count is sampled under c->lock before the word is read; the
+ *    router increments it under c->lock after the READY came through the socket, which
+ *    garudad sent after its acquire load saw the word reached (the socket and c->lock
+ *    carry that order to the waiter).
+ *  - s->signalled is stored (release) before the ARM for it is sent under c->lock, so
+ *    the router, which holds c->lock when an ERROR for that arm comes back, reads a
+ *    value at least as new (the relaxed load there is ordered by c->lock).
  */
 #include "internal.h"
 
@@ -28,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "clock.h"
 
 #define DEFAULT_SPIN_NS 20000ull
@@ -72,8 +100,8 @@ void stream_nudge_locked(struct garuda_stream *s)
 		break;
 	}
 	case GARUDA_READINESS_DOORBELL:
-		/* bump like the daemon does, so a waiter about to sleep on the old value
-		 * does not sleep */
+		/* bump (release) before the wake, like the daemon does, so a waiter about to
+		 * sleep on the old value does not sleep */
 		__atomic_fetch_add(&s->seg->map->hdr.doorbell, 1, __ATOMIC_RELEASE);
 		futex_wake_all(&s->seg->map->hdr.doorbell);
 		break;
@@ -264,18 +292,15 @@ static int table_insert_locked(struct garuda_client *c, struct garuda_stream *s)
 	return 0;
 }
 
-int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
-		      struct garuda_stream **out)
+/* A stream nobody else can see yet (not in the table, no word): undone by
+ * stream_discard(). */
+static struct garuda_stream *stream_alloc(struct garuda_seg *seg, void *native,
+					  enum garuda_readiness form)
 {
-	if (out)
-		*out = NULL;
-	if (!seg || !out || (unsigned)form > GARUDA_READINESS_DOORBELL)
-		return -EINVAL;
-	struct garuda_client *c = seg->client;
 	struct garuda_stream *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
-	s->client = c;
+		return NULL;
+	s->client = seg->client;
 	s->seg = seg;
 	s->native = native;
 	s->form = form;
@@ -288,22 +313,27 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->ready_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (form == GARUDA_READINESS_EVENTFD) {
-		s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (s->efd < 0) {
-			int r = -errno;
-			pthread_cond_destroy(&s->ready_cond);
-			pthread_mutex_destroy(&s->lock);
-			free(s);
-			return r;
-		}
-	}
+	return s;
+}
 
-	/* a free word, and the stream in the token table */
+void stream_discard(struct garuda_stream *s)
+{
+	if (s->efd >= 0)
+		close(s->efd);
+	pthread_cond_destroy(&s->ready_cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* Give s a free word of its segment and a place in the token table; from here on
+ * garuda_stream_free() undoes it. *bind_gen gets the session s must BIND in itself
+ * (eventfd form in an up session), else 0. */
+static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t *segid)
+{
+	struct garuda_client *c = s->client;
+	struct garuda_seg *seg = s->seg;
 	int r = -ENOSPC;
-	bool bind_now = false;
-	uint64_t gen = 0;
-	uint32_t segid = 0;
+	*bind_gen = 0;
 	pthread_mutex_lock(&c->reg_lock);
 	uint32_t nwords = seg->lines * GARUDA_WORDS_PER_LINE;
 	for (uint32_t i = 0; i < nwords && seg->nfree; i++) {
@@ -321,37 +351,59 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 			seg->nfree--;
 			seg->nstreams++;
 			s->word = garuda_segment_word(seg->map, s->index);
-			/* no store is pending on a free word: start from 0 */
+			/* no store is pending on a free word, and no arm of an earlier stream
+			 * is left on it (garuda_stream_free): start from 0 */
 			__atomic_store_n(s->word, 0, __ATOMIC_RELEASE);
 			bool up = c->state == CONN_UP && seg->gen == c->gen;
 			/* in an up session we present it ourselves; otherwise the next
 			 * presentation (which needs reg_lock, held here) will */
-			if (up && form == GARUDA_READINESS_EVENTFD) {
-				bind_now = true;
-				gen = c->gen;
-				segid = seg->id;
-			} else if (up && form != GARUDA_READINESS_POLL) {
+			if (up && s->form == GARUDA_READINESS_EVENTFD) {
+				*bind_gen = c->gen;
+				*segid = seg->id;
+			} else if (up && s->form != GARUDA_READINESS_POLL) {
 				s->gen = c->gen;
 			}
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->reg_lock);
-	if (r < 0) {
-		if (s->efd >= 0)
-			close(s->efd);
-		pthread_cond_destroy(&s->ready_cond);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
-		return r;
-	}
+	return r;
+}
 
-	if (bind_now) {
+int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
+		      struct garuda_stream **out)
+{
+	if (out)
+		*out = NULL;
+	if (!seg || !out || (unsigned)form > GARUDA_READINESS_DOORBELL)
+		return -EINVAL;
+	struct garuda_client *c = seg->client;
+
+	/* two owners, one after the other: before it is published, stream_discard()
+	 * undoes it; after, garuda_stream_free() */
+	_cleanup_(stream_discardp) struct garuda_stream *fresh = stream_alloc(seg, native, form);
+	if (!fresh)
+		return -ENOMEM;
+	if (form == GARUDA_READINESS_EVENTFD) {
+		fresh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (fresh->efd < 0)
+			return -errno;
+	}
+	uint64_t gen;
+	uint32_t segid = 0;
+	int r = stream_publish(fresh, &gen, &segid);
+	if (r < 0)
+		return r;
+	_cleanup_(garuda_stream_freep) struct garuda_stream *s = TAKE_PTR(fresh);
+
+	if (gen) {
 		struct garuda_msg m;
 		garuda_msg_init(&m, GARUDA_MSG_BIND, 0);
 		m.bind.slot.segment = segid;
 		m.bind.slot.index = s->index;
 		r = conn_request_gen(c, &m, s->efd, gen, NULL, NULL, NULL);
+		if (r < 0 && r != -GARUDA_E_DISCONNECTED)
+			return r;
 		if (r == 0) {
 			pthread_mutex_lock(&s->lock);
 			pthread_mutex_lock(&c->lock);
@@ -359,12 +411,10 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 				s->gen = gen;
 			pthread_mutex_unlock(&c->lock);
 			pthread_mutex_unlock(&s->lock);
-		} else if (r != -GARUDA_E_DISCONNECTED) {
-			garuda_stream_free(s);
-			return r;
 		}
+		/* disconnected: the next presentation binds it */
 	}
-	*out = s;
+	*out = TAKE_PTR(s);
 	return 0;
 }
 
@@ -482,11 +532,7 @@ void garuda_stream_free(struct garuda_stream *s)
 	seg->nstreams--;
 	pthread_mutex_unlock(&c->reg_lock);
 
-	if (s->efd >= 0)
-		close(s->efd);
-	pthread_cond_destroy(&s->ready_cond);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
+	stream_discard(s);
 }
 
 int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns)
@@ -541,6 +587,8 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 		pthread_mutex_unlock(&s->lock);
 		return r;
 	}
+	/* before the ARM goes out under c->lock: the router's check of an ERROR for
+	 * this arm (stream_async_error_locked, under c->lock) sees it */
 	atomic_store_explicit(&s->signalled, next, memory_order_release);
 	if (s->form != GARUDA_READINESS_POLL) {
 		pthread_mutex_lock(&c->lock);
@@ -596,6 +644,8 @@ static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_
 			uint64_t v;
 			ssize_t n = read(s->efd, &v, sizeof(v));
 			(void)n;
+			/* the caller's next load of the word stays after this read */
+			atomic_thread_fence(memory_order_acquire);
 		}
 		break;
 	}
@@ -657,6 +707,7 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 			     s->gen == c->gen && !s->arm_lost;
 		uint64_t ready_seen = s->ready_count;
 		pthread_mutex_unlock(&c->lock);
+		/* the sample first (acquire), then the word: see the head comment */
 		uint32_t bell_seen = s->form == GARUDA_READINESS_DOORBELL
 					     ? __atomic_load_n(&s->seg->map->hdr.doorbell,
 							       __ATOMIC_ACQUIRE)
@@ -699,6 +750,9 @@ int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq)
 		uint64_t v;
 		ssize_t n = read(s->efd, &v, sizeof(v));
 		(void)n;
+		/* the count first, then the word: a write after this read leaves the fd
+		 * readable, a write before it is followed by a store we now see */
+		atomic_thread_fence(memory_order_acquire);
 	}
 	uint64_t v = word_load(s->word);
 	if (seq)

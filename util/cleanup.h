@@ -17,6 +17,16 @@ static inline void cleanup_freep(void *p)
 	free(*(void **)p);
 }
 
+/* Typed cleanup for a pointer: DEFINE_TRIVIAL_CLEANUP_FUNC(struct foo *, foo_free)
+ * defines foo_freep(), which calls foo_free(*p) when *p is not NULL, for
+ * `_cleanup_(foo_freep) struct foo *f = ...; ... return TAKE_PTR(f);` */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)          \
+	static inline void func##p(type *p)              \
+	{                                                \
+		if (*p)                                  \
+			func(*p);                        \
+	}
+
 #define _cleanup_close_ _cleanup_(cleanup_closep)
 #define _cleanup_free_ _cleanup_(cleanup_freep)
 
