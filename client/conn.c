@@ -52,12 +52,6 @@
  * hung daemon gets there, and no caller (garuda_stream_free() included) waits forever */
 #define REQUEST_TIMEOUT_NS 20000000000ull
 
-/* ERROR code -> our return value: registry codes travel positive, errno negative */
-static int error_to_ret(int32_t code)
-{
-	return code > 0 ? -code : code;
-}
-
 /* ------------------------------------------------------------------ handshake */
 
 static int recv_one(int sock, struct garuda_msg *m, int *fd, int timeout_ms)
@@ -338,6 +332,7 @@ static void go_down(struct garuda_client *c)
 		close(c->sock);
 	c->sock = -1;
 	c->session_id = 0;
+	c->present_failed = false; /* handled: this is the going down it asked for */
 	c->router->nudge_all_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }

@@ -250,6 +250,13 @@ int seg_present(struct garuda_seg *seg, uint64_t gen);
 void seg_close_all(struct garuda_client *c);
 
 /* small helpers */
+
+/* ERROR code -> our return value: registry codes travel positive, errno negative */
+static inline int error_to_ret(int32_t code)
+{
+	return code > 0 ? -code : code;
+}
+
 static inline uint64_t word_load(const uint64_t *w)
 {
 	return __atomic_load_n(w, __ATOMIC_ACQUIRE);

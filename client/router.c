@@ -17,12 +17,6 @@
 
 #include <unistd.h>
 
-/* ERROR code -> our return value: registry codes travel positive, errno negative */
-static int error_to_ret(int32_t code)
-{
-	return code > 0 ? -code : code;
-}
-
 static void nudge_all_locked(struct garuda_client *c)
 {
 	for (uint32_t i = 0; i < c->nstreams_cap; i++)
