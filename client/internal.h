@@ -4,22 +4,33 @@
  * registry of its segments and streams), segments (the client's mapping of a memfd the
  * daemon created, registered with one backend device) and streams (one word each).
  *
+ * Files, each using only those below it: client.c (connect, dispatch) and router.c
+ * (where each message goes, what a new session presents) on top; segment.c;
+ * stream.c; conn.c (transport: send, requests, the I/O thread, reconnect), which
+ * reaches the router only through c->router.
+ *
+ * Threads: API threads (any number); the I/O thread (the only reader of the socket;
+ * routes, never sends); one presenter per new session (sends the presentation while
+ * the I/O thread routes its replies); callbacks run on garuda_dispatch()'s caller.
+ *
  * Locks, always taken in this order (never the other way round):
- *   c->reg_lock  the registry: segment list and stream table membership. The I/O
- *                thread holds it for the whole re-presentation after a reconnect.
+ *   c->reg_lock  the registry: segment list and stream table membership. The
+ *                presenter holds it for the whole re-presentation after a reconnect.
  *   s->lock      a stream's signal path: sequence, enqueue, and its arm going out in
  *                the same order as the stores.
  *   c->lock      connection state (socket, state, generation, cookies, pending
  *                replies), each segment's daemon-side id, each stream's presented
  *                generation, readiness bookkeeping and the callback queue. Messages
  *                are sent under it.
- * No thread ever waits for a reply while holding reg_lock or a stream lock, and the
- * I/O thread is the only reader of the socket, so a waiter for a reply can never block
- * the thread that routes it.
+ * No API thread waits for a reply while holding reg_lock or a stream lock (the
+ * presenter does, holding reg_lock and one stream lock at a time, but the I/O thread
+ * that routes the replies takes neither), and the I/O thread is the only reader of
+ * the socket and never sends, so a waiter for a reply can never block the thread that
+ * routes it.
  *
  * Generations: c->gen counts sessions. A segment or stream is "presented" in the
  * session whose generation it carries; arms are sent only for presented streams, and
- * the I/O thread presents everything again (ATTACH, BIND, ARM) after a reconnect.
+ * the presenter presents everything again (ATTACH, BIND, ARM) after a reconnect.
  */
 #pragma once
 
