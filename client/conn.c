@@ -449,11 +449,15 @@ int io_start(struct garuda_client *c)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* set before the thread exists, so that it (and the presenters it starts) read
+	 * it without a race */
+	c->io_started = true;
 	int r = pthread_create(&c->io_thread, NULL, io_main, c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r)
+	if (r) {
+		c->io_started = false;
 		return -r;
-	c->io_started = true;
+	}
 	return 0;
 }
 

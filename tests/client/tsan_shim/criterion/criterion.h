@@ -28,6 +28,7 @@ void shim_register(struct shim_test *t);
 void shim_fail(const char *file, int line, const char *what, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 4, 5)));
 void shim_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void shim_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 #define TestSuite(suite, ...) static const struct shim_suite shim_suite_##suite = { __VA_ARGS__ }
 
@@ -61,6 +62,7 @@ void shim_log(const char *level, const char *fmt, ...) __attribute__((format(pri
 #define cr_assert_str_neq(a, b, ...) cr_assert(strcmp((a), (b)) != 0, __VA_ARGS__)
 #define cr_assert_fail(...) shim_fail(__FILE__, __LINE__, "cr_assert_fail", SHIM_MSG_(__VA_ARGS__))
 
+#define cr_skip_test(...) shim_skip(__VA_ARGS__)
 #define cr_log_info(...) shim_log("info", __VA_ARGS__)
 #define cr_log_warn(...) shim_log("warn", __VA_ARGS__)
 #define cr_log_error(...) shim_log("error", __VA_ARGS__)
