@@ -10,9 +10,11 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "paths.h"
@@ -57,7 +59,11 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 	pthread_mutex_init(&c->reg_lock, NULL);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->dispatch_lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca); /* conn_request_gen's timed wait */
+	pthread_condattr_destroy(&ca);
 	c->path = strdup(path);
 	if (!c->path) {
 		client_free(c);
@@ -80,6 +86,7 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 	c->session_id = c->welcome.session_id;
 	c->state = CONN_UP;
 	atomic_store(&c->atomic_state, CONN_UP);
+	c->router = &client_router;
 	int r = io_start(c);
 	if (r < 0) {
 		client_free(c);
@@ -207,8 +214,14 @@ int garuda_client_query(struct garuda_client *c, char *buf, size_t len)
 		return r;
 	if (reply.type != GARUDA_MSG_QUERY_REPLY)
 		return -GARUDA_E_UNEXPECTED;
-	if (reply.query_reply.json_len >= len)
+	/* the daemon's object, with the client's own counter added as its last member */
+	size_t n = reply.query_reply.json_len;
+	if (n < 2 || reply.query_reply.json[n - 1] != '}')
+		return -GARUDA_E_PROTOCOL;
+	int w = snprintf(buf, len, "%.*s%s\"stray_errors\":%llu}", (int)(n - 1),
+			 reply.query_reply.json, n > 2 ? "," : "",
+			 (unsigned long long)atomic_load(&c->stray_errors));
+	if (w < 0 || (size_t)w >= len)
 		return -ENOBUFS;
-	memcpy(buf, reply.query_reply.json, reply.query_reply.json_len + 1);
-	return (int)reply.query_reply.json_len;
+	return w;
 }

@@ -1,22 +1,28 @@
-/* conn.c — libgaruda's connection to garudad: handshake, sending, requests with
- * replies, and the client's I/O thread (the only reader of the socket), which routes
- * replies and READY messages and reconnects after the daemon went away.
+/* conn.c — libgaruda's transport to garudad: handshake, sending, requests with
+ * replies, and the client's I/O thread (the only reader of the socket), which hands
+ * each decoded message to the router (router.c, through c->router) and reconnects
+ * after the daemon went away.
  *
  * Promises:
- *  - A request's reply is matched by cookie; a request never waits forever for a
- *    session that died: losing the connection fails every pending request with
+ *  - A request's reply is matched by cookie; a request never waits forever (it gives
+ *    up after REQUEST_TIMEOUT_NS with -GARUDA_E_TIMEOUT), nor at all for a session
+ *    that died: losing the connection fails every pending request with
  *    -GARUDA_E_DISCONNECTED.
  *  - A message tied to a session (it names a daemon-side segment id) is sent only in
  *    the session it was built for (expect_gen), never in a later one.
- *  - Sending never blocks while holding c->lock: a full socket releases the lock while
- *    it waits for room, and the I/O thread keeps draining the socket meanwhile.
- *  - After a reconnect the I/O thread presents every segment (SEGMENT_ATTACH with the
- *    memfd the client holds), then every stream (BIND, ARM for each outstanding
- *    sequence), before the session counts as up; then it nudges every stream so that
- *    waiters and event loops re-read their words.
+ *  - Sending never reads the socket and never routes: a full socket releases c->lock
+ *    while it waits for room, and the I/O thread keeps draining the socket meanwhile.
+ *    The I/O thread itself never sends, so it never waits for a reply or for room.
+ *  - After a reconnect a presenter thread (one per session) runs the router's
+ *    present() (every segment, then every stream) while the I/O thread routes the
+ *    replies; only then does the session count as up, and every stream is nudged so
+ *    that waiters and event loops re-read their words.
  *  - While no session exists, the I/O thread retries with exponential backoff
- *    (RECONNECT_MIN_NS .. RECONNECT_MAX_NS) and nudges streams whose words moved, so
- *    eventfd users keep seeing progress.
+ *    (RECONNECT_MIN_NS .. RECONNECT_MAX_NS) and lets the router nudge streams whose
+ *    words moved, so eventfd users keep seeing progress.
+ *
+ * Threads: the I/O thread owns the socket's reading end and the presenter's lifetime
+ * (it starts and joins it); API threads and the presenter send under c->lock.
  */
 #include "internal.h"
 
@@ -31,6 +37,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -41,17 +48,9 @@
 #define RECONNECT_MIN_NS 1000000ull    /* 1 ms */
 #define RECONNECT_MAX_NS 100000000ull  /* 100 ms */
 #define SEND_WAIT_MS 10
-
-void futex_wake_all(uint32_t *addr)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-/* ERROR code -> our return value: registry codes travel positive, errno negative */
-static int error_to_ret(int32_t code)
-{
-	return code > 0 ? -code : code;
-}
+/* a reply that has not come after this long is given up (-GARUDA_E_TIMEOUT): only a
+ * hung daemon gets there, and no caller (garuda_stream_free() included) waits forever */
+#define REQUEST_TIMEOUT_NS 20000000000ull
 
 /* ------------------------------------------------------------------ handshake */
 
@@ -124,12 +123,15 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 
 /* ------------------------------------------------------------------ sending */
 
-static bool may_send_locked(struct garuda_client *c)
+static bool is_presenter_locked(struct garuda_client *c)
 {
-	return c->state == CONN_UP || (c->state == CONN_PRESENTING && is_io_thread(c));
+	return c->presenter_running && pthread_equal(pthread_self(), c->presenter);
 }
 
-static int pump(struct garuda_client *c);
+static bool may_send_locked(struct garuda_client *c)
+{
+	return c->state == CONN_UP || (c->state == CONN_PRESENTING && is_presenter_locked(c));
+}
 
 /* c->lock held; may release and retake it while the socket is full. expect_gen 0:
  * any session. */
@@ -151,13 +153,12 @@ static int send_gen_locked(struct garuda_client *c, struct garuda_msg *m, int fd
 			return -GARUDA_E_DISCONNECTED;
 		if (n != -EAGAIN)
 			return (int)n;
-		/* full: wait for room without the lock; the I/O thread drains meanwhile */
+		/* full: wait for room without the lock (bounded, then the session is
+		 * checked again); the I/O thread drains the socket meanwhile */
 		int sock = c->sock;
-		bool io = is_io_thread(c);
 		pthread_mutex_unlock(&c->lock);
-		struct pollfd p = { .fd = sock, .events = POLLOUT | (io ? POLLIN : 0) };
-		if (poll(&p, 1, SEND_WAIT_MS) > 0 && io && (p.revents & POLLIN))
-			(void)pump(c);
+		struct pollfd p = { .fd = sock, .events = POLLOUT };
+		(void)poll(&p, 1, SEND_WAIT_MS);
 		pthread_mutex_lock(&c->lock);
 	}
 }
@@ -167,7 +168,7 @@ int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd)
 	return send_gen_locked(c, m, fd, 0);
 }
 
-/* ------------------------------------------------------------------ routing */
+/* ------------------------------------------------------------------ replies */
 
 static void fail_pending_locked(struct garuda_client *c, int err)
 {
@@ -180,62 +181,19 @@ static void fail_pending_locked(struct garuda_client *c, int err)
 	pthread_cond_broadcast(&c->cond);
 }
 
-static void nudge_all_locked(struct garuda_client *c)
+bool conn_complete_locked(struct garuda_client *c, const struct garuda_msg *m, int err, int fd)
 {
-	for (uint32_t i = 0; i < c->nstreams_cap; i++)
-		if (c->streams[i])
-			stream_nudge_locked(c->streams[i]);
-}
-
-static void route(struct garuda_client *c, struct garuda_msg *m, int fd)
-{
-	pthread_mutex_lock(&c->lock);
-	switch (m->type) {
-	case GARUDA_MSG_READY:
-		if (m->ready.flags & GARUDA_READY_OVERFLOW)
-			nudge_all_locked(c);
-		else
-			stream_ready_locked(c, m->ready.token, m->ready.value);
-		break;
-	case GARUDA_MSG_READY_BATCH:
-		for (uint32_t i = 0; i < m->ready_batch.count; i++)
-			stream_ready_locked(c, m->ready_batch.ready[i].token, m->ready_batch.ready[i].value);
-		break;
-	case GARUDA_MSG_ACK:
-	case GARUDA_MSG_SEGMENT:
-	case GARUDA_MSG_QUERY_REPLY:
-	case GARUDA_MSG_ERROR: {
-		int err = m->type == GARUDA_MSG_ERROR ? error_to_ret(m->error.code) : 0;
-		if (m->cookie & COOKIE_STREAM_BIT) {
-			if (err)
-				stream_async_error_locked(c, m->cookie, err);
-			break;
-		}
-		if (m->cookie == 0) {
-			/* connection-level error: the daemon closes next */
-			c->last_error = err ? err : -GARUDA_E_UNEXPECTED;
-			break;
-		}
-		struct pending *p = c->pending;
-		while (p && p->cookie != m->cookie)
-			p = p->next;
-		if (!p || p->done)
-			break; /* nobody waits (any more): drop */
-		p->done = true;
-		p->err = err;
-		p->reply = *m;
-		p->fd = fd;
-		fd = -1;
-		pthread_cond_broadcast(&c->cond);
-		break;
-	}
-	default:
-		c->last_error = -GARUDA_E_UNEXPECTED;
-		break;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (fd >= 0)
-		close(fd);
+	struct pending *p = c->pending;
+	while (p && p->cookie != m->cookie)
+		p = p->next;
+	if (!p || p->done)
+		return false; /* nobody waits (any more): drop */
+	p->done = true;
+	p->err = err;
+	p->reply = *m;
+	p->fd = fd;
+	pthread_cond_broadcast(&c->cond);
+	return true;
 }
 
 /* Read everything available on the socket (I/O thread only). 0 when drained, or a
@@ -262,7 +220,7 @@ static int pump(struct garuda_client *c)
 			pthread_mutex_unlock(&c->lock);
 			return -GARUDA_E_PROTOCOL;
 		}
-		route(c, &m, nfds ? fds[0] : -1);
+		c->router->route(c, &m, nfds ? fds[0] : -1);
 	}
 }
 
@@ -272,8 +230,11 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 		     struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out)
 {
 	struct pending p = { .fd = -1 };
-	bool io = is_io_thread(c);
 	int r = 0;
+
+	/* the I/O thread routes the reply: it must never wait for one */
+	if (is_io_thread(c))
+		return -EDEADLK;
 
 	if (reply_fd)
 		*reply_fd = -1;
@@ -295,20 +256,13 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 	r = send_gen_locked(c, m, fd, gen);
 	if (r < 0)
 		goto out;
+	uint64_t end = garuda_now_ns() + REQUEST_TIMEOUT_NS;
+	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
+			       .tv_nsec = (long)(end % 1000000000ull) };
 	while (!p.done) {
-		if (!io) {
-			pthread_cond_wait(&c->cond, &c->lock);
-			continue;
-		}
-		/* the I/O thread is its own reader */
-		int sock = c->sock;
-		pthread_mutex_unlock(&c->lock);
-		struct pollfd pf = { .fd = sock, .events = POLLIN };
-		int pr = poll(&pf, 1, HANDSHAKE_TIMEOUT_MS);
-		int e = pr < 0 ? -errno : pr == 0 ? -GARUDA_E_TIMEOUT : pump(c);
-		pthread_mutex_lock(&c->lock);
-		if (e < 0 && e != -EINTR && !p.done) {
-			r = e == -GARUDA_E_TIMEOUT ? e : -GARUDA_E_DISCONNECTED;
+		/* c->cond runs on CLOCK_MONOTONIC (garuda_connect_to) */
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT && !p.done) {
+			r = -GARUDA_E_TIMEOUT;
 			goto out;
 		}
 	}
@@ -345,80 +299,91 @@ static void set_state_locked(struct garuda_client *c, enum conn_state st)
 	pthread_cond_broadcast(&c->cond);
 }
 
-/* The session is over: close it, fail what waits for it, wake every waiter so that it
- * falls back to polling its word. I/O thread. */
+/* Join the presenter of the last session, if any. I/O thread, no lock held. */
+static void join_presenter(struct garuda_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool running = c->presenter_running;
+	pthread_t t = c->presenter;
+	pthread_mutex_unlock(&c->lock);
+	if (!running)
+		return;
+	pthread_join(t, NULL);
+	pthread_mutex_lock(&c->lock);
+	c->presenter_running = false;
+	c->presenter_done = false;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* The session is over: close it, fail what waits for it (the presenter too), wake
+ * every waiter so that it falls back to polling its word. I/O thread. */
 static void go_down(struct garuda_client *c)
 {
+	pthread_mutex_lock(&c->lock);
+	if (c->state != CONN_CLOSING)
+		set_state_locked(c, CONN_DOWN);
+	fail_pending_locked(c, -GARUDA_E_DISCONNECTED);
+	pthread_mutex_unlock(&c->lock);
+	/* the presenter sends nothing in a state other than PRESENTING, and its requests
+	 * failed: it ends soon; the socket is closed only after it did */
+	join_presenter(c);
 	pthread_mutex_lock(&c->lock);
 	if (c->sock >= 0)
 		close(c->sock);
 	c->sock = -1;
 	c->session_id = 0;
-	if (c->state != CONN_CLOSING)
-		set_state_locked(c, CONN_DOWN);
-	fail_pending_locked(c, -GARUDA_E_DISCONNECTED);
-	nudge_all_locked(c);
+	c->present_failed = false; /* handled: this is the going down it asked for */
+	c->router->nudge_all_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* New session on sock: present everything, then declare it up. I/O thread. */
-static int present(struct garuda_client *c, int sock, const struct garuda_welcome *w)
+/* The presenter: present everything in session gen, then declare it up (or ask the
+ * I/O thread to end the session). Its own thread, so that the I/O thread keeps
+ * routing the replies. */
+static void *presenter_main(void *arg)
 {
-	int r = 0;
-	pthread_mutex_lock(&c->reg_lock);
+	struct garuda_client *c = arg;
+	pthread_mutex_lock(&c->lock);
+	uint64_t gen = c->gen;
+	pthread_mutex_unlock(&c->lock);
+	int r = c->router->present(c, gen);
+	pthread_mutex_lock(&c->lock);
+	if (r >= 0 && c->state == CONN_PRESENTING && c->gen == gen) {
+		set_state_locked(c, CONN_UP);
+		atomic_fetch_add(&c->reconnects, 1);
+		c->router->nudge_all_locked(c); /* readiness lost with the old session */
+	} else if (c->state == CONN_PRESENTING && c->gen == gen) {
+		c->present_failed = true;
+	}
+	c->presenter_done = true;
+	pthread_mutex_unlock(&c->lock);
+	uint64_t one = 1;
+	ssize_t n = write(c->wake_efd, &one, sizeof(one)); /* the I/O thread joins us */
+	(void)n;
+	return NULL;
+}
+
+/* New session on sock: install it and start its presenter. I/O thread. */
+static int start_session(struct garuda_client *c, int sock, const struct garuda_welcome *w)
+{
 	pthread_mutex_lock(&c->lock);
 	if (c->state == CONN_CLOSING) {
 		pthread_mutex_unlock(&c->lock);
-		pthread_mutex_unlock(&c->reg_lock);
 		close(sock);
 		return -GARUDA_E_CLOSED;
 	}
 	c->sock = sock;
 	c->gen++;
-	uint64_t gen = c->gen;
 	c->session_id = w->session_id;
 	c->welcome = *w;
+	c->present_failed = false;
+	c->presenter_done = false;
 	set_state_locked(c, CONN_PRESENTING);
+	/* under c->lock: may_send_locked() sees presenter_running with its id */
+	int r = -pthread_create(&c->presenter, NULL, presenter_main, c);
+	c->presenter_running = r == 0;
 	pthread_mutex_unlock(&c->lock);
-
-	for (struct garuda_seg *seg = c->segs; seg && r >= 0; seg = seg->next)
-		r = seg_present(seg, gen);
-	for (uint32_t i = 0; i < c->nstreams_cap && r >= 0; i++) {
-		pthread_mutex_lock(&c->lock);
-		struct garuda_stream *s = c->streams[i];
-		pthread_mutex_unlock(&c->lock);
-		if (s)
-			r = stream_present(s, gen);
-	}
-
-	pthread_mutex_lock(&c->lock);
-	if (r >= 0 && c->state == CONN_PRESENTING && c->gen == gen) {
-		set_state_locked(c, CONN_UP);
-		atomic_fetch_add(&c->reconnects, 1);
-		nudge_all_locked(c); /* readiness lost with the old session: re-check */
-	} else if (r >= 0) {
-		r = -GARUDA_E_DISCONNECTED;
-	}
-	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_unlock(&c->reg_lock);
 	return r;
-}
-
-/* While down: wake streams whose words moved since the last look. */
-static void poll_words(struct garuda_client *c)
-{
-	pthread_mutex_lock(&c->lock);
-	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
-		struct garuda_stream *s = c->streams[i];
-		if (!s)
-			continue;
-		uint64_t v = word_load(s->word);
-		if (v != s->polled) {
-			s->polled = v;
-			stream_nudge_locked(s);
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
 }
 
 static void drain_efd(int fd)
@@ -437,11 +402,18 @@ static void *io_main(void *arg)
 		pthread_mutex_lock(&c->lock);
 		enum conn_state st = c->state;
 		int sock = c->sock;
+		bool failed = c->present_failed, done = c->presenter_done;
 		pthread_mutex_unlock(&c->lock);
 		if (st == CONN_CLOSING)
 			break;
+		if (failed) {
+			go_down(c);
+			continue;
+		}
+		if (done)
+			join_presenter(c);
 
-		if (st == CONN_UP) {
+		if (st == CONN_UP || st == CONN_PRESENTING) {
 			struct pollfd p[2] = { { .fd = sock, .events = POLLIN },
 					       { .fd = c->wake_efd, .events = POLLIN } };
 			if (poll(p, 2, -1) < 0)
@@ -458,16 +430,17 @@ static void *io_main(void *arg)
 		int fd = conn_handshake(c->path, &w);
 		if (fd >= 0) {
 			backoff = RECONNECT_MIN_NS;
-			if (present(c, fd, &w) < 0)
+			if (start_session(c, fd, &w) < 0)
 				go_down(c);
 			continue;
 		}
-		poll_words(c);
+		c->router->while_down(c);
 		struct pollfd p = { .fd = c->wake_efd, .events = POLLIN };
 		if (poll(&p, 1, (int)(backoff / 1000000ull)) > 0)
 			drain_efd(c->wake_efd);
 		backoff = backoff * 2 > RECONNECT_MAX_NS ? RECONNECT_MAX_NS : backoff * 2;
 	}
+	join_presenter(c);
 	return NULL;
 }
 
@@ -476,11 +449,15 @@ int io_start(struct garuda_client *c)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* set before the thread exists, so that it (and the presenters it starts) read
+	 * it without a race */
+	c->io_started = true;
 	int r = pthread_create(&c->io_thread, NULL, io_main, c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r)
+	if (r) {
+		c->io_started = false;
 		return -r;
-	c->io_started = true;
+	}
 	return 0;
 }
 

@@ -4,22 +4,33 @@
  * registry of its segments and streams), segments (the client's mapping of a memfd the
  * daemon created, registered with one backend device) and streams (one word each).
  *
+ * Files, each using only those below it: client.c (connect, dispatch) and router.c
+ * (where each message goes, what a new session presents) on top; segment.c;
+ * stream.c; conn.c (transport: send, requests, the I/O thread, reconnect), which
+ * reaches the router only through c->router.
+ *
+ * Threads: API threads (any number); the I/O thread (the only reader of the socket;
+ * routes, never sends); one presenter per new session (sends the presentation while
+ * the I/O thread routes its replies); callbacks run on garuda_dispatch()'s caller.
+ *
  * Locks, always taken in this order (never the other way round):
- *   c->reg_lock  the registry: segment list and stream table membership. The I/O
- *                thread holds it for the whole re-presentation after a reconnect.
+ *   c->reg_lock  the registry: segment list and stream table membership. The
+ *                presenter holds it for the whole re-presentation after a reconnect.
  *   s->lock      a stream's signal path: sequence, enqueue, and its arm going out in
  *                the same order as the stores.
  *   c->lock      connection state (socket, state, generation, cookies, pending
  *                replies), each segment's daemon-side id, each stream's presented
  *                generation, readiness bookkeeping and the callback queue. Messages
  *                are sent under it.
- * No thread ever waits for a reply while holding reg_lock or a stream lock, and the
- * I/O thread is the only reader of the socket, so a waiter for a reply can never block
- * the thread that routes it.
+ * No API thread waits for a reply while holding reg_lock or a stream lock (the
+ * presenter does, holding reg_lock and one stream lock at a time, but the I/O thread
+ * that routes the replies takes neither), and the I/O thread is the only reader of
+ * the socket and never sends, so a waiter for a reply can never block the thread that
+ * routes it.
  *
  * Generations: c->gen counts sessions. A segment or stream is "presented" in the
  * session whose generation it carries; arms are sent only for presented streams, and
- * the I/O thread presents everything again (ATTACH, BIND, ARM) after a reconnect.
+ * the presenter presents everything again (ATTACH, BIND, ARM) after a reconnect.
  */
 #pragma once
 
@@ -35,6 +46,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "cleanup.h"
 #include "segment_layout.h"
 #include "wire.h"
 
@@ -46,14 +58,15 @@ enum conn_state {
 };
 
 /* Cookies with this bit belong to a stream's NOREPLY ARM: bits 62..32 are the stream's
- * table index, bits 31..0 the low half of the armed target. A reply to one is an async
- * error for that arm. (A stream keeps its table index until its DISARM round trip is
- * over, and errors of a session come in order before that reply, so the index cannot
- * name a newer stream.) */
+ * serial (the high half of its token), bits 31..0 the low half of the armed target. A
+ * reply to one is an async error for that arm. The serial, not the table index, names
+ * the stream: a table index is handed to a new stream as soon as the old one is freed,
+ * a serial is never shared by two live streams (stream identity, issue 16). */
 #define COOKIE_STREAM_BIT (1ull << 63)
-static inline uint64_t arm_cookie(uint32_t tab, uint64_t target)
+#define STREAM_SERIAL_MASK 0x7fffffffu
+static inline uint64_t arm_cookie(uint32_t serial, uint64_t target)
 {
-	return COOKIE_STREAM_BIT | ((uint64_t)(tab & 0x7fffffffu) << 32) | (uint32_t)target;
+	return COOKIE_STREAM_BIT | ((uint64_t)(serial & STREAM_SERIAL_MASK) << 32) | (uint32_t)target;
 }
 
 /* one request waiting for its reply */
@@ -109,6 +122,7 @@ struct garuda_stream {
 
 	/* under c->lock */
 	uint64_t gen;        /* session in which the stream is bound/armed (0: none) */
+	uint64_t armed_gen;  /* session in which it last sent an ARM (0: none) */
 	int arm_err;         /* async error of an ARM/BIND, reported by the next signal */
 	uint64_t err_upto;   /* refusals of arms up to this target were reported already */
 	bool dying;          /* garuda_stream_free() in progress: not queued or presented */
@@ -143,6 +157,8 @@ struct garuda_client {
 	struct garuda_stream **streams; /* token table, under lock (+reg_lock to change) */
 	uint32_t nstreams_cap;
 	uint32_t next_serial;
+	bool serial_wrapped; /* next_serial went round: check it against live streams */
+	_Atomic uint64_t stray_errors; /* async errors naming no live stream's signalled arm */
 	struct garuda_stream *cbq_head, *cbq_tail;
 	int last_error;     /* last connection-level error (ERROR cookie 0, protocol) */
 	_Atomic uint64_t reconnects;
@@ -154,13 +170,41 @@ struct garuda_client {
 	bool dispatching;
 	int dispatch_efd; /* garuda_client_fd() */
 
+	/* the router the I/O thread hands messages to (router.c) */
+	const struct conn_router *router;
+
+	/* presenter of the current session (under lock; started and joined by the I/O
+	 * thread) */
+	pthread_t presenter;
+	bool presenter_running, presenter_done, present_failed;
+
 	/* I/O thread */
 	pthread_t io_thread;
 	bool io_started;
 	int wake_efd; /* wakes the I/O thread (stop) */
 };
 
-/* ---- connection (conn.c) ---- */
+/* ---- the router (router.c): what the transport hands messages and sessions to ---- */
+struct conn_router {
+	/* one decoded message (fd: the one it carried, or -1; the router owns it); I/O
+	 * thread, no lock held. Never sends. */
+	void (*route)(struct garuda_client *c, struct garuda_msg *m, int fd);
+	/* present everything in session gen; presenter thread, no lock held. 0, or
+	 * -GARUDA_E_DISCONNECTED when the session died meanwhile. */
+	int (*present)(struct garuda_client *c, uint64_t gen);
+	/* wake every stream (session lost or new); c->lock held */
+	void (*nudge_all_locked)(struct garuda_client *c);
+	/* no session: wake streams whose words moved; I/O thread, no lock held */
+	void (*while_down)(struct garuda_client *c);
+};
+extern const struct conn_router client_router;
+
+/* ---- transport (conn.c) ---- */
+
+/* Complete the pending request with m's cookie (err: 0 or the ERROR's code; fd: what m
+ * carried). True when it took fd; false when nobody waits (the caller closes fd).
+ * c->lock held. */
+bool conn_complete_locked(struct garuda_client *c, const struct garuda_msg *m, int err, int fd);
 
 /* connect + HELLO/WELCOME on a fresh socket (blocking, bounded). Returns the socket
  * or a negative code; fills *w. */
@@ -170,11 +214,11 @@ int conn_handshake(const char *path, struct garuda_welcome *w);
  * Returns 0 or a negative code (-GARUDA_E_DISCONNECTED when not connected). */
 int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd);
 
-/* A request with a reply: send m (with fd, or -1) and wait for its ACK/SEGMENT/ERROR.
- * On success *reply (may be NULL) gets the reply and *reply_fd (may be NULL) its fd
- * (else it is closed). Works from API threads (waits on c->cond) and from the I/O
- * thread (pumps the socket itself). `allow` lets the I/O thread send during
- * CONN_PRESENTING. Returns 0 or a negative code. Call without locks. */
+/* A request with a reply: send m (with fd, or -1) and wait for its ACK/SEGMENT/ERROR,
+ * which the I/O thread routes to us. On success *reply (may be NULL) gets the reply
+ * and *reply_fd (may be NULL) its fd (else it is closed). From API threads and the
+ * presenter (the only sender during CONN_PRESENTING); never from the I/O thread
+ * (-EDEADLK). Returns 0 or a negative code. Call without locks. */
 int conn_request(struct garuda_client *c, struct garuda_msg *m, int fd, struct garuda_msg *reply,
 		 int *reply_fd);
 /* As conn_request, sent only in session expect_gen (0: any); *gen_out (may be NULL)
@@ -182,7 +226,7 @@ int conn_request(struct garuda_client *c, struct garuda_msg *m, int fd, struct g
 int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint64_t expect_gen,
 		     struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out);
 
-/* Start/stop the I/O thread. */
+/* Start/stop the I/O thread (and with it the presenter). */
 int io_start(struct garuda_client *c);
 void io_stop(struct garuda_client *c);
 
@@ -190,11 +234,18 @@ void io_stop(struct garuda_client *c);
  * queue). c->lock held. */
 void stream_nudge_locked(struct garuda_stream *s);
 
-/* Present s in session gen (BIND, re-ARM outstanding sequences); I/O thread, during
+/* Present s in session gen (BIND, re-ARM outstanding sequences); presenter, during
  * CONN_PRESENTING, with reg_lock held and no other lock. Returns 0, or
  * -GARUDA_E_DISCONNECTED when the session died meanwhile (other errors are recorded
  * on the stream). */
 int stream_present(struct garuda_stream *s, uint64_t gen);
+
+/* Typed cleanup (util/cleanup.h): garuda_stream_freep() frees a published stream
+ * (one garuda_stream_new() returned or would return); stream_discardp() frees one that
+ * was never published (no word, not in the table). */
+void stream_discard(struct garuda_stream *s);
+DEFINE_CLEANUP(struct garuda_stream, stream_discard)
+DEFINE_CLEANUP(struct garuda_stream, garuda_stream_free)
 
 /* Async error (ERROR for a NOREPLY ARM) with this cookie (arm_cookie()). */
 void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code);
@@ -203,13 +254,20 @@ void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value
 
 struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t token);
 
-/* Present seg in the current session (SEGMENT_ATTACH); I/O thread. */
+/* Present seg in the current session (SEGMENT_ATTACH); presenter. */
 int seg_present(struct garuda_seg *seg, uint64_t gen);
 
 /* Free everything on the client (garuda_disconnect). */
 void seg_close_all(struct garuda_client *c);
 
 /* small helpers */
+
+/* ERROR code -> our return value: registry codes travel positive, errno negative */
+static inline int error_to_ret(int32_t code)
+{
+	return code > 0 ? -code : code;
+}
+
 static inline uint64_t word_load(const uint64_t *w)
 {
 	return __atomic_load_n(w, __ATOMIC_ACQUIRE);
@@ -220,4 +278,3 @@ static inline bool is_io_thread(struct garuda_client *c)
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
 }
 
-void futex_wake_all(uint32_t *addr);

@@ -7,17 +7,45 @@
  *    acquire load of the word; readiness only decides when to look again.
  *  - Sequences are stored in increasing order: a stream's sequence, its store and its
  *    arm are taken under the stream's lock, so arms go out in the order of the stores.
- *  - No lost wake-up: a waiter samples its readiness generation (eventfd count,
- *    doorbell value, READY count) before it reads the word, and blocks only on that
- *    sample.
+ *  - No lost wake-up. Doorbell and message forms: a waiter samples its readiness
+ *    generation (doorbell value, READY count) before it reads the word, and blocks only
+ *    on that sample. Eventfd form: no sample is taken; the eventfd's count is the
+ *    memory of a wake-up (a write after the word was read leaves the fd readable, and
+ *    the waiter consumes the count only by reading the fd before it reads the word).
+ *  - A freed stream's word is handed out again only when the daemon can no longer
+ *    fire an arm of it there (garuda_stream_free's DISARM round trip), and only when
+ *    no store of it is still to land.
  *  - A waiter never blocks longer than the backstop interval without reading the word
  *    and querying the native stream; a faulted stream fails the wait.
  *  - Without a session (or with an arm refused), waits poll the word with a growing
  *    interval (POLL_STEP_MIN_NS .. POLL_STEP_MAX_NS).
+ *
+ * Memory ordering (what the wake-up paths rely on; each is repeated where it lives):
+ *  - The word: the device's (or host worker's) store is read with acquire loads only
+ *    (word_load); garudad's scanner reads it the same way before it wakes anyone.
+ *  - Doorbell: the waiter's acquire load of the doorbell comes before its acquire load
+ *    of the word (acquire keeps the later load after it). garudad bumps the doorbell
+ *    with a release RMW after its acquire load saw the word reached, and only then
+ *    calls FUTEX_WAKE. So a waiter that saw the bumped value also sees the store, and
+ *    one that saw the old value either finds the new one in FUTEX_WAIT's own compare
+ *    (EAGAIN) or is queued before the wake (the kernel orders compare and wake under
+ *    its futex bucket lock). stream_nudge_locked() bumps before it wakes, likewise.
+ *  - Eventfd: read(2) of the fd comes before the load of the word (drain, block).
+ *    garudad writes the fd after its acquire load saw the word reached; the eventfd's
+ *    internal lock orders that write before our read, and an explicit acquire fence
+ *    after the read keeps our load of the word after it.
+ *  - Message: the READY count is sampled under c->lock before the word is read; the
+ *    router increments it under c->lock after the READY came through the socket, which
+ *    garudad sent after its acquire load saw the word reached (the socket and c->lock
+ *    carry that order to the waiter).
+ *  - s->signalled is stored (release) before the ARM for it is sent under c->lock, so
+ *    the router, which holds c->lock when an ERROR for that arm comes back, reads a
+ *    value at least as new (the relaxed load there is ordered by c->lock).
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -27,14 +55,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "clock.h"
 #include "cpu.h"
 
 #define DEFAULT_SPIN_NS 20000ull
 #define DEFAULT_BACKSTOP_NS 1000000ull
 #define MIN_BACKSTOP_NS 10000ull
+/* larger backstops are capped here, so that now + backstop never wraps (the monotonic
+ * clock stays far below 2^63 ns): one hour, documented in docs/client.md */
+#define MAX_BACKSTOP_NS 3600000000000ull
 #define POLL_STEP_MIN_NS 20000ull
 #define POLL_STEP_MAX_NS 1000000ull
+
+static void futex_wake_all(uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
 
 static struct timespec ns_to_ts(uint64_t ns)
 {
@@ -55,8 +92,8 @@ void stream_nudge_locked(struct garuda_stream *s)
 		break;
 	}
 	case GARUDA_READINESS_DOORBELL:
-		/* bump like the daemon does, so a waiter about to sleep on the old value
-		 * does not sleep */
+		/* bump (release) before the wake, like the daemon does, so a waiter about to
+		 * sleep on the old value does not sleep */
 		__atomic_fetch_add(&s->seg->map->hdr.doorbell, 1, __ATOMIC_RELEASE);
 		futex_wake_all(&s->seg->map->hdr.doorbell);
 		break;
@@ -98,15 +135,32 @@ void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value
 		stream_nudge_locked(s);
 }
 
+/* The live stream with this serial, or NULL. Errors are rare (quota refusals, a
+ * closed segment): a scan of the table is fine here. */
+static struct garuda_stream *stream_by_serial_locked(struct garuda_client *c, uint32_t serial)
+{
+	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
+		struct garuda_stream *s = c->streams[i];
+		if (s && (uint32_t)(s->token >> 32) == serial)
+			return s;
+	}
+	return NULL;
+}
+
 void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code)
 {
-	uint32_t tab = (uint32_t)(cookie >> 32) & 0x7fffffffu;
+	uint32_t serial = (uint32_t)(cookie >> 32) & STREAM_SERIAL_MASK;
 	uint32_t target = (uint32_t)cookie;
-	if (tab >= c->nstreams_cap || !c->streams[tab])
-		return;
-	struct garuda_stream *s = c->streams[tab];
 	if (code == -GARUDA_E_NOT_ARMED)
 		return;
+	struct garuda_stream *s = stream_by_serial_locked(c, serial);
+	/* only a target this stream signalled (1..signalled, low halves) can be its arm;
+	 * anything else names a stream that is gone (or a daemon bug): drop and count */
+	uint32_t sig = s ? (uint32_t)atomic_load_explicit(&s->signalled, memory_order_relaxed) : 0;
+	if (!s || target == 0 || (int32_t)(sig - target) < 0) {
+		atomic_fetch_add_explicit(&c->stray_errors, 1, memory_order_relaxed);
+		return;
+	}
 	s->arm_lost = true; /* that arm is missing: waits poll until it is behind us */
 	/* report once: not for arms older than the last report */
 	if (!s->arm_err && (int32_t)(target - (uint32_t)s->err_upto) > 0)
@@ -119,7 +173,7 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 {
 	struct garuda_client *c = s->client;
 	struct garuda_msg m;
-	garuda_msg_init(&m, GARUDA_MSG_ARM, arm_cookie(s->tab, target));
+	garuda_msg_init(&m, GARUDA_MSG_ARM, arm_cookie((uint32_t)(s->token >> 32), target));
 	m.flags = GARUDA_F_NOREPLY;
 	m.arm.slot.segment = s->seg->id;
 	m.arm.slot.index = s->index;
@@ -132,6 +186,8 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 	int r = conn_send_locked(c, &m, -1);
 	if (r == 0 && c->gen != gen)
 		r = -GARUDA_E_DISCONNECTED;
+	if (r == 0)
+		s->armed_gen = gen; /* garuda_stream_free() owes this session a DISARM */
 	return r;
 }
 
@@ -214,27 +270,29 @@ static int table_insert_locked(struct garuda_client *c, struct garuda_stream *s)
 		c->streams = t;
 		c->nstreams_cap = cap;
 	}
-	c->next_serial = (c->next_serial + 1) & 0x7fffffffu;
-	if (!c->next_serial)
-		c->next_serial = 1;
+	/* a serial no live stream has: after the first wrap, skip the ones in use */
+	do {
+		c->next_serial = (c->next_serial + 1) & STREAM_SERIAL_MASK;
+		if (!c->next_serial) {
+			c->next_serial = 1;
+			c->serial_wrapped = true;
+		}
+	} while (c->serial_wrapped && stream_by_serial_locked(c, c->next_serial));
 	s->tab = i;
 	s->token = ((uint64_t)c->next_serial << 32) | i;
 	c->streams[i] = s;
 	return 0;
 }
 
-int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
-		      struct garuda_stream **out)
+/* A stream nobody else can see yet (not in the table, no word): undone by
+ * stream_discard(). */
+static struct garuda_stream *stream_alloc(struct garuda_seg *seg, void *native,
+					  enum garuda_readiness form)
 {
-	if (out)
-		*out = NULL;
-	if (!seg || !out || (unsigned)form > GARUDA_READINESS_DOORBELL)
-		return -EINVAL;
-	struct garuda_client *c = seg->client;
 	struct garuda_stream *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
-	s->client = c;
+		return NULL;
+	s->client = seg->client;
 	s->seg = seg;
 	s->native = native;
 	s->form = form;
@@ -247,22 +305,27 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->ready_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (form == GARUDA_READINESS_EVENTFD) {
-		s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (s->efd < 0) {
-			int r = -errno;
-			pthread_cond_destroy(&s->ready_cond);
-			pthread_mutex_destroy(&s->lock);
-			free(s);
-			return r;
-		}
-	}
+	return s;
+}
 
-	/* a free word, and the stream in the token table */
+void stream_discard(struct garuda_stream *s)
+{
+	if (s->efd >= 0)
+		close(s->efd);
+	pthread_cond_destroy(&s->ready_cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* Give s a free word of its segment and a place in the token table; from here on
+ * garuda_stream_free() undoes it. *bind_gen gets the session s must BIND in itself
+ * (eventfd form in an up session), else 0. */
+static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t *segid)
+{
+	struct garuda_client *c = s->client;
+	struct garuda_seg *seg = s->seg;
 	int r = -ENOSPC;
-	bool bind_now = false;
-	uint64_t gen = 0;
-	uint32_t segid = 0;
+	*bind_gen = 0;
 	pthread_mutex_lock(&c->reg_lock);
 	uint32_t nwords = seg->lines * GARUDA_WORDS_PER_LINE;
 	for (uint32_t i = 0; i < nwords && seg->nfree; i++) {
@@ -280,37 +343,59 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 			seg->nfree--;
 			seg->nstreams++;
 			s->word = garuda_segment_word(seg->map, s->index);
-			/* no store is pending on a free word: start from 0 */
+			/* no store is pending on a free word, and no arm of an earlier stream
+			 * is left on it (garuda_stream_free): start from 0 */
 			__atomic_store_n(s->word, 0, __ATOMIC_RELEASE);
 			bool up = c->state == CONN_UP && seg->gen == c->gen;
 			/* in an up session we present it ourselves; otherwise the next
 			 * presentation (which needs reg_lock, held here) will */
-			if (up && form == GARUDA_READINESS_EVENTFD) {
-				bind_now = true;
-				gen = c->gen;
-				segid = seg->id;
-			} else if (up && form != GARUDA_READINESS_POLL) {
+			if (up && s->form == GARUDA_READINESS_EVENTFD) {
+				*bind_gen = c->gen;
+				*segid = seg->id;
+			} else if (up && s->form != GARUDA_READINESS_POLL) {
 				s->gen = c->gen;
 			}
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->reg_lock);
-	if (r < 0) {
-		if (s->efd >= 0)
-			close(s->efd);
-		pthread_cond_destroy(&s->ready_cond);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
-		return r;
-	}
+	return r;
+}
 
-	if (bind_now) {
+int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
+		      struct garuda_stream **out)
+{
+	if (out)
+		*out = NULL;
+	if (!seg || !out || (unsigned)form > GARUDA_READINESS_DOORBELL)
+		return -EINVAL;
+	struct garuda_client *c = seg->client;
+
+	/* two owners, one after the other: before it is published, stream_discard()
+	 * undoes it; after, garuda_stream_free() */
+	_cleanup_(stream_discardp) struct garuda_stream *fresh = stream_alloc(seg, native, form);
+	if (!fresh)
+		return -ENOMEM;
+	if (form == GARUDA_READINESS_EVENTFD) {
+		fresh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (fresh->efd < 0)
+			return -errno;
+	}
+	uint64_t gen;
+	uint32_t segid = 0;
+	int r = stream_publish(fresh, &gen, &segid);
+	if (r < 0)
+		return r;
+	_cleanup_(garuda_stream_freep) struct garuda_stream *s = TAKE_PTR(fresh);
+
+	if (gen) {
 		struct garuda_msg m;
 		garuda_msg_init(&m, GARUDA_MSG_BIND, 0);
 		m.bind.slot.segment = segid;
 		m.bind.slot.index = s->index;
 		r = conn_request_gen(c, &m, s->efd, gen, NULL, NULL, NULL);
+		if (r < 0 && r != -GARUDA_E_DISCONNECTED)
+			return r;
 		if (r == 0) {
 			pthread_mutex_lock(&s->lock);
 			pthread_mutex_lock(&c->lock);
@@ -318,37 +403,55 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 				s->gen = gen;
 			pthread_mutex_unlock(&c->lock);
 			pthread_mutex_unlock(&s->lock);
-		} else if (r != -GARUDA_E_DISCONNECTED) {
-			garuda_stream_free(s);
-			return r;
 		}
+		/* disconnected: the next presentation binds it */
 	}
-	*out = s;
+	*out = TAKE_PTR(s);
 	return 0;
 }
 
-/* DISARM and UNBIND s in session gen (round trips; NOT_ARMED and errors are fine).
- * Every async error of its arms in that session arrives before these replies, while
- * its table index is still its own. */
-static void forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t segid)
+/* DISARM and UNBIND s in session gen (round trips). Returns true when the daemon can
+ * no longer fire an arm of s: the round trips completed (NOT_ARMED is fine: those arms
+ * fired), or the session is gone (its arms went with it).
+ *
+ * Why a DISARM round trip whenever s sent an ARM in this session, even when its word
+ * already reached every signalled sequence: the daemon drops an arm only when a
+ * scanner pass sees the word reached. If garuda_stream_new() hands the word to a new
+ * stream, which stores 0 into it, before such a pass, no pass ever will: the arm stays
+ * armed for good (charged to the armed quota, keeping the scanner from parking) and
+ * fires stale readiness when a later stream climbs back (issue 16). Generation-tagged
+ * arms would avoid the round trip but need a protocol change; one round trip per free
+ * of a stream that signalled is cheap next to a signal's own ARM. The reply also
+ * orders every async error of s's arms before it (a session's messages arrive in
+ * order), so they are routed while s is still in the table. */
+static bool forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t segid,
+			       bool armed)
 {
 	struct garuda_client *c = s->client;
 	struct garuda_msg m;
-	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
-	/* all reached: the daemon fires (or has fired) them, a DISARM would be NOT_ARMED */
-	if (sig && !garuda_reached(word_load(s->word), sig)) {
+	bool safe = true;
+	if (armed) {
 		garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
 		m.disarm.slot.segment = segid;
 		m.disarm.slot.index = s->index;
 		m.disarm.token = s->token;
-		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+		int r = conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+		safe = r == 0 || r == -GARUDA_E_NOT_ARMED;
 	}
 	if (s->form == GARUDA_READINESS_EVENTFD) {
+		/* UNBIND drops the slot's eventfd arms too */
 		garuda_msg_init(&m, GARUDA_MSG_UNBIND, 0);
 		m.bind.slot.segment = segid;
 		m.bind.slot.index = s->index;
-		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+		if (conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL) == 0)
+			safe = true;
 	}
+	if (safe)
+		return true;
+	pthread_mutex_lock(&c->lock);
+	bool gone = c->gen != gen || c->state != CONN_UP;
+	pthread_mutex_unlock(&c->lock);
+	return gone;
 }
 
 void garuda_stream_free(struct garuda_stream *s)
@@ -386,6 +489,7 @@ void garuda_stream_free(struct garuda_stream *s)
 	}
 	uint64_t gen = s->gen;
 	pthread_mutex_unlock(&c->lock);
+	bool word_safe = true;
 
 	/* Forget it daemon-side in the session it is presented in. A presentation that
 	 * began before it was dying may present it in a newer session meanwhile; the
@@ -395,9 +499,9 @@ void garuda_stream_free(struct garuda_stream *s)
 		bool presented = gen && gen == c->gen && seg->gen == gen &&
 				 s->form != GARUDA_READINESS_POLL;
 		uint32_t segid = seg->id;
+		bool armed = s->armed_gen == gen;
 		pthread_mutex_unlock(&c->lock);
-		if (presented)
-			forget_daemon_side(s, gen, segid);
+		word_safe = !presented || forget_daemon_side(s, gen, segid, armed);
 		pthread_mutex_lock(&c->reg_lock);
 		pthread_mutex_lock(&c->lock);
 		if (s->gen == gen)
@@ -410,18 +514,17 @@ void garuda_stream_free(struct garuda_stream *s)
 	pthread_mutex_unlock(&c->lock);
 	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	bool outstanding = !garuda_reached(word_load(s->word), sig);
-	/* a word with a store still to land is never handed out again */
-	seg->used[s->index] = outstanding ? 2 : 0;
-	if (!outstanding)
+	/* a word with a store still to land, or one the daemon may still hold an arm of s
+	 * on (the DISARM round trip did not complete in a live session), is never handed
+	 * out again */
+	bool keep = outstanding || !word_safe;
+	seg->used[s->index] = keep ? 2 : 0;
+	if (!keep)
 		seg->nfree++;
 	seg->nstreams--;
 	pthread_mutex_unlock(&c->reg_lock);
 
-	if (s->efd >= 0)
-		close(s->efd);
-	pthread_cond_destroy(&s->ready_cond);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
+	stream_discard(s);
 }
 
 int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns)
@@ -429,7 +532,7 @@ int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t b
 	if (!s || backstop_ns < MIN_BACKSTOP_NS)
 		return -EINVAL;
 	s->spin_ns = spin_ns;
-	s->backstop_ns = backstop_ns;
+	s->backstop_ns = backstop_ns > MAX_BACKSTOP_NS ? MAX_BACKSTOP_NS : backstop_ns;
 	return 0;
 }
 
@@ -476,6 +579,8 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 		pthread_mutex_unlock(&s->lock);
 		return r;
 	}
+	/* before the ARM goes out under c->lock: the router's check of an ERROR for
+	 * this arm (stream_async_error_locked, under c->lock) sees it */
 	atomic_store_explicit(&s->signalled, next, memory_order_release);
 	if (s->form != GARUDA_READINESS_POLL) {
 		pthread_mutex_lock(&c->lock);
@@ -531,6 +636,8 @@ static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_
 			uint64_t v;
 			ssize_t n = read(s->efd, &v, sizeof(v));
 			(void)n;
+			/* the caller's next load of the word stays after this read */
+			atomic_thread_fence(memory_order_acquire);
 		}
 		break;
 	}
@@ -592,6 +699,7 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 			     s->gen == c->gen && !s->arm_lost;
 		uint64_t ready_seen = s->ready_count;
 		pthread_mutex_unlock(&c->lock);
+		/* the sample first (acquire), then the word: see the head comment */
 		uint32_t bell_seen = s->form == GARUDA_READINESS_DOORBELL
 					     ? __atomic_load_n(&s->seg->map->hdr.doorbell,
 							       __ATOMIC_ACQUIRE)
@@ -634,6 +742,9 @@ int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq)
 		uint64_t v;
 		ssize_t n = read(s->efd, &v, sizeof(v));
 		(void)n;
+		/* the count first, then the word: a write after this read leaves the fd
+		 * readable, a write before it is followed by a store we now see */
+		atomic_thread_fence(memory_order_acquire);
 	}
 	uint64_t v = word_load(s->word);
 	if (seq)

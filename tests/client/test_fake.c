@@ -292,3 +292,41 @@ Test(fake, session_lost_during_request_is_disconnected)
 	fails(garuda_segment_open(c, "host", 0, 1, &seg), -GARUDA_E_DISCONNECTED);
 	garuda_disconnect(c);
 }
+
+/* ---- routing of asynchronous errors ---- */
+
+/* An ERROR for a NOREPLY ARM that no live stream sent (the cookie's serial names no
+ * stream: a freed one's, or garbage) is dropped and counted; the session carries on. */
+static void script_stray_arm_error(struct fake *f, int conn)
+{
+	(void)f;
+	struct garuda_msg m;
+	welcome(conn);
+	/* stream bit, serial 12345 (no such stream), target 1 */
+	garuda_msg_error(&m, (1ull << 63) | (12345ull << 32) | 1u, GARUDA_E_QUOTA, NULL);
+	tx(conn, &m, -1);
+	if (rx(conn, &m) < 0 || m.type != GARUDA_MSG_QUERY)
+		return;
+	garuda_msg_init(&m, GARUDA_MSG_QUERY_REPLY, m.cookie);
+	static const char json[] = "{\"version\":1,\"armed\":0}";
+	memcpy(m.query_reply.json, json, sizeof(json));
+	m.query_reply.json_len = sizeof(json) - 1;
+	tx(conn, &m, -1);
+	until_eof(conn);
+}
+
+Test(fake, stray_arm_error_is_dropped_and_counted)
+{
+	struct fake f;
+	struct garuda_client *c;
+	char buf[544];
+	fake_start(&f, script_stray_arm_error);
+	ok(garuda_connect_to(f.path, &c));
+	/* the ERROR came before the QUERY_REPLY, so it was routed first */
+	int n = garuda_client_query(c, buf, sizeof(buf));
+	cr_assert_gt(n, 0, "%d (%s)", n, garuda_strerror(n));
+	cr_assert_str_eq(buf, "{\"version\":1,\"armed\":0,\"stray_errors\":1}");
+	cr_assert_eq(garuda_client_connected(c), 1, "a stray error ends nothing");
+	garuda_disconnect(c);
+	fake_stop(&f);
+}

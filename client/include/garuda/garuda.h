@@ -165,9 +165,11 @@ int garuda_client_connected(const struct garuda_client *c);
 uint64_t garuda_client_session(const struct garuda_client *c);
 
 /* Ask garudad about this client's own session (a client may query nothing else):
- * writes one NUL-terminated JSON object into buf (at most len bytes; 512 always fits)
+ * writes one NUL-terminated JSON object into buf (at most len bytes; 544 always fits)
  * with "version" and the keys of docs/protocol.md §4.14 (id, pid, uid, segments,
- * bindings, armed, arms, completions, errors, outbox_bytes, overflow).
+ * bindings, armed, arms, completions, errors, outbox_bytes, overflow), and, last, the
+ * client's own "stray_errors": asynchronous errors garudad sent for an arm that no live
+ * stream of this client signalled (an arm of a freed stream), dropped and counted.
  * Returns the JSON's length, -EINVAL, -ENOBUFS (buf too small),
  * -GARUDA_E_DISCONNECTED (no session right now), -GARUDA_E_TIMEOUT. Thread-safe. */
 int garuda_client_query(struct garuda_client *c, char *buf, size_t len);
