@@ -72,6 +72,9 @@ static int write_config(struct bd *d, const char *config_json)
 
 static void remove_dir(struct bd *d)
 {
+	char lock[sizeof(d->sock) + 8];
+	snprintf(lock, sizeof(lock), "%s.lock", d->sock);
+	unlink(lock);
 	unlink(d->sock);
 	unlink(d->ctl);
 	unlink(d->config);

@@ -122,7 +122,7 @@ void td_kill(struct tdaemon *d)
 static void rm_dir(struct tdaemon *d)
 {
 	char p[256];
-	const char *names[] = { "g.sock", "c.sock", "garudad.json", "garudad.log" };
+	const char *names[] = { "g.sock", "g.sock.lock", "c.sock", "garudad.json", "garudad.log" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", d->dir, names[i]);
 		unlink(p);

@@ -172,7 +172,8 @@ void ctl_start(struct ctl_daemon *d, const char *config_json)
 
 static void remove_dir(struct ctl_daemon *d)
 {
-	const char *names[] = { "g.sock", "c.sock", "garudad.json", "garudad.json.new", "garudad.log" };
+	const char *names[] = { "g.sock", "g.sock.lock", "c.sock", "garudad.json", "garudad.json.new",
+				"garudad.log" };
 	char p[160];
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", d->dir, names[i]);
