@@ -9,6 +9,7 @@ packages=(
 	clang libclang-rt-14-dev
 	libsystemd-dev liburing-dev libcjson-dev libcriterion-dev
 	systemd valgrind
+	procps util-linux # the systemd suite: ps; unshare, nsenter, setpriv
 )
 
 missing=()
