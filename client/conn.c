@@ -124,17 +124,21 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 
 /* ------------------------------------------------------------------ sending */
 
-static bool may_send_locked(struct garuda_client *c)
+/* While the I/O thread presents a new session, only it sends, except a message built
+ * for that very session (arm_gen: an ARM of a stream already presented in it, which no
+ * one would send again). */
+static bool may_send_locked(struct garuda_client *c, uint64_t arm_gen)
 {
-	return c->state == CONN_UP || (c->state == CONN_PRESENTING && is_io_thread(c));
+	return c->state == CONN_UP ||
+	       (c->state == CONN_PRESENTING && (is_io_thread(c) || (arm_gen && c->gen == arm_gen)));
 }
 
 static int pump(struct garuda_client *c);
 
 /* c->lock held; may release and retake it while the socket is full. expect_gen 0:
- * any session. */
+ * any session; arm_gen: see may_send_locked. */
 static int send_gen_locked(struct garuda_client *c, struct garuda_msg *m, int fd,
-			   uint64_t expect_gen)
+			   uint64_t expect_gen, uint64_t arm_gen)
 {
 	uint8_t buf[GARUDA_MSG_MAX];
 	m->nfds = fd >= 0 ? 1 : 0;
@@ -142,7 +146,7 @@ static int send_gen_locked(struct garuda_client *c, struct garuda_msg *m, int fd
 	if (len < 0)
 		return (int)len;
 	for (;;) {
-		if (!may_send_locked(c) || (expect_gen && c->gen != expect_gen))
+		if (!may_send_locked(c, arm_gen) || (expect_gen && c->gen != expect_gen))
 			return -GARUDA_E_DISCONNECTED;
 		ssize_t n = fdio_send(c->sock, buf, (size_t)len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
 		if (n >= 0)
@@ -164,7 +168,12 @@ static int send_gen_locked(struct garuda_client *c, struct garuda_msg *m, int fd
 
 int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd)
 {
-	return send_gen_locked(c, m, fd, 0);
+	return send_gen_locked(c, m, fd, 0, 0);
+}
+
+int conn_send_arm_locked(struct garuda_client *c, struct garuda_msg *m, uint64_t gen)
+{
+	return send_gen_locked(c, m, -1, gen, gen);
 }
 
 /* ------------------------------------------------------------------ routing */
@@ -278,7 +287,7 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 	if (reply_fd)
 		*reply_fd = -1;
 	pthread_mutex_lock(&c->lock);
-	if (!may_send_locked(c) || (expect_gen && c->gen != expect_gen)) {
+	if (!may_send_locked(c, 0) || (expect_gen && c->gen != expect_gen)) {
 		pthread_mutex_unlock(&c->lock);
 		return -GARUDA_E_DISCONNECTED;
 	}
@@ -292,7 +301,7 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 	m->flags &= (uint16_t)~GARUDA_F_NOREPLY;
 	p.next = c->pending;
 	c->pending = &p;
-	r = send_gen_locked(c, m, fd, gen);
+	r = send_gen_locked(c, m, fd, gen, 0);
 	if (r < 0)
 		goto out;
 	while (!p.done) {

@@ -1,7 +1,7 @@
 /* sd_load.c — clients that keep work armed across a garudad restart, for the systemd
  * suite (tests/systemd/run.sh runs it inside the test's systemd namespace).
  *
- *   sd_load CLIENTS STREAMS 'DISRUPTION COMMAND' [tolerate-lost]
+ *   sd_load CLIENTS STREAMS 'DISRUPTION COMMAND'
  *
  * Starts CLIENTS libgaruda clients on $GARUDA_SOCKET. Each opens one host segment with
  * STREAMS streams on one host stream (a simulated GPU stream: 1 ms of "kernel" before
@@ -20,10 +20,6 @@
  * once (none lost, none twice, none beyond what was signalled), each client saw exactly
  * one reconnection and no error, at least 1,000 descriptors armed per client before the
  * disruption (STREAMS/2 when STREAMS < 1,100, for measurements with a light load), readiness from the new daemon, and no fd leaked.
- * "tolerate-lost" (the watchdog scenario, for a known bug: after a daemon that was frozen
- * for seconds is killed, some eventfd/message streams whose words were stored never get
- * readiness from the new session) prints those as "KNOWN BUG" and counts them as lost
- * instead of failing; everything else is still checked.
  * Output: one line "gap ..." with the session and first-readiness gaps in ms
  * (min/median/max over clients) and the number of completions checked. */
 #include <errno.h>
@@ -49,7 +45,6 @@
 
 static atomic_int settling; /* 0: keep signalling; 1: stop, let everything be reported */
 static uint64_t settle_deadline_ns;
-static bool tolerate_lost; /* 4th argument "tolerate-lost" */
 
 static uint64_t now_ns(void)
 {
@@ -81,7 +76,6 @@ struct cl {
 	unsigned ntodo;
 	atomic_ullong outstanding;
 	atomic_ullong reported; /* sequences reported */
-	atomic_ullong lost;     /* stored but never reported (tolerate-lost only) */
 	uint64_t t_session, t_ready; /* ns after the disruption started; 0: not yet */
 	long long max_armed;
 	char err[1536];
@@ -221,20 +215,6 @@ static void *main_thread(void *arg)
 				}
 				char q[1024] = "";
 				garuda_client_query(cl->c, q, sizeof(q));
-				if (tolerate_lost) {
-					fprintf(stderr, "client %d: KNOWN BUG: %" PRIu64 " eventfd/message streams (%u eventfd) "
-						"never reported their last sequence, %u of them stored; the daemon says %s\n",
-						cl->idx, pending(cl, false), nefd, stored, q);
-					for (unsigned i = 0; i < cl->n; i++) {
-						struct st *t = &cl->st[i];
-						if (!mine(t, true) && t->rep != t->sig && garuda_stream_reached(t->s, t->sig)) {
-							atomic_fetch_add(&cl->lost, t->sig - t->rep);
-							atomic_fetch_add(&cl->reported, t->sig - t->rep);
-							t->rep = t->sig; /* counted as lost, not as reported */
-						}
-					}
-					break;
-				}
 				fail(cl, "%" PRIu64 " eventfd/message streams (%u eventfd) never reported their last "
 					 "sequence, %u of them stored (readiness lost); the daemon says %s",
 				     pending(cl, false), nefd, stored, q);
@@ -318,11 +298,10 @@ static void sleep_ms(unsigned ms)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 && !(argc == 5 && strcmp(argv[4], "tolerate-lost") == 0)) {
-		fprintf(stderr, "usage: %s CLIENTS STREAMS 'DISRUPTION COMMAND' [tolerate-lost]\n", argv[0]);
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s CLIENTS STREAMS 'DISRUPTION COMMAND'\n", argv[0]);
 		return 2;
 	}
-	tolerate_lost = argc == 5;
 	unsigned ncl = (unsigned)atoi(argv[1]), nst = (unsigned)atoi(argv[2]);
 	const char *disrupt = argv[3];
 	struct rlimit rl;
@@ -410,7 +389,7 @@ int main(int argc, char **argv)
 	}
 
 	int bad = 0;
-	uint64_t total = 0, lost = 0, *gs = calloc(ncl, 8), *gr = calloc(ncl, 8);
+	uint64_t total = 0, *gs = calloc(ncl, 8), *gr = calloc(ncl, 8);
 	for (unsigned k = 0; k < ncl; k++) {
 		struct cl *cl = &cls[k];
 		uint64_t rec = garuda_client_reconnects(cl->c);
@@ -437,7 +416,6 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 		total += sum;
-		lost += atomic_load(&cl->lost);
 		gs[k] = cl->t_session;
 		gr[k] = cl->t_ready;
 		printf("client %u: %" PRIu64 " completions checked, max armed %lld, session after %.1f ms, "
@@ -447,9 +425,9 @@ int main(int argc, char **argv)
 	double s3[3], r3[3];
 	spread(gs, ncl, s3);
 	spread(gr, ncl, r3);
-	printf("gap clients=%u streams=%u completions=%" PRIu64 " lost=%" PRIu64 " session_ms=%.1f/%.1f/%.1f "
+	printf("gap clients=%u streams=%u completions=%" PRIu64 " session_ms=%.1f/%.1f/%.1f "
 	       "first_ready_ms=%.1f/%.1f/%.1f (min/median/max)\n",
-	       ncl, nst, total, lost, s3[0], s3[1], s3[2], r3[0], r3[1], r3[2]);
+	       ncl, nst, total, s3[0], s3[1], s3[2], r3[0], r3[1], r3[2]);
 	free(gs);
 	free(gr);
 
