@@ -46,8 +46,9 @@ echo "systemd up in $((($(date +%s%N) - t0) / 1000000)) ms (PID $SD_PID on the h
 dump() {
 	echo "---- garudad log"
 	tail -n 40 "$T/logs/garudad.log" 2>/dev/null
-	echo "---- systemd log"
-	grep -i garuda "$T/systemd.log" | tail -n 40
+	echo "---- systemctl"
+	sd_ctl status garuda.service garuda.socket garuda-control.socket
+	sd_ctl show -p Result -p ExecMainStatus -p NRestarts -p MainPID garuda.service
 }
 
 units() {

@@ -11,8 +11,10 @@
 # Inside: a private /proc, a tmpfs /run, a cgroup2 mount of a fresh cgroup of ours,
 # /etc read-only with passwd, group (and shadow files) bind-mounted from $T/root/etc,
 # tmpfs over /tmp and /var's writable places, $T visible at /run/gt (the service has
-# PrivateTmp=yes, so nothing it reads may live
-# under /tmp). Needs root and unshare(CLONE_NEWPID|NEWNS|NEWCGROUP); sd_can_run says why
+# PrivateTmp=yes, so nothing it reads may live under /tmp). Only $T/units is on the unit
+# path: with the default path appended, the host's sysinit.target.wants (tmpfiles,
+# journald...) would run against the host's disk. Needs root and
+# unshare(CLONE_NEWPID|NEWNS|NEWCGROUP); sd_can_run says why
 # not. Nothing on the host changes except the cgroup directory, removed at the end.
 
 SD_BIN=${SD_BIN:-/lib/systemd/systemd}
@@ -121,7 +123,8 @@ done
 umount -R /sys/fs/cgroup 2>/dev/null || umount -l /sys/fs/cgroup 2>/dev/null || true
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 : >/run/gt/systemd.log
-mount --bind /run/gt/systemd.log /dev/console # PID 1 logs to /dev/console: keep it here
+mount --bind /run/gt/systemd.log /dev/console # never the host's console (PID 1 logs
+# nothing to a file that is not a tty: use systemctl show/status)
 exec env -i container=garuda-test PATH=/usr/sbin:/usr/bin:/sbin:/bin \\
 	SYSTEMD_UNIT_PATH=/run/gt/units SYSTEMD_GENERATOR_PATH=/run/gt/empty \\
 	SYSTEMD_ENVIRONMENT_GENERATOR_PATH=/run/gt/empty \\
