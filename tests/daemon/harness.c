@@ -345,6 +345,24 @@ static void write_file(const char *path, const char *text)
 
 #define MAX_ARGV 64
 
+/* Does an AF_UNIX socket listen at path? (/proc/net/unix: flag __SO_ACCEPTCON) */
+static bool unix_listening(const char *path)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	char line[512];
+	bool yes = false;
+	if (!f)
+		return false;
+	while (!yes && fgets(line, sizeof(line), f)) {
+		unsigned long flags;
+		char p[256];
+		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %255s", &flags, p) == 2)
+			yes = (flags & 0x10000ul) && strcmp(p, path) == 0;
+	}
+	fclose(f);
+	return yes;
+}
+
 void gd_start(struct gd_daemon *d, const struct gd_opts *o)
 {
 	static const struct gd_opts none;
@@ -483,10 +501,10 @@ void gd_start(struct gd_daemon *d, const struct gd_opts *o)
 
 	if (o->socket_activation) {
 		/* systemd-socket-activate execs the daemon at the first connection: wait
-		 * for both listening sockets to exist */
+		 * for both sockets to listen (a socket file exists from bind() on, and a
+		 * connect() before listen() is refused) */
 		uint64_t dl = gd_deadline(GD_DEADLINE_MS);
-		struct stat st;
-		while (stat(d->sock, &st) < 0 || (!o->no_control && stat(d->ctl, &st) < 0)) {
+		while (!unix_listening(d->sock) || (!o->no_control && !unix_listening(d->ctl))) {
 			if (!gd_alive(d)) {
 				gd_dump_log(d);
 				cr_assert_fail("systemd-socket-activate exited before listening");
