@@ -128,15 +128,19 @@ static bool is_presenter_locked(struct garuda_client *c)
 	return c->presenter_running && pthread_equal(pthread_self(), c->presenter);
 }
 
-static bool may_send_locked(struct garuda_client *c)
+/* While the presenter presents a new session, only it sends, except a message built
+ * for that very session (arm_gen: an ARM of a stream already presented in it, which no
+ * one would send again). */
+static bool may_send_locked(struct garuda_client *c, uint64_t arm_gen)
 {
-	return c->state == CONN_UP || (c->state == CONN_PRESENTING && is_presenter_locked(c));
+	return c->state == CONN_UP ||
+	       (c->state == CONN_PRESENTING && (is_presenter_locked(c) || (arm_gen && c->gen == arm_gen)));
 }
 
 /* c->lock held; may release and retake it while the socket is full. expect_gen 0:
- * any session. */
+ * any session; arm_gen: see may_send_locked. */
 static int send_gen_locked(struct garuda_client *c, struct garuda_msg *m, int fd,
-			   uint64_t expect_gen)
+			   uint64_t expect_gen, uint64_t arm_gen)
 {
 	uint8_t buf[GARUDA_MSG_MAX];
 	m->nfds = fd >= 0 ? 1 : 0;
@@ -144,7 +148,7 @@ static int send_gen_locked(struct garuda_client *c, struct garuda_msg *m, int fd
 	if (len < 0)
 		return (int)len;
 	for (;;) {
-		if (!may_send_locked(c) || (expect_gen && c->gen != expect_gen))
+		if (!may_send_locked(c, arm_gen) || (expect_gen && c->gen != expect_gen))
 			return -GARUDA_E_DISCONNECTED;
 		ssize_t n = fdio_send(c->sock, buf, (size_t)len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
 		if (n >= 0)
@@ -165,7 +169,12 @@ static int send_gen_locked(struct garuda_client *c, struct garuda_msg *m, int fd
 
 int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd)
 {
-	return send_gen_locked(c, m, fd, 0);
+	return send_gen_locked(c, m, fd, 0, 0);
+}
+
+int conn_send_arm_locked(struct garuda_client *c, struct garuda_msg *m, uint64_t gen)
+{
+	return send_gen_locked(c, m, -1, gen, gen);
 }
 
 /* ------------------------------------------------------------------ replies */
@@ -239,7 +248,7 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 	if (reply_fd)
 		*reply_fd = -1;
 	pthread_mutex_lock(&c->lock);
-	if (!may_send_locked(c) || (expect_gen && c->gen != expect_gen)) {
+	if (!may_send_locked(c, 0) || (expect_gen && c->gen != expect_gen)) {
 		pthread_mutex_unlock(&c->lock);
 		return -GARUDA_E_DISCONNECTED;
 	}
@@ -253,7 +262,7 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 	m->flags &= (uint16_t)~GARUDA_F_NOREPLY;
 	p.next = c->pending;
 	c->pending = &p;
-	r = send_gen_locked(c, m, fd, gen);
+	r = send_gen_locked(c, m, fd, gen, 0);
 	if (r < 0)
 		goto out;
 	uint64_t end = garuda_now_ns() + REQUEST_TIMEOUT_NS;

@@ -213,6 +213,10 @@ int conn_handshake(const char *path, struct garuda_welcome *w);
 /* Send one message with fd (-1: none) on the current session; call with c->lock held.
  * Returns 0 or a negative code (-GARUDA_E_DISCONNECTED when not connected). */
 int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd);
+/* Send an ARM (or ARM_BATCH) of a stream presented in session gen, in that session
+ * only (also while the I/O thread is still presenting it); -GARUDA_E_DISCONNECTED
+ * when gen is not the current session. c->lock held. */
+int conn_send_arm_locked(struct garuda_client *c, struct garuda_msg *m, uint64_t gen);
 
 /* A request with a reply: send m (with fd, or -1) and wait for its ACK/SEGMENT/ERROR,
  * which the I/O thread routes to us. On success *reply (may be NULL) gets the reply

@@ -183,9 +183,7 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 			       : s->form == GARUDA_READINESS_DOORBELL ? GARUDA_FORM_DOORBELL
 								      : GARUDA_FORM_MESSAGE);
 	uint64_t gen = s->gen;
-	int r = conn_send_locked(c, &m, -1);
-	if (r == 0 && c->gen != gen)
-		r = -GARUDA_E_DISCONNECTED;
+	int r = conn_send_arm_locked(c, &m, gen);
 	if (r == 0)
 		s->armed_gen = gen; /* garuda_stream_free() owes this session a DISARM */
 	return r;
@@ -586,7 +584,9 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 		pthread_mutex_lock(&c->lock);
 		if (s->arm_lost && garuda_reached(word_load(s->word), prev))
 			s->arm_lost = false; /* nothing older is outstanding any more */
-		if (c->state == CONN_UP && s->gen == c->gen) {
+		/* also while the session is being presented: a stream presented in it
+		 * already is not armed again by the presentation */
+		if ((c->state == CONN_UP || c->state == CONN_PRESENTING) && s->gen == c->gen) {
 			r = arm_locked(s, next);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 				s->arm_lost = true;

@@ -29,6 +29,7 @@ struct daemon {
 
 	int client_fd, control_fd; /* listening sockets */
 	bool client_owned, control_owned; /* we created them: unlink at exit */
+	int lock_fd; /* single-instance flock on "<socket_path>.lock" (server.c), or -1 */
 	int signal_fd, watchdog_fd;
 	int notify_fd; /* non-blocking socket for STATUS=/WATCHDOG=1 */
 	int spare_fd;  /* held open to be given up when accept hits EMFILE */

@@ -133,7 +133,7 @@ static void shutdown_daemon(struct daemon *d)
 int main(int argc, char **argv)
 {
 	struct daemon d = { .client_fd = -1, .control_fd = -1, .signal_fd = -1, .watchdog_fd = -1,
-			    .notify_fd = -1, .spare_fd = -1 };
+			    .notify_fd = -1, .spare_fd = -1, .lock_fd = -1 };
 	int r;
 
 	log_init();

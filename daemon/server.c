@@ -1,9 +1,17 @@
 /* server.c — garudad's listening sockets: inherited through socket activation
  * (sd_listen_fds_with_names, matched by name "client"/"control", else by order;
  * unknown fds closed), or created here: AF_UNIX SOCK_SEQPACKET, client socket 0660
- * with group socket_group, control socket 0600 (or 0660 with control_group). A stale
- * socket left by a dead daemon is replaced; a live one (something accepts) or a
- * symlink or any other file at the path is refused. */
+ * with group socket_group, control socket 0600 (or 0660 with control_group).
+ * One garudad per socket path: before it creates a socket, garudad takes an flock on
+ * "<client socket path>.lock" (mode 0600, holds the holder's pid) and keeps it for its
+ * life; a second garudad is refused there. The lock, not a connect() probe, decides
+ * whether a socket file is stale: a killed garudad's io_uring can keep its listening
+ * socket accepting for a few milliseconds after the process is gone, and a probe then
+ * refused the restart. Under the lock, a socket file is replaced when nothing accepts
+ * on it or when the process that listens there is the previous lock holder (a dying
+ * garudad); a socket some other process listens on (a systemd socket unit), a symlink
+ * or any other file at the path is refused. A fully socket-activated garudad takes no
+ * lock: its manager runs one instance. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -12,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
@@ -45,14 +54,59 @@ static void fill_addr(struct sockaddr_un *a, const char *path)
 	snprintf(a->sun_path, sizeof(a->sun_path), "%s", path);
 }
 
-/* Is something listening at path? */
-static bool socket_alive(const char *path)
+/* The pid of the process that listens at path (SO_PEERCRED of a connection: the
+ * listener's, from its listen()), 0 when nothing accepts there. */
+static pid_t socket_listener(const char *path)
 {
 	_cleanup_close_ int fd = fdio_connect(path);
-	return fd >= 0;
+	struct ucred uc = { 0 };
+	socklen_t len = sizeof(uc);
+	if (fd < 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 || uc.pid <= 0)
+		return -1; /* someone accepts; who is unknown */
+	return uc.pid;
 }
 
-static int make_socket(const char *path, mode_t mode, const char *group, const char *what)
+/* Take the single-instance lock (see the head comment); *prev gets the pid the
+ * previous holder recorded (0: none). */
+static int lock_instance(struct daemon *d, pid_t *prev)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8], buf[24] = "";
+	snprintf(path, sizeof(path), "%s.lock", d->cfg.socket_path);
+	int r = mkdir_parents(path);
+	if (r < 0) {
+		log_err("lock file %s: cannot create its directory: %s", path, strerror(-r));
+		return r;
+	}
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0) {
+		r = -errno;
+		log_err("lock file %s: %s", path, strerror(-r));
+		return r;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = -errno;
+		if (r != -EWOULDBLOCK) {
+			log_err("lock file %s: flock: %s", path, strerror(-r));
+			return r;
+		}
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		log_err("another garudad (pid %d) holds %s: one garudad per socket path", atoi(buf), path);
+		return -EADDRINUSE;
+	}
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	*prev = (pid_t)atoi(buf);
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		log_warning("lock file %s: cannot record our pid: %s", path, strerror(errno));
+	d->lock_fd = TAKE_FD(fd);
+	return 0;
+}
+
+static int make_socket(const char *path, mode_t mode, const char *group, const char *what, pid_t prev)
 {
 	struct sockaddr_un a;
 	struct stat st;
@@ -70,11 +124,13 @@ static int make_socket(const char *path, mode_t mode, const char *group, const c
 			log_err("%s socket %s exists and is not a socket; refusing to replace it", what, path);
 			return -EEXIST;
 		}
-		if (socket_alive(path)) {
-			log_err("%s socket %s: another garudad is listening there", what, path);
+		pid_t l = socket_listener(path);
+		if (l != 0 && l != prev) {
+			log_err("%s socket %s: another process (pid %d) listens there; refusing to replace it",
+				what, path, (int)l);
 			return -EADDRINUSE;
 		}
-		unlink(path); /* stale */
+		unlink(path); /* stale, or the dying previous garudad's */
 	}
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -151,8 +207,14 @@ int server_open_sockets(struct daemon *d)
 		log_err("socket activation passed no usable client socket");
 		return -EINVAL;
 	}
+	pid_t prev = 0;
+	if (d->client_fd < 0 || d->control_fd < 0) {
+		int r = lock_instance(d, &prev);
+		if (r < 0)
+			return r;
+	}
 	if (d->client_fd < 0) {
-		d->client_fd = make_socket(d->cfg.socket_path, 0660, d->cfg.socket_group, "client");
+		d->client_fd = make_socket(d->cfg.socket_path, 0660, d->cfg.socket_group, "client", prev);
 		if (d->client_fd < 0)
 			return d->client_fd;
 		d->client_owned = true;
@@ -160,7 +222,7 @@ int server_open_sockets(struct daemon *d)
 	if (d->control_fd < 0) {
 		bool grp = d->cfg.control_group && *d->cfg.control_group;
 		d->control_fd = make_socket(d->cfg.control_socket_path, grp ? 0660 : 0600,
-					    grp ? d->cfg.control_group : NULL, "control");
+					    grp ? d->cfg.control_group : NULL, "control", prev);
 		if (d->control_fd < 0)
 			return d->control_fd;
 		d->control_owned = true;
@@ -178,7 +240,9 @@ void server_close_sockets(struct daemon *d)
 		unlink(d->cfg.socket_path);
 	if (d->control_owned)
 		unlink(d->cfg.control_socket_path);
-	d->client_fd = d->control_fd = -1;
+	if (d->lock_fd >= 0)
+		close(d->lock_fd); /* after the unlinks: the next garudad finds no socket of ours */
+	d->client_fd = d->control_fd = d->lock_fd = -1;
 }
 
 int server_accept(struct daemon *d, int listen_fd)

@@ -11,6 +11,7 @@ packages=(
 	systemd valgrind
 	spin # the models suite (tests/models)
 	python3-pytest python3-pytest-asyncio python3-uvloop
+	procps util-linux # the systemd suite: ps; unshare, nsenter, setpriv
 )
 
 missing=()

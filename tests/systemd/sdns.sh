@@ -1,0 +1,183 @@
+# sdns.sh — a real systemd (the host's /lib/systemd/systemd) as PID 1 of private
+# namespaces, with garuda's units, for the systemd suite. Sourced by run.sh.
+#
+#   sd_setup          build $T: units (the configured garuda.service, the two sockets,
+#                     stub targets), passwd/group made by systemd-sysusers from
+#                     garuda.sysusers (plus two test users), then start systemd
+#   sd_ctl ARGS       systemctl inside the namespace
+#   sd_in CMD...      run a command inside the namespace (mount + pid namespaces)
+#   sd_teardown       systemctl exit, kill what is left, remove the cgroup and $T
+#
+# Inside: a private /proc, a tmpfs /run, a cgroup2 mount of a fresh cgroup of ours,
+# /etc read-only with passwd, group (and shadow files) bind-mounted from $T/root/etc,
+# tmpfs over /tmp and /var's writable places, $T visible at /run/gt (the service has
+# PrivateTmp=yes, so nothing it reads may live under /tmp). Only $T/units is on the unit
+# path: with the default path appended, the host's sysinit.target.wants (tmpfiles,
+# journald...) would run against the host's disk. Needs root and
+# unshare(CLONE_NEWPID|NEWNS|NEWCGROUP); sd_can_run says why
+# not. Nothing on the host changes except the cgroup directory, removed at the end.
+
+SD_BIN=${SD_BIN:-/lib/systemd/systemd}
+
+sd_can_run() {
+	[[ $EUID -eq 0 ]] || { echo "not root: cannot start systemd as PID 1 of a namespace"; return 1; }
+	[[ -x $SD_BIN ]] || { echo "no $SD_BIN (Debian package systemd)"; return 1; }
+	local e
+	if ! e=$(unshare --pid --fork --mount --cgroup --propagation private \
+		sh -c 'mount -t proc proc /proc && mount -t tmpfs tmpfs /run' 2>&1); then
+		echo "namespaces refused here (unshare --pid --mount --cgroup, mounting proc/tmpfs): $e"
+		return 1
+	fi
+	[[ -n $(sd_cgroup2_root) ]] || { echo "no cgroup2 hierarchy mounted on this host"; return 1; }
+	return 0
+}
+
+# where the host's cgroup2 hierarchy is mounted (pure v2 or the hybrid "unified" one)
+sd_cgroup2_root() {
+	local m
+	for m in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		if [[ $(stat -f -c %T "$m" 2>/dev/null) == cgroup2fs ]]; then
+			echo "$m"
+			return
+		fi
+	done
+}
+
+sd_stub_target() {
+	printf '[Unit]\nDescription=stub %s\n' "$1" >"$T/units/$1.target"
+}
+
+sd_setup() {
+	T=$(mktemp -d /tmp/garuda-sd.XXXXXX)
+	chmod 755 "$T"
+	mkdir -p "$T/units" "$T/empty" "$T/root/etc" "$T/logs"
+	chmod 777 "$T/logs"
+	# units: what meson configured (ExecStart = the built garudad) and the sockets
+	cp "$UNIT_SERVICE" "$UNIT_SRC/garuda.socket" "$UNIT_SRC/garuda-control.socket" "$T/units/"
+	local t
+	for t in sysinit basic sockets shutdown multi-user paths timers slices local-fs network \
+		umount final emergency rescue; do
+		sd_stub_target "$t"
+	done
+	printf '[Unit]\nDescription=garuda test boot\nWants=garuda.socket garuda-control.socket\n' \
+		>"$T/units/garuda-test.target"
+	printf '[Unit]\nDescription=exit\nRequires=systemd-exit.service\nAfter=systemd-exit.service\nAllowIsolate=yes\n' \
+		>"$T/units/exit.target"
+	printf '[Unit]\nDescription=exit\nDefaultDependencies=no\n[Service]\nType=oneshot\nExecStart=systemctl --force exit\n' \
+		>"$T/units/systemd-exit.service"
+	# the service's output into a file we can read, and test overrides
+	mkdir -p "$T/units/garuda.service.d"
+	printf '[Service]\nStandardOutput=append:/run/gt/logs/garudad.log\nStandardError=append:/run/gt/logs/garudad.log\nEnvironment=GARUDAD_OPTIONS="--config=/run/gt/garudad.json"\n' \
+		>"$T/units/garuda.service.d/10-test.conf"
+	if [[ -n ${SD_DROPIN:-} ]]; then
+		printf '[Service]\n%s\n' "$SD_DROPIN" >"$T/units/garuda.service.d/20-scenario.conf"
+	fi
+	printf '{ "log_level": "info" }\n' >"$T/garudad.json"
+	chmod 644 "$T/garudad.json"
+
+	# users: systemd-sysusers on the project's file, into a copy of /etc
+	local f
+	for f in passwd group shadow gshadow; do
+		[[ -f /etc/$f ]] && cp -p "/etc/$f" "$T/root/etc/$f"
+	done
+	systemd-sysusers --root="$T/root" "$UNIT_SRC/garuda.sysusers" >"$T/sysusers.out" 2>&1 || {
+		cat "$T/sysusers.out"
+		return 1
+	}
+	# two clients: one in group garuda, one not (uids chosen free in the copy)
+	local gid
+	gid=$(awk -F: '$1=="garuda"{print $3}' "$T/root/etc/group")
+	echo "gtin:x:64001:64001::/:/usr/sbin/nologin" >>"$T/root/etc/passwd"
+	echo "gtout:x:64002:64002::/:/usr/sbin/nologin" >>"$T/root/etc/passwd"
+	echo "gtin:x:64001:" >>"$T/root/etc/group"
+	echo "gtout:x:64002:" >>"$T/root/etc/group"
+	sed -i "s/^garuda:x:$gid:\$/garuda:x:$gid:gtin/" "$T/root/etc/group"
+
+	# a cgroup of our own, which becomes the namespace's cgroup root
+	local root parent
+	root=$(sd_cgroup2_root)
+	parent=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
+	SD_CG="$root${parent%/}/garuda-sd-$$-$RANDOM"
+	mkdir "$SD_CG"
+
+	# Only our unit directory (no trailing ":"): the host's units and their .wants
+	# (tmpfiles, journald, sysusers...) must never run here. And in case anything still
+	# tried to write the host's disk: /etc read-only, tmpfs over /tmp, /var/tmp,
+	# /var/log, /var/lib/systemd, /var/cache.
+	cat >"$T/inner.sh" <<EOF
+#!/bin/sh
+set -e
+mount --make-rprivate /
+mount -t proc proc /proc
+mount -t tmpfs -o mode=755 tmpfs /run
+mkdir -p /run/gt
+mount --bind $T /run/gt
+for d in /tmp /var/tmp /var/log /var/lib/systemd /var/cache; do
+	[ -d \$d ] && mount -t tmpfs -o mode=1777 tmpfs \$d
+done
+mount --bind /etc /etc
+mount -o remount,bind,ro /etc
+for f in passwd group shadow gshadow; do
+	[ -f /run/gt/root/etc/\$f ] && mount --bind /run/gt/root/etc/\$f /etc/\$f
+done
+umount -R /sys/fs/cgroup 2>/dev/null || umount -l /sys/fs/cgroup 2>/dev/null || true
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+: >/run/gt/systemd.log
+mount --bind /run/gt/systemd.log /dev/console # never the host's console (PID 1 logs
+# nothing to a file that is not a tty: use systemctl show/status)
+exec env -i container=garuda-test PATH=/usr/sbin:/usr/bin:/sbin:/bin \\
+	SYSTEMD_UNIT_PATH=/run/gt/units SYSTEMD_GENERATOR_PATH=/run/gt/empty \\
+	SYSTEMD_ENVIRONMENT_GENERATOR_PATH=/run/gt/empty \\
+	$SD_BIN --system --unit=garuda-test.target --log-target=console --log-level=info \\
+	--show-status=no
+EOF
+	chmod 755 "$T/inner.sh"
+	# the unshare process joins our cgroup first, so that it is the namespace's root
+	sh -c "echo \$\$ >'$SD_CG/cgroup.procs' && exec unshare --pid --fork --mount --cgroup --uts \
+		--propagation private '$T/inner.sh'" >"$T/unshare.log" 2>&1 &
+	SD_UNSHARE=$!
+	local i
+	SD_PID=
+	for ((i = 0; i < 200; i++)); do
+		SD_PID=$(cat "/proc/$SD_UNSHARE/task/$SD_UNSHARE/children" 2>/dev/null | awk '{print $1}')
+		if [[ -n $SD_PID ]] && nsenter -t "$SD_PID" -m -p test -S /run/systemd/private 2>/dev/null &&
+			[[ $(sd_ctl is-active garuda.socket 2>/dev/null) == active ]]; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "systemd did not come up within 10 s; its log:"
+	cat "$T/unshare.log" "$T/systemd.log"
+	return 1
+}
+
+sd_in() {
+	nsenter -t "$SD_PID" -m -p "$@"
+}
+
+sd_ctl() {
+	nsenter -t "$SD_PID" -m -p systemctl --no-pager "$@"
+}
+
+sd_teardown() {
+	if [[ -n ${SD_PID:-} ]] && kill -0 "$SD_PID" 2>/dev/null; then
+		sd_ctl start exit.target --no-block >/dev/null 2>&1 || true
+		local i
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$SD_UNSHARE" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -KILL "$SD_PID" 2>/dev/null || true # PID 1 of the namespace: takes all with it
+	fi
+	[[ -n ${SD_UNSHARE:-} ]] && wait "$SD_UNSHARE" 2>/dev/null || true
+	if [[ -n ${SD_CG:-} && -d $SD_CG ]]; then
+		# children first
+		find "$SD_CG" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	fi
+	if [[ -n ${SD_KEEP:-} ]]; then
+		echo "kept $T"
+	elif [[ -n ${T:-} && -d $T ]]; then
+		rm -rf "$T"
+	fi
+	return 0
+}
