@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "fdio.h"
 #include "log.h"
+#include "points.h"
 #include "readiness.h"
 #include "wire.h"
 
@@ -465,7 +466,13 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 		.form = a->form,
 		.target = a->target,
 		.token = a->token,
+		.arm_ns = garuda_now_ns(),
+		.point_key = point_key_word(g->id, a->slot.index),
+		.point_slot = POINT_NONE,
 	};
+	if (s->d->cfg.plan.predict)
+		points_lookup(s->sink, &s->d->cfg, s->d->plan_gen, req.point_key, &req.point_slot,
+			      &req.sleep_ns);
 	scanner_arm(scanner_of(s, g), &req);
 	s->arms++;
 	s->d->arms_total++;
