@@ -175,6 +175,7 @@ static cJSON *client_object(struct session *s)
 	ctl_add_uint(o, CTL_KEY_BINDINGS, nbind);
 	ctl_add_uint(o, CTL_KEY_ARMED, atomic_load(&u->used[Q_ARMED]));
 	ctl_add_uint(o, CTL_KEY_ARMS, s->arms);
+	ctl_add_uint(o, CTL_KEY_POINTS, atomic_load(&u->used[Q_POINTS]));
 	ctl_add_uint(o, CTL_KEY_COMPLETIONS, atomic_load(&s->sink->completions));
 	add_forms(o, CTL_KEY_READINESS, by_form);
 	ctl_add_uint(o, CTL_KEY_ERRORS, s->errors);
