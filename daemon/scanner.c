@@ -16,9 +16,13 @@
  *     (spin_us + 2x its sleep; poll+predict: no bound); past every bound, the short
  *     ladder (32 us doubling up to max_sleep_us) until the next deadline.
  * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
- * deadline is earlier. A completion is exact when the pass that saw it began at most
- * SCANNER_EXACT_GAP_NS after the previous one with no sleep between, else censored;
- * either is recorded into its point (points.h).
+ * deadline is earlier. A completion seen while spinning (no sleep since the previous
+ * pass) is exact: its residual is completion - arm, the completion taken as now when
+ * the previous pass began at most SCANNER_EXACT_GAP_NS earlier, else (the thread was
+ * preempted) as the previous pass's start (a lower bound: the prediction stays early).
+ * One found by the first pass after a sleep or park is censored (wake - arm), except
+ * past its spin bound (found by the short ladder): its point records the lower bound
+ * (the last pass that saw it not done) as exact. All go into the arm's point.
  */
 #include "scanner.h"
 
@@ -297,11 +301,22 @@ static bool take_commands(struct scanner *s)
  * it in the counters (a client that got its last READY may ask at once); record each
  * into its point, exact or censored. */
 static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, unsigned bucket,
-			uint64_t now, bool exact)
+			uint64_t now, uint64_t prev_pass, bool slept)
 {
-	atomic_fetch_add_explicit(exact ? &s->st_exact : &s->st_censored, nf, memory_order_relaxed);
+	atomic_fetch_add_explicit(slept ? &s->st_censored : &s->st_exact, nf, memory_order_relaxed);
+	bool close = now - prev_pass <= SCANNER_EXACT_GAP_NS;
+	uint64_t spin_ns = (uint64_t)atomic_load_explicit(&s->tuning->spin_us, memory_order_relaxed) * 1000;
 	for (unsigned i = 0; i < nf; i++) {
-		points_record(f[i].sink, f[i].point_slot, f[i].point_key, exact, now - f[i].arm_ns);
+		/* the store landed in (prev_pass, now]. Spinning: a long gap (the thread was
+		 * preempted) records the lower bound prev_pass. After a sleep: censored,
+		 * unless the scanner had given up spinning on it before that sleep (its
+		 * deadline + spin bound had passed): then too the lower bound, as exact (a
+		 * censored halving there would drive the prediction to 0 for good). An
+		 * early prediction is the safe one. */
+		uint64_t give_up = f[i].deadline_ns + spin_ns + 2 * f[i].sleep_ns;
+		bool lower = slept ? give_up <= prev_pass : !close;
+		uint64_t at = !lower ? now : prev_pass > f[i].arm_ns ? prev_pass : f[i].arm_ns;
+		points_record(f[i].sink, f[i].point_slot, f[i].point_key, !slept || lower, at - f[i].arm_ns);
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
@@ -338,7 +353,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 	atomic_fetch_add_explicit(&s->st_hist[b], nf, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->st_detect_ns_sum, d * nf, memory_order_relaxed);
 	atomic_store_explicit(&s->st_armed, set->n, memory_order_relaxed);
-	count_fired(s, set->fired, nf, b, now, !slept && d <= SCANNER_EXACT_GAP_NS);
+	count_fired(s, set->fired, nf, b, now, prev_pass, slept);
 	readiness_deliver(&s->out, set->fired, nf, now);
 	for (unsigned i = 0; i < nf; i++)
 		armed_release(&set->fired[i], s->notices);

@@ -47,8 +47,9 @@ struct arm_request {
 	uint32_t point_slot;       /* POINT_NONE: no point */
 };
 
-/* A completion seen by a pass that began at most this long after the previous one,
- * with no sleep between them, is exact; any other is censored. */
+/* A completion seen while spinning is exact (one found after a sleep is censored);
+ * its completion time is the pass's when the previous pass began at most this long
+ * before, else the previous pass's start (a lower bound). */
 #define SCANNER_EXACT_GAP_NS 20000ull
 
 /* Detection delay bound: a completion found by a pass is counted in bucket
@@ -63,7 +64,7 @@ struct scanner_stats {
 	uint64_t parks; /* times it parked with nothing armed */
 	uint64_t sleeps;      /* timed sleeps with something armed */
 	uint64_t spins;       /* spin steps (a pass, then cpu_relax) */
-	uint64_t exact;       /* completions seen while spinning (SCANNER_EXACT_GAP_NS) */
+	uint64_t exact;       /* completions seen while spinning (exact residuals) */
 	uint64_t censored;    /* completions found after a sleep or a long gap */
 	uint64_t arm_wakes;   /* ARMs that woke it from a sleep (or park) */
 	uint64_t arm_nowakes; /* ARMs posted while it slept that did not: their deadline

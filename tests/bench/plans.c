@@ -28,7 +28,8 @@
  * are not counted: a cold point is learning), daemon CPU per completion (garudad's
  * /proc delta) and total CPU per completion (daemon + stream processes, producers
  * excluded). Targets are ratios of cells of this run. GARUDA_BENCH_PLAN_ROWS (row
- * numbers 0-5, e.g. "3,5") runs only some rows (development).
+ * numbers 0-5, e.g. "3,5") runs only some rows, GARUDA_BENCH_PREDICT_PLAN replaces
+ * the +predict row's plan (the daemon's default) to compare plans (development).
  */
 #include <errno.h>
 #include <math.h>
@@ -455,8 +456,11 @@ int bench_plans(struct bench *b)
 			continue;
 		if (row >= R_GPOLL) {
 			char cfg[256];
-			if (row_plan[row])
-				snprintf(cfg, sizeof(cfg), "{\"scanners\": 1, \"plan\": \"%s\"}", row_plan[row]);
+			const char *plan = row_plan[row];
+			if (row == R_GPREDICT && getenv("GARUDA_BENCH_PREDICT_PLAN"))
+				plan = getenv("GARUDA_BENCH_PREDICT_PLAN");
+			if (plan)
+				snprintf(cfg, sizeof(cfg), "{\"scanners\": 1, \"plan\": \"%s\"}", plan);
 			else
 				snprintf(cfg, sizeof(cfg), "{\"scanners\": 1}");
 			if (bd_start(b, &d, cfg) < 0)
