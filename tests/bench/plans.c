@@ -310,7 +310,22 @@ static int stream_main(void *arg)
 /* the scanners' wait counters, summed */
 struct pwaits {
 	double sleeps, spins, exact, censored, arm_wakes, arm_nowakes;
+	double hist[24]; /* detection bound (store -> scanner saw it), log2 ns buckets */
 };
+
+/* p50 of a detection-bound histogram delta, as the bucket's upper edge in us */
+static double detect_p50_us(const struct pwaits *a, const struct pwaits *b)
+{
+	double total = 0, cum = 0;
+	for (int i = 0; i < 24; i++)
+		total += b->hist[i] - a->hist[i];
+	for (int i = 0; i < 24 && total > 0; i++) {
+		cum += b->hist[i] - a->hist[i];
+		if (cum >= total / 2)
+			return ldexp(1, i + 1) / 1e3;
+	}
+	return NAN;
+}
 
 static void read_waits(struct bd *d, struct pwaits *w)
 {
@@ -327,12 +342,22 @@ static void read_waits(struct bd *d, struct pwaits *w)
 		F(arm_wakes);
 		F(arm_nowakes);
 #undef F
+		const cJSON *bk, *bl = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(it, "wake_latency"), "buckets");
+		int i = 0;
+		cJSON_ArrayForEach(bk, bl)
+		{
+			if (i < 24)
+				w->hist[i] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bk, "count"));
+			i++;
+		}
 	}
 	cJSON_Delete(r);
 }
 
 struct presult {
 	struct pwaits waits; /* per completion */
+	double detect_p50_us; /* garuda rows: the scanner's detection bound, p50 (bucket edge) */
 	bool ok;
 	struct lat_stats lat;
 	double daemon_us, total_us; /* CPU per completion */
@@ -405,6 +430,7 @@ static int run_cell(struct bench *b, struct bd *d, enum prow row, enum kernel k,
 	double dcpu = d ? (double)(p1.cpu_ns - p0.cpu_ns) : 0;
 	out->daemon_us = dcpu / compl / 1e3;
 	out->total_us = (dcpu + (double)cpu) / compl / 1e3;
+	out->detect_p50_us = detect_p50_us(&w0, &w1);
 	out->waits = (struct pwaits){
 		.sleeps = (w1.sleeps - w0.sleeps) / compl, .spins = (w1.spins - w0.spins) / compl,
 		.exact = (w1.exact - w0.exact) / compl, .censored = (w1.censored - w0.censored) / compl,
@@ -480,9 +506,9 @@ int bench_plans(struct bench *b)
 				       stream_counts[si], row_name[row], r->lat.p50 / 1e3, r->lat.p99 / 1e3,
 				       r->daemon_us, r->total_us);
 				if (dp)
-					printf("   %.1f %.0f %.2f %.2f %.2f %.2f", r->waits.sleeps, r->waits.spins,
-					       r->waits.exact, r->waits.censored, r->waits.arm_wakes,
-					       r->waits.arm_nowakes);
+					printf("   %.1f %.0f %.2f %.2f %.2f %.2f detect-p50<=%.0fus", r->waits.sleeps,
+					       r->waits.spins, r->waits.exact, r->waits.censored, r->waits.arm_wakes,
+					       r->waits.arm_nowakes, r->detect_p50_us);
 				printf("\n");
 				fflush(stdout);
 				cJSON *o = cJSON_CreateObject();
@@ -500,6 +526,8 @@ int bench_plans(struct bench *b)
 					cJSON_AddNumberToObject(wj, "censored", r->waits.censored);
 					cJSON_AddNumberToObject(wj, "arm_wakes", r->waits.arm_wakes);
 					cJSON_AddNumberToObject(wj, "arm_nowakes", r->waits.arm_nowakes);
+					if (!isnan(r->detect_p50_us))
+						cJSON_AddNumberToObject(o, "detect_p50_us_le", r->detect_p50_us);
 				}
 				cJSON_AddItemToArray(cells, o);
 			}

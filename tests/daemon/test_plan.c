@@ -394,3 +394,95 @@ Test(plan, arm_wakes_only_if_earlier, .timeout = 180)
 	gd_close(&c);
 	gd_stop(&d);
 }
+
+/* ---------------------------------------------------------- named points ---- */
+
+static void hello_features(struct gd_client *c, const char *sock, uint32_t features)
+{
+	gd_ok(gd_connect(c, sock));
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
+	m.hello.features = features;
+	gd_ok(gd_request(c, &m, NULL, 0, &rep, NULL));
+	cr_assert_eq(rep.type, GARUDA_MSG_WELCOME);
+	c->welcome = rep.welcome;
+}
+
+static int arm_point(struct gd_client *c, struct gd_seg *s, uint32_t idx, uint64_t target,
+		     uint64_t token, uint32_t point)
+{
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
+	m.arm = (struct garuda_arm){ .slot = gd_slot(s, idx), .target = target, .token = token,
+				     .form = GARUDA_FORM_MESSAGE, .point = point };
+	return gd_request(c, &m, NULL, 0, &rep, NULL);
+}
+
+/* POINTS is granted when offered; an ARM (and an ARM_BATCH record) may then name a
+ * point: two kernel kinds on one word learn as two points. Without the feature a
+ * point id is a reserved byte set: RESERVED_SET, and the connection is closed. */
+Test(plan, named_points_negotiated_and_used)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\": 1}" });
+	struct gd_client c;
+	struct gd_seg s;
+	hello_features(&c, d.sock, GARUDA_FEATURE_POINTS | 0x80000000u);
+	cr_assert_eq(c.welcome.features, GARUDA_FEATURE_POINTS, "POINTS not granted (or an unknown bit was)");
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	for (uint64_t v = 1; v <= 4; v++) {
+		gd_ok(arm_point(&c, &s, 0, v, v, v % 2 ? 7 : 9)); /* prefill 7, decode 9, one word */
+		gd_store(&s, 0, v);
+		struct garuda_ready rd;
+		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+		cr_assert_eq(rd.token, v);
+	}
+	/* an ARM_BATCH record names a point too */
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+	m.arm_batch.count = 1;
+	m.arm_batch.arm[0] = (struct garuda_arm){ .slot = gd_slot(&s, 0), .target = 5, .token = 5,
+						  .form = GARUDA_FORM_MESSAGE, .point = 11 };
+	gd_ok(gd_request(&c, &m, NULL, 0, &rep, NULL));
+	gd_store(&s, 0, 5);
+	struct garuda_ready rd;
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+
+	cJSON *j = points_of(&d, first_client_id(&d, 0));
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "points");
+	cr_assert_eq(cJSON_GetArraySize(list), 3, "points 7, 9 and 11, and not the word's own");
+	unsigned seen = 0;
+	const cJSON *pt;
+	cJSON_ArrayForEach(pt, list)
+	{
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(pt, "point");
+		cr_assert(cJSON_IsNumber(id), "a named point is listed by its id");
+		cr_assert_null(cJSON_GetObjectItemCaseSensitive(pt, "segment"));
+		double recs = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "exact")) +
+			      cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "censored"));
+		unsigned pid = (unsigned)id->valuedouble;
+		cr_assert_eq(recs, pid == 11 ? 1 : 2, "point %u: %g records", pid, recs);
+		seen |= 1u << pid;
+	}
+	cr_assert_eq(seen, (1u << 7) | (1u << 9) | (1u << 11));
+	cJSON_Delete(j);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+
+	/* not offered: a point id is malformed */
+	struct gd_client o;
+	hello_features(&o, d.sock, 0);
+	cr_assert_eq(o.welcome.features, 0);
+	gd_ok(gd_segment_open(&o, 1, -1, &s));
+	gd_ok(arm_point(&o, &s, 0, 1, 1, 0)); /* point 0: the word's, fine */
+	gd_refused(arm_point(&o, &s, 0, 2, 2, 7), GARUDA_E_RESERVED_SET);
+	struct garuda_msg x;
+	int r;
+	while ((r = gd_recv(&o, &x, NULL, GD_DEADLINE_MS)) == 1)
+		;
+	cr_assert_eq(r, -EPIPE, "the connection was not closed: %s", gd_strerr(r));
+	gd_seg_unmap(&s);
+	gd_close(&o);
+	cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
+	gd_stop(&d);
+}
