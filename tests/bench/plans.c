@@ -22,7 +22,9 @@
  *   g-poll    garudad with plan poll (a scanner that always spins)
  *   g-ladder  garudad with flag:park_us=50,backstop_us=1000 (the old ladder)
  *   g-predict garudad with its default plan (+predict)
- * garuda rows use the eventfd form over the raw protocol (raw.h).
+ * garuda rows use the eventfd form over the raw protocol (raw.h); in the bimodal mix
+ * the stream names its two kernel kinds as points 1 and 2 (feature POINTS), as an
+ * inference server would name prefill and decode.
  *
  * Per cell: store -> wake p50 and p99 (the first WARMUP completions of each stream
  * are not counted: a cold point is learning), daemon CPU per completion (garudad's
@@ -224,7 +226,7 @@ static int stream_main(void *arg)
 		return 1;
 	}
 	if (garuda) {
-		if ((e = rc_connect(&rc, c->sock)) || (e = rc_segment_open(&rc, 1, true, NULL)) ||
+		if ((e = rc_connect_features(&rc, c->sock, GARUDA_FEATURE_POINTS)) || (e = rc_segment_open(&rc, 1, true, NULL)) ||
 		    (e = rc_bind(&rc, 0, efd))) {
 			pfail(s, "stream: garudad set-up failed", e);
 			return 1;
@@ -246,7 +248,9 @@ static int stream_main(void *arg)
 	}
 	int rc_ = 0;
 	for (uint32_t i = 1; i <= n && !rc_; i++) {
-		if (garuda && (e = rc_arm(&rc, 0, i, i, GARUDA_FORM_EVENTFD))) {
+		/* the bimodal mix names its two kernel kinds as two points */
+		uint32_t point = c->k == K_BIMODAL ? (kns_of(s, n)[i] > 10000000 ? 1 : 2) : 0;
+		if (garuda && (e = rc_arm_point(&rc, 0, i, i, GARUDA_FORM_EVENTFD, point))) {
 			pfail(s, "stream: ARM failed", e);
 			rc_ = 1;
 			break;

@@ -199,6 +199,16 @@ int rc_arm(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_
 	return send_msg(c, &m, -1);
 }
 
+int rc_arm_point(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form,
+		 uint32_t point)
+{
+	struct garuda_msg m;
+	arm_msg(c, &m, index, target, token, form);
+	m.arm.point = point;
+	m.flags = GARUDA_F_NOREPLY;
+	return send_msg(c, &m, -1);
+}
+
 int rc_arm_acked(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form)
 {
 	struct garuda_msg m, ans;
