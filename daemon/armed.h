@@ -30,6 +30,11 @@ struct armed {
 	uint8_t form;
 	uint64_t value; /* set when fired */
 	uint64_t gen;   /* sequence number of its ARM command */
+	uint64_t arm_ns;      /* when the loop thread posted it (the wait's start) */
+	uint64_t deadline_ns; /* arm_ns + the point's predicted sleep (= arm_ns: cold) */
+	uint64_t sleep_ns;    /* that sleep */
+	uint64_t point_key;   /* points.h */
+	uint32_t point_slot;  /* POINT_NONE: no point */
 };
 
 struct armed_hot {

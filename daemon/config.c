@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errcode.h"
+
 #include "log.h"
 #include "paths.h"
 
@@ -18,12 +20,12 @@
 #define DEFAULT_CONTROL GARUDA_CONTROL_SOCKET_PATH
 
 static const struct quota_limits default_quota_connection = {
-	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144,
+	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144, .points = 64,
 	.connections = 1,
 };
 static const struct quota_limits default_quota_uid = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
-	.outbox_bytes = 4194304, .connections = 4096,
+	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
 };
 
 static const char *const loop_names[] = {
@@ -54,11 +56,34 @@ void config_defaults(struct config *c)
 	c->control_group = strdup("");
 	c->event_loop = EVENT_LOOP_AUTO;
 	c->scanners = 0;
-	c->spin_us = 50;
-	c->max_sleep_us = 1000;
+	garuda_plan_parse(CONFIG_DEFAULT_PLAN, &c->plan, NULL, 0);
+	config_settle(c);
 	c->log_level = LOG_INFO;
 	c->quota_connection = default_quota_connection;
 	c->quota_uid = default_quota_uid;
+}
+
+void config_settle(struct config *c)
+{
+	if (!c->spin_us_set)
+		c->spin_us = c->plan.kind == GARUDA_PLAN_FLAG ? (unsigned)c->plan.flag.park_us : 0;
+	if (!c->max_sleep_us_set)
+		c->max_sleep_us = c->plan.kind == GARUDA_PLAN_FLAG ? (unsigned)c->plan.flag.backstop_us : 0;
+}
+
+/* A plan garudad can run: block has nothing to block on in the daemon. 0 or -1 with
+ * msg set (a BAD_PLAN message naming the key). */
+static int daemon_plan_parse(const char *text, struct garuda_plan *out, char *msg, size_t cap)
+{
+	struct garuda_plan p;
+	if (garuda_plan_parse(text, &p, msg, cap) < 0)
+		return -1;
+	if (p.kind == GARUDA_PLAN_BLOCK) {
+		snprintf(msg, cap, "block: garudad has no blocking wait (use poll or flag)");
+		return -1;
+	}
+	*out = p;
+	return 0;
 }
 
 void config_free(struct config *c)
@@ -154,6 +179,7 @@ static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *
 				  : strcmp(it->string, "lines") == 0    ? &q->lines
 				  : strcmp(it->string, "bindings") == 0 ? &q->bindings
 				  : strcmp(it->string, "armed") == 0    ? &q->armed
+				  : strcmp(it->string, "points") == 0   ? &q->points
 									: NULL;
 		if (!field)
 			return fail(err, "config key \"%s\": unknown key", name);
@@ -200,10 +226,19 @@ static int apply_json(struct config *c, const cJSON *root, char **err)
 			if (json_uint(it, k, 0, 1000000, &v, err))
 				return -1;
 			c->spin_us = (unsigned)v;
+			c->spin_us_set = true;
 		} else if (strcmp(k, "max_sleep_us") == 0) {
 			if (json_uint(it, k, 1, 1000000, &v, err))
 				return -1;
 			c->max_sleep_us = (unsigned)v;
+			c->max_sleep_us_set = true;
+		} else if (strcmp(k, "plan") == 0) {
+			char msg[GARUDA_PLAN_MSG_MAX];
+			if (json_string(it, k, &s, err))
+				return -1;
+			if (daemon_plan_parse(s, &c->plan, msg, sizeof(msg)))
+				return fail(err, "config key \"plan\": %s (%s)", msg,
+					    garuda_errcode_name(GARUDA_E_BAD_PLAN));
 		} else if (strcmp(k, "log_level") == 0) {
 			if (json_string(it, k, &s, err))
 				return -1;
@@ -231,6 +266,7 @@ static int apply_json(struct config *c, const cJSON *root, char **err)
 			return fail(err, "config key \"%s\": unknown key", k);
 		}
 	}
+	config_settle(c);
 	return 0;
 }
 
@@ -290,7 +326,9 @@ static void usage(FILE *out)
 		"      --control-socket=PATH  control socket (default " DEFAULT_CONTROL ")\n"
 		"      --event-loop=KIND      auto, io_uring or epoll (default auto)\n"
 		"      --scanners=N           scanner threads (0 = one per NUMA node)\n"
-		"      --spin-us=N            scanner spin budget after activity, microseconds\n"
+		"      --plan=TEXT            the scanners' wait plan (docs/plans.md; default\n"
+		"                             " CONFIG_DEFAULT_PLAN ")\n"
+		"      --spin-us=N            scanner spin budget, microseconds (overrides park_us)\n"
 		"      --log-level=LEVEL      err, warning, notice, info or debug\n"
 		"  -h, --help                 show this help\n"
 		"      --version              show the version\n\n"
@@ -314,7 +352,7 @@ static int parse_uint_flag(const char *name, const char *v, unsigned lo, unsigne
 
 int config_from_args(struct config *c, int argc, char **argv)
 {
-	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION };
+	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_PLAN };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -322,6 +360,7 @@ int config_from_args(struct config *c, int argc, char **argv)
 		{ "event-loop", required_argument, NULL, O_LOOP },
 		{ "scanners", required_argument, NULL, O_SCANNERS },
 		{ "spin-us", required_argument, NULL, O_SPIN },
+		{ "plan", required_argument, NULL, O_PLAN },
 		{ "log-level", required_argument, NULL, O_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
@@ -385,7 +424,17 @@ int config_from_args(struct config *c, int argc, char **argv)
 		case O_SPIN:
 			if (parse_uint_flag("spin-us", optarg, 0, 1000000, &c->spin_us))
 				return -1;
+			c->spin_us_set = true;
 			break;
+		case O_PLAN: {
+			char msg[GARUDA_PLAN_MSG_MAX];
+			if (daemon_plan_parse(optarg, &c->plan, msg, sizeof(msg))) {
+				fprintf(stderr, "garudad: --plan: %s (%s)\n", msg,
+					garuda_errcode_name(GARUDA_E_BAD_PLAN));
+				return -1;
+			}
+			break;
+		}
 		case O_LEVEL: {
 			int l = log_level_from_string(optarg);
 			if (l < 0) {
@@ -399,5 +448,6 @@ int config_from_args(struct config *c, int argc, char **argv)
 			break;
 		}
 	}
+	config_settle(c);
 	return 0;
 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "plan.h"
+
 struct quota_limits {
 	uint32_t segments;
 	uint32_t lines;
@@ -14,6 +16,7 @@ struct quota_limits {
 	uint32_t armed;
 	uint64_t outbox_bytes;
 	uint32_t connections; /* uid scope: sessions at once (connection scope: always 1) */
+	uint32_t points;      /* deadline-estimator points (daemon/points.h) */
 };
 
 enum event_loop_kind { EVENT_LOOP_AUTO, EVENT_LOOP_URING, EVENT_LOOP_EPOLL };
@@ -26,12 +29,22 @@ struct config {
 	char *control_group; /* group admitted to the control socket ("" = root only) */
 	enum event_loop_kind event_loop;
 	unsigned scanners; /* 0 = one per NUMA node */
+	/* The scanners' wait plan (docs/plans.md, "In garudad"); plan key / --plan. */
+	struct garuda_plan plan;
+	/* The spin budget and the sleep cap the scanners use: the plan's park_us and
+	 * backstop_us, unless the legacy keys spin_us / max_sleep_us (or --spin-us) set
+	 * them (they are kept without the plan's bounds: --spin-us=1000000 spins). */
 	unsigned spin_us;
 	unsigned max_sleep_us;
+	bool spin_us_set, max_sleep_us_set;
 	int log_level;
 	struct quota_limits quota_connection;
 	struct quota_limits quota_uid;
 };
+
+/* garudad's default plan: the best policy measured (tests/bench "plans" section). */
+#define CONFIG_DEFAULT_PLAN \
+	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=8"
 
 /* Fill defaults. */
 void config_defaults(struct config *c);
@@ -48,5 +61,9 @@ int config_load_file(struct config *c, const char *path, char **err);
 /* Deep copy / free. */
 int config_copy(struct config *dst, const struct config *src);
 void config_free(struct config *c);
+
+/* Derive spin_us / max_sleep_us from the plan where the legacy keys did not set them
+ * (called after every load; config_from_args and reload call it). */
+void config_settle(struct config *c);
 
 const char *event_loop_name(enum event_loop_kind k);

@@ -155,6 +155,7 @@ static const struct ctl_request requests[] = {
 				    ARG_START(GARUDA_SEGMENT_MAX_LINES - 1),
 				    { CTL_KEY_COUNT, ARG_UINT, false, 1, GARUDA_SEGMENT_MAX_LINES } } },
 	{ CTL_REQ_SCANNERS, ctl_req_scanners, { { 0 } } },
+	{ CTL_REQ_POINTS, ctl_req_points, { ARG_CLIENT(true) } },
 	{ CTL_REQ_CONFIG, ctl_req_config, { { 0 } } },
 	{ CTL_REQ_METRICS, ctl_req_metrics, { { 0 } } },
 	{ CTL_REQ_DISCONNECT, ctl_req_disconnect, { ARG_CLIENT(true) } },

@@ -47,6 +47,7 @@ cJSON *ctl_req_clients(struct daemon *d, const cJSON *req);
 cJSON *ctl_req_segments(struct daemon *d, const cJSON *req);
 cJSON *ctl_req_lines(struct daemon *d, const cJSON *req);
 cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req);
+cJSON *ctl_req_points(struct daemon *d, const cJSON *req);
 cJSON *ctl_req_config(struct daemon *d, const cJSON *req);
 cJSON *ctl_req_disconnect(struct daemon *d, const cJSON *req);
 cJSON *ctl_req_log_level(struct daemon *d, const cJSON *req);

@@ -9,6 +9,7 @@
  * and increase, and the last is +Inf (equal to _count). The histogram has no _sum:
  * the scanners record bucket counts only. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,31 @@ char *ctl_metrics_text(struct daemon *d)
 	for (unsigned i = 0; i < d->nscanners; i++)
 		fprintf(f, "garuda_scanner_parks_total{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
 			st[i].numa_node, (unsigned long long)st[i].parks);
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} waits[] = {
+		{ "garuda_scanner_sleeps_total", "Timed sleeps with something armed, by scanner.",
+		  offsetof(struct scanner_stats, sleeps) },
+		{ "garuda_scanner_spins_total", "Spin steps (a pass, then a pause), by scanner.",
+		  offsetof(struct scanner_stats, spins) },
+		{ "garuda_scanner_exact_total", "Completions seen while spinning (exact residuals).",
+		  offsetof(struct scanner_stats, exact) },
+		{ "garuda_scanner_censored_total", "Completions found after a sleep (censored).",
+		  offsetof(struct scanner_stats, censored) },
+		{ "garuda_scanner_arm_wakes_total", "ARMs that woke a sleeping scanner.",
+		  offsetof(struct scanner_stats, arm_wakes) },
+		{ "garuda_scanner_arm_nowakes_total",
+		  "ARMs posted to a sleeping scanner that did not wake it (deadline not earlier).",
+		  offsetof(struct scanner_stats, arm_nowakes) },
+	};
+	for (unsigned k = 0; k < sizeof(waits) / sizeof(waits[0]); k++) {
+		family(f, waits[k].name, "counter", waits[k].help);
+		for (unsigned i = 0; i < d->nscanners; i++)
+			fprintf(f, "%s{scanner=\"%u\",numa_node=\"%d\"} %llu\n", waits[k].name, i,
+				st[i].numa_node,
+				(unsigned long long)*(const uint64_t *)((const char *)&st[i] + waits[k].off));
+	}
 	family(f, "garuda_scanner_cpu_seconds_total", "counter", "CPU time used by a scanner thread.");
 	for (unsigned i = 0; i < d->nscanners; i++)
 		fprintf(f, "garuda_scanner_cpu_seconds_total{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", i,

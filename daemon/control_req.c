@@ -16,6 +16,7 @@
 #include "control_internal.h"
 #include "control_names.h"
 #include "log.h"
+#include "points.h"
 #include "service.h"
 #include "session.h"
 
@@ -174,6 +175,7 @@ static cJSON *client_object(struct session *s)
 	ctl_add_uint(o, CTL_KEY_BINDINGS, nbind);
 	ctl_add_uint(o, CTL_KEY_ARMED, atomic_load(&u->used[Q_ARMED]));
 	ctl_add_uint(o, CTL_KEY_ARMS, s->arms);
+	ctl_add_uint(o, CTL_KEY_POINTS, atomic_load(&u->used[Q_POINTS]));
 	ctl_add_uint(o, CTL_KEY_COMPLETIONS, atomic_load(&s->sink->completions));
 	add_forms(o, CTL_KEY_READINESS, by_form);
 	ctl_add_uint(o, CTL_KEY_ERRORS, s->errors);
@@ -391,12 +393,58 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		ctl_add_uint(o, CTL_KEY_SEGMENTS, segs[i]);
 		ctl_add_uint(o, CTL_KEY_PASSES, st.passes);
 		ctl_add_uint(o, CTL_KEY_PARKS, st.parks);
+		ctl_add_uint(o, CTL_KEY_SLEEPS, st.sleeps);
+		ctl_add_uint(o, CTL_KEY_SPINS, st.spins);
+		ctl_add_uint(o, CTL_KEY_EXACT, st.exact);
+		ctl_add_uint(o, CTL_KEY_CENSORED, st.censored);
+		ctl_add_uint(o, CTL_KEY_ARM_WAKES, st.arm_wakes);
+		ctl_add_uint(o, CTL_KEY_ARM_NOWAKES, st.arm_nowakes);
 		ctl_add_uint(o, CTL_KEY_COMPLETIONS, st.completions);
 		add_forms(o, CTL_KEY_READINESS, st.by_form);
 		cJSON_AddNumberToObject(o, CTL_KEY_CPU_S, (double)st.cpu_ns / 1e9);
 		add_latency(o, st.detect_hist);
 		cJSON_AddItemToArray(arr, o);
 	}
+	return r;
+}
+
+/* ---------------- points ---------------- */
+
+/* A client's deadline-estimator points (points.h): its key (the word: segment and
+ * index, or a named point), the prediction and sleep they give now, the records. */
+cJSON *ctl_req_points(struct daemon *d, const cJSON *req)
+{
+	cJSON *err = NULL;
+	struct session *s = find_client(d, req, &err);
+	if (!s)
+		return err;
+	struct point_view *v = NULL;
+	int n = points_list(s->sink, &v);
+	if (n < 0) {
+		free(v);
+		return ctl_error(n, "%s", garuda_strerror(n));
+	}
+	cJSON *r = ctl_reply_new();
+	cJSON *arr = cJSON_AddArrayToObject(r, CTL_KEY_POINTS);
+	for (int i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		if (v[i].key & POINT_KEY_NAMED) {
+			ctl_add_uint(o, CTL_KEY_POINT, v[i].key & ~POINT_KEY_NAMED);
+		} else {
+			ctl_add_uint(o, CTL_KEY_SEGMENT, v[i].key >> 32);
+			ctl_add_uint(o, CTL_KEY_INDEX, v[i].key & 0xffffffffu);
+		}
+		if (v[i].predicted)
+			ctl_add_uint(o, CTL_KEY_PREDICTION_NS, v[i].prediction_ns);
+		else
+			cJSON_AddNullToObject(o, CTL_KEY_PREDICTION_NS);
+		ctl_add_uint(o, CTL_KEY_SLEEP_NS, v[i].sleep_ns);
+		ctl_add_uint(o, CTL_KEY_EXACT, v[i].exact);
+		ctl_add_uint(o, CTL_KEY_CENSORED, v[i].censored);
+		cJSON_AddItemToArray(arr, o);
+	}
+	ctl_add_uint(r, CTL_KEY_COUNT, (uint64_t)n);
+	free(v);
 	return r;
 }
 
@@ -409,6 +457,7 @@ static void add_quota(cJSON *o, const char *key, const struct quota_limits *q)
 	ctl_add_uint(x, CTL_KEY_LINES, q->lines);
 	ctl_add_uint(x, CTL_KEY_BINDINGS, q->bindings);
 	ctl_add_uint(x, CTL_KEY_ARMED, q->armed);
+	ctl_add_uint(x, CTL_KEY_POINTS, q->points);
 	ctl_add_uint(x, CTL_KEY_OUTBOX_BYTES, q->outbox_bytes);
 	ctl_add_uint(x, CTL_KEY_CONNECTIONS, q->connections);
 }
@@ -425,6 +474,9 @@ cJSON *ctl_req_config(struct daemon *d, const cJSON *req)
 	add_string_or_null(r, CTL_KEY_CONTROL_GROUP, c->control_group);
 	cJSON_AddStringToObject(r, CTL_KEY_EVENT_LOOP, event_loop_name(c->event_loop));
 	ctl_add_uint(r, CTL_KEY_SCANNERS, c->scanners);
+	char plan[GARUDA_PLAN_TEXT_MAX];
+	garuda_plan_format(&c->plan, plan, sizeof(plan));
+	cJSON_AddStringToObject(r, CTL_KEY_PLAN, plan);
 	ctl_add_uint(r, CTL_KEY_SPIN_US, c->spin_us);
 	ctl_add_uint(r, CTL_KEY_MAX_SLEEP_US, c->max_sleep_us);
 	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(c->log_level));

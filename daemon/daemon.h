@@ -41,6 +41,7 @@ struct daemon {
 	unsigned nscanners;
 	unsigned next_scanner; /* round robin for segments with no node preference */
 	struct scanner_tuning tuning;
+	uint32_t plan_gen; /* bumped when a reload changes the plan (points.h) */
 	struct notice_queue notices;
 	struct quota_table quotas;
 

@@ -8,6 +8,7 @@
 static const char *const kind_names[Q_KINDS_] = {
 	[Q_SEGMENTS] = "segments", [Q_LINES] = "lines", [Q_BINDINGS] = "bindings",
 	[Q_ARMED] = "armed", [Q_OUTBOX] = "outbox_bytes", [Q_CONNECTIONS] = "connections",
+	[Q_POINTS] = "points",
 };
 
 const char *quota_kind_name(enum quota_kind k)
@@ -24,6 +25,7 @@ uint64_t quota_limit(const struct quota_limits *l, enum quota_kind k)
 	case Q_ARMED: return l->armed;
 	case Q_OUTBOX: return l->outbox_bytes;
 	case Q_CONNECTIONS: return l->connections;
+	case Q_POINTS: return l->points;
 	default: return 0;
 	}
 }

@@ -1,5 +1,6 @@
 /* quota.h — per-connection and per-uid accounting of what clients hold: segments,
- * lines, bindings, armed descriptors, outbox bytes. A charge is taken before anything
+ * lines, bindings, armed descriptors, outbox bytes, deadline-estimator points (each
+ * costs sizeof(struct point), daemon/points.h). A charge is taken before anything
  * is allocated and fails as a whole (both scopes or neither) with -GARUDA_E_QUOTA.
  * Counters are atomic: the loop thread charges, scanner threads release armed
  * descriptors as they fire. uid records live as long as the daemon (bounded by the
@@ -13,7 +14,7 @@
 #include "config.h"
 
 /* Q_CONNECTIONS counts sessions (per uid; a connection is one by definition) */
-enum quota_kind { Q_SEGMENTS, Q_LINES, Q_BINDINGS, Q_ARMED, Q_OUTBOX, Q_CONNECTIONS, Q_KINDS_ };
+enum quota_kind { Q_SEGMENTS, Q_LINES, Q_BINDINGS, Q_ARMED, Q_OUTBOX, Q_CONNECTIONS, Q_POINTS, Q_KINDS_ };
 
 struct quota_usage {
 	atomic_uint_fast64_t used[Q_KINDS_];

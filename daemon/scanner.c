@@ -2,13 +2,27 @@
  * policy, the thread's lifecycle and its stats; the armed set is armed.c's, every
  * write to a client readiness.c's.
  *
- * Wait policy (kept in scanner_main() and scanner_wait()): with nothing armed, park in
- * FUTEX_WAIT on the command sequence until the loop posts a command; with something
- * armed, spin (a pass, then cpu_relax) while the last activity (a completion, or the
- * first arm after idle) is younger than spin_us; after that sleep between passes,
- * starting at 32 us and doubling up to max_sleep_us; a new arm restarts the sleeps
- * at 32 us, a completion restarts spinning. Plans and
- * the deadline estimator will replace the sleep schedule (DESIGN.md, "Waiting").
+ * Wait policy (scanner_main(), next_wait(), scanner_wait()), from the plan
+ * (docs/plans.md, "In garudad"): with nothing armed, park in FUTEX_WAIT on the command
+ * sequence until the loop posts a command. With something armed:
+ *   - poll: spin (a pass, then cpu_relax);
+ *   - ladder (flag without +predict): spin while the last activity (a completion, or
+ *     the first arm after idle) is younger than spin_us; then sleep between passes,
+ *     32 us doubling up to max_sleep_us; a new arm restarts the sleeps at 32 us;
+ *   - +predict: every descriptor has a deadline (its arm time plus its point's
+ *     predicted sleep; a cold point's is its arm time). Sleep until the earliest
+ *     deadline still ahead (an absolute FUTEX_WAIT_BITSET, so a post still wakes it);
+ *     spin while some descriptor is past its deadline by less than its spin bound
+ *     (spin_us + 2x its sleep; poll+predict: no bound); past every bound, the short
+ *     ladder (32 us doubling up to max_sleep_us) until the next deadline.
+ * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
+ * deadline is earlier. A completion seen while spinning (no sleep since the previous
+ * pass) is exact: its residual is completion - arm, the completion taken as now when
+ * the previous pass began at most SCANNER_EXACT_GAP_NS earlier, else (the thread was
+ * preempted) as the previous pass's start (a lower bound: the prediction stays early).
+ * One found by the first pass after a sleep or park is censored (wake - arm), except
+ * past its spin bound (found by the short ladder): its point records the lower bound
+ * (the last pass that saw it not done) as exact. All go into the arm's point.
  */
 #include "scanner.h"
 
@@ -28,6 +42,7 @@
 #include "cpu.h"
 #include "errcode.h"
 #include "log.h"
+#include "points.h"
 #include "readiness.h"
 #include "seq.h"
 
@@ -69,6 +84,7 @@ struct scanner {
 	unsigned ncmds, capcmds;
 	atomic_uint seq;     /* bumped per posted command; the futex word */
 	atomic_int sleeping; /* the thread is in (or about to enter) FUTEX_WAIT */
+	atomic_uint_fast64_t wake_at; /* while sleeping: when it wakes (UINT64_MAX: parked) */
 
 	/* thread-private */
 	struct armed_set set;
@@ -78,6 +94,7 @@ struct scanner {
 
 	/* stats, written by the thread, read by anyone */
 	atomic_uint_fast64_t st_armed, st_passes, st_completions, st_parks;
+	atomic_uint_fast64_t st_sleeps, st_spins, st_exact, st_censored, st_arm_wakes, st_arm_nowakes;
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
 	atomic_uint_fast64_t st_detect_ns_sum;
 	atomic_uint_fast64_t st_by_form[4];
@@ -114,7 +131,15 @@ static void post(struct scanner *s, const struct cmd *c)
 	 * nothing armed stays parked when sessions end, unless they pile up */
 	bool urgent = backlog || (c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING &&
 				  c->kind != CMD_DROP_SINK);
-	if (urgent && atomic_load(&s->sleeping))
+	if (!atomic_load(&s->sleeping))
+		return;
+	/* an ARM wakes it only when its deadline is earlier than the wake time */
+	if (!backlog && c->kind == CMD_ARM) {
+		urgent = c->a.deadline_ns < atomic_load(&s->wake_at);
+		atomic_fetch_add_explicit(urgent ? &s->st_arm_wakes : &s->st_arm_nowakes, 1,
+					  memory_order_relaxed);
+	}
+	if (urgent)
 		futex(&s->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
@@ -130,6 +155,11 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 		.bind = r->binding,
 		.index = r->index,
 		.form = r->form,
+		.arm_ns = r->arm_ns,
+		.deadline_ns = r->arm_ns + r->sleep_ns,
+		.sleep_ns = r->sleep_ns,
+		.point_key = r->point_key,
+		.point_slot = r->point_slot,
 	};
 	post(s, &c);
 }
@@ -268,10 +298,25 @@ static bool take_commands(struct scanner *s)
 }
 
 /* Count f[0..nf) before anything is sent: whoever sees a readiness can already see
- * it in the counters (a client that got its last READY may ask at once). */
-static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, unsigned bucket)
+ * it in the counters (a client that got its last READY may ask at once); record each
+ * into its point, exact or censored. */
+static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, unsigned bucket,
+			uint64_t now, uint64_t prev_pass, bool slept)
 {
+	atomic_fetch_add_explicit(slept ? &s->st_censored : &s->st_exact, nf, memory_order_relaxed);
+	bool close = now - prev_pass <= SCANNER_EXACT_GAP_NS;
+	uint64_t spin_ns = (uint64_t)atomic_load_explicit(&s->tuning->spin_us, memory_order_relaxed) * 1000;
 	for (unsigned i = 0; i < nf; i++) {
+		/* the store landed in (prev_pass, now]. Spinning: a long gap (the thread was
+		 * preempted) records the lower bound prev_pass. After a sleep: censored,
+		 * unless the scanner had given up spinning on it before that sleep (its
+		 * deadline + spin bound had passed): then too the lower bound, as exact (a
+		 * censored halving there would drive the prediction to 0 for good). An
+		 * early prediction is the safe one. */
+		uint64_t give_up = f[i].deadline_ns + spin_ns + 2 * f[i].sleep_ns;
+		bool lower = slept ? give_up <= prev_pass : !close;
+		uint64_t at = !lower ? now : prev_pass > f[i].arm_ns ? prev_pass : f[i].arm_ns;
+		points_record(f[i].sink, f[i].point_slot, f[i].point_key, !slept || lower, at - f[i].arm_ns);
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
@@ -280,8 +325,9 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 	atomic_fetch_add_explicit(&s->st_completions, nf, memory_order_relaxed);
 }
 
-/* One pass over the armed set: O(armed). Returns completions delivered. */
-static unsigned scan_pass(struct scanner *s, uint64_t prev_pass)
+/* One pass over the armed set: O(armed). Returns completions delivered. slept: the
+ * thread slept since the previous pass (its completions are censored). */
+static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 {
 	struct armed_set *set = &s->set;
 	unsigned nf = 0;
@@ -307,24 +353,77 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass)
 	atomic_fetch_add_explicit(&s->st_hist[b], nf, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->st_detect_ns_sum, d * nf, memory_order_relaxed);
 	atomic_store_explicit(&s->st_armed, set->n, memory_order_relaxed);
-	count_fired(s, set->fired, nf, b);
+	count_fired(s, set->fired, nf, b, now, prev_pass, slept);
 	readiness_deliver(&s->out, set->fired, nf, now);
 	for (unsigned i = 0; i < nf; i++)
 		armed_release(&set->fired[i], s->notices);
 	return nf;
 }
 
-/* Sleep until a command is posted or timeout_ns passes (0 = no timeout). */
-static void scanner_wait(struct scanner *s, unsigned seq, uint64_t timeout_ns)
+/* Sleep until a command is posted or CLOCK_MONOTONIC reaches until_ns (UINT64_MAX:
+ * park, no timeout). wake_at tells post() when it wakes anyway. */
+static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, bool arms_wake)
 {
-	struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000ull),
-			       .tv_nsec = (long)(timeout_ns % 1000000000ull) };
+	struct timespec ts = { .tv_sec = (time_t)(until_ns / 1000000000ull),
+			       .tv_nsec = (long)(until_ns % 1000000000ull) };
+	atomic_store(&s->wake_at, arms_wake ? UINT64_MAX : until_ns);
 	atomic_store(&s->sleeping, 1);
-	futex(&s->seq, FUTEX_WAIT_PRIVATE, seq, timeout_ns ? &ts : NULL);
+	if (until_ns == UINT64_MAX)
+		futex(&s->seq, FUTEX_WAIT_PRIVATE, seq, NULL);
+	else
+		syscall(SYS_futex, &s->seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
+			FUTEX_BITSET_MATCH_ANY);
 	atomic_store(&s->sleeping, 0);
 }
 
 #define SLEEP_MIN_NS 32000ull
+#define SPIN_AHEAD_NS 5000ull /* a deadline closer than this is spun to, not slept to */
+
+/* +predict: spin now (0), or the absolute time of the next pass. *ladder_ns is the
+ * short schedule's step once every descriptor is past its spin bound. */
+static uint64_t next_wait(const struct scanner *s, uint64_t now, uint64_t spin_ns, bool forever,
+			  uint64_t max_ns, uint64_t *ladder_ns)
+{
+	uint64_t next = UINT64_MAX;
+	bool overdue = false;
+	for (unsigned i = 0; i < s->set.n; i++) {
+		const struct armed *a = &s->set.armed[i];
+		if (a->deadline_ns > now + SPIN_AHEAD_NS) {
+			next = a->deadline_ns < next ? a->deadline_ns : next;
+			continue;
+		}
+		if (forever || a->deadline_ns > now || now - a->deadline_ns < spin_ns + 2 * a->sleep_ns)
+			return 0;
+		overdue = true;
+	}
+	if (overdue) {
+		*ladder_ns = *ladder_ns ? *ladder_ns * 2 : SLEEP_MIN_NS;
+		if (*ladder_ns > max_ns)
+			*ladder_ns = max_ns;
+		if (now + *ladder_ns < next)
+			next = now + *ladder_ns;
+	}
+	return next;
+}
+
+/* The plan's answer after a pass that fired nothing: 0 = spin, else sleep until. */
+static uint64_t plan_wait(struct scanner *s, uint64_t now, uint64_t last_active, uint64_t *sleep_ns)
+{
+	const struct scanner_tuning *t = s->tuning;
+	uint64_t spin_ns = (uint64_t)atomic_load_explicit(&t->spin_us, memory_order_relaxed) * 1000;
+	uint64_t max_ns = (uint64_t)atomic_load_explicit(&t->max_sleep_us, memory_order_relaxed) * 1000;
+	bool forever = atomic_load_explicit(&t->spin_forever, memory_order_relaxed);
+	if (atomic_load_explicit(&t->predict, memory_order_relaxed))
+		return next_wait(s, now, spin_ns, forever, max_ns ? max_ns : SLEEP_MIN_NS, sleep_ns);
+	if (forever || now - last_active < spin_ns)
+		return 0;
+	/* a timed futex wait costs ~15 us of CPU whatever its length: start at
+	 * SLEEP_MIN_NS, shorter steps only burn CPU */
+	*sleep_ns = *sleep_ns ? *sleep_ns * 2 : SLEEP_MIN_NS;
+	if (*sleep_ns > max_ns)
+		*sleep_ns = max_ns;
+	return now + *sleep_ns;
+}
 
 static void *scanner_main(void *arg)
 {
@@ -340,6 +439,7 @@ static void *scanner_main(void *arg)
 	readiness_init(&s->out, s->index, s->notices);
 
 	uint64_t last_active = garuda_now_ns(), prev_pass = last_active, sleep_ns = 0;
+	bool slept = false;
 	while (!s->stop) {
 		unsigned seq = atomic_load(&s->seq);
 		bool was_idle = s->set.n == 0;
@@ -354,33 +454,32 @@ static void *scanner_main(void *arg)
 			break;
 		if (s->set.n == 0) {
 			atomic_fetch_add_explicit(&s->st_parks, 1, memory_order_relaxed);
-			scanner_wait(s, seq, 0);
+			scanner_wait(s, seq, UINT64_MAX, true);
 			prev_pass = last_active = garuda_now_ns();
 			sleep_ns = 0;
+			slept = true;
 			continue;
 		}
 		uint64_t start = garuda_now_ns();
-		unsigned fired = scan_pass(s, prev_pass);
+		unsigned fired = scan_pass(s, prev_pass, slept);
 		prev_pass = start;
+		slept = false;
 		uint64_t now = garuda_now_ns();
 		if (fired) {
 			last_active = now;
 			sleep_ns = 0;
 			continue;
 		}
-		uint64_t spin_ns = (uint64_t)atomic_load_explicit(&s->tuning->spin_us, memory_order_relaxed) * 1000;
-		if (now - last_active < spin_ns) {
+		uint64_t until = plan_wait(s, now, last_active, &sleep_ns);
+		if (!until) {
+			atomic_fetch_add_explicit(&s->st_spins, 1, memory_order_relaxed);
 			for (int i = 0; i < 16; i++)
 				cpu_relax();
 			continue;
 		}
-		uint64_t max_ns = (uint64_t)atomic_load_explicit(&s->tuning->max_sleep_us, memory_order_relaxed) * 1000;
-		/* a timed futex wait costs ~15 us of CPU whatever its length: start at
-		 * SLEEP_MIN_NS, shorter steps only burn CPU */
-		sleep_ns = sleep_ns ? sleep_ns * 2 : SLEEP_MIN_NS;
-		if (sleep_ns > max_ns)
-			sleep_ns = max_ns;
-		scanner_wait(s, seq, sleep_ns);
+		atomic_fetch_add_explicit(&s->st_sleeps, 1, memory_order_relaxed);
+		scanner_wait(s, seq, until, !atomic_load_explicit(&s->tuning->predict, memory_order_relaxed));
+		slept = true;
 	}
 	readiness_fini(&s->out);
 	return NULL;
@@ -448,6 +547,12 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 	o->passes = atomic_load_explicit(&s->st_passes, memory_order_relaxed);
 	o->completions = atomic_load_explicit(&s->st_completions, memory_order_relaxed);
 	o->parks = atomic_load_explicit(&s->st_parks, memory_order_relaxed);
+	o->sleeps = atomic_load_explicit(&s->st_sleeps, memory_order_relaxed);
+	o->spins = atomic_load_explicit(&s->st_spins, memory_order_relaxed);
+	o->exact = atomic_load_explicit(&s->st_exact, memory_order_relaxed);
+	o->censored = atomic_load_explicit(&s->st_censored, memory_order_relaxed);
+	o->arm_wakes = atomic_load_explicit(&s->st_arm_wakes, memory_order_relaxed);
+	o->arm_nowakes = atomic_load_explicit(&s->st_arm_nowakes, memory_order_relaxed);
 	struct timespec ts;
 	if (clock_gettime(s->cpu_clock, &ts) == 0)
 		o->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

@@ -26,9 +26,13 @@
 
 struct scanner;
 
+/* The wait policy, set by the loop thread from the plan (service_apply_tuning). */
 struct scanner_tuning {
-	atomic_uint spin_us;      /* spin this long after the last activity */
-	atomic_uint max_sleep_us; /* then sleep, doubling up to this */
+	atomic_uint spin_us;      /* ladder: spin this long after the last activity;
+				   * predict: spin at most this (+ 2x the sleep) past a deadline */
+	atomic_uint max_sleep_us; /* then sleep, doubling from 32 us up to this */
+	atomic_bool predict;      /* +predict: sleep until the earliest deadline */
+	atomic_bool spin_forever; /* poll: never sleep while something is armed */
 };
 
 struct arm_request {
@@ -38,7 +42,15 @@ struct arm_request {
 	uint32_t index;
 	uint8_t form;
 	uint64_t target, token;
+	uint64_t arm_ns, sleep_ns; /* the wait's start and its predicted sleep (0: none) */
+	uint64_t point_key;
+	uint32_t point_slot;       /* POINT_NONE: no point */
 };
+
+/* A completion seen while spinning is exact (one found after a sleep is censored);
+ * its completion time is the pass's when the previous pass began at most this long
+ * before, else the previous pass's start (a lower bound). */
+#define SCANNER_EXACT_GAP_NS 20000ull
 
 /* Detection delay bound: a completion found by a pass is counted in bucket
  * floor(log2(ns since the previous pass began)): its store landed in that window. */
@@ -50,6 +62,13 @@ struct scanner_stats {
 	uint64_t passes;
 	uint64_t completions;
 	uint64_t parks; /* times it parked with nothing armed */
+	uint64_t sleeps;      /* timed sleeps with something armed */
+	uint64_t spins;       /* spin steps (a pass, then cpu_relax) */
+	uint64_t exact;       /* completions seen while spinning (exact residuals) */
+	uint64_t censored;    /* completions found after a sleep or a long gap */
+	uint64_t arm_wakes;   /* ARMs that woke it from a sleep (or park) */
+	uint64_t arm_nowakes; /* ARMs posted while it slept that did not: their deadline
+			       * was not earlier than its wake time */
 	uint64_t cpu_ns;
 	uint64_t by_form[4]; /* completions by enum garuda_form */
 	uint64_t detect_hist[SCANNER_LAT_BUCKETS];

@@ -65,6 +65,8 @@ void service_apply_tuning(struct daemon *d)
 {
 	atomic_store(&d->tuning.spin_us, d->cfg.spin_us);
 	atomic_store(&d->tuning.max_sleep_us, d->cfg.max_sleep_us);
+	atomic_store(&d->tuning.predict, d->cfg.plan.predict);
+	atomic_store(&d->tuning.spin_forever, d->cfg.plan.kind == GARUDA_PLAN_POLL);
 	log_set_level(d->cfg.log_level);
 }
 
@@ -100,6 +102,8 @@ int daemon_reload(struct daemon *d, char **why)
 	next.control_socket_path = strdup(d->cfg.control_socket_path);
 	next.scanners = d->cfg.scanners;
 	next.event_loop = d->cfg.event_loop;
+	if (!garuda_plan_equal(&next.plan, &d->cfg.plan))
+		d->plan_gen++; /* points re-initialise under the new plan */
 	config_free(&d->cfg);
 	d->cfg = next;
 	service_apply_tuning(d);

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "fdio.h"
 #include "log.h"
+#include "points.h"
 #include "readiness.h"
 #include "wire.h"
 
@@ -222,7 +223,7 @@ static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 	(void)fds;
 	s->welcomed = true;
 	/* before any arm can reach a scanner: the command queue's lock publishes it */
-	s->sink->features = m->hello.features & GARUDA_FEATURE_READY_BATCH;
+	s->sink->features = m->hello.features & (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS);
 	const struct quota_limits *q = &s->d->cfg.quota_connection;
 	struct garuda_msg w;
 	garuda_msg_init(&w, GARUDA_MSG_WELCOME, m->cookie);
@@ -465,7 +466,13 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 		.form = a->form,
 		.target = a->target,
 		.token = a->token,
+		.arm_ns = garuda_now_ns(),
+		.point_key = a->point ? POINT_KEY_NAMED | a->point : point_key_word(g->id, a->slot.index),
+		.point_slot = POINT_NONE,
 	};
+	if (s->d->cfg.plan.predict)
+		points_lookup(s->sink, &s->d->cfg, s->d->plan_gen, req.point_key, &req.point_slot,
+			      &req.sleep_ns);
 	scanner_arm(scanner_of(s, g), &req);
 	s->arms++;
 	s->d->arms_total++;
@@ -481,6 +488,14 @@ static void on_arm(struct session *s, const struct garuda_msg *m, int *fds)
 	unsigned n = batch ? m->arm_batch.count : 1;
 	struct segment *g[GARUDA_BATCH_MAX];
 	struct binding *b[GARUDA_BATCH_MAX];
+	/* a point id is what used to be reserved bytes: without the feature it is
+	 * malformed, as before (protocol.md §5, step 13) */
+	for (unsigned i = 0; i < n && !(s->sink->features & GARUDA_FEATURE_POINTS); i++)
+		if (arms[i].point) {
+			fail_session(s, m->cookie, -GARUDA_E_RESERVED_SET,
+				     "a point id on a session without the POINTS feature");
+			return;
+		}
 	for (unsigned i = 0; i < n; i++) {
 		const char *why;
 		int code = check_arm(s, &arms[i], &g[i], &b[i], &why);

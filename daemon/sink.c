@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "points.h"
+
 struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid)
 {
 	struct sink *s = calloc(1, sizeof(*s));
@@ -21,6 +23,7 @@ void sink_unref(struct sink *s)
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	close(s->fd);
+	points_free(s);
 	free(s);
 }
 

@@ -15,6 +15,8 @@
 #include "cleanup.h"
 #include "quota.h"
 
+struct points;
+
 #define GARUDA_LAT_BUCKETS 24 /* log2(ns) buckets of the detection delay bound */
 
 struct sink {
@@ -28,6 +30,7 @@ struct sink {
 	atomic_uint_fast64_t completions; /* readiness delivered */
 	atomic_uint_fast64_t by_form[4];  /* indexed by enum garuda_form */
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
+	struct points *points;    /* deadline-estimator points (points.h), NULL until used */
 };
 
 struct binding {

@@ -148,7 +148,8 @@ static void arm_record(struct cursor *c, struct garuda_arm *a)
 	c_u64(c, &a->target);
 	c_u64(c, &a->token);
 	c_u8(c, &a->form);
-	c_reserved(c, 7);
+	c_reserved(c, 3);
+	c_u32(c, &a->point);
 }
 
 static void body_arm(struct cursor *c, struct garuda_msg *m)

@@ -27,7 +27,9 @@
 
 /* HELLO/WELCOME features: the client offers, the daemon answers what it will use */
 #define GARUDA_FEATURE_READY_BATCH 0x1u /* the client accepts READY_BATCH */
-#define GARUDA_FEATURES_KNOWN_ (GARUDA_FEATURE_READY_BATCH) /* WELCOME may grant only these */
+#define GARUDA_FEATURE_POINTS 0x2u      /* ARM / ARM_BATCH records may name a point */
+/* WELCOME may grant only these */
+#define GARUDA_FEATURES_KNOWN_ (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS)
 
 enum garuda_msg_type {
 	GARUDA_MSG_HELLO = 1,          /* client -> daemon */
@@ -106,6 +108,10 @@ struct garuda_arm {
 	uint64_t target;
 	uint64_t token;
 	uint8_t form; /* enum garuda_form */
+	/* the deadline-estimator point this wait belongs to (docs/plans.md): 0 = the
+	 * word's own; another value only on a session granted GARUDA_FEATURE_POINTS
+	 * (else the daemon answers RESERVED_SET, as for any reserved byte) */
+	uint32_t point;
 };
 
 struct garuda_disarm {

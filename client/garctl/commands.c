@@ -268,9 +268,10 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 		return rc;
 	if (!maybe_json(o, r)) {
 		static const char *const hdr[] = { "INDEX", "NODE", "SEGMENTS", "ARMED", "PASSES", "PARKS",
-						   "COMPLETIONS", "CPU", "P50", "P99" };
-		struct table *t = table_new(10, hdr);
-		for (unsigned i = 0; i < 10; i++)
+						   "SLEEPS", "SPINS", "EXACT", "CENSORED", "COMPLETIONS",
+						   "CPU", "P50", "P99" };
+		struct table *t = table_new(14, hdr);
+		for (unsigned i = 0; i < 14; i++)
 			table_right(t, i);
 		const cJSON *it;
 		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_SCANNERS))
@@ -286,10 +287,57 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_ARMED));
 			table_cell(t, "%.0f", N(it, CTL_KEY_PASSES));
 			table_cell(t, "%.0f", N(it, CTL_KEY_PARKS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_SLEEPS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_SPINS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_EXACT));
+			table_cell(t, "%.0f", N(it, CTL_KEY_CENSORED));
 			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
 			table_cell(t, "%s", cpu);
 			table_cell(t, "%s", p50);
 			table_cell(t, "%s", p99);
+		}
+		print_table(o, t);
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* ---------------- points ---------------- */
+
+int cmd_points(struct conn *c, const struct options *o, char **args)
+{
+	uint64_t client;
+	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
+		return 2;
+	cJSON *req = request_new(CTL_REQ_POINTS), *r = NULL;
+	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
+	int rc = conn_call(c, req, &r);
+	cJSON_Delete(req);
+	if (rc)
+		return rc;
+	if (!maybe_json(o, r)) {
+		static const char *const hdr[] = { "POINT", "PREDICTION", "SLEEP", "EXACT", "CENSORED" };
+		struct table *t = table_new(5, hdr);
+		for (unsigned i = 1; i < 5; i++)
+			table_right(t, i);
+		const cJSON *it;
+		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_POINTS))
+		{
+			char pred[32], sleep[32];
+			const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_PREDICTION_NS);
+			if (cJSON_IsNumber(p))
+				fmt_ns(pred, sizeof(pred), p->valuedouble);
+			else
+				snprintf(pred, sizeof(pred), "-");
+			fmt_ns(sleep, sizeof(sleep), N(it, CTL_KEY_SLEEP_NS));
+			if (cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_POINT))
+				table_cell(t, "p%.0f", N(it, CTL_KEY_POINT));
+			else
+				table_cell(t, "%.0f:%.0f", N(it, CTL_KEY_SEGMENT), N(it, CTL_KEY_INDEX));
+			table_cell(t, "%s", pred);
+			table_cell(t, "%s", sleep);
+			table_cell(t, "%.0f", N(it, CTL_KEY_EXACT));
+			table_cell(t, "%.0f", N(it, CTL_KEY_CENSORED));
 		}
 		print_table(o, t);
 	}

@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "segments", 1, 1, cmd_segments, true, "c" },
 	{ "lines", 2, 2, cmd_lines, true, "cs" },
 	{ "scanners", 0, 0, cmd_scanners, true, "" },
+	{ "points", 1, 1, cmd_points, true, "c" },
 	{ "config", 0, 0, cmd_config, true, "" },
 	{ "metrics", 0, 0, cmd_metrics, true, "" },
 	{ "top", 0, 0, cmd_top, false, "" },
@@ -42,7 +43,8 @@ static void usage(FILE *f)
 		"  clients                connected clients\n"
 		"  segments CLIENT        segments of a client\n"
 		"  lines CLIENT SEGMENT   words of a segment: values, bindings, armed targets\n"
-		"  scanners               scanner threads: load, CPU time, wake latency\n"
+		"  scanners               scanner threads: load, sleeps/spins, exact/censored, CPU, latency\n"
+		"  points CLIENT          a client's deadline-estimator points and their predictions\n"
 		"  config                 the running configuration\n"
 		"  metrics                counters, gauges and histograms as Prometheus text\n"
 		"  top                    completions/s, armed, wake latency and CPU, refreshed\n"

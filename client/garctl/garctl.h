@@ -89,6 +89,7 @@ int cmd_clients(struct conn *c, const struct options *o, char **args);
 int cmd_segments(struct conn *c, const struct options *o, char **args);
 int cmd_lines(struct conn *c, const struct options *o, char **args);
 int cmd_scanners(struct conn *c, const struct options *o, char **args);
+int cmd_points(struct conn *c, const struct options *o, char **args);
 int cmd_config(struct conn *c, const struct options *o, char **args);
 int cmd_metrics(struct conn *c, const struct options *o, char **args);
 int cmd_disconnect(struct conn *c, const struct options *o, char **args);

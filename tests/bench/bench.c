@@ -2,6 +2,7 @@
  *
  *   1. wake latency (lat.c)      2. CPU per completion (cpu.c)
  *   3. throughput (thru.c)       4. scale: pass cost, memory, idle (scale.c)
+ *   5. wait plans against real kernel lengths (plans.c, issue 11)
  *
  * Each section starts its own garudad from the build tree (benchd.h) with the tuning
  * it states, prints its table, and adds its numbers to one JSON document. At the end
@@ -40,7 +41,7 @@ static void usage(FILE *f)
 		"  --quick               short run (under 2 minutes; fewer samples and clients)\n"
 		"  --json=PATH           JSON output (default %s)\n"
 		"  --daemon=PATH         garudad to run (default %s)\n"
-		"  --only=LIST           sections to run: latency,cpu,throughput,scale (default all)\n"
+		"  --only=LIST           sections to run: latency,cpu,throughput,scale,plans (default all)\n"
 		"  --gap-us=N            simulated kernel time between arm and store, latency (default 20)\n"
 		"  --spin-us=N           garudad spin_us for the latency-tuned daemon (default 100)\n"
 		"  --max-sleep-us=N      garudad max_sleep_us (default 1000)\n"
@@ -258,6 +259,8 @@ int main(int argc, char **argv)
 		bench_cpu(&b);
 	if (want(&b, "throughput"))
 		bench_throughput(&b);
+	if (want(&b, "plans"))
+		bench_plans(&b);
 	if (want(&b, "scale"))
 		bench_scale(&b);
 	targets(&b);

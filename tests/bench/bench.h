@@ -133,3 +133,4 @@ int bench_latency(struct bench *b);
 int bench_cpu(struct bench *b);
 int bench_throughput(struct bench *b);
 int bench_scale(struct bench *b);
+int bench_plans(struct bench *b);

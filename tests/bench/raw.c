@@ -49,6 +49,20 @@ int rc_arm(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_
 	return gd_arm_flags(&c->raw, gd_slot(&c->seg, index), target, token, form, GARUDA_F_NOREPLY);
 }
 
+int rc_arm_point(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form,
+		 uint32_t point)
+{
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
+	m.flags = GARUDA_F_NOREPLY;
+	m.arm.slot = gd_slot(&c->seg, index);
+	m.arm.target = target;
+	m.arm.token = token;
+	m.arm.form = form;
+	m.arm.point = point;
+	return gd_send(&c->raw, &m, NULL, 0);
+}
+
 int rc_arm_acked(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form)
 {
 	return gd_arm(&c->raw, gd_slot(&c->seg, index), target, token, form);

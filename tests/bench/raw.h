@@ -43,6 +43,11 @@ int rc_bind(struct rc *c, uint32_t index, int efd);
 /* ARM with GARUDA_F_NOREPLY (no round trip). */
 int rc_arm(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form);
 
+/* The same, naming a deadline-estimator point (needs GARUDA_FEATURE_POINTS; 0 = the
+ * word's own). */
+int rc_arm_point(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form,
+		 uint32_t point);
+
 /* ARM with a reply: waits for the ACK (or ERROR). */
 int rc_arm_acked(struct rc *c, uint32_t index, uint64_t target, uint64_t token, uint8_t form);
 

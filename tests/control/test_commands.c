@@ -406,7 +406,7 @@ Test(garctl, scanners_json)
 	GARCTL(&r, &f.d, "-j", "scanners");
 	cJSON *j = ctl_run_json(&r);
 	const cJSON *list = arr(j, "scanners", 2);
-	double armed = 0, segs = 0, compl = 0, lat = 0, forms[3] = { 0 };
+	double armed = 0, segs = 0, compl = 0, lat = 0, forms[3] = { 0 }, exact = 0, censored = 0;
 	for (int i = 0; i < 2; i++) {
 		const cJSON *s = cJSON_GetArrayItem(list, i);
 		cr_assert_eq(num(s, "index"), i);
@@ -414,6 +414,12 @@ Test(garctl, scanners_json)
 		cr_assert_geq(num(s, "passes"), 0);
 		cr_assert_geq(num(s, "parks"), 0);
 		cr_assert_geq(num(s, "cpu_s"), 0);
+		cr_assert_geq(num(s, "sleeps"), 0);
+		cr_assert_geq(num(s, "spins"), 0);
+		cr_assert_geq(num(s, "arm_wakes"), 0);
+		cr_assert_geq(num(s, "arm_nowakes"), 0);
+		exact += num(s, "exact");
+		censored += num(s, "censored");
 		armed += num(s, "armed");
 		segs += num(s, "segments");
 		compl += num(s, "completions");
@@ -439,6 +445,7 @@ Test(garctl, scanners_json)
 	cr_assert_eq(segs, 3);
 	cr_assert_eq(compl, 3);
 	cr_assert_eq(lat, 3, "each completion is in a wake-latency bucket");
+	cr_assert_eq(exact + censored, 3, "each completion is exact or censored");
 	cr_assert(forms[0] == 1 && forms[1] == 1 && forms[2] == 1);
 	cJSON_Delete(j);
 	ctl_run_free(&r);
@@ -471,6 +478,58 @@ Test(garctl, scanners_table)
 	ctl_fixture_down(&f);
 }
 
+/* ---------------------------------------------------------------- points ---- */
+
+/* Client a armed words (a1,0) (a1,1) (a1,3) (a1,9) under the default +predict plan:
+ * one point each; (a1,0) and (a1,9) completed (one record), the others have none. */
+Test(garctl, points_json_and_table)
+{
+	struct ctl_fixture f;
+	ctl_fixture_up(&f);
+	struct ctl_run r;
+	GARCTL(&r, &f.d, "-j", "points", u64s(f.a.session_id));
+	cJSON *j = ctl_run_json(&r);
+	const cJSON *list = arr(j, "points", 4);
+	cr_assert_eq(num(j, "count"), 4);
+	unsigned seen = 0;
+	for (int i = 0; i < 4; i++) {
+		const cJSON *p = cJSON_GetArrayItem(list, i);
+		cr_assert_eq(num(p, "segment"), f.a1.id);
+		unsigned idx = (unsigned)num(p, "index");
+		cr_assert(idx == 0 || idx == 1 || idx == 3 || idx == 9, "unexpected point index %u", idx);
+		seen |= 1u << idx;
+		double recs = num(p, "exact") + num(p, "censored");
+		if (idx == 0 || idx == 9) {
+			cr_assert_eq(recs, 1, "word %u completed once", idx);
+			cr_assert(cJSON_IsNumber(get(p, "prediction_ns")));
+		} else {
+			cr_assert_eq(recs, 0);
+			expect_null(p, "prediction_ns");
+			cr_assert_eq(num(p, "sleep_ns"), 0, "a cold point does not sleep");
+		}
+	}
+	cr_assert_eq(seen, (1u << 0) | (1u << 1) | (1u << 3) | (1u << 9));
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+
+	GARCTL(&r, &f.d, "points", u64s(f.b.session_id));
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char ***t = ctl_table(r.out);
+	cr_assert_eq(ctl_table_rows(t), 3, "a header and b's two points");
+	char key[64];
+	snprintf(key, sizeof(key), "%u:3", f.b1.id);
+	cr_assert_eq(atof(cell(t, key, "EXACT")) + atof(cell(t, key, "CENSORED")), 1);
+	snprintf(key, sizeof(key), "%u:0", f.b1.id);
+	cr_assert_str_eq(cell(t, key, "PREDICTION"), "-");
+	ctl_table_free(t);
+	ctl_run_free(&r);
+
+	GARCTL(&r, &f.d, "points", "12345");
+	cr_assert_neq(r.status, 0, "an unknown client is refused");
+	ctl_run_free(&r);
+	ctl_fixture_down(&f);
+}
+
 /* ---------------------------------------------------------------- config ---- */
 
 Test(garctl, config_json_and_table)
@@ -486,14 +545,19 @@ Test(garctl, config_json_and_table)
 	cr_assert_str_eq(str(j, "control_group"), "");
 	cr_assert_str_eq(str(j, "event_loop"), "auto");
 	cr_assert_eq(num(j, "scanners"), 2);
-	cr_assert_eq(num(j, "spin_us"), 50);
-	cr_assert_eq(num(j, "max_sleep_us"), 1000);
+	/* the default plan, and the spin budget / sleep cap it gives (park_us, backstop_us) */
+	cr_assert_str_eq(str(j, "plan"),
+			 "flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=8");
+	cr_assert_eq(num(j, "spin_us"), 1000);
+	cr_assert_eq(num(j, "max_sleep_us"), 200);
 	cr_assert_str_eq(str(j, "log_level"), "info");
 	const cJSON *q = get(j, "quota");
 	cr_assert_eq(num(get(q, "connection"), "segments"), 2);
 	cr_assert_eq(num(get(q, "connection"), "lines"), 4096);
 	cr_assert_eq(num(get(q, "uid"), "segments"), 256);
 	cr_assert_eq(num(get(q, "uid"), "outbox_bytes"), 4194304);
+	cr_assert_eq(num(get(q, "connection"), "points"), 64);
+	cr_assert_eq(num(get(q, "uid"), "points"), 4096);
 	cJSON_Delete(j);
 	ctl_run_free(&r);
 
@@ -852,8 +916,8 @@ static bool man_has(const char *text, const char *s)
 
 Test(garctl, help_version_and_man_page)
 {
-	static const char *const commands[] = { "status", "clients", "segments", "lines", "scanners", "config",
-						"metrics", "top", "disconnect", "log-level", "reload" };
+	static const char *const commands[] = { "status", "clients", "segments", "lines", "scanners", "points",
+						"config", "metrics", "top", "disconnect", "log-level", "reload" };
 	static const char *const options[] = { "--socket", "--json", "--no-legend", "--no-pager", "--delay",
 					       "--batch", "--iterations", "--timeout", "GARUDA_CONTROL_SOCKET" };
 	struct ctl_run r;

@@ -409,8 +409,17 @@ Test(badinput, reserved_types_and_ranges)
 	buf[12] = 1;
 	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a reserved header byte set");
 	n = valid_arm(buf, 22);
-	buf[n - 1] = 0xff;
+	buf[n - 5] = 0xff; /* byte 51: bytes 52-55 are the point (feature POINTS) */
 	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a reserved body byte set");
+	{ /* a point id decodes, but without POINTS the daemon refuses it as reserved */
+		n = valid_arm(buf, 22);
+		buf[n - 1] = 0xff;
+		struct gd_client c;
+		bad_open(&b, &c, true);
+		cr_assert_eq(gd_send_raw(&c, buf, n, NULL, 0), 0);
+		expect_close(&c, GARUDA_E_RESERVED_SET, 22, "ARM naming a point without POINTS");
+		gd_close(&c);
+	}
 	const uint16_t types[] = { 0, GARUDA_MSG_TYPE_MAX_ + 1, 200, 0xffff };
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		n = valid_arm(buf, 23);

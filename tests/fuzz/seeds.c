@@ -61,14 +61,15 @@ static void seed_msg(unsigned type, struct garuda_msg *m)
 	case GARUDA_MSG_ERROR:
 		garuda_msg_error(m, m->cookie, -1016, NULL);
 		break;
-	case GARUDA_MSG_ARM_BATCH: /* one record of each form */
+	case GARUDA_MSG_ARM_BATCH: /* one record of each form; records 1 and 2 name a point */
 		m->flags = GARUDA_F_NOREPLY;
 		m->arm_batch.count = 3;
 		for (uint32_t i = 0; i < 3; i++)
 			m->arm_batch.arm[i] = (struct garuda_arm){ .slot = { 1, 9 + i },
 								   .target = 100 + i,
 								   .token = 7 + i,
-								   .form = (uint8_t)(GARUDA_FORM_EVENTFD + i) };
+								   .form = (uint8_t)(GARUDA_FORM_EVENTFD + i),
+								   .point = i * 0x10001u };
 		break;
 	case GARUDA_MSG_READY_BATCH:
 		m->cookie = 0;

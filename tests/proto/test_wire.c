@@ -141,11 +141,12 @@ static void sample_msg_v(unsigned type, unsigned variant, struct garuda_msg *m)
 		m->bind.slot = (struct garuda_slot){ 5, MAX_INDEX };
 		break;
 	case GARUDA_MSG_ARM:
-		m->cookie = 7;
+		m->cookie = variant ? 8 : 7;
 		m->arm.slot = (struct garuda_slot){ 3, 42 };
 		m->arm.target = 0x100;
 		m->arm.token = 0xdeadbeefcafef00dull;
 		m->arm.form = GARUDA_FORM_MESSAGE;
+		m->arm.point = variant ? 7 : 0;
 		break;
 	case GARUDA_MSG_DISARM:
 		m->cookie = 8;
@@ -210,7 +211,8 @@ static void sample_msg_v(unsigned type, unsigned variant, struct garuda_msg *m)
 		cr_assert_fail("type %u", type);
 	}
 	if (variant)
-		cr_assert_eq(type, GARUDA_MSG_HELLO, "type %u has no variant %u", type, variant);
+		cr_assert(type == GARUDA_MSG_HELLO || type == GARUDA_MSG_ARM, "type %u has no variant %u",
+			  type, variant);
 }
 
 static void sample_msg(unsigned type, struct garuda_msg *m)
@@ -1191,10 +1193,10 @@ static const struct {
 } reserved[] = {
 	{ GARUDA_MSG_WELCOME, 60, 64 },	      { GARUDA_MSG_SEGMENT_OPEN, 32, 40 },
 	{ GARUDA_MSG_SEGMENT, 44, 48 },	      { GARUDA_MSG_SEGMENT_CLOSE, 28, 32 },
-	{ GARUDA_MSG_ARM, 49, 56 },	      { GARUDA_MSG_READY, 52, 56 },
+	{ GARUDA_MSG_ARM, 49, 52 },	      { GARUDA_MSG_READY, 52, 56 },
 	{ GARUDA_MSG_SEGMENT_ATTACH, 32, 40 }, { GARUDA_MSG_QUERY, 28, 32 },
 	{ GARUDA_MSG_QUERY_REPLY, 28, 32 },   { GARUDA_MSG_ARM_BATCH, 28, 32 },
-	{ GARUDA_MSG_ARM_BATCH, 57, 64 },     { GARUDA_MSG_ARM_BATCH, 89, 96 },
+	{ GARUDA_MSG_ARM_BATCH, 57, 60 },     { GARUDA_MSG_ARM_BATCH, 89, 92 },
 	{ GARUDA_MSG_READY_BATCH, 28, 32 },   { GARUDA_MSG_READY_BATCH, 60, 64 },
 	{ GARUDA_MSG_READY_BATCH, 92, 96 },
 };
@@ -1388,7 +1390,9 @@ Test(wire, unknown_feature_bits)
 		expect_decode(buf, len, 0, 0);
 		put32(buf + 28, GARUDA_FEATURE_READY_BATCH);
 		expect_decode(buf, len, 0, 0);
-		for (int bit = 1; bit < 32; bit++) {
+		put32(buf + 28, GARUDA_FEATURE_POINTS | GARUDA_FEATURE_READY_BATCH);
+		expect_decode(buf, len, 0, 0);
+		for (int bit = 2; bit < 32; bit++) {
 			put32(buf + 28, 1u << bit);
 			expect_decode(buf, len, 0, unknown);
 			put32(buf + 28, (1u << bit) | GARUDA_FEATURE_READY_BATCH);
@@ -1465,7 +1469,7 @@ Test(wire, batch_record_reserved_bytes)
 		unsigned type;
 		size_t from, to;
 	} r[] = { { GARUDA_MSG_ARM_BATCH, 28, 32 },
-		  { GARUDA_MSG_ARM_BATCH, 32 + 14 * 32 + 25, 512 },
+		  { GARUDA_MSG_ARM_BATCH, 32 + 14 * 32 + 25, 32 + 14 * 32 + 28 },
 		  { GARUDA_MSG_READY_BATCH, 28, 32 },
 		  { GARUDA_MSG_READY_BATCH, 32 + 14 * 32 + 28, 512 } };
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
@@ -1545,7 +1549,7 @@ Test(wire, batch_check_order)
 	expect_decode(buf, len, 0, GARUDA_E_BAD_LENGTH);
 	len = batch_with(GARUDA_MSG_ARM_BATCH, 2, 96, buf); /* [0] bad form, [1] reserved set */
 	buf[32 + 24] = 0;
-	buf[64 + 31] = 1;
+	buf[64 + 26] = 1;
 	expect_decode(buf, len, 0, GARUDA_E_RESERVED_SET);
 	len = batch_with(GARUDA_MSG_ARM_BATCH, 2, 96, buf); /* [0] bad form, [1] bad slot */
 	buf[32 + 24] = 0;

@@ -96,7 +96,20 @@ static const uint8_t sample_arm[] = {
 	0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 32 target = 0x100 */
 	0x0d, 0xf0, 0xfe, 0xca, 0xef, 0xbe, 0xad, 0xde, /* 40 token */
 	0x02, /* 48 form = MESSAGE */
-	0, 0, 0, 0, 0, 0, 0, /* 49 reserved */
+	0, 0, 0, /* 49 reserved */
+	0, 0, 0, 0, /* 52 point = 0 (the word's) */
+};
+
+/* ARM, cookie 8, naming point 7 (a session granted POINTS): otherwise the ARM sample */
+static const uint8_t sample_arm_point[] = {
+	HDR(8, 0, 56, 0, 0x08, 0, 0, 0, 0, 0, 0, 0),
+	0x03, 0x00, 0x00, 0x00, /* 24 slot.segment = 3 */
+	0x2a, 0x00, 0x00, 0x00, /* 28 slot.index = 42 */
+	0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 32 target = 0x100 */
+	0x0d, 0xf0, 0xfe, 0xca, 0xef, 0xbe, 0xad, 0xde, /* 40 token */
+	0x02, /* 48 form = MESSAGE */
+	0, 0, 0, /* 49 reserved */
+	0x07, 0x00, 0x00, 0x00, /* 52 point = 7 */
 };
 
 /* DISARM, cookie 8 */
@@ -222,6 +235,7 @@ static const struct sample samples[] = {
 	SAMPLE(GARUDA_MSG_ARM_BATCH, sample_arm_batch, 0),
 	SAMPLE(GARUDA_MSG_READY_BATCH, sample_ready_batch, 0),
 	SAMPLE_V(GARUDA_MSG_HELLO, sample_hello_batch, 0, 1),
+	SAMPLE_V(GARUDA_MSG_ARM, sample_arm_point, 0, 1),
 };
 #undef SAMPLE
 #undef SAMPLE_V

@@ -1,0 +1,133 @@
+/* points.c — see points.h. */
+#include "points.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "errcode.h"
+#include "quota.h"
+#include "sink.h"
+
+static struct points *table_of(struct sink *sink)
+{
+	if (!sink->points) {
+		struct points *t = calloc(1, sizeof(*t));
+		if (!t)
+			return NULL;
+		pthread_mutex_init(&t->lock, NULL);
+		sink->points = t; /* published to scanners by the command queue's mutex */
+	}
+	return sink->points;
+}
+
+/* A slot for a new key: a fresh one charged to the quota, else the LRU one. */
+static int new_slot(struct sink *sink, struct points *t, const struct config *cfg)
+{
+	if (quota_charge(&sink->usage, &cfg->quota_connection, &sink->uid->usage, &cfg->quota_uid,
+			 Q_POINTS, 1) == 0) {
+		if (t->n == t->cap) {
+			unsigned cap = t->cap ? t->cap * 2 : 8;
+			struct point *np = realloc(t->p, cap * sizeof(*np));
+			if (!np) {
+				quota_release(&sink->usage, &sink->uid->usage, Q_POINTS, 1);
+				return -ENOMEM;
+			}
+			t->p = np;
+			t->cap = cap;
+		}
+		return (int)t->n++;
+	}
+	if (!t->n)
+		return -GARUDA_E_QUOTA;
+	int lru = 0;
+	for (unsigned i = 1; i < t->n; i++)
+		if (t->p[i].last_use < t->p[lru].last_use)
+			lru = (int)i;
+	return lru;
+}
+
+void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_gen, uint64_t key,
+		   uint32_t *slot, uint64_t *sleep_ns)
+{
+	*slot = POINT_NONE;
+	*sleep_ns = 0;
+	struct points *t = table_of(sink);
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	int i = -1;
+	for (unsigned k = 0; k < t->n; k++)
+		if (t->p[k].key == key) {
+			i = (int)k;
+			break;
+		}
+	bool fresh = i < 0;
+	if (fresh && (i = new_slot(sink, t, cfg)) < 0)
+		goto out;
+	struct point *p = &t->p[i];
+	if (fresh || p->plan_gen != plan_gen) {
+		p->key = key;
+		p->plan_gen = plan_gen;
+		if (garuda_estimator_init(&p->est, &cfg->plan.pred) < 0)
+			garuda_estimator_init(&p->est, &(struct garuda_plan_predict){ .window = 1 });
+	}
+	p->last_use = ++t->tick;
+	*slot = (uint32_t)i;
+	*sleep_ns = garuda_estimator_sleep_ns(&p->est);
+out:
+	pthread_mutex_unlock(&t->lock);
+}
+
+void points_record(struct sink *sink, uint32_t slot, uint64_t key, bool exact, uint64_t ns)
+{
+	struct points *t = sink->points;
+	if (slot == POINT_NONE || !t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (slot < t->n && t->p[slot].key == key) {
+		if (exact)
+			garuda_estimator_record_exact_ns(&t->p[slot].est, ns);
+		else
+			garuda_estimator_record_censored_ns(&t->p[slot].est, ns);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int points_list(struct sink *sink, struct point_view **out)
+{
+	struct points *t = sink->points;
+	unsigned n = t ? t->n : 0;
+	*out = calloc(n ? n : 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	n = t->n;
+	struct point_view *v = realloc(*out, (n ? n : 1) * sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOMEM; /* *out is still the old block: the caller frees it */
+	}
+	*out = v;
+	for (unsigned i = 0; i < n; i++) {
+		const struct garuda_estimator *e = &t->p[i].est;
+		v[i] = (struct point_view){ .key = t->p[i].key, .exact = e->exact, .censored = e->censored,
+					    .sleep_ns = garuda_estimator_sleep_ns(e) };
+		v[i].predicted = garuda_estimator_prediction_ns(e, &v[i].prediction_ns);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return (int)n;
+}
+
+void points_free(struct sink *sink)
+{
+	struct points *t = sink->points;
+	if (!t)
+		return;
+	quota_release(&sink->usage, &sink->uid->usage, Q_POINTS, t->n);
+	pthread_mutex_destroy(&t->lock);
+	free(t->p);
+	free(t);
+	sink->points = NULL;
+}

@@ -1,0 +1,78 @@
+/* points.h — a session's deadline-estimator points: one struct garuda_estimator
+ * (proto/estimator.h) per readback point the session waits on, so that the scanners
+ * can sleep until a point's predicted completion (docs/plans.md, "In garudad").
+ *
+ * A point's key is the word it waits on (POINT_KEY_WORD: segment id and slot; the
+ * session is the table's owner) unless the client named a point (POINT_KEY_NAMED).
+ *
+ * Promises:
+ *   - Bounded: a session holds at most quota.connection.points points (and its uid
+ *     quota.uid.points); each is charged one unit of Q_POINTS (it costs
+ *     sizeof(struct point) bytes). When a new key finds the quota spent, the session's
+ *     least recently used point is reused for it (its records are forgotten); a
+ *     session with no point at all then arms without a prediction (cold).
+ *   - A point's estimator follows the daemon's plan: a point last used under an older
+ *     plan generation is re-initialised (records forgotten) at its next lookup.
+ *   - A record names the slot and the key it was looked up with: one that finds its
+ *     slot reused for another key is dropped, never credited to the wrong point.
+ *
+ * Threads: the table hangs off the sink (sink->points). It is created and looked up
+ * on the loop thread (points_lookup, at ARM), recorded into by scanner threads
+ * (points_record, per completion) and listed by the control plane, all under its
+ * mutex; freed with the sink's last reference (points_free). */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "estimator.h"
+
+struct sink;
+
+#define POINT_KEY_NAMED (1ull << 63)
+static inline uint64_t point_key_word(uint32_t segment_id, uint32_t index)
+{
+	return (uint64_t)segment_id << 32 | index;
+}
+
+#define POINT_NONE UINT32_MAX /* no point: the arm is cold */
+
+struct point {
+	uint64_t key;
+	uint64_t last_use; /* LRU tick */
+	uint32_t plan_gen;
+	struct garuda_estimator est;
+};
+
+struct points {
+	pthread_mutex_t lock;
+	unsigned n, cap;
+	uint64_t tick;
+	struct point *p;
+};
+
+/* Loop thread, at ARM: the point of key for sink (created, or the LRU one reused),
+ * its slot in *slot and the estimator's sleep (0 = do not sleep) in *sleep_ns. With
+ * no point to give (out of memory, or a quota of 0) *slot is POINT_NONE, *sleep_ns 0. */
+void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_gen, uint64_t key,
+		   uint32_t *slot, uint64_t *sleep_ns);
+
+/* Scanner thread: record a completion of the arm that got (slot, key): exact (ns =
+ * completion - arm) or censored (ns = wake - arm). */
+void points_record(struct sink *sink, uint32_t slot, uint64_t key, bool exact, uint64_t ns);
+
+/* One point as the control plane shows it. */
+struct point_view {
+	uint64_t key;
+	bool predicted;
+	uint64_t prediction_ns, sleep_ns, exact, censored;
+};
+
+/* Copy sink's points (malloc'ed array in *out, caller frees). Returns the count or
+ * -ENOMEM. */
+int points_list(struct sink *sink, struct point_view **out);
+
+/* The sink's last reference: free the table and give back its quota. */
+void points_free(struct sink *sink);

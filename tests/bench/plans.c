@@ -1,0 +1,569 @@
+/* plans.c — benchmark 5 (issue 11): wait plans against real kernel lengths.
+ *
+ * A "stream" is a forked process that, completion after completion, arms its word,
+ * launches a simulated kernel and waits for readiness. The kernel is a producer
+ * process of its own (the host backend's GPU): woken by the stream's launch, it
+ * sleeps the kernel's length, takes t0, release-stores the sequence number into the
+ * word (and, for the eventfd row, writes the stream's eventfd). The stream takes t1
+ * right after its wait returns, checks the word reached the target, and records
+ * t1 - t0 (store -> wake). The producer's CPU is the "GPU's" and is not counted.
+ *
+ * Kernels: fixed 100 us, 1 ms, 2 ms, 10 ms; 2 ms +-10 % (uniform); a bimodal mix (a
+ * 30 ms prefill then three 8 ms decodes, repeated). 1 stream and 16 streams.
+ *
+ * Rows, in one run:
+ *   spin      the stream spins on the word itself (the floor of detection)
+ *   efd       the producer writes an eventfd right after the store; the stream
+ *             blocks in poll() (the cross-process delivery floor)
+ *   reactor   per-process reactor faithful to cuda-async: a thread per process
+ *             spins 10,000 passes over what is armed, then sched_yield()s every
+ *             pass; parks on a futex when nothing is armed; wakes the stream through
+ *             its eventfd
+ *   g-poll    garudad with plan poll (a scanner that always spins)
+ *   g-ladder  garudad with flag:park_us=50,backstop_us=1000 (the old ladder)
+ *   g-predict garudad with its default plan (+predict)
+ * garuda rows use the eventfd form over the raw protocol (raw.h); in the bimodal mix
+ * the stream names its two kernel kinds as points 1 and 2 (feature POINTS), as an
+ * inference server would name prefill and decode.
+ *
+ * Per cell: store -> wake p50 and p99 (the first WARMUP completions of each stream
+ * are not counted: a cold point is learning), daemon CPU per completion (garudad's
+ * /proc delta) and total CPU per completion (daemon + stream processes, producers
+ * excluded). Targets are ratios of cells of this run. GARUDA_BENCH_PLAN_ROWS (row
+ * numbers 0-5, e.g. "3,5") runs only some rows, GARUDA_BENCH_PREDICT_PLAN replaces
+ * the +predict row's plan (the daemon's default) to compare plans (development).
+ */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "benchd.h"
+#include "raw.h"
+#include "seq.h"
+
+#define PLAN_MAX_STREAMS 16
+#define WARMUP 16
+
+enum kernel { K_100US, K_1MS, K_2MS, K_10MS, K_JITTER, K_BIMODAL, K_N_ };
+static const char *const kernel_name[K_N_] = { "100us", "1ms", "2ms", "10ms", "2ms+-10%", "30ms/8ms" };
+
+enum prow { R_SPIN, R_EFD, R_REACTOR, R_GPOLL, R_GLADDER, R_GPREDICT, R_N_ };
+static const char *const row_name[R_N_] = { "spin reader", "eventfd x-process", "reactor (cuda-async)",
+					    "garuda poll",  "garuda ladder",     "garuda +predict" };
+static const char *const row_plan[R_N_] = {
+	[R_GPOLL] = "poll",
+	[R_GLADDER] = "flag:park_us=50,backstop_us=1000",
+	[R_GPREDICT] = NULL, /* the daemon's default */
+};
+
+static uint64_t kernel_ns(enum kernel k, unsigned i, uint64_t *rng)
+{
+	switch (k) {
+	case K_100US: return 100000;
+	case K_1MS: return 1000000;
+	case K_2MS: return 2000000;
+	case K_10MS: return 10000000;
+	case K_JITTER: {
+		*rng ^= *rng << 13;
+		*rng ^= *rng >> 7;
+		*rng ^= *rng << 17;
+		return 1800000 + *rng % 400001;
+	}
+	default: return i % 4 == 0 ? 30000000 : 8000000;
+	}
+}
+
+/* shared between a stream, its producer and the parent */
+struct pstream {
+	_Alignas(64) uint32_t go;   /* stream -> producer: sequence launched */
+	_Alignas(64) uint32_t err;
+	_Alignas(64) uint64_t word; /* baselines' word (garuda rows use the segment's) */
+	uint64_t cpu_ns;            /* the stream process's CPU (producer excluded) */
+	char msg[160];
+	/* then t0[n + 1], lat[n + 1], kns[n + 1] */
+};
+
+struct pcell {
+	enum prow row;
+	enum kernel k;
+	unsigned streams, n;
+	const char *sock;
+	struct pstream *st[PLAN_MAX_STREAMS];
+	size_t bytes;
+};
+
+static uint64_t *t0_of(struct pstream *s) { return (uint64_t *)(s + 1); }
+static uint64_t *lat_of(struct pstream *s, unsigned n) { return t0_of(s) + n + 1; }
+static uint64_t *kns_of(struct pstream *s, unsigned n) { return t0_of(s) + 2 * (n + 1); }
+
+static void pfail(struct pstream *s, const char *what, long v)
+{
+	if (__atomic_exchange_n(&s->err, 1, __ATOMIC_ACQ_REL) == 0)
+		snprintf(s->msg, sizeof(s->msg), "%s (%ld)", what, v);
+	futex_set(&s->go, UINT32_MAX);
+}
+
+/* ---------------------------------------------------------------- producer */
+
+struct producer {
+	struct pstream *s;
+	unsigned n;
+	uint64_t *word;
+	int efd, close_fd;
+};
+
+static int producer_main(void *arg)
+{
+	struct producer *p = arg;
+	if (p->close_fd >= 0)
+		close(p->close_fd);
+	prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
+	uint64_t *kns = kns_of(p->s, p->n), *t0 = t0_of(p->s);
+	for (uint32_t i = 1; i <= p->n; i++) {
+		if (futex_wait_ge(&p->s->go, i, (uint64_t)BENCH_HANG_MS * 1000000ull) < 0) {
+			pfail(p->s, "producer: no launch came", (long)i);
+			return 1;
+		}
+		if (__atomic_load_n(&p->s->err, __ATOMIC_ACQUIRE))
+			return 0;
+		sleep_ns(kns[i]);
+		t0[i] = now_ns();
+		__atomic_store_n(p->word, (uint64_t)i, __ATOMIC_RELEASE);
+		if (p->efd >= 0) {
+			uint64_t one = 1;
+			if (write(p->efd, &one, sizeof(one)) != sizeof(one)) {
+				pfail(p->s, "producer: eventfd write failed", (long)i);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- reactor (c) */
+
+/* cuda-async's reactor, one word: spin 10,000 passes, then yield every pass; park
+ * on a futex when nothing is armed. */
+struct mini_reactor {
+	_Alignas(64) uint32_t armed_seq; /* futex: bumped per arm */
+	uint32_t stop;
+	const uint64_t *word;
+	uint64_t target;
+	int efd;
+	uint32_t done_seq;
+};
+
+static void *reactor_main(void *arg)
+{
+	struct mini_reactor *r = arg;
+	uint32_t seen = 0;
+	for (;;) {
+		uint32_t a = __atomic_load_n(&r->armed_seq, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		if (a == seen) { /* nothing armed: park */
+			futex_wait(&r->armed_seq, a, (uint64_t)BENCH_HANG_MS * 1000000ull);
+			continue;
+		}
+		uint64_t target = r->target;
+		for (unsigned pass = 0;; pass++) {
+			if (garuda_reached(__atomic_load_n(r->word, __ATOMIC_ACQUIRE), target))
+				break;
+			if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
+				return NULL;
+			if (pass >= 10000)
+				sched_yield();
+			else
+				cpu_relax();
+		}
+		uint64_t one = 1;
+		if (write(r->efd, &one, sizeof(one)) != sizeof(one))
+			return NULL;
+		seen = a;
+	}
+}
+
+/* ---------------------------------------------------------------- stream */
+
+struct stream_arg {
+	struct pcell *c;
+	unsigned idx;
+};
+
+static int wait_in(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+	while ((n = poll(&p, 1, BENCH_HANG_MS)) < 0 && errno == EINTR)
+		;
+	return n > 0 ? 0 : -ETIMEDOUT;
+}
+
+static int stream_main(void *arg)
+{
+	struct stream_arg *a = arg;
+	struct pcell *c = a->c;
+	struct pstream *s = c->st[a->idx];
+	unsigned n = c->n;
+	uint64_t *lat = lat_of(s, n), *t0 = t0_of(s);
+	uint64_t cpu0 = process_cpu_ns();
+	bool garuda = c->row >= R_GPOLL;
+	struct rc rc = { .raw.fd = -1 };
+	int efd = -1, e;
+	uint64_t *word = &s->word;
+	if (c->row != R_SPIN && (efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		pfail(s, "eventfd", errno);
+		return 1;
+	}
+	if (garuda) {
+		if ((e = rc_connect_features(&rc, c->sock, GARUDA_FEATURE_POINTS)) || (e = rc_segment_open(&rc, 1, true, NULL)) ||
+		    (e = rc_bind(&rc, 0, efd))) {
+			pfail(s, "stream: garudad set-up failed", e);
+			return 1;
+		}
+		word = rc_word(&rc, 0);
+	}
+	struct mini_reactor mr = { .word = word, .efd = efd };
+	pthread_t rth;
+	if (c->row == R_REACTOR && pthread_create(&rth, NULL, reactor_main, &mr)) {
+		pfail(s, "stream: reactor thread", EAGAIN);
+		return 1;
+	}
+	struct producer p = { .s = s, .n = n, .word = word, .efd = c->row == R_EFD ? efd : -1,
+			      .close_fd = rc.raw.fd };
+	pid_t pp = child_start(producer_main, &p);
+	if (pp < 0) {
+		pfail(s, "stream: fork", pp);
+		return 1;
+	}
+	int rc_ = 0;
+	for (uint32_t i = 1; i <= n && !rc_; i++) {
+		/* the bimodal mix names its two kernel kinds as two points */
+		uint32_t point = c->k == K_BIMODAL ? (kns_of(s, n)[i] > 10000000 ? 1 : 2) : 0;
+		if (garuda && (e = rc_arm_point(&rc, 0, i, i, GARUDA_FORM_EVENTFD, point))) {
+			pfail(s, "stream: ARM failed", e);
+			rc_ = 1;
+			break;
+		}
+		if (c->row == R_REACTOR) {
+			mr.target = i;
+			__atomic_fetch_add(&mr.armed_seq, 1, __ATOMIC_RELEASE);
+			futex_wake(&mr.armed_seq, 1);
+		}
+		futex_set(&s->go, i); /* launch the kernel */
+		if (c->row == R_SPIN) {
+			uint64_t dl = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
+			while (!garuda_reached(__atomic_load_n(word, __ATOMIC_ACQUIRE), i)) {
+				cpu_relax();
+				if (now_ns() > dl || __atomic_load_n(&s->err, __ATOMIC_RELAXED)) {
+					rc_ = 1;
+					break;
+				}
+			}
+		} else if (wait_in(efd) < 0) {
+			pfail(s, "stream: no readiness", (long)i);
+			rc_ = 1;
+		}
+		uint64_t t1 = now_ns();
+		if (rc_)
+			break;
+		if (efd >= 0) {
+			uint64_t v;
+			if (read(efd, &v, sizeof(v)) != sizeof(v)) {
+				pfail(s, "stream: eventfd read", errno);
+				rc_ = 1;
+			}
+		}
+		if (!garuda_reached(__atomic_load_n(word, __ATOMIC_ACQUIRE), i)) {
+			pfail(s, "stream: readiness before the store", (long)i);
+			rc_ = 1;
+		}
+		/* the producer's t0 is written before its store; wait for it to be visible */
+		lat[i] = t1 - __atomic_load_n(&t0[i], __ATOMIC_ACQUIRE);
+	}
+	if (c->row == R_REACTOR) {
+		__atomic_store_n(&mr.stop, 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&mr.armed_seq, 1, __ATOMIC_RELEASE);
+		futex_wake(&mr.armed_seq, 1);
+		pthread_join(rth, NULL);
+	}
+	if (child_wait(pp, BENCH_HANG_MS) != 0 && !rc_) {
+		pfail(s, "stream: producer failed", 0);
+		rc_ = 1;
+	}
+	s->cpu_ns = process_cpu_ns() - cpu0;
+	if (garuda)
+		rc_close(&rc);
+	if (efd >= 0)
+		close(efd);
+	return rc_;
+}
+
+/* ---------------------------------------------------------------- one cell */
+
+/* the scanners' wait counters, summed */
+struct pwaits {
+	double sleeps, spins, exact, censored, arm_wakes, arm_nowakes;
+	double hist[24]; /* detection bound (store -> scanner saw it), log2 ns buckets */
+};
+
+/* p50 of a detection-bound histogram delta, as the bucket's upper edge in us */
+static double detect_p50_us(const struct pwaits *a, const struct pwaits *b)
+{
+	double total = 0, cum = 0;
+	for (int i = 0; i < 24; i++)
+		total += b->hist[i] - a->hist[i];
+	for (int i = 0; i < 24 && total > 0; i++) {
+		cum += b->hist[i] - a->hist[i];
+		if (cum >= total / 2)
+			return ldexp(1, i + 1) / 1e3;
+	}
+	return NAN;
+}
+
+static void read_waits(struct gd_daemon *d, struct pwaits *w)
+{
+	memset(w, 0, sizeof(*w));
+	cJSON *r = d ? gd_control_keep(d, "{\"request\":\"scanners\"}") : NULL;
+	const cJSON *it, *list = r ? cJSON_GetObjectItemCaseSensitive(r, "scanners") : NULL;
+	cJSON_ArrayForEach(it, list)
+	{
+#define F(k) w->k += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, #k))
+		F(sleeps);
+		F(spins);
+		F(exact);
+		F(censored);
+		F(arm_wakes);
+		F(arm_nowakes);
+#undef F
+		const cJSON *bk, *bl = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(it, "wake_latency"), "buckets");
+		int i = 0;
+		cJSON_ArrayForEach(bk, bl)
+		{
+			if (i < 24)
+				w->hist[i] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bk, "count"));
+			i++;
+		}
+	}
+	cJSON_Delete(r);
+}
+
+struct presult {
+	struct pwaits waits; /* per completion */
+	double detect_p50_us; /* garuda rows: the scanner's detection bound, p50 (bucket edge) */
+	bool ok;
+	struct lat_stats lat;
+	double daemon_us, total_us; /* CPU per completion */
+};
+
+static unsigned cell_n(const struct bench *b, enum kernel k, unsigned streams)
+{
+	unsigned n = k == K_10MS || k == K_BIMODAL ? 120 : k == K_100US ? 2000 : 600;
+	if (b->o.quick)
+		n = k == K_10MS || k == K_BIMODAL ? 48 : k == K_100US ? 400 : 150;
+	if (streams > 1)
+		n = n / 2 > WARMUP * 2 ? n / 2 : WARMUP * 2;
+	return n;
+}
+
+static int run_cell(struct bench *b, struct gd_daemon *d, enum prow row, enum kernel k, unsigned streams,
+		    struct presult *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct pcell c = { .row = row, .k = k, .streams = streams, .n = cell_n(b, k, streams),
+			   .sock = d ? d->sock : NULL };
+	c.bytes = sizeof(struct pstream) + 3 * (c.n + 1) * sizeof(uint64_t);
+	for (unsigned i = 0; i < streams; i++) {
+		c.st[i] = shm_alloc(c.bytes);
+		if (!c.st[i]) {
+			bench_fail(b, "plans: out of shared memory");
+			goto out;
+		}
+		uint64_t rng = 0x9e3779b97f4a7c15ull * (i + 1);
+		for (unsigned j = 1; j <= c.n; j++)
+			kns_of(c.st[i], c.n)[j] = kernel_ns(k, j + i, &rng);
+	}
+	struct proc_sample p0 = { 0 }, p1 = { 0 };
+	struct pwaits w0, w1;
+	read_waits(d, &w0);
+	if (d)
+		proc_read(d->pid, &p0);
+	pid_t pid[PLAN_MAX_STREAMS];
+	struct stream_arg args[PLAN_MAX_STREAMS];
+	for (unsigned i = 0; i < streams; i++) {
+		args[i] = (struct stream_arg){ .c = &c, .idx = i };
+		pid[i] = child_start(stream_main, &args[i]);
+	}
+	bool ok = true;
+	for (unsigned i = 0; i < streams; i++) {
+		unsigned limit = (unsigned)(c.n * 40) + 2 * BENCH_HANG_MS;
+		if (pid[i] < 0 || child_wait(pid[i], limit) != 0) {
+			bench_fail(b, "plans: %s, %s, stream %u broke: %s", row_name[row], kernel_name[k], i,
+				   c.st[i]->msg[0] ? c.st[i]->msg : "(no message)");
+			ok = false;
+		}
+	}
+	if (d)
+		proc_read(d->pid, &p1);
+	read_waits(d, &w1);
+	if (!ok)
+		goto out;
+	size_t per = c.n - WARMUP, total = per * streams;
+	uint64_t *all = malloc(total * sizeof(*all));
+	if (!all)
+		goto out;
+	uint64_t cpu = 0;
+	for (unsigned i = 0; i < streams; i++) {
+		memcpy(all + i * per, lat_of(c.st[i], c.n) + 1 + WARMUP, per * sizeof(*all));
+		cpu += c.st[i]->cpu_ns;
+	}
+	lat_compute(all, total, &out->lat);
+	free(all);
+	double compl = (double)c.n * streams;
+	double dcpu = d ? (double)(p1.cpu_ns - p0.cpu_ns) : 0;
+	out->daemon_us = dcpu / compl / 1e3;
+	out->total_us = (dcpu + (double)cpu) / compl / 1e3;
+	out->detect_p50_us = detect_p50_us(&w0, &w1);
+	out->waits = (struct pwaits){
+		.sleeps = (w1.sleeps - w0.sleeps) / compl, .spins = (w1.spins - w0.spins) / compl,
+		.exact = (w1.exact - w0.exact) / compl, .censored = (w1.censored - w0.censored) / compl,
+		.arm_wakes = (w1.arm_wakes - w0.arm_wakes) / compl,
+		.arm_nowakes = (w1.arm_nowakes - w0.arm_nowakes) / compl,
+	};
+	out->ok = true;
+out:
+	for (unsigned i = 0; i < streams; i++)
+		if (c.st[i])
+			shm_free(c.st[i], c.bytes);
+	return out->ok ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- the section */
+
+static double ratio(const struct presult *a, const struct presult *b, double av, double bv)
+{
+	return a->ok && b->ok && bv > 0 ? av / bv : NAN;
+}
+
+static void verdict(cJSON *arr, const char *what, double v, double goal)
+{
+	const char *vd = isnan(v) ? "n/a" : v <= goal ? "met" : "MISSED";
+	printf("  %-60s %8.3fx  <= %-6g %s\n", what, v, goal, vd);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "target", what);
+	cJSON_AddNumberToObject(o, "goal", goal);
+	if (!isnan(v))
+		cJSON_AddNumberToObject(o, "value", v);
+	cJSON_AddStringToObject(o, "verdict", vd);
+	cJSON_AddItemToArray(arr, o);
+}
+
+int bench_plans(struct bench *b)
+{
+	static const unsigned stream_counts[2] = { 1, 16 };
+	struct presult res[2][K_N_][R_N_];
+	memset(res, 0, sizeof(res));
+	cJSON *sec = cJSON_AddObjectToObject(b->json, "plans");
+	cJSON *cells = cJSON_AddArrayToObject(sec, "cells");
+	printf("\nWait plans (issue 11): store -> wake, CPU per completion; host backend, producer process stores after the kernel\n");
+	printf("  %-9s %-3s %-22s %10s %10s %12s %12s   %s\n", "kernel", "str", "row", "p50 us", "p99 us",
+	       "daemon us/c", "total us/c", "per completion: sleeps spins exact censored armwake armnowake");
+	const char *only_rows = getenv("GARUDA_BENCH_PLAN_ROWS"); /* e.g. "3,5": rows by number */
+	for (enum prow row = 0; row < R_N_; row++) {
+		struct gd_daemon d, *dp = NULL;
+		if (only_rows && !strchr(only_rows, '0' + (int)row))
+			continue;
+		if (row >= R_GPOLL) {
+			char cfg[256];
+			const char *plan = row_plan[row];
+			if (row == R_GPREDICT && getenv("GARUDA_BENCH_PREDICT_PLAN"))
+				plan = getenv("GARUDA_BENCH_PREDICT_PLAN");
+			if (plan)
+				snprintf(cfg, sizeof(cfg), "{\"scanners\": 1, \"plan\": \"%s\"}", plan);
+			else
+				snprintf(cfg, sizeof(cfg), "{\"scanners\": 1}");
+			if (bd_start(b, &d, cfg) < 0)
+				continue;
+			dp = &d;
+		}
+		for (unsigned si = 0; si < 2; si++) {
+			/* 16 spinning readers on a small machine starve everything else; the
+			 * spin row runs at 16 streams only where there are 16 CPUs */
+			if (row == R_SPIN && stream_counts[si] > (unsigned)sysconf(_SC_NPROCESSORS_ONLN))
+				continue;
+			for (enum kernel k = 0; k < K_N_; k++) {
+				struct presult *r = &res[si][k][row];
+				if (run_cell(b, dp, row, k, stream_counts[si], r) < 0)
+					continue;
+				printf("  %-9s %-3u %-22s %10.1f %10.1f %12.1f %12.1f", kernel_name[k],
+				       stream_counts[si], row_name[row], r->lat.p50 / 1e3, r->lat.p99 / 1e3,
+				       r->daemon_us, r->total_us);
+				if (dp)
+					printf("   %.1f %.0f %.2f %.2f %.2f %.2f detect-p50<=%.0fus", r->waits.sleeps,
+					       r->waits.spins, r->waits.exact, r->waits.censored, r->waits.arm_wakes,
+					       r->waits.arm_nowakes, r->detect_p50_us);
+				printf("\n");
+				fflush(stdout);
+				cJSON *o = cJSON_CreateObject();
+				cJSON_AddStringToObject(o, "kernel", kernel_name[k]);
+				cJSON_AddNumberToObject(o, "streams", stream_counts[si]);
+				cJSON_AddStringToObject(o, "row", row_name[row]);
+				cJSON_AddItemToObject(o, "store_to_wake", lat_json(&r->lat));
+				cJSON_AddNumberToObject(o, "daemon_cpu_us_per_completion", r->daemon_us);
+				cJSON_AddNumberToObject(o, "total_cpu_us_per_completion", r->total_us);
+				if (dp) {
+					cJSON *wj = cJSON_AddObjectToObject(o, "scanner_per_completion");
+					cJSON_AddNumberToObject(wj, "sleeps", r->waits.sleeps);
+					cJSON_AddNumberToObject(wj, "spins", r->waits.spins);
+					cJSON_AddNumberToObject(wj, "exact", r->waits.exact);
+					cJSON_AddNumberToObject(wj, "censored", r->waits.censored);
+					cJSON_AddNumberToObject(wj, "arm_wakes", r->waits.arm_wakes);
+					cJSON_AddNumberToObject(wj, "arm_nowakes", r->waits.arm_nowakes);
+					if (!isnan(r->detect_p50_us))
+						cJSON_AddNumberToObject(o, "detect_p50_us_le", r->detect_p50_us);
+				}
+				cJSON_AddItemToArray(cells, o);
+			}
+		}
+		if (dp)
+			bd_stop(b, dp);
+	}
+
+	cJSON *tg = cJSON_AddArrayToObject(sec, "targets");
+	printf("\nWait-plan targets (ratios of this run's cells)\n");
+	char what[128];
+	for (enum kernel k = 0; k < K_N_; k++) {
+		const struct presult *p = &res[0][k][R_GPREDICT], *s = &res[0][k][R_GPOLL];
+		snprintf(what, sizeof(what), "+predict / poll store->wake p50, %s, 1 stream", kernel_name[k]);
+		verdict(tg, what, ratio(p, s, p->lat.p50, s->lat.p50), 1.3);
+		snprintf(what, sizeof(what), "+predict / poll store->wake p99, %s, 1 stream", kernel_name[k]);
+		verdict(tg, what, ratio(p, s, p->lat.p99, s->lat.p99), 2.0);
+	}
+	const struct presult *p1 = &res[0][K_1MS][R_GPREDICT], *s1 = &res[0][K_1MS][R_GPOLL];
+	verdict(tg, "+predict / poll daemon CPU per completion, 1 ms", ratio(p1, s1, p1->daemon_us, s1->daemon_us),
+		0.2);
+	const struct presult *p10 = &res[0][K_10MS][R_GPREDICT], *s10 = &res[0][K_10MS][R_GPOLL];
+	verdict(tg, "+predict / poll daemon CPU per completion, 10 ms",
+		ratio(p10, s10, p10->daemon_us, s10->daemon_us), 0.05);
+	for (enum kernel k = 0; k < K_N_; k++) {
+		const struct presult *p = &res[1][k][R_GPREDICT], *c = &res[1][k][R_REACTOR];
+		snprintf(what, sizeof(what), "+predict / reactor total CPU per completion, %s, 16 streams",
+			 kernel_name[k]);
+		verdict(tg, what, ratio(p, c, p->total_us, c->total_us), 0.125);
+	}
+	const struct presult *g = &res[0][K_100US][R_GPOLL], *e = &res[0][K_100US][R_EFD];
+	verdict(tg, "garuda (poll) eventfd p50 / cross-process eventfd p50, 100us", ratio(g, e, g->lat.p50, e->lat.p50),
+		1.5);
+	return 0;
+}

@@ -1,0 +1,488 @@
+/* test_plan.c — garudad's wait plan (issue 11): the plan key and --plan flag (BAD_PLAN
+ * refusals naming the key, reload applies a new plan and keeps the old one on a bad
+ * text), the scanners' exact/censored accounting, the per-session points (bounded,
+ * charged to the quota, listed with their predictions), and the rule that an ARM
+ * wakes a sleeping scanner only when its deadline is earlier than the wake time
+ * (observed through the scanner's arm_wakes / arm_nowakes counters).
+ *
+ * No assertion depends on timing: where a test needs a scanner that sleeps, the plan
+ * gives it no spin at all (park_us=0), so every completion it finds is censored
+ * whatever the machine's load. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(plan, .init = gd_test_init, .fini = gd_test_fini, .timeout = 120);
+
+/* ---------------------------------------------------------------- helpers ---- */
+
+static int run_garudad(struct gd_daemon *d, const char *args, char *out, size_t cap)
+{
+	const char *bin = getenv("GARUDAD");
+	cr_assert_not_null(bin);
+	char cmd[2048], path[192];
+	snprintf(path, sizeof(path), "%s/run.out", d->dir);
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s %s >%s 2>&1 </dev/null", bin, args, path);
+	int st = system(cmd);
+	out[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f) {
+		size_t n = fread(out, 1, cap - 1, f);
+		out[n] = '\0';
+		fclose(f);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *config_plan(struct gd_daemon *d)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"config\"}");
+	cr_assert_not_null(j);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "plan");
+	cr_assert(cJSON_IsString(p), "config has no plan");
+	char *s = strdup(p->valuestring);
+	cJSON_Delete(j);
+	return s;
+}
+
+/* one counter of scanner 0 (the tests run one scanner) */
+static double scanner_num(struct gd_daemon *d, const char *key)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"scanners\"}");
+	cr_assert_not_null(j);
+	const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "scanners"), 0);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
+	cr_assert(cJSON_IsNumber(v), "scanner has no %s", key);
+	double x = v->valuedouble;
+	cJSON_Delete(j);
+	return x;
+}
+
+/* wait until a scanner counter reaches at least want */
+static double wait_scanner(struct gd_daemon *d, const char *key, double want)
+{
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	double v;
+	while ((v = scanner_num(d, key)) < want && gd_left_ms(dl) > 0)
+		usleep(1000);
+	return v;
+}
+
+/* the "points" reply of client id (caller deletes) */
+static cJSON *points_of(struct gd_daemon *d, uint64_t client)
+{
+	char req[96];
+	snprintf(req, sizeof(req), "{\"request\":\"points\",\"client\":%llu}", (unsigned long long)client);
+	cJSON *j = gd_control(d, req);
+	cr_assert_not_null(j);
+	return j;
+}
+
+static uint64_t first_client_id(struct gd_daemon *d, int nth)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j);
+	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "clients"), nth);
+	cr_assert_not_null(c, "no client %d", nth);
+	uint64_t id = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id"));
+	cJSON_Delete(j);
+	return id;
+}
+
+static double client_num(struct gd_daemon *d, int nth, const char *key)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j);
+	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "clients"), nth);
+	cr_assert_not_null(c, "no client %d", nth);
+	double v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, key));
+	cJSON_Delete(j);
+	return v;
+}
+
+/* arm (message form), store, and take the READY */
+static void complete(struct gd_client *c, struct gd_seg *s, uint32_t idx, uint64_t token)
+{
+	uint64_t v = gd_load(s, idx) + 1;
+	gd_ok(gd_arm(c, gd_slot(s, idx), v, token, GARUDA_FORM_MESSAGE));
+	gd_store(s, idx, v);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(c, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "READY: %s", gd_strerr(r));
+	cr_assert_eq(rd.token, token);
+}
+
+/* ------------------------------------------------------- config and flag ---- */
+
+Test(plan, flag_and_config_refusals_name_the_key)
+{
+	struct gd_daemon d = { 0 };
+	gd_prepare(&d);
+	char out[8192], args[1024], cfg[192];
+	snprintf(cfg, sizeof(cfg), "%s/bad.json", d.dir);
+	static const struct {
+		const char *plan, *key;
+	} bad[] = {
+		{ "block", "block" }, /* the daemon has no blocking wait */
+		{ "flag:park_us=5", "backstop_us" },
+		{ "poll+predict:margin_us=1,min_sleep_us=1,max_sleep_us=2,window=17", "window" },
+		{ "poll+predict:margin_us=1,min_sleep_us=9,max_sleep_us=2,window=4", "min_sleep_us" },
+		{ "flag:park_us=10001,backstop_us=1", "park_us" },
+		{ "spin", "spin" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(args, sizeof(args), "'--plan=%s' --socket=%s --control-socket=%s", bad[i].plan,
+			 d.sock, d.ctl);
+		int st = run_garudad(&d, args, out, sizeof(out));
+		cr_assert_eq(st, 2, "--plan=%s: exit %d, expected 2: %s", bad[i].plan, st, out);
+		cr_assert(strstr(out, "--plan") && strstr(out, bad[i].key) && strstr(out, "BAD_PLAN"),
+			  "--plan=%s: the error names neither the key %s nor BAD_PLAN: %s", bad[i].plan,
+			  bad[i].key, out);
+
+		FILE *f = fopen(cfg, "w");
+		cr_assert_not_null(f);
+		fprintf(f, "{\"plan\": \"%s\"}", bad[i].plan);
+		fclose(f);
+		snprintf(args, sizeof(args), "--config=%s --socket=%s --control-socket=%s", cfg, d.sock, d.ctl);
+		st = run_garudad(&d, args, out, sizeof(out));
+		cr_assert_eq(st, 2, "config plan %s: exit %d: %s", bad[i].plan, st, out);
+		cr_assert(strstr(out, "\"plan\"") && strstr(out, bad[i].key) && strstr(out, "BAD_PLAN"),
+			  "config plan %s: the error names neither plan, %s nor BAD_PLAN: %s", bad[i].plan,
+			  bad[i].key, out);
+	}
+	FILE *f = fopen(cfg, "w");
+	cr_assert_not_null(f);
+	fputs("{\"plan\": 7}", f);
+	fclose(f);
+	snprintf(args, sizeof(args), "--config=%s --socket=%s --control-socket=%s", cfg, d.sock, d.ctl);
+	int st = run_garudad(&d, args, out, sizeof(out));
+	cr_assert(st == 2 && strstr(out, "plan"), "a non-string plan: exit %d: %s", st, out);
+	st = run_garudad(&d, "--help", out, sizeof(out));
+	cr_assert(st == 0 && strstr(out, "--plan"), "--help does not list --plan: %s", out);
+	gd_cleanup(&d);
+	gd_check_fds();
+}
+
+Test(plan, flag_sets_the_plan_and_reload_applies_one)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .args = (const char *const[]){ "--plan=poll", NULL } });
+	char *p = config_plan(&d);
+	cr_assert_str_eq(p, "poll");
+	free(p);
+	gd_stop(&d);
+
+	/* the config key, then a reload to another plan, then a bad one (kept) */
+	struct gd_daemon e = { 0 };
+	gd_start(&e, &(struct gd_opts){ .config = "{\"plan\": \"flag:park_us=50,backstop_us=1000\"}" });
+	p = config_plan(&e);
+	cr_assert_str_eq(p, "flag:park_us=50,backstop_us=1000");
+	free(p);
+	cJSON *j = gd_control(&e, "{\"request\":\"config\"}");
+	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "spin_us")), 50);
+	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "max_sleep_us")), 1000);
+	cJSON_Delete(j);
+
+	static const char *next =
+		"flag:park_us=0,backstop_us=300+predict:margin_us=10,min_sleep_us=0,max_sleep_us=5000,window=2";
+	FILE *f = fopen(e.config, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "{\"scanners\": 1, \"plan\": \"%s\"}", next);
+	fclose(f);
+	j = gd_control(&e, "{\"request\":\"reload\"}");
+	cr_assert_not_null(j);
+	cJSON_Delete(j);
+	p = config_plan(&e);
+	cr_assert_str_eq(p, next, "reload did not apply the plan");
+	free(p);
+
+	f = fopen(e.config, "w");
+	cr_assert_not_null(f);
+	fputs("{\"plan\": \"block\"}", f);
+	fclose(f);
+	j = gd_control(&e, "{\"request\":\"reload\"}");
+	cr_assert_not_null(j);
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+	cr_assert_not_null(err, "a reload with plan block was not refused");
+	cJSON_Delete(j);
+	p = config_plan(&e);
+	cr_assert_str_eq(p, next, "a refused reload changed the plan");
+	free(p);
+	gd_stop(&e);
+}
+
+/* ------------------------------------------------- exact and censored ---- */
+
+/* A plan with no spin at all (park_us=0, and min_sleep_us so large that no predicted
+ * sleep is taken, so no spin past a deadline either): the scanner sleeps between
+ * every pass, so each completion is found after a sleep: censored, and it gives the
+ * point a prediction (each found past its spin bound, so recorded as a lower bound).
+ * The counts add up under any plan: exact + censored == completions. */
+Test(plan, censored_counted_and_recorded)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){
+			     .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=0,backstop_us=200"
+				       "+predict:margin_us=0,min_sleep_us=1000000,max_sleep_us=1000000,window=4\"}" });
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 2, -1, &s));
+	for (unsigned i = 0; i < 3; i++) {
+		/* wait until the scanner has slept with the arm in its set, then store */
+		double sl = scanner_num(&d, "sleeps");
+		uint64_t v = gd_load(&s, 0) + 1;
+		gd_ok(gd_arm(&c, gd_slot(&s, 0), v, 100 + i, GARUDA_FORM_MESSAGE));
+		cr_assert_geq(wait_scanner(&d, "sleeps", sl + 1), sl + 1);
+		gd_store(&s, 0, v);
+		struct garuda_ready rd;
+		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	}
+	cr_assert_eq(wait_scanner(&d, "completions", 3), 3);
+	cr_assert_eq(scanner_num(&d, "censored"), 3, "a completion found after a sleep is censored");
+	cr_assert_eq(scanner_num(&d, "exact"), 0);
+	cr_assert_eq(scanner_num(&d, "spins"), 0, "park_us=0 never spins");
+
+	cJSON *j = points_of(&d, first_client_id(&d, 0));
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "points");
+	cr_assert_eq(cJSON_GetArraySize(list), 1, "one word, one point");
+	const cJSON *pt = cJSON_GetArrayItem(list, 0);
+	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "segment")), s.id);
+	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "index")), 0);
+	/* found by the short schedule past a spin bound of 0: each is a lower bound */
+	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "exact")) +
+			     cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "censored")), 3,
+		     "each completion is one record of its point");
+	cr_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(pt, "prediction_ns")),
+		  "the records give the point a prediction");
+	cJSON_Delete(j);
+
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* poll: the scanner never sleeps with something armed; every completion is exact or
+ * censored (which one depends on preemption, so only the sum is asserted). No points
+ * without +predict. */
+Test(plan, poll_spins_and_counts_add_up)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\": 1, \"plan\": \"poll\"}" });
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	for (unsigned i = 0; i < 5; i++)
+		complete(&c, &s, 0, i + 1);
+	cr_assert_eq(wait_scanner(&d, "completions", 5), 5);
+	cr_assert_eq(scanner_num(&d, "exact") + scanner_num(&d, "censored"), 5);
+	cr_assert_eq(scanner_num(&d, "sleeps"), 0, "poll never sleeps with something armed");
+	cJSON *j = points_of(&d, first_client_id(&d, 0));
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "points")), 0,
+		     "a plan without +predict keeps no points");
+	cJSON_Delete(j);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* ------------------------------------------------------ points bounded ---- */
+
+/* quota.connection.points = 2, quota.uid.points = 3: a session never holds more than
+ * 2 (the least recently used point is reused), the uid's sessions together never more
+ * than 3, the clients view shows the charge, and a session's end gives it back. */
+Test(plan, points_bounded_and_charged)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){
+			     .config = "{\"scanners\": 1, \"quota\": {\"connection\": {\"points\": 2},"
+				       " \"uid\": {\"points\": 3}}}" });
+	struct gd_client a, b;
+	struct gd_seg sa, sb;
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 4, -1, &sa));
+	for (uint32_t i = 0; i < 4; i++)
+		complete(&a, &sa, i, 10 + i);
+	cr_assert_eq(client_num(&d, 0, "points"), 2, "a session holds at most quota.connection.points");
+	uint64_t ida = first_client_id(&d, 0);
+	cJSON *j = points_of(&d, ida);
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "points");
+	cr_assert_eq(cJSON_GetArraySize(list), 2);
+	/* LRU: the last two words used are the ones kept */
+	unsigned seen = 0;
+	const cJSON *pt;
+	cJSON_ArrayForEach(pt, list)
+	seen |= 1u << (unsigned)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "index"));
+	cr_assert_eq(seen, (1u << 2) | (1u << 3), "the least recently used points were not the ones reused");
+	cJSON_Delete(j);
+
+	gd_ok(gd_open(&b, d.sock));
+	gd_ok(gd_segment_open(&b, 4, -1, &sb));
+	for (uint32_t i = 0; i < 3; i++)
+		complete(&b, &sb, i, 20 + i);
+	cr_assert_eq(client_num(&d, 1, "points"), 1, "the uid's quota (3) leaves b one point");
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1);
+	complete(&b, &sb, 3, 30);
+	cr_assert_eq(client_num(&d, 0, "points"), 2, "a's points went back to the uid's quota");
+	gd_seg_unmap(&sb);
+	gd_close(&b);
+	gd_stop(&d);
+}
+
+/* ----------------------------------------- arm wakes only if earlier ---- */
+
+/* Train word 0 to a long prediction (a censored wake after ~2 s gives ~1 s), then:
+ * an ARM on it puts the scanner to sleep until its deadline; a second ARM on the same
+ * point has a later deadline and must not wake it (arm_nowakes); an ARM on a cold word
+ * (deadline: now) must (arm_wakes). */
+Test(plan, arm_wakes_only_if_earlier, .timeout = 180)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){
+			     .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=0,backstop_us=200"
+				       "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=1\"}" });
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 2, -1, &s));
+
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_MESSAGE));
+	usleep(2000 * 1000);
+	gd_store(&s, 0, 1);
+	struct garuda_ready rd;
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(scanner_num(&d, "censored"), 1);
+
+	/* the scanner is parked: this ARM wakes it; it then sleeps until the deadline */
+	double w0 = scanner_num(&d, "arm_wakes"), n0 = scanner_num(&d, "arm_nowakes");
+	double sl = scanner_num(&d, "sleeps");
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE));
+	cr_assert_geq(wait_scanner(&d, "sleeps", sl + 1), sl + 1);
+	usleep(20 * 1000); /* let it enter the wait (its deadline is ~1 s away) */
+	cr_assert_eq(scanner_num(&d, "arm_wakes"), w0 + 1, "an ARM to a parked scanner wakes it");
+	double passes = scanner_num(&d, "passes");
+
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 3, 3, GARUDA_FORM_MESSAGE));
+	cr_assert_eq(wait_scanner(&d, "arm_nowakes", n0 + 1), n0 + 1,
+		     "an ARM with a later deadline woke the sleeping scanner");
+	cr_assert_eq(scanner_num(&d, "arm_wakes"), w0 + 1);
+	cr_assert_eq(scanner_num(&d, "passes"), passes, "the scanner passed after a later-deadline ARM");
+
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 4, GARUDA_FORM_MESSAGE)); /* cold: deadline now */
+	cr_assert_eq(wait_scanner(&d, "arm_wakes", w0 + 2), w0 + 2, "an earlier deadline did not wake it");
+
+	gd_store(&s, 1, 1);
+	gd_store(&s, 0, 3);
+	unsigned got = 0;
+	while (got < 3) {
+		int r = gd_wait_ready(&c, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "READY: %s", gd_strerr(r));
+		got++;
+	}
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* ---------------------------------------------------------- named points ---- */
+
+static void hello_features(struct gd_client *c, const char *sock, uint32_t features)
+{
+	gd_ok(gd_connect(c, sock));
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_HELLO, 0);
+	m.hello.features = features;
+	gd_ok(gd_request(c, &m, NULL, 0, &rep, NULL));
+	cr_assert_eq(rep.type, GARUDA_MSG_WELCOME);
+	c->welcome = rep.welcome;
+}
+
+static int arm_point(struct gd_client *c, struct gd_seg *s, uint32_t idx, uint64_t target,
+		     uint64_t token, uint32_t point)
+{
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
+	m.arm = (struct garuda_arm){ .slot = gd_slot(s, idx), .target = target, .token = token,
+				     .form = GARUDA_FORM_MESSAGE, .point = point };
+	return gd_request(c, &m, NULL, 0, &rep, NULL);
+}
+
+/* POINTS is granted when offered; an ARM (and an ARM_BATCH record) may then name a
+ * point: two kernel kinds on one word learn as two points. Without the feature a
+ * point id is a reserved byte set: RESERVED_SET, and the connection is closed. */
+Test(plan, named_points_negotiated_and_used)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\": 1}" });
+	struct gd_client c;
+	struct gd_seg s;
+	hello_features(&c, d.sock, GARUDA_FEATURE_POINTS | 0x80000000u);
+	cr_assert_eq(c.welcome.features, GARUDA_FEATURE_POINTS, "POINTS not granted (or an unknown bit was)");
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	for (uint64_t v = 1; v <= 4; v++) {
+		gd_ok(arm_point(&c, &s, 0, v, v, v % 2 ? 7 : 9)); /* prefill 7, decode 9, one word */
+		gd_store(&s, 0, v);
+		struct garuda_ready rd;
+		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+		cr_assert_eq(rd.token, v);
+	}
+	/* an ARM_BATCH record names a point too */
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+	m.arm_batch.count = 1;
+	m.arm_batch.arm[0] = (struct garuda_arm){ .slot = gd_slot(&s, 0), .target = 5, .token = 5,
+						  .form = GARUDA_FORM_MESSAGE, .point = 11 };
+	gd_ok(gd_request(&c, &m, NULL, 0, &rep, NULL));
+	gd_store(&s, 0, 5);
+	struct garuda_ready rd;
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+
+	cJSON *j = points_of(&d, first_client_id(&d, 0));
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "points");
+	cr_assert_eq(cJSON_GetArraySize(list), 3, "points 7, 9 and 11, and not the word's own");
+	unsigned seen = 0;
+	const cJSON *pt;
+	cJSON_ArrayForEach(pt, list)
+	{
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(pt, "point");
+		cr_assert(cJSON_IsNumber(id), "a named point is listed by its id");
+		cr_assert_null(cJSON_GetObjectItemCaseSensitive(pt, "segment"));
+		double recs = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "exact")) +
+			      cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "censored"));
+		unsigned pid = (unsigned)id->valuedouble;
+		cr_assert_eq(recs, pid == 11 ? 1 : 2, "point %u: %g records", pid, recs);
+		seen |= 1u << pid;
+	}
+	cr_assert_eq(seen, (1u << 7) | (1u << 9) | (1u << 11));
+	cJSON_Delete(j);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+
+	/* not offered: a point id is malformed */
+	struct gd_client o;
+	hello_features(&o, d.sock, 0);
+	cr_assert_eq(o.welcome.features, 0);
+	gd_ok(gd_segment_open(&o, 1, -1, &s));
+	gd_ok(arm_point(&o, &s, 0, 1, 1, 0)); /* point 0: the word's, fine */
+	gd_refused(arm_point(&o, &s, 0, 2, 2, 7), GARUDA_E_RESERVED_SET);
+	struct garuda_msg x;
+	int r;
+	while ((r = gd_recv(&o, &x, NULL, GD_DEADLINE_MS)) == 1)
+		;
+	cr_assert_eq(r, -EPIPE, "the connection was not closed: %s", gd_strerr(r));
+	gd_seg_unmap(&s);
+	gd_close(&o);
+	cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
+	gd_stop(&d);
+}
