@@ -83,25 +83,48 @@ static void offender(struct readiness *r, struct sink *sink, int code)
 						  .session_id = sink->session_id, .code = code });
 }
 
-/* One write of add to the client's eventfd, never blocking. */
+/* The guard has just interrupted a write (or may have fired): arm it afresh, so that
+ * the next write of this loop is covered for a whole GUARD_NS too. */
+static void guard_rearm(struct readiness *r)
+{
+	if (!r->guard_ok)
+		return;
+	struct itimerspec its = { .it_value.tv_nsec = (long)GUARD_NS };
+	timer_settime(r->guard, 0, &its, NULL);
+	r->guard_expiry = garuda_now_ns() + GUARD_NS;
+}
+
+/* The session's eventfds would block the scanner: stop writing to every one of them
+ * (a client may bind one open file description to many slots: each further write
+ * could block again) and have the loop disconnect it. */
+static void eventfd_offender(struct readiness *r, struct binding *b, struct sink *sink, const char *why)
+{
+	atomic_store_explicit(&b->broken, true, memory_order_relaxed);
+	if (atomic_exchange_explicit(&sink->eventfd_broken, true, memory_order_relaxed))
+		return; /* already reported */
+	log_client(LOG_WARNING, "session %llu: %s; disconnecting", (unsigned long long)sink->session_id, why);
+	offender(r, sink, -GARUDA_E_BAD_FD);
+}
+
+/* One write of add to the client's eventfd. It does not block for long: an eventfd
+ * without O_NONBLOCK is refused before the write, and one that loses O_NONBLOCK
+ * between that check and the write (another thread of the client flips it) blocks
+ * until the guard's signal, at most GUARD_NS; the guard is then re-armed for the
+ * next write, and the session's other eventfds are skipped. */
 static void deliver_eventfd(struct readiness *r, struct binding *b, struct sink *sink, uint64_t add)
 {
-	if (atomic_load_explicit(&b->broken, memory_order_relaxed))
+	if (atomic_load_explicit(&b->broken, memory_order_relaxed) ||
+	    atomic_load_explicit(&sink->eventfd_broken, memory_order_relaxed))
 		return;
 	int fl = fcntl(b->fd, F_GETFL);
 	if (fl < 0 || !(fl & O_NONBLOCK)) {
-		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
-		log_client(LOG_WARNING, "session %llu: bound eventfd lost O_NONBLOCK; disconnecting",
-			   (unsigned long long)sink->session_id);
-		offender(r, sink, -GARUDA_E_BAD_FD);
+		eventfd_offender(r, b, sink, "bound eventfd lost O_NONBLOCK");
 		return;
 	}
 	ssize_t w = write(b->fd, &add, sizeof(add));
 	if (w < 0 && errno == EINTR) {
-		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
-		log_client(LOG_WARNING, "session %llu: eventfd write blocked; disconnecting",
-			   (unsigned long long)sink->session_id);
-		offender(r, sink, -GARUDA_E_BAD_FD);
+		eventfd_offender(r, b, sink, "eventfd write blocked");
+		guard_rearm(r);
 	}
 	/* EAGAIN: the counter is saturated, so the eventfd is readable: delivered */
 }
@@ -183,11 +206,12 @@ static uintptr_t group_key(const struct armed *a)
 	}
 }
 
-/* Eventfds first (their writes are the ones a guard covers), then doorbells, then
- * messages; within a form grouped by key, so that one write serves each run. */
+/* Doorbells first, then messages (neither can block), eventfds last (the only writes
+ * a client can make block, up to the guard); within a form grouped by key, so that
+ * one write serves each run. */
 static int form_rank(uint8_t form)
 {
-	return form == GARUDA_FORM_EVENTFD ? 0 : form == GARUDA_FORM_DOORBELL ? 1 : 2;
+	return form == GARUDA_FORM_DOORBELL ? 0 : form == GARUDA_FORM_EVENTFD ? 2 : 1;
 }
 
 static int cmp_fired(const void *pa, const void *pb)
