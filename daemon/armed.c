@@ -52,9 +52,19 @@ static void put(struct notice_queue *loop, enum notice_release what, void *obj, 
 	}
 }
 
-void armed_release(struct armed *a, struct notice_queue *loop)
+void armed_release_quota(struct armed *a)
 {
 	quota_release(&a->sink->usage, &a->sink->uid->usage, Q_ARMED, 1);
+}
+
+void armed_release(struct armed *a, struct notice_queue *loop)
+{
+	armed_release_quota(a);
+	armed_release_refs(a, loop);
+}
+
+void armed_release_refs(struct armed *a, struct notice_queue *loop)
+{
 	if (!loop) {
 		sink_unref(a->sink);
 		segment_unref(a->seg);

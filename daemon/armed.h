@@ -62,6 +62,11 @@ static inline void armed_remove_at(struct armed_set *set, unsigned i)
  * thread as a NOTICE_RELEASE (the destructors close client fds and unmap segments);
  * the loop thread itself passes NULL. */
 void armed_release(struct armed *a, struct notice_queue *loop);
+/* The two halves of armed_release(), for a pass: the quota unit goes back before the
+ * readiness is sent (a client that saw it may re-arm at once, and QUERY no longer
+ * counts it), the references after (the writes still use them). */
+void armed_release_quota(struct armed *a);
+void armed_release_refs(struct armed *a, struct notice_queue *loop);
 /* Release everything still armed (loop thread: scanner stopped) and free the arrays. */
 void armed_set_free(struct armed_set *set);
 

@@ -432,6 +432,8 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 	(void)events;
 	for (int i = 0; i < CONTROL_BATCH; i++) {
 		int fd = server_accept(d, d->control_fd);
+		if (fd < 0 && errno == ECONNABORTED)
+			continue; /* refused one for want of fds (server.c) */
 		if (fd < 0)
 			return;
 		unsigned nconn = 0;

@@ -8,7 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum notice_kind { NOTICE_DISARMED, NOTICE_OVERFLOW, NOTICE_OFFENDER, NOTICE_RELEASE };
+/* NOTICE_ANSWER: the scanner answers a command for the client (DISARM; the drops of
+ * SEGMENT_CLOSE and UNBIND, acknowledged only once applied: docs/protocol.md §4.5) */
+enum notice_kind { NOTICE_ANSWER, NOTICE_OVERFLOW, NOTICE_OFFENDER, NOTICE_RELEASE };
 
 /* NOTICE_RELEASE: a scanner's last reference on an object, for the loop to drop (the
  * destructors close client fds and unmap segments: loop thread only). */
@@ -17,9 +19,9 @@ enum notice_release { RELEASE_SINK, RELEASE_SEGMENT, RELEASE_BINDING };
 struct notice {
 	enum notice_kind kind;
 	uint64_t session_id;
-	uint64_t cookie; /* DISARMED */
-	int code;        /* DISARMED: 0 or -GARUDA_E_NOT_ARMED; OFFENDER: the (negative) error code */
-	bool noreply;    /* DISARMED */
+	uint64_t cookie; /* ANSWER */
+	int code;        /* ANSWER: 0 (ACK) or -GARUDA_E_NOT_ARMED; OFFENDER: the (negative) error code */
+	bool noreply;    /* ANSWER: no ACK */
 	enum notice_release what; /* RELEASE */
 	void *obj;                /* RELEASE: the sink, segment or binding */
 };

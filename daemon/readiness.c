@@ -18,7 +18,9 @@
 #include "log.h"
 
 /* The write guard: a one-shot timer whose signal interrupts an eventfd write that
- * blocks. Arming it around every delivery cost two timer_settime calls per pass (the
+ * blocks. It is checked before every eventfd write (guard_cover(): a clock read; a
+ * timer_settime only when it is about to run out), so no write of a long loop runs
+ * unguarded. Arming it around every delivery cost two timer_settime calls per pass (the
  * largest item in eventfd wake latency on the benchmark machine), so it is armed for
  * GUARD_NS (1 ms), refreshed after a batch of writes when less than half of it is left
  * (before writes only when it is about to run out), never cancelled (cancelling at
@@ -83,25 +85,63 @@ static void offender(struct readiness *r, struct sink *sink, int code)
 						  .session_id = sink->session_id, .code = code });
 }
 
-/* One write of add to the client's eventfd, never blocking. */
+/* After a write that blocked, the rest of that write loop runs under this shorter
+ * guard: another client's eventfd blocking in the same pass (an attacker with many
+ * sessions and eventfds) costs GUARD_AFTER_NS each, not a whole GUARD_NS. */
+#define GUARD_AFTER_NS 50000ull
+
+/* Before every eventfd write: the guard must be running, long enough ahead that it
+ * cannot expire between this check and the write's sleep (else that write would be
+ * unguarded): in a normal pass at least GUARD_MIN_NS left, else re-armed for
+ * GUARD_NS; once a write of this pass blocked, re-armed for GUARD_AFTER_NS unless more
+ * than half of that is left. So a write loop of any length is covered throughout. */
+static void guard_cover(struct readiness *r)
+{
+	if (!r->guard_ok)
+		return;
+	uint64_t now = garuda_now_ns();
+	uint64_t period = r->blocked ? GUARD_AFTER_NS : GUARD_NS;
+	uint64_t margin = r->blocked ? GUARD_AFTER_NS / 2 : GUARD_MIN_NS;
+	if (now + margin < r->guard_expiry && r->guard_expiry <= now + period)
+		return;
+	struct itimerspec its = { .it_value.tv_nsec = (long)period };
+	timer_settime(r->guard, 0, &its, NULL);
+	r->guard_expiry = now + period;
+}
+
+/* The session's eventfds would block the scanner: stop writing to every one of them
+ * (a client may bind one open file description to many slots: each further write
+ * could block again) and have the loop disconnect it. */
+static void eventfd_offender(struct readiness *r, struct binding *b, struct sink *sink, const char *why)
+{
+	atomic_store_explicit(&b->broken, true, memory_order_relaxed);
+	if (atomic_exchange_explicit(&sink->eventfd_broken, true, memory_order_relaxed))
+		return; /* already reported */
+	log_client(LOG_WARNING, "session %llu: %s; disconnecting", (unsigned long long)sink->session_id, why);
+	offender(r, sink, -GARUDA_E_BAD_FD);
+}
+
+/* One write of add to the client's eventfd. It does not block for long: an eventfd
+ * without O_NONBLOCK is refused before the write, and one that loses O_NONBLOCK
+ * between that check and the write (another thread of the client flips it) blocks
+ * until the guard's signal, at most GUARD_NS; the guard is then re-armed for the
+ * next write, and the session's other eventfds are skipped. */
 static void deliver_eventfd(struct readiness *r, struct binding *b, struct sink *sink, uint64_t add)
 {
-	if (atomic_load_explicit(&b->broken, memory_order_relaxed))
+	if (atomic_load_explicit(&b->broken, memory_order_relaxed) ||
+	    atomic_load_explicit(&sink->eventfd_broken, memory_order_relaxed))
 		return;
+	guard_cover(r);
 	int fl = fcntl(b->fd, F_GETFL);
 	if (fl < 0 || !(fl & O_NONBLOCK)) {
-		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
-		log_client(LOG_WARNING, "session %llu: bound eventfd lost O_NONBLOCK; disconnecting",
-			   (unsigned long long)sink->session_id);
-		offender(r, sink, -GARUDA_E_BAD_FD);
+		eventfd_offender(r, b, sink, "bound eventfd lost O_NONBLOCK");
 		return;
 	}
 	ssize_t w = write(b->fd, &add, sizeof(add));
 	if (w < 0 && errno == EINTR) {
-		atomic_store_explicit(&b->broken, true, memory_order_relaxed);
-		log_client(LOG_WARNING, "session %llu: eventfd write blocked; disconnecting",
-			   (unsigned long long)sink->session_id);
-		offender(r, sink, -GARUDA_E_BAD_FD);
+		eventfd_offender(r, b, sink, "eventfd write blocked");
+		r->blocked = true; /* the rest of this loop under the short guard */
+		r->guard_expiry = 0;
 	}
 	/* EAGAIN: the counter is saturated, so the eventfd is readable: delivered */
 }
@@ -183,11 +223,12 @@ static uintptr_t group_key(const struct armed *a)
 	}
 }
 
-/* Eventfds first (their writes are the ones a guard covers), then doorbells, then
- * messages; within a form grouped by key, so that one write serves each run. */
+/* Doorbells first, then messages (neither can block), eventfds last (the only writes
+ * a client can make block, up to the guard); within a form grouped by key, so that
+ * one write serves each run. */
 static int form_rank(uint8_t form)
 {
-	return form == GARUDA_FORM_EVENTFD ? 0 : form == GARUDA_FORM_DOORBELL ? 1 : 2;
+	return form == GARUDA_FORM_DOORBELL ? 0 : form == GARUDA_FORM_EVENTFD ? 2 : 1;
 }
 
 static int cmp_fired(const void *pa, const void *pb)
@@ -204,16 +245,16 @@ void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_
 {
 	if (n > 1)
 		qsort(f, n, sizeof(*f), cmp_fired);
+	(void)now; /* unused since guard_cover() reads the clock before each eventfd write;
+		    * kept in the interface the scanner's pass calls */
 	bool guarded = false;
+	r->blocked = false;
 	for (unsigned i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && form_rank(f[j].form) == form_rank(f[i].form) && group_key(&f[j]) == group_key(&f[i]); j++)
 			;
 		switch (f[i].form) {
 		case GARUDA_FORM_EVENTFD:
-			if (!guarded) {
-				guard_ensure(r, now, GUARD_MIN_NS);
-				guarded = true;
-			}
+			guarded = true;
 			deliver_eventfd(r, f[i].bind, f[i].sink, j - i);
 			break;
 		case GARUDA_FORM_DOORBELL:
@@ -224,7 +265,8 @@ void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_
 			break;
 		}
 	}
-	if (guarded)
+	if (guarded) /* refresh it off the delivery path (after a blocked write: a whole
+		      * GUARD_NS again), so that the next pass's first write finds it running */
 		guard_ensure(r, garuda_now_ns(), GUARD_NS / 2);
 }
 

@@ -7,11 +7,17 @@
  * Promises: one readiness_deliver() writes each binding's eventfd once (the sum of
  * its completions), bumps each segment's doorbell once and wakes it once, and sends
  * each session's READYs in as few datagrams as it accepts (READY_BATCH when it asked
- * for it), sendmmsg'ed in batches of READINESS_SEND_BATCH. It never blocks: an
- * eventfd without O_NONBLOCK, or a write that blocks anyway (interrupted by the
- * guard's signal within READINESS_GUARD_NS), marks the binding broken and the
- * session an offender (NOTICE_OFFENDER); a full socket sets the sink's overflow flag
- * and posts one NOTICE_OVERFLOW until the loop clears it.
+ * for it), sendmmsg'ed in batches of READINESS_SEND_BATCH. Doorbells and messages go
+ * before eventfds (they cannot block). An eventfd write never blocks for more than
+ * the guard's 1 ms: an eventfd without O_NONBLOCK, or a write that blocks anyway
+ * (its client cleared O_NONBLOCK after the check; interrupted by the guard's signal:
+ * the guard is checked before every eventfd write, so a write loop of any length is
+ * covered), marks the session an offender (NOTICE_OFFENDER, once) and no eventfd of
+ * that session is written again, so one session costs a scanner at most one guard
+ * period (1 ms) however many slots it bound to the same eventfd; after a blocked
+ * write the rest of the pass runs under a 50 us guard (more sessions blocking in the
+ * same pass cost 50 us each). A full socket sets the sink's overflow flag and posts one
+ * NOTICE_OVERFLOW until the loop clears it.
  *
  * Thread: a struct readiness belongs to one scanner thread; readiness_init() must run
  * on that thread (the guard timer signals it). readiness_overflow_msg() is for the
@@ -32,6 +38,7 @@ struct readiness {
 	timer_t guard;
 	bool guard_ok;
 	uint64_t guard_expiry; /* when the armed guard fires */
+	bool blocked; /* a write of this readiness_deliver() blocked: short guard */
 };
 
 /* Create the write guard for the calling thread. Never fails (without a guard timer

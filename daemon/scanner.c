@@ -65,8 +65,9 @@ struct cmd {
 			   * never dereferenced: it may be freed by the time the scanner reads it */
 	uint32_t segment_id, index;
 	uint64_t token, cookie;
-	uint64_t session_id; /* DISARM: who gets the answer */
+	uint64_t session_id; /* DISARM, answered drops: who gets the answer */
 	bool noreply;
+	bool answer; /* DROP_SEGMENT / DROP_BINDING: acknowledge once applied */
 };
 
 struct scanner {
@@ -129,8 +130,8 @@ static void post(struct scanner *s, const struct cmd *c)
 	atomic_fetch_add(&s->seq, 1);
 	/* drops only release; they wait for the next wake, so a parked scanner with
 	 * nothing armed stays parked when sessions end, unless they pile up */
-	bool urgent = backlog || (c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING &&
-				  c->kind != CMD_DROP_SINK);
+	bool urgent = backlog || c->answer ||
+		      (c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING && c->kind != CMD_DROP_SINK);
 	if (!atomic_load(&s->sleeping))
 		return;
 	/* an ARM wakes it only when its deadline is earlier than the wake time */
@@ -173,14 +174,26 @@ void scanner_disarm(struct scanner *s, struct sink *sink, uint32_t segment_id, u
 	post(s, &c);
 }
 
-void scanner_drop_segment(struct scanner *s, struct segment *seg)
+static void post_drop(struct scanner *s, enum cmd_kind kind, void *obj, const struct scanner_reply *reply)
 {
-	post(s, &(struct cmd){ .kind = CMD_DROP_SEGMENT, .obj = seg });
+	struct cmd c = { .kind = kind, .obj = obj };
+	if (reply) {
+		c.answer = true;
+		c.session_id = reply->session_id;
+		c.cookie = reply->cookie;
+		c.noreply = reply->noreply;
+	}
+	post(s, &c);
 }
 
-void scanner_drop_binding(struct scanner *s, struct binding *b)
+void scanner_drop_segment(struct scanner *s, struct segment *seg, const struct scanner_reply *reply)
 {
-	post(s, &(struct cmd){ .kind = CMD_DROP_BINDING, .obj = b });
+	post_drop(s, CMD_DROP_SEGMENT, seg, reply);
+}
+
+void scanner_drop_binding(struct scanner *s, struct binding *b, const struct scanner_reply *reply)
+{
+	post_drop(s, CMD_DROP_BINDING, b, reply);
 }
 
 void scanner_drop_sink(struct scanner *s, struct sink *sink)
@@ -223,17 +236,18 @@ static enum removal_kind removal_kind_of(enum cmd_kind k)
 	}
 }
 
-/* Apply a batch's removals; every DISARM is answered through a notice. */
+/* Apply a batch's removals; every DISARM and every answered drop is answered through
+ * a notice, after the removal (no pass runs in between: this thread runs them). */
 static void apply_removals(struct scanner *s, struct removal *rem, const struct cmd **c, unsigned n)
 {
 	armed_apply_removals(&s->set, rem, n, s->index, s->notices);
 	for (unsigned i = 0; i < n; i++) {
-		if (rem[i].kind != RM_DISARM)
+		if (rem[i].kind != RM_DISARM && !c[i]->answer)
 			continue;
-		notice_push(s->notices, &(struct notice){ .kind = NOTICE_DISARMED,
+		notice_push(s->notices, &(struct notice){ .kind = NOTICE_ANSWER,
 							  .session_id = c[i]->session_id,
 							  .cookie = c[i]->cookie,
-							  .code = rem[i].found ? 0 : -GARUDA_E_NOT_ARMED,
+							  .code = rem[i].kind != RM_DISARM || rem[i].found ? 0 : -GARUDA_E_NOT_ARMED,
 							  .noreply = c[i]->noreply });
 	}
 }
@@ -354,9 +368,12 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 	atomic_fetch_add_explicit(&s->st_detect_ns_sum, d * nf, memory_order_relaxed);
 	atomic_store_explicit(&s->st_armed, set->n, memory_order_relaxed);
 	count_fired(s, set->fired, nf, b, now, prev_pass, slept);
+	/* the armed quota first: a client that got its READY may re-arm at once */
+	for (unsigned i = 0; i < nf; i++)
+		armed_release_quota(&set->fired[i]);
 	readiness_deliver(&s->out, set->fired, nf, now);
 	for (unsigned i = 0; i < nf; i++)
-		armed_release(&set->fired[i], s->notices);
+		armed_release_refs(&set->fired[i], s->notices);
 	return nf;
 }
 
@@ -368,6 +385,12 @@ static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, boo
 			       .tv_nsec = (long)(until_ns % 1000000000ull) };
 	atomic_store(&s->wake_at, arms_wake ? UINT64_MAX : until_ns);
 	atomic_store(&s->sleeping, 1);
+	/* The pair with post(): it bumps seq, then loads sleeping; we store sleeping, then
+	 * FUTEX_WAIT compares seq. The fence orders our store before the kernel's read of
+	 * seq explicitly instead of relying on the barrier inside futex_wait_setup(): either
+	 * post() sees sleeping and wakes us, or the kernel sees the new seq and returns at
+	 * once (tests/models/scanner_park.pml, variant BROKEN_NO_FENCE, loses the wake). */
+	atomic_thread_fence(memory_order_seq_cst);
 	if (until_ns == UINT64_MAX)
 		futex(&s->seq, FUTEX_WAIT_PRIVATE, seq, NULL);
 	else

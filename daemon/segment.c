@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -22,6 +25,43 @@
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 
 static atomic_uint live_segments;
+
+/* Every live segment, by file identity, so that one file backs at most one segment
+ * (an attach of a file another segment uses, in any session, is refused). A mutex:
+ * the last reference normally drops on the loop thread, but may drop on a scanner
+ * when the notice queue is out of memory (armed.c). */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct segment *registry;
+
+static bool registry_add(struct segment *s)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (struct segment *o = registry; o; o = o->lnext) {
+		if (o->dev == s->dev && o->ino == s->ino) {
+			pthread_mutex_unlock(&registry_lock);
+			return false;
+		}
+	}
+	s->lnext = registry;
+	s->lprev = NULL;
+	if (registry)
+		registry->lprev = s;
+	registry = s;
+	pthread_mutex_unlock(&registry_lock);
+	return true;
+}
+
+static void registry_remove(struct segment *s)
+{
+	pthread_mutex_lock(&registry_lock);
+	if (s->lprev)
+		s->lprev->lnext = s->lnext;
+	else if (registry == s)
+		registry = s->lnext;
+	if (s->lnext)
+		s->lnext->lprev = s->lprev;
+	pthread_mutex_unlock(&registry_lock);
+}
 
 unsigned segment_count(void)
 {
@@ -98,6 +138,12 @@ int segment_create(uint32_t id, uint32_t lines, int numa_node, pid_t pid, struct
 		munmap(map, bytes);
 		return -ENOMEM;
 	}
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+		registry_add(s); /* a new file: nobody else has it */
+	}
 	TAKE_FD(fd);
 	*out = s;
 	return 0;
@@ -109,6 +155,16 @@ int segment_attach(int fd, uint32_t id, uint32_t lines, int numa_node, struct se
 	if (seals < 0)
 		return errno == EINVAL ? -GARUDA_E_BAD_SEGMENT : -errno; /* not a memfd */
 	if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS)
+		return -GARUDA_E_BAD_SEGMENT;
+	/* the daemon writes the header and its stores must never fault */
+	if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+		return -GARUDA_E_BAD_SEGMENT;
+	/* shmem only: a hugetlbfs file's page can be punched out and not come back (the
+	 * next access in a scanner would SIGBUS); a shmem page always can */
+	struct statfs sfs;
+	if (fstatfs(fd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type != TMPFS_MAGIC)
 		return -GARUDA_E_BAD_SEGMENT;
 	struct stat st;
 	if (fstat(fd, &st) < 0)
@@ -126,16 +182,24 @@ int segment_attach(int fd, uint32_t id, uint32_t lines, int numa_node, struct se
 	/* shared memory: read each field once, check it, never trust it afterwards */
 	uint64_t magic = __atomic_load_n(&map->hdr.magic, __ATOMIC_RELAXED);
 	uint32_t layout = __atomic_load_n(&map->hdr.layout, __ATOMIC_RELAXED);
-	if (magic != GARUDA_SEGMENT_MAGIC || layout != GARUDA_SEGMENT_LAYOUT) {
+	uint32_t hdr_lines = __atomic_load_n(&map->hdr.lines, __ATOMIC_RELAXED);
+	if (magic != GARUDA_SEGMENT_MAGIC || layout != GARUDA_SEGMENT_LAYOUT || hdr_lines != lines) {
 		munmap(map, bytes);
 		return -GARUDA_E_BAD_SEGMENT;
 	}
-	__atomic_store_n(&map->hdr.segment_id, id, __ATOMIC_RELAXED);
 	struct segment *s = segment_new(fd, map, bytes, id, lines, numa_node);
 	if (!s) {
 		munmap(map, bytes);
 		return -ENOMEM;
 	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	if (!registry_add(s)) { /* another segment (any session's) uses this file */
+		s->fd = -1; /* the caller keeps its fd */
+		segment_unref(s);
+		return -GARUDA_E_BAD_SEGMENT;
+	}
+	__atomic_store_n(&map->hdr.segment_id, id, __ATOMIC_RELAXED);
 	*out = s;
 	return 0;
 }
@@ -144,8 +208,10 @@ void segment_unref(struct segment *s)
 {
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	registry_remove(s);
 	munmap(s->map, s->bytes);
-	close(s->fd);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s);
 	atomic_fetch_sub(&live_segments, 1);
 }

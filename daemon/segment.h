@@ -25,6 +25,9 @@ struct segment {
 	int numa_node;
 	unsigned scanner; /* index of the scanner that watches it */
 	struct segment *next; /* session's list */
+	dev_t dev;            /* the file's identity: one live segment per file */
+	ino_t ino;
+	struct segment *lnext, *lprev; /* every live segment (segment.c's registry) */
 };
 
 /* Create a new segment for client pid: memfd, size, seals, map, place, mlock, header.

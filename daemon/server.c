@@ -254,17 +254,22 @@ int server_accept(struct daemon *d, int listen_fd)
 	 * loop spinning. Spend the spare fd to accept it and close it at once (the peer
 	 * sees end-of-file), then take the spare back. */
 	int e = errno;
+	bool refused = false;
 	log_client(LOG_WARNING, "accept: %s; refusing a connection (raise LimitNOFILE, or lower quota.uid.connections)",
 		   strerror(e));
 	if (d->spare_fd >= 0) {
 		close(d->spare_fd);
 		d->spare_fd = -1;
 		int victim = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (victim >= 0)
+		if (victim >= 0) {
 			close(victim);
+			refused = true;
+		}
 		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
-	errno = e;
+	/* ECONNABORTED: one pending connection was refused, more may be waiting (the
+	 * io_uring loop's multishot poll will not report them again): go on accepting */
+	errno = refused ? ECONNABORTED : e;
 	return -1;
 }
 
@@ -274,8 +279,10 @@ void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events)
 	(void)events;
 	for (int i = 0; i < 64; i++) {
 		int fd = server_accept(d, d->client_fd);
+		if (fd < 0 && errno == ECONNABORTED)
+			continue; /* refused one for want of fds: the next may fit */
 		if (fd < 0)
-			return; /* EAGAIN, or refused for want of fds */
+			return; /* EAGAIN, or out of fds and no spare */
 		session_accept(d, fd);
 	}
 	loop_again(d->loop, w);

@@ -11,5 +11,6 @@ int server_open_sockets(struct daemon *d);
 void server_close_sockets(struct daemon *d);
 void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
 /* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE by refusing the pending
- * connection through the spare fd; -1 with errno as accept4's. */
+ * connection through the spare fd; -1 with errno as accept4's, or ECONNABORTED when
+ * one pending connection was refused that way (more may be pending: call again). */
 int server_accept(struct daemon *d, int listen_fd);

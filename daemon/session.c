@@ -312,13 +312,15 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	session_send(s, &rep, attach ? -1 : g->fd);
 }
 
-static void drop_binding(struct session *s, struct binding *b, struct segment *g)
+/* reply: the request the scanner acknowledges once the drop is applied (NULL: none) */
+static void drop_binding(struct session *s, struct binding *b, struct segment *g,
+			 const struct scanner_reply *reply)
 {
 	struct binding **pp = &s->bindings;
 	while (*pp != b)
 		pp = &(*pp)->next;
 	*pp = b->next;
-	scanner_drop_binding(scanner_of(s, g), b);
+	scanner_drop_binding(scanner_of(s, g), b, reply);
 	release_quota(s, Q_BINDINGS, 1);
 	binding_unref(b);
 }
@@ -337,13 +339,15 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m, int 
 	for (struct binding *b = s->bindings, *nb; b; b = nb) {
 		nb = b->next;
 		if (b->segment_id == g->id)
-			drop_binding(s, b, g);
+			drop_binding(s, b, g, NULL);
 	}
-	scanner_drop_segment(scanner_of(s, g), g);
+	/* the ACK comes from the scanner once the drops are applied: no readiness for the
+	 * segment can follow it (§4.5). The bindings' drops went first, to the same queue. */
+	scanner_drop_segment(scanner_of(s, g), g, &(struct scanner_reply){
+		.session_id = s->id, .cookie = m->cookie, .noreply = m->flags & GARUDA_F_NOREPLY });
 	release_quota(s, Q_SEGMENTS, 1);
 	release_quota(s, Q_LINES, g->lines);
 	segment_unref(g);
-	reply_ack(s, m);
 }
 
 /* Resolve a slot to the session's segment: 0, or an error code with *why. */
@@ -432,8 +436,9 @@ static void on_unbind(struct session *s, const struct garuda_msg *m, int *fds)
 		reply_error(s, m->cookie, -GARUDA_E_NOT_BOUND, NULL);
 		return;
 	}
-	drop_binding(s, b, g);
-	reply_ack(s, m);
+	/* acknowledged by the scanner once the drop is applied (§4.6) */
+	drop_binding(s, b, g, &(struct scanner_reply){
+		.session_id = s->id, .cookie = m->cookie, .noreply = m->flags & GARUDA_F_NOREPLY });
 }
 
 /* Check one ARM record: its segment, slot and (EVENTFD form) binding. */
@@ -614,6 +619,15 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 	h->fn(s, &m, fds);
 }
 
+/* recvmsg returned 0: end of file, or a zero-length datagram? A SOCK_SEQPACKET
+ * socket whose peer has shut down or closed polls POLLRDHUP (or POLLHUP); one that
+ * just received an empty datagram does not. */
+static bool peer_hung_up(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static void on_in(struct loop_watch *w, void *data, uint32_t events)
 {
 	struct session *s = data;
@@ -622,11 +636,17 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 	for (int i = 0; i < RECV_BATCH; i++) {
 		int fds[FDIO_MAX_FDS];
 		unsigned nfds = 0;
-		ssize_t n = fdio_recv(s->fd, buf, sizeof(buf), fds, FDIO_MAX_FDS, &nfds, MSG_DONTWAIT);
+		size_t got;
+		ssize_t n = fdio_recv_ex(s->fd, buf, sizeof(buf), fds, FDIO_MAX_FDS, &nfds, MSG_DONTWAIT, &got);
 		if (n == -EAGAIN)
 			return;
-		if (n == -EMSGSIZE) {
-			fail_session(s, 0, -GARUDA_E_TOO_LONG, "datagram or its fds over the protocol's cap");
+		if (n == -EMSGSIZE) { /* the cookie is echoed when its 24 bytes arrived (§5) */
+			fail_session(s, garuda_peek_cookie(buf, got), -GARUDA_E_TOO_LONG,
+				     "datagram or its fds over the protocol's cap");
+			return;
+		}
+		if (n == 0 && !peer_hung_up(s->fd)) { /* an empty datagram, not end of file */
+			fail_session(s, 0, -GARUDA_E_TOO_SHORT, NULL);
 			return;
 		}
 		if (n <= 0) {
@@ -830,7 +850,7 @@ void session_handle_notices(struct daemon *d)
 		if (!s)
 			continue; /* already gone */
 		switch (n[i].kind) {
-		case NOTICE_DISARMED:
+		case NOTICE_ANSWER:
 			if (n[i].code)
 				reply_error(s, n[i].cookie, n[i].code, NULL);
 			else if (!n[i].noreply) {

@@ -27,6 +27,7 @@ struct sink {
 	struct quota_usage usage; /* per-connection quota usage */
 	struct quota_uid *uid;    /* per-uid usage (lives as long as the daemon) */
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
+	atomic_bool eventfd_broken; /* one of its eventfds blocked a scanner: write none */
 	atomic_uint_fast64_t completions; /* readiness delivered */
 	atomic_uint_fast64_t by_form[4];  /* indexed by enum garuda_form */
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */

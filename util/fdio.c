@@ -69,6 +69,13 @@ void fdio_close_all(int *fds, unsigned n)
 ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
 		  int flags)
 {
+	size_t got;
+	return fdio_recv_ex(sock, buf, cap, fds, max_fds, nfds, flags, &got);
+}
+
+ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
+		     int flags, size_t *got_len)
+{
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
@@ -84,12 +91,14 @@ ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, u
 	unsigned ngot = 0;
 
 	*nfds = 0;
+	*got_len = 0;
 	ssize_t n;
 	do
 		n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	*got_len = (size_t)n < cap ? (size_t)n : cap;
 
 	/* collect every fd first, whatever else is wrong, so none can leak */
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {

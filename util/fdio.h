@@ -20,6 +20,10 @@ ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigne
  * -EMSGSIZE when the datagram or its fds did not fit (all fds closed, *nfds = 0). */
 ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
 		  int flags);
+/* fdio_recv, and *got = the bytes placed in buf (on -EMSGSIZE too: then the first
+ * min(length, cap) bytes of the datagram, so that its header can still be read). */
+ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
+		     int flags, size_t *got);
 
 /* Connect a new AF_UNIX SOCK_SEQPACKET socket (close-on-exec, blocking) to path.
  * Returns the fd, or -ENAMETOOLONG (path does not fit sun_path), or connect's -errno

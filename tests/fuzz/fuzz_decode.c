@@ -2,7 +2,9 @@
  *
  * Input: byte 0 is the number of fds that "arrived" with the datagram, the rest is the
  * datagram. Aborts (a finding) when:
- *   - decode refuses with anything but a decoder code (TOO_SHORT .. BAD_VALUE);
+ *   - decode refuses with anything but a decoder code (TOO_SHORT .. BAD_VALUE), or
+ *     garuda_peek_cookie() (the cookie garudad echoes in its ERROR, §5) is not bytes
+ *     16-23 of a datagram of at least 24 bytes, 0 for a shorter one;
  *   - decode accepts and re-encoding the result does not reproduce the datagram byte
  *     for byte (so decode lost, invented or normalised something);
  *   - decode accepts a datagram whose header fd count disagrees with what arrived, or
@@ -43,6 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r != 0) {
 		CHECK(r <= -GARUDA_E_TOO_SHORT && r >= -GARUDA_E_BAD_VALUE);
 		CHECK(garuda_strerror(r) != NULL);
+		uint64_t cookie = 0;
+		if (len >= GARUDA_HDR_BYTES)
+			memcpy(&cookie, dgram + 16, 8); /* little-endian hosts */
+		CHECK(garuda_peek_cookie(dgram, len) == cookie);
 		return 0;
 	}
 

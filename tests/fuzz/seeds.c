@@ -107,5 +107,31 @@ size_t fuzz_seeds(struct fuzz_seed *out, size_t cap)
 		for (int i = 0; i < k; i++)
 			s->name[i] = (char)(s->name[i] == '_' ? '-' : tolower((unsigned char)s->name[i]));
 	}
+	/* refused shapes (FUZZ_REFUSED_SEEDS) */
+	if (n + FUZZ_REFUSED_SEEDS > cap)
+		return n;
+	struct garuda_msg m;
+	seed_msg(GARUDA_MSG_ARM, &m);
+	uint8_t arm[GARUDA_MSG_MAX];
+	ssize_t alen = garuda_msg_encode(&m, arm, sizeof(arm));
+	if (alen <= 0)
+		abort();
+	struct fuzz_seed *s = &out[n++]; /* a zero-length datagram: TOO_SHORT, cookie 0 */
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "r1-empty");
+	s->len = 1;
+	s = &out[n++]; /* a valid ARM that came with 6 fds */
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "r2-arm-six-fds");
+	s->bytes[0] = 6;
+	memcpy(s->bytes + 1, arm, (size_t)alen);
+	s->len = 1 + (size_t)alen;
+	s = &out[n++]; /* what the daemon reads of a 600-byte ARM: its first 512 bytes */
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "r3-oversized-prefix");
+	memcpy(s->bytes + 1, arm, (size_t)alen);
+	uint32_t claimed = 600;
+	memcpy(s->bytes + 1 + 4, &claimed, 4);
+	s->len = 1 + GARUDA_MSG_MAX;
 	return n;
 }

@@ -37,7 +37,7 @@ Test(fuzz, corpus_is_current)
 {
 	static struct fuzz_seed seeds[32];
 	size_t n = fuzz_seeds(seeds, 32);
-	cr_assert_eq(n, GARUDA_MSG_TYPE_MAX_, "one seed per message type");
+	cr_assert_eq(n, GARUDA_MSG_TYPE_MAX_ + FUZZ_REFUSED_SEEDS, "one seed per message type, and the refused shapes");
 	for (size_t i = 0; i < n; i++) {
 		uint8_t buf[FUZZ_SEED_MAX + 1];
 		size_t len = read_seed(seeds[i].name, buf, sizeof(buf));
@@ -66,6 +66,20 @@ Test(fuzz, every_seed_decodes)
 		size_t len = read_seed(seeds[i].name, buf, sizeof(buf));
 		struct garuda_msg m;
 		int r = garuda_msg_decode(buf + 1, len - 1, buf[0], &m);
+		if (i >= GARUDA_MSG_TYPE_MAX_) { /* the refused shapes, and the cookie §5 echoes */
+			static const int want[FUZZ_REFUSED_SEEDS] = { -GARUDA_E_TOO_SHORT, -GARUDA_E_FD_COUNT,
+								     -GARUDA_E_BAD_LENGTH };
+			cr_assert_eq(r, want[i - GARUDA_MSG_TYPE_MAX_], "%s: %s", seeds[i].name,
+				     garuda_strerror(r));
+			uint64_t cookie = 0;
+			if (len - 1 >= GARUDA_HDR_BYTES)
+				memcpy(&cookie, buf + 1 + 16, 8);
+			cr_assert_eq(garuda_peek_cookie(buf + 1, len - 1), cookie, "%s: cookie", seeds[i].name);
+			cr_assert(len - 1 < GARUDA_HDR_BYTES || cookie == 0x0102030405060710ull,
+				  "%s: the ARM seed's cookie", seeds[i].name);
+			cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
+			continue;
+		}
 		cr_assert_eq(r, 0, "%s: %s", seeds[i].name, garuda_strerror(r));
 		seen[m.type] = true;
 		cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
