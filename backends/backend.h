@@ -47,6 +47,10 @@ struct garuda_backend_ops {
 	/* 0: all work queued on stream has finished; -EAGAIN: still running;
 	 * -GARUDA_E_STREAM_FAULT: the stream (its context) failed. */
 	int (*query)(struct garuda_backend *b, void *stream);
+
+	/* Optional (NULL: the backend has none; a `block` wait plan then polls): wait
+	 * until all work queued on stream has finished. 0, or -GARUDA_E_STREAM_FAULT. */
+	int (*synchronize)(struct garuda_backend *b, void *stream);
 };
 
 extern const struct garuda_backend_ops garuda_backend_host;

@@ -378,6 +378,12 @@ static int host_enqueue_store(struct garuda_backend *b, void *stream,
 	return garuda_host_stream_enqueue_store(stream, word, value);
 }
 
+static int host_synchronize(struct garuda_backend *b, void *stream)
+{
+	(void)b;
+	return stream ? garuda_host_stream_drain(stream) : 0;
+}
+
 static int host_query(struct garuda_backend *b, void *stream)
 {
 	if (!b)
@@ -394,4 +400,5 @@ const struct garuda_backend_ops garuda_backend_host = {
 	.unregister_memory = host_unregister,
 	.enqueue_store = host_enqueue_store,
 	.query = host_query,
+	.synchronize = host_synchronize,
 };

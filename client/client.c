@@ -52,9 +52,20 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 		*out = NULL;
 	if (!path || !*path || !out)
 		return -EINVAL;
+	struct garuda_plan plan;
+	const char *env = getenv("GARUDA_WAIT_PLAN");
+	bool has_plan = env && *env;
+	if (has_plan) {
+		int pr = plan_parse_tls(env, &plan);
+		if (pr < 0)
+			return pr;
+	}
 	struct garuda_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->has_plan = has_plan;
+	if (has_plan)
+		c->default_plan = plan;
 	c->sock = c->dispatch_efd = c->wake_efd = -1;
 	pthread_mutex_init(&c->reg_lock, NULL);
 	pthread_mutex_init(&c->lock, NULL);

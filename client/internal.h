@@ -47,6 +47,8 @@
 
 #include "backend.h"
 #include "cleanup.h"
+#include "estimator.h"
+#include "plan.h"
 #include "segment_layout.h"
 #include "wire.h"
 
@@ -97,6 +99,8 @@ struct garuda_seg {
 
 	/* word allocator and stream count, under c->reg_lock */
 	uint8_t *used; /* one byte per word: 0 free, 1 stream, 2 quarantined */
+	uint64_t *tomb; /* quarantined word: the freed stream's last sequence (a store
+			 * still to land while the word has not reached it; 0: none) */
 	uint32_t nfree;
 	uint32_t nstreams;
 
@@ -114,7 +118,15 @@ struct garuda_stream {
 	uint32_t tab;    /* index in c->streams */
 	int efd;         /* eventfd form: bound eventfd; else -1 */
 
-	uint64_t spin_ns, backstop_ns; /* wait plan */
+	/* wait plan (set_plan/set_wait; must not race with waits) and the estimator of a
+	 * +predict plan (the point is the stream), under plan_lock */
+	pthread_mutex_t plan_lock;
+	struct garuda_plan plan;
+	struct garuda_estimator est; /* plan.predict only */
+	uint64_t spin_ns;            /* set_wait's pre-park spin; 0 for set_plan plans */
+	uint64_t backstop_ns;        /* effective backstop (set_wait keeps it exact) */
+	uint64_t park_ns;            /* flag: longest park */
+	uint64_t sleeps, spin_outs;  /* +predict waits that slept / whose spin ran out */
 
 	pthread_mutex_t lock;
 	_Atomic uint64_t signalled; /* last sequence enqueued (written under lock) */
@@ -162,6 +174,9 @@ struct garuda_client {
 	struct garuda_stream *cbq_head, *cbq_tail;
 	int last_error;     /* last connection-level error (ERROR cookie 0, protocol) */
 	_Atomic uint64_t reconnects;
+	/* GARUDA_WAIT_PLAN, parsed at connect (has_plan false: the built-in default) */
+	bool has_plan;
+	struct garuda_plan default_plan;
 	_Atomic int atomic_state; /* copy of state for lock-free readers */
 
 	/* dispatch */
@@ -260,6 +275,14 @@ struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t tok
 
 /* Present seg in the current session (SEGMENT_ATTACH); presenter. */
 int seg_present(struct garuda_seg *seg, uint64_t gen);
+
+/* Apply a parsed plan to s (plan_lock not held; s not yet waited on or the caller's
+ * discipline); spin_ns is the set_wait spin (0 for plans). */
+void stream_apply_plan(struct garuda_stream *s, const struct garuda_plan *p, uint64_t spin_ns,
+		       uint64_t backstop_ns);
+
+/* garuda_plan_parse() keeping the message for garuda_plan_message() (this thread). */
+int plan_parse_tls(const char *text, struct garuda_plan *out);
 
 /* Free everything on the client (garuda_disconnect). */
 void seg_close_all(struct garuda_client *c);

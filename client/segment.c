@@ -61,6 +61,7 @@ static void seg_destroy(struct garuda_seg *seg)
 	if (seg->backend)
 		seg->ops->close(seg->backend);
 	free(seg->used);
+	free(seg->tomb);
 	free(seg);
 }
 
@@ -82,7 +83,8 @@ int garuda_segment_open(struct garuda_client *c, const char *backend, int device
 	seg->memfd = -1;
 	seg->lines = lines;
 	seg->used = calloc((size_t)lines * GARUDA_WORDS_PER_LINE, 1);
-	int r = seg->used ? 0 : -ENOMEM;
+	seg->tomb = calloc((size_t)lines * GARUDA_WORDS_PER_LINE, sizeof(*seg->tomb));
+	int r = seg->used && seg->tomb ? 0 : -ENOMEM;
 	if (r == 0)
 		r = ops->open(device, &seg->backend);
 	if (r < 0)
@@ -163,13 +165,29 @@ static void seg_unlink_and_close(struct garuda_seg *seg, bool tell_daemon)
 	seg_destroy(seg);
 }
 
+/* A freed stream's store into seg has still to land (its native stream may write
+ * into the mapping any time: unmapping now would make that store fault). reg_lock
+ * held. */
+static bool seg_stores_pending(struct garuda_seg *seg)
+{
+	uint32_t nwords = seg->lines * GARUDA_WORDS_PER_LINE;
+	for (uint32_t i = 0; i < nwords; i++) {
+		if (seg->used[i] != 2 || !seg->tomb[i])
+			continue;
+		if (!garuda_reached(word_load(garuda_segment_word(seg->map, i)), seg->tomb[i]))
+			return true;
+		seg->tomb[i] = 0; /* landed: nothing more will come */
+	}
+	return false;
+}
+
 int garuda_segment_close(struct garuda_seg *seg)
 {
 	if (!seg)
 		return 0;
 	struct garuda_client *c = seg->client;
 	pthread_mutex_lock(&c->reg_lock);
-	if (seg->nstreams) {
+	if (seg->nstreams || seg_stores_pending(seg)) {
 		pthread_mutex_unlock(&c->reg_lock);
 		return -GARUDA_E_BUSY;
 	}

@@ -67,6 +67,8 @@
 #define MAX_BACKSTOP_NS 3600000000000ull
 #define POLL_STEP_MIN_NS 20000ull
 #define POLL_STEP_MAX_NS 1000000ull
+#define DEFAULT_PARK_US GARUDA_PLAN_PARK_US_MAX
+#define NS_PER_US 1000ull
 
 static void futex_wake_all(uint32_t *addr)
 {
@@ -295,9 +297,12 @@ static struct garuda_stream *stream_alloc(struct garuda_seg *seg, void *native,
 	s->native = native;
 	s->form = form;
 	s->efd = -1;
-	s->spin_ns = DEFAULT_SPIN_NS;
-	s->backstop_ns = DEFAULT_BACKSTOP_NS;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->plan_lock, NULL);
+	if (seg->client->has_plan)
+		stream_apply_plan(s, &seg->client->default_plan, 0, 0);
+	else
+		garuda_stream_set_wait(s, DEFAULT_SPIN_NS, DEFAULT_BACKSTOP_NS);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -311,6 +316,7 @@ void stream_discard(struct garuda_stream *s)
 	if (s->efd >= 0)
 		close(s->efd);
 	pthread_cond_destroy(&s->ready_cond);
+	pthread_mutex_destroy(&s->plan_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -517,6 +523,10 @@ void garuda_stream_free(struct garuda_stream *s)
 	 * out again */
 	bool keep = outstanding || !word_safe;
 	seg->used[s->index] = keep ? 2 : 0;
+	/* garuda_segment_close() refuses while that store may still land; a faulted native
+	 * stream discards its stores, so none will */
+	bool may_land = outstanding && seg->ops->query(seg->backend, s->native) != -GARUDA_E_STREAM_FAULT;
+	seg->tomb[s->index] = may_land ? sig : 0;
 	if (!keep)
 		seg->nfree++;
 	seg->nstreams--;
@@ -525,12 +535,95 @@ void garuda_stream_free(struct garuda_stream *s)
 	stream_discard(s);
 }
 
+/* ------------------------------------------------------------------ plans */
+
+static _Thread_local char plan_msg[GARUDA_PLAN_MSG_MAX];
+
+const char *garuda_plan_message(void)
+{
+	return plan_msg;
+}
+
+int plan_parse_tls(const char *text, struct garuda_plan *out)
+{
+	return garuda_plan_parse(text, out, plan_msg, sizeof(plan_msg));
+}
+
+/* backstop_ns 0: the plan's own (flag: backstop_us, at least MIN_BACKSTOP_NS; block
+ * and poll: the polling schedule's longest step) */
+void stream_apply_plan(struct garuda_stream *s, const struct garuda_plan *p, uint64_t spin_ns,
+		       uint64_t backstop_ns)
+{
+	pthread_mutex_lock(&s->plan_lock);
+	s->plan = *p;
+	if (p->predict)
+		garuda_estimator_init(&s->est, &p->pred); /* p passed garuda_plan_check */
+	s->spin_ns = spin_ns;
+	if (!backstop_ns)
+		backstop_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.backstop_us * NS_PER_US
+							  : POLL_STEP_MAX_NS;
+	s->backstop_ns = backstop_ns < MIN_BACKSTOP_NS ? MIN_BACKSTOP_NS : backstop_ns;
+	s->park_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.park_us * NS_PER_US : 0;
+	if (s->park_ns < NS_PER_US)
+		s->park_ns = NS_PER_US;
+	s->sleeps = s->spin_outs = 0;
+	pthread_mutex_unlock(&s->plan_lock);
+}
+
+int garuda_stream_set_plan(struct garuda_stream *s, const char *text)
+{
+	if (!s || !text)
+		return -EINVAL;
+	struct garuda_plan p;
+	int r = plan_parse_tls(text, &p);
+	if (r < 0)
+		return r;
+	stream_apply_plan(s, &p, 0, 0);
+	return 0;
+}
+
+int garuda_stream_get_plan(struct garuda_stream *s, char *buf, size_t cap)
+{
+	if (!s || !buf)
+		return -EINVAL;
+	pthread_mutex_lock(&s->plan_lock);
+	int r = garuda_plan_format(&s->plan, buf, cap);
+	pthread_mutex_unlock(&s->plan_lock);
+	return r;
+}
+
+int garuda_stream_stats(struct garuda_stream *s, struct garuda_stream_stats *out)
+{
+	if (!s || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->plan_lock);
+	out->sleeps = s->sleeps;
+	out->spin_outs = s->spin_outs;
+	if (s->plan.predict) {
+		out->exact = s->est.exact;
+		out->censored = s->est.censored;
+		garuda_estimator_prediction_ns(&s->est, &out->prediction_ns);
+		out->sleep_ns = garuda_estimator_sleep_ns(&s->est);
+	}
+	pthread_mutex_unlock(&s->plan_lock);
+	return 0;
+}
+
 int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns)
 {
 	if (!s || backstop_ns < MIN_BACKSTOP_NS)
 		return -EINVAL;
-	s->spin_ns = spin_ns;
-	s->backstop_ns = backstop_ns > MAX_BACKSTOP_NS ? MAX_BACKSTOP_NS : backstop_ns;
+	if (backstop_ns > MAX_BACKSTOP_NS)
+		backstop_ns = MAX_BACKSTOP_NS;
+	uint64_t b_us = backstop_ns / NS_PER_US;
+	struct garuda_plan p = {
+		.kind = GARUDA_PLAN_FLAG,
+		.flag = { .park_us = DEFAULT_PARK_US,
+			  .backstop_us = b_us > GARUDA_PLAN_BACKSTOP_US_MAX ? GARUDA_PLAN_BACKSTOP_US_MAX
+									     : b_us },
+	};
+	stream_apply_plan(s, &p, spin_ns, backstop_ns);
 	return 0;
 }
 
@@ -665,6 +758,94 @@ static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_
 	}
 }
 
+/* Spin on the word until it reaches seq or `end`; every backstop_ns, query the native
+ * stream. 0 reached (*seen_ns: the clock right after the load that saw it), 1 ran
+ * out, or -GARUDA_E_STREAM_FAULT. */
+static int spin_until(struct garuda_stream *s, uint64_t seq, uint64_t end, uint64_t backstop_ns,
+		      uint64_t *seen_ns)
+{
+	uint64_t now = garuda_now_ns();
+	uint64_t backstop_at = now + backstop_ns;
+	for (unsigned i = 1; now < end; i++) {
+		if (garuda_reached(word_load(s->word), seq)) {
+			*seen_ns = garuda_now_ns();
+			return 0;
+		}
+		cpu_relax();
+		if ((i & 63) == 0) {
+			now = garuda_now_ns();
+			if (now >= backstop_at) {
+				int q = s->seg->ops->query(s->seg->backend, s->native);
+				if (q == -GARUDA_E_STREAM_FAULT &&
+				    !garuda_reached(word_load(s->word), seq))
+					return q;
+				backstop_at = now + backstop_ns;
+			}
+		}
+	}
+	if (garuda_reached(word_load(s->word), seq)) {
+		*seen_ns = garuda_now_ns();
+		return 0;
+	}
+	return 1;
+}
+
+/* +predict: sleep to margin before the predicted completion, then spin. Records the
+ * estimator's sample. 0 reached, 1 go on with the kind's wait, or a negative code. */
+static int predict_phase(struct garuda_stream *s, const struct garuda_plan *p, uint64_t seq,
+			 uint64_t t0, uint64_t deadline, uint64_t sleep_ns, uint64_t backstop_ns)
+{
+	if (sleep_ns) {
+		uint64_t until = sleep_ns > deadline - t0 ? deadline : t0 + sleep_ns;
+		struct timespec ts = ns_to_ts(until);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		uint64_t wake = garuda_now_ns();
+		bool done = garuda_reached(word_load(s->word), seq);
+		pthread_mutex_lock(&s->plan_lock);
+		s->sleeps++;
+		if (done && s->plan.predict) /* a wake that finds the work done: censored */
+			garuda_estimator_record_censored_ns(&s->est, wake - t0);
+		pthread_mutex_unlock(&s->plan_lock);
+		if (done)
+			return 0;
+		if (wake >= deadline)
+			return -GARUDA_E_TIMEOUT;
+	}
+	uint64_t budget = p->pred.max_sleep_us > UINT64_MAX / NS_PER_US
+				  ? UINT64_MAX
+				  : p->pred.max_sleep_us * NS_PER_US;
+	uint64_t m2 = p->pred.margin_us > UINT64_MAX / (2 * NS_PER_US)
+			      ? UINT64_MAX
+			      : 2 * p->pred.margin_us * NS_PER_US;
+	if (m2 > budget)
+		budget = m2;
+	uint64_t now = garuda_now_ns();
+	uint64_t end = budget > deadline - now ? deadline : now + budget;
+	uint64_t seen;
+	int r = spin_until(s, seq, end, backstop_ns, &seen);
+	pthread_mutex_lock(&s->plan_lock);
+	if (r == 0 && s->plan.predict) /* the spin ran when the word moved: exact */
+		garuda_estimator_record_exact_ns(&s->est, seen - t0);
+	else if (r == 1)
+		s->spin_outs++;
+	pthread_mutex_unlock(&s->plan_lock);
+	return r;
+}
+
+/* block: the backend's synchronize, when it has one and the wait has no limit. 0
+ * reached, 1 go on polling, or a negative code. */
+static int sync_phase(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
+{
+	const struct garuda_backend_ops *ops = s->seg->ops;
+	if (timeout_ns >= 0 || !ops->synchronize)
+		return 1;
+	int r = ops->synchronize(s->seg->backend, s->native);
+	if (garuda_reached(word_load(s->word), seq))
+		return 0;
+	return r == -GARUDA_E_STREAM_FAULT ? r : 1;
+}
+
 int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
 {
 	if (!s || seq == 0)
@@ -680,22 +861,35 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	uint64_t now = garuda_now_ns();
 	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
 
-	/* spin */
-	uint64_t spin_end = s->spin_ns > deadline - now ? deadline : now + s->spin_ns;
-	for (unsigned i = 1; now < spin_end; i++) {
-		if (garuda_reached(word_load(s->word), seq))
-			return 0;
-		cpu_relax();
-		if ((i & 63) == 0)
-			now = garuda_now_ns();
-	}
+	pthread_mutex_lock(&s->plan_lock);
+	struct garuda_plan plan = s->plan;
+	uint64_t spin_ns = s->spin_ns, backstop_ns = s->backstop_ns, park_ns = s->park_ns;
+	uint64_t sleep_ns = plan.predict ? garuda_estimator_sleep_ns(&s->est) : 0;
+	pthread_mutex_unlock(&s->plan_lock);
 
-	/* block, with the backstop */
-	uint64_t backstop_at = now + s->backstop_ns;
+	int r;
+	if (plan.predict) {
+		if ((r = predict_phase(s, &plan, seq, now, deadline, sleep_ns, backstop_ns)) <= 0)
+			return r;
+	} else if (plan.kind == GARUDA_PLAN_BLOCK) {
+		if ((r = sync_phase(s, seq, timeout_ns)) <= 0)
+			return r;
+	} else if (spin_ns) {
+		uint64_t seen;
+		uint64_t end = spin_ns > deadline - now ? deadline : now + spin_ns;
+		if ((r = spin_until(s, seq, end, backstop_ns, &seen)) <= 0)
+			return r;
+	}
+	now = garuda_now_ns();
+
+	/* flag: park on the readiness form; block and poll: poll the word and the native
+	 * stream on the growing schedule. Either way query every backstop. */
+	bool flag = plan.kind == GARUDA_PLAN_FLAG;
+	uint64_t backstop_at = now + backstop_ns;
 	uint64_t step = POLL_STEP_MIN_NS;
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
-		bool armed = s->form != GARUDA_READINESS_POLL && c->state == CONN_UP &&
+		bool armed = flag && s->form != GARUDA_READINESS_POLL && c->state == CONN_UP &&
 			     s->gen == c->gen && !s->arm_lost;
 		uint64_t ready_seen = s->ready_count;
 		pthread_mutex_unlock(&c->lock);
@@ -709,21 +903,31 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 		now = garuda_now_ns();
 		if (now >= deadline)
 			return -GARUDA_E_TIMEOUT;
-		if (now >= backstop_at) {
+		if (now >= backstop_at || !flag) {
 			int q = s->seg->ops->query(s->seg->backend, s->native);
 			if (garuda_reached(word_load(s->word), seq))
 				return 0;
 			if (q == -GARUDA_E_STREAM_FAULT)
 				return q;
-			backstop_at = now + s->backstop_ns;
+			backstop_at = now + backstop_ns;
 		}
 		uint64_t until = deadline < backstop_at ? deadline : backstop_at;
-		if (!armed) {
+		if (armed) {
+			if (until - now > park_ns)
+				until = now + park_ns;
+		} else {
 			if (now + step < until)
 				until = now + step;
 			step = step * 2 > POLL_STEP_MAX_NS ? POLL_STEP_MAX_NS : step * 2;
 		}
-		block(s, now, until, ready_seen, bell_seen);
+		if (flag) {
+			/* unarmed too: the I/O thread nudges the form while garudad is away */
+			block(s, now, until, ready_seen, bell_seen);
+		} else {
+			struct timespec ts = ns_to_ts(until);
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+		}
 	}
 }
 

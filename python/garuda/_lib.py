@@ -77,6 +77,8 @@ _PROTOTYPES = {
 # entry points that only newer libraries have: bound when present
 _OPTIONAL = {
     "garuda_stream_set_plan": (c_int, [_H, c_char_p]),
+    "garuda_stream_get_plan": (c_int, [_H, c_char_p, c_size_t]),
+    "garuda_plan_message": (c_char_p, []),
 }
 
 

@@ -436,7 +436,21 @@ class Stream(_Owned):
         h = self._handle()
         if not _lib.has("garuda_stream_set_plan"):
             raise NotImplementedError("garuda: this libgaruda has no garuda_stream_set_plan")
-        check(self._lib.garuda_stream_set_plan(h, text.encode()), "set_plan")
+        rc = self._lib.garuda_stream_set_plan(h, text.encode())
+        if rc < 0 and _lib.has("garuda_plan_message"):
+            # the offending key, as libgaruda words it ("window: 17 exceeds 16")
+            check(rc, "set_plan: " + self._lib.garuda_plan_message().decode(errors="replace"))
+        check(rc, "set_plan")
+
+    @property
+    def plan(self):
+        """The wait plan's text as libgaruda prints it back (garuda_stream_get_plan)."""
+        h = self._handle()
+        if not _lib.has("garuda_stream_get_plan"):
+            raise NotImplementedError("garuda: this libgaruda has no garuda_stream_get_plan")
+        buf = ctypes.create_string_buffer(192)
+        n = check(self._lib.garuda_stream_get_plan(h, buf, len(buf)), "get_plan")
+        return buf.raw[:n].decode()
 
     def set_callback(self, fn):
         """MESSAGE form: fn(stream, seq) runs inside client.dispatch() when the word

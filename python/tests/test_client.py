@@ -228,10 +228,25 @@ def test_set_plan(client):
             s.set_plan(plan)
             hs.enqueue_work(0.0005)
             s.wait(s.signal(), timeout=30)
-        for bad in ("", "spin", "block+predict:margin_us=1,min_sleep_us=1,max_sleep_us=2,window=4",
-                    "flag:park_us=50"):
-            with pytest.raises(garuda.BadPlanError):
+        predict = ("flag:park_us=10000,backstop_us=1000"
+                   "+predict:margin_us=200,min_sleep_us=20,max_sleep_us=50000,window=8")
+        for plan in ("poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=0,window=1",
+                     predict):
+            s.set_plan(plan)
+            assert s.plan == plan
+            for _ in range(3):
+                hs.enqueue_work(0.001)
+                q = s.signal()
+                s.wait(q, timeout=30)
+                assert s.reached(q)
+        s.set_wait(spin=0, backstop=5e-3)
+        assert s.plan == "flag:park_us=10000,backstop_us=5000"
+        for bad, key in (("", "kind"), ("spin", "kind"),
+                         ("block+predict:margin_us=1,min_sleep_us=1,max_sleep_us=2,window=4",
+                          "predict"), ("flag:park_us=50", "backstop_us")):
+            with pytest.raises(garuda.BadPlanError, match=key + ":"):
                 s.set_plan(bad)
+            assert s.plan == "flag:park_us=10000,backstop_us=5000"
     hs.close()
 
 

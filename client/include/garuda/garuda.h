@@ -143,7 +143,11 @@ const char *garuda_strerror(int err);
  * valid WELCOME), -GARUDA_E_DISCONNECTED (the daemon closed the connection during the
  * handshake), -GARUDA_E_TIMEOUT (no answer to HELLO within 5 s), another negative code
  * the daemon sent, -ENOMEM, or a negative errno from
- * socket(), eventfd() or pthread_create(). Thread-safe. */
+ * socket(), eventfd() or pthread_create(). Thread-safe.
+ * GARUDA_WAIT_PLAN, when set and not empty, is the wait plan text of the client's new
+ * streams (garuda_stream_set_plan); a text it refuses fails the connect (both
+ * functions) with -GARUDA_E_BAD_PLAN before any socket is opened, and
+ * garuda_plan_message() says why. */
 int garuda_connect(struct garuda_client **out);
 
 /* As garuda_connect(), at socket path `path` (an AF_UNIX path). */
@@ -209,7 +213,9 @@ int garuda_segment_open(struct garuda_client *c, const char *backend, int device
 
 /* Close a segment: tell garudad, unregister it from the device, unmap it, close the
  * backend. Fails with -GARUDA_E_BUSY (nothing done) while streams of the segment are
- * alive. NULL is a no-op (0). Must not race with other calls on the segment or its
+ * alive, and while a store a freed stream signalled has not landed yet (its native
+ * stream would write into the unmapped segment): synchronize or free the native
+ * stream (garuda_host_stream_free() lets queued stores finish) and close again. NULL is a no-op (0). Must not race with other calls on the segment or its
  * streams. */
 int garuda_segment_close(struct garuda_seg *seg);
 
@@ -247,6 +253,52 @@ void garuda_stream_free(struct garuda_stream *s);
  * Errors: -EINVAL (s NULL, backstop_ns < 10000). */
 int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns);
 
+/* Set the wait plan from its text (docs/plans.md gives the grammar):
+ *   block                       the backend's synchronize (the host backend drains the
+ *                               host stream; backends without one, and waits with a
+ *                               finite timeout, poll with queries instead);
+ *   poll                        poll the word and query the native stream, no readiness;
+ *   flag:park_us=P,backstop_us=B  park on the readiness form up to P us at a time,
+ *                               query the native stream every B us (at least 10 us);
+ *   ...+predict:margin_us=M,min_sleep_us=m,max_sleep_us=X,window=W
+ *                               (poll or flag) sleep until M us before the completion
+ *                               the stream's estimator predicts, then spin on the word
+ *                               (at most max(X, 2M) us) before the kind's wait.
+ * The estimator's point is the stream: a spin that was running when the word reached
+ * the sequence records an exact residual (completion - wait start), a sleep that
+ * wakes to find it reached records a censored one; garuda_stream_stats() shows both.
+ * Setting a plan resets the estimator and set_wait's spin (plans have none).
+ * Errors: -EINVAL (s or text NULL), -GARUDA_E_BAD_PLAN (text refused; the stream
+ * keeps its plan; garuda_plan_message() gives the offending key). Must not race with
+ * waits on the stream. garuda_stream_set_wait(s, spin, backstop) is shorthand for
+ * flag:park_us=10000,backstop_us=B (B = backstop in us, at most 1000000; the stream
+ * keeps the exact backstop) plus a spin of spin_ns before the first park. New streams
+ * get GARUDA_WAIT_PLAN's plan when it was set at garuda_connect(), else
+ * garuda_stream_set_wait(s, 20000, 1000000). */
+int garuda_stream_set_plan(struct garuda_stream *s, const char *text);
+
+/* Print the stream's plan text (as set_plan accepts it) into buf (cap bytes,
+ * NUL-terminated). Returns its length, -EINVAL (s or buf NULL), -ENOSPC (cap too
+ * small; 192 always suffices). Thread-safe. */
+int garuda_stream_get_plan(struct garuda_stream *s, char *buf, size_t cap);
+
+/* Why the last refused plan text (garuda_stream_set_plan, GARUDA_WAIT_PLAN) of this
+ * thread was refused, starting with the offending key; "" when none was. */
+const char *garuda_plan_message(void);
+
+/* What a stream's waits did since its plan was last set. */
+struct garuda_stream_stats {
+	uint64_t exact;         /* exact residuals recorded (+predict) */
+	uint64_t censored;      /* censored residuals recorded (+predict) */
+	uint64_t sleeps;        /* +predict waits that slept before spinning */
+	uint64_t spin_outs;     /* +predict spins that ran out before the word moved */
+	uint64_t prediction_ns; /* the estimator's prediction, 0: none (or no +predict) */
+	uint64_t sleep_ns;      /* what the next wait would sleep, 0: none */
+};
+
+/* Fill *out. Errors: -EINVAL (s or out NULL). Thread-safe. */
+int garuda_stream_stats(struct garuda_stream *s, struct garuda_stream_stats *out);
+
 /* Callback for message-form streams: all sequences up to and including `seq` have
  * completed. Every signalled sequence is covered by exactly one callback (callbacks
  * coalesce: one call may cover several sequences). */
@@ -277,8 +329,9 @@ uint64_t garuda_stream_value(const struct garuda_stream *s);
 /* true when the word has reached seq (wrapping order). Thread-safe, never blocks. */
 bool garuda_stream_reached(const struct garuda_stream *s, uint64_t seq);
 
-/* Wait until the word reaches seq: spin, then block on the readiness form (polling
- * while garudad is away), querying the native stream every backstop interval.
+/* Wait until the word reaches seq, as the stream's plan says (garuda_stream_set_plan:
+ * by default spin, then block on the readiness form, polling while garudad is away),
+ * querying the native stream every backstop interval.
  * timeout_ns < 0 waits without limit; 0 only checks. Returns 0 as soon as an acquire
  * load sees the word at seq, whatever readiness says.
  * Errors: -EINVAL (s NULL, seq 0 or not yet signalled), -GARUDA_E_TIMEOUT,
