@@ -14,8 +14,6 @@
 #include "log.h"
 #include "paths.h"
 
-#define DEFAULT_SOCKET GARUDA_SOCKET_PATH
-#define DEFAULT_CONTROL GARUDA_CONTROL_SOCKET_PATH
 
 static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144,
@@ -48,8 +46,7 @@ static int event_loop_parse(const char *s, enum event_loop_kind *out)
 void config_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->socket_path = strdup(DEFAULT_SOCKET);
-	c->control_socket_path = strdup(DEFAULT_CONTROL);
+	/* socket paths stay NULL until config_from_args() resolves them */
 	c->socket_group = strdup("garuda");
 	c->control_group = strdup("");
 	c->event_loop = EVENT_LOOP_AUTO;
@@ -279,6 +276,53 @@ int config_load_file(struct config *c, const char *path, char **err)
 	return r;
 }
 
+/* Order, first that applies: --socket / --control-socket; --runtime-dir; the config
+ * file's socket / control_socket; $GARUDA_SOCKET / $GARUDA_CONTROL_SOCKET; the
+ * default runtime directory (garuda_runtime_dir()). The control socket not named by
+ * any of these goes beside the client socket. */
+static int config_resolve_paths(struct config *c, const char *rundir, bool socket_flag,
+				bool control_flag)
+{
+	char buf[108];
+	if (rundir) {
+		snprintf(buf, sizeof(buf), "%s/" GARUDA_SOCKET_NAME, rundir);
+		if (!socket_flag)
+			set_str(&c->socket_path, buf);
+		snprintf(buf, sizeof(buf), "%s/" GARUDA_CONTROL_SOCKET_NAME, rundir);
+		if (!control_flag)
+			set_str(&c->control_socket_path, buf);
+	}
+	static const char *const envs[2] = { "GARUDA_SOCKET", "GARUDA_CONTROL_SOCKET" };
+	char **slot[2] = { &c->socket_path, &c->control_socket_path };
+	for (int i = 0; i < 2; i++) {
+		const char *e = getenv(envs[i]);
+		if (*slot[i] || !e || !*e)
+			continue;
+		if (e[0] != '/' || strlen(e) >= 108) {
+			fprintf(stderr, "garudad: $%s: must be an absolute path shorter than 108 bytes\n", envs[i]);
+			return -1;
+		}
+		set_str(slot[i], e);
+	}
+	if (!c->socket_path) {
+		if (garuda_runtime_dir(buf, sizeof(buf) - sizeof("/" GARUDA_SOCKET_NAME)) < 0) {
+			fprintf(stderr, "garudad: the default runtime directory is too long; use --runtime-dir=DIR\n");
+			return -1;
+		}
+		strcat(buf, "/" GARUDA_SOCKET_NAME);
+		set_str(&c->socket_path, buf);
+	}
+	if (!c->control_socket_path) {
+		if (garuda_path_beside(c->socket_path, GARUDA_CONTROL_SOCKET_NAME, buf, sizeof(buf)) < 0) {
+			fprintf(stderr, "garudad: the control socket beside %s would be too long; use --control-socket=PATH\n",
+				c->socket_path);
+			return -1;
+		}
+		set_str(&c->control_socket_path, buf);
+	}
+	return 0;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -286,15 +330,21 @@ static void usage(FILE *out)
 		"Per-host daemon that turns GPU completion words into readiness (eventfd,\n"
 		"message, doorbell) over a Unix socket.\n\n"
 		"  -c, --config=FILE          JSON configuration file\n"
-		"      --socket=PATH          client socket (default " DEFAULT_SOCKET ")\n"
-		"      --control-socket=PATH  control socket (default " DEFAULT_CONTROL ")\n"
+		"      --runtime-dir=DIR      directory of both sockets (default " GARUDA_SOCKET_DIR "\n"
+		"                             as root, else $XDG_RUNTIME_DIR/garuda)\n"
+		"      --socket=PATH          client socket (default DIR/" GARUDA_SOCKET_NAME ")\n"
+		"      --control-socket=PATH  control socket (default " GARUDA_CONTROL_SOCKET_NAME " beside the\n"
+		"                             client socket)\n"
+		"      --check-config         read the configuration, report, exit 0 (valid) or 2\n"
 		"      --event-loop=KIND      auto, io_uring or epoll (default auto)\n"
 		"      --scanners=N           scanner threads (0 = one per NUMA node)\n"
 		"      --spin-us=N            scanner spin budget after activity, microseconds\n"
 		"      --log-level=LEVEL      err, warning, notice, info or debug\n"
 		"  -h, --help                 show this help\n"
 		"      --version              show the version\n\n"
-		"Environment: GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
+		"Environment: GARUDA_SOCKET, GARUDA_CONTROL_SOCKET (below the flags and the\n"
+		"config file); GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
+		"See garudad(8).\n"
 		"Socket activation: fds named \"client\" and \"control\".\n");
 }
 
@@ -314,7 +364,8 @@ static int parse_uint_flag(const char *name, const char *v, unsigned lo, unsigne
 
 int config_from_args(struct config *c, int argc, char **argv)
 {
-	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION };
+	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
+	       O_CHECK };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -325,6 +376,8 @@ int config_from_args(struct config *c, int argc, char **argv)
 		{ "log-level", required_argument, NULL, O_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
+		{ "runtime-dir", required_argument, NULL, O_RUNDIR },
+		{ "check-config", no_argument, NULL, O_CHECK },
 		{ 0 },
 	};
 	/* pass 1: --config and --help, so the file is applied before the other flags */
@@ -348,8 +401,11 @@ int config_from_args(struct config *c, int argc, char **argv)
 		case O_VERSION:
 			printf("garudad " GARUDA_VERSION "\n");
 			return 1;
+		case O_CHECK:
+			c->check_only = true;
+			break;
 		case '?':
-			usage(stderr);
+			fprintf(stderr, "Try 'garudad --help' for more information.\n");
 			return -1;
 		default:
 			break;
@@ -361,6 +417,8 @@ int config_from_args(struct config *c, int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
+	const char *rundir = NULL;
+	bool socket_flag = false, control_flag = false;
 	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case O_SOCKET:
@@ -371,6 +429,15 @@ int config_from_args(struct config *c, int argc, char **argv)
 				return -1;
 			}
 			set_str(o == O_SOCKET ? &c->socket_path : &c->control_socket_path, optarg);
+			*(o == O_SOCKET ? &socket_flag : &control_flag) = true;
+			break;
+		case O_RUNDIR:
+			if (optarg[0] != '/' || strlen(optarg) + sizeof("/" GARUDA_CONTROL_SOCKET_NAME) > 108) {
+				fprintf(stderr, "garudad: --runtime-dir: must be an absolute path shorter than %zu bytes\n",
+					108 - sizeof("/" GARUDA_CONTROL_SOCKET_NAME));
+				return -1;
+			}
+			rundir = optarg;
 			break;
 		case O_LOOP:
 			if (event_loop_parse(optarg, &c->event_loop)) {
@@ -399,5 +466,5 @@ int config_from_args(struct config *c, int argc, char **argv)
 			break;
 		}
 	}
-	return 0;
+	return config_resolve_paths(c, rundir, socket_flag, control_flag);
 }

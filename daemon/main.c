@@ -143,6 +143,13 @@ int main(int argc, char **argv)
 		config_free(&d.cfg);
 		return r > 0 ? 0 : 2;
 	}
+	if (d.cfg.check_only) {
+		printf("garudad: configuration OK: %s; client socket %s; control socket %s\n",
+		       d.cfg.config_path ? d.cfg.config_path : "no config file (defaults and flags)",
+		       d.cfg.socket_path, d.cfg.control_socket_path);
+		config_free(&d.cfg);
+		return 0;
+	}
 	d.started_ns = garuda_now_ns();
 	d.next_session_id = 1;
 	d.notify = getenv("NOTIFY_SOCKET") != NULL;

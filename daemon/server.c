@@ -52,13 +52,18 @@ static bool socket_alive(const char *path)
 	return fd >= 0;
 }
 
+#define RUNDIR_HINT                                                                   \
+	"; choose a directory you can write with --runtime-dir=DIR (or --socket=PATH and " \
+	"--control-socket=PATH); see garudad(8)"
+
 static int make_socket(const char *path, mode_t mode, const char *group, const char *what)
 {
 	struct sockaddr_un a;
 	struct stat st;
 	int r = mkdir_parents(path);
 	if (r < 0) {
-		log_err("%s socket %s: cannot create its directory: %s", what, path, strerror(-r));
+		log_err("%s socket %s: cannot create its directory: %s%s", what, path, strerror(-r),
+			r == -EACCES || r == -EPERM || r == -EROFS ? RUNDIR_HINT : "");
 		return r;
 	}
 	if (lstat(path, &st) == 0) {
@@ -85,16 +90,22 @@ static int make_socket(const char *path, mode_t mode, const char *group, const c
 	umask(old);
 	if (r < 0) {
 		r = -errno;
-		log_err("%s socket %s: bind: %s", what, path, strerror(-r));
+		log_err("%s socket %s: bind: %s%s", what, path, strerror(-r),
+			r == -EACCES || r == -EPERM || r == -EROFS ? RUNDIR_HINT : "");
 		return r;
 	}
 	if (group && *group) {
 		struct group *g = getgrnam(group);
 		if (g) {
-			if (chown(path, (uid_t)-1, g->gr_gid) < 0)
-				log_warning("%s socket %s: chown to group %s: %s", what, path, group, strerror(errno));
+			int cr = chown(path, (uid_t)-1, g->gr_gid) < 0 ? errno : 0;
+			if (cr == EPERM && geteuid() != 0)
+				log_notice("%s socket %s: you are not in group %s, so the socket keeps your own "
+					   "group", what, path, group);
+			else if (cr)
+				log_warning("%s socket %s: chown to group %s: %s", what, path, group, strerror(cr));
 		} else {
-			log_notice("%s socket %s: group %s does not exist; socket stays root's", what, path, group);
+			log_notice("%s socket %s: group %s does not exist; only the daemon's own user (uid %u) "
+				   "and root can connect", what, path, group, (unsigned)geteuid());
 		}
 	}
 	if (chmod(path, mode) < 0)

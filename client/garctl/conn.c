@@ -38,14 +38,15 @@ int conn_open(struct conn *c, const struct options *o)
 	case ENOENT:
 	case ENOTDIR:
 		fprintf(stderr,
-			"garctl: garudad is not running: no control socket at %s\n"
-			"garctl: start it (systemctl start garuda.socket garuda.service) or name another "
+			"garctl: garudad is not running: no control socket at %s (%s)\n"
+			"garctl: start it (systemctl start garuda.socket garuda.service, or garudad as "
+			"yourself: garctl then finds it in $XDG_RUNTIME_DIR/garuda) or name another "
 			"socket with --socket=PATH or GARUDA_CONTROL_SOCKET\n",
-			o->socket);
+			o->socket, o->socket_why ? o->socket_why : "default");
 		break;
 	case ECONNREFUSED:
-		fprintf(stderr, "garctl: garudad is not running: nothing listens on %s (a stale socket)\n",
-			o->socket);
+		fprintf(stderr, "garctl: garudad is not running: nothing listens on %s (%s; a stale socket)\n",
+			o->socket, o->socket_why ? o->socket_why : "default");
 		break;
 	case EACCES:
 	case EPERM:

@@ -50,7 +50,9 @@ static void usage(FILE *f)
 		"  log-level [LEVEL]      show or set the log level (err, warning, notice, info, debug)\n"
 		"  reload                 re-read the daemon's config file\n\n"
 		"Options:\n"
-		"  -s, --socket=PATH      control socket (default $GARUDA_CONTROL_SOCKET,\n"
+		"  -s, --socket=PATH      control socket (default $GARUDA_CONTROL_SOCKET; else\n"
+		"                         control.sock beside $GARUDA_SOCKET; else, not root,\n"
+		"                         $XDG_RUNTIME_DIR/garuda/control.sock if it exists;\n"
 		"                         else " GARCTL_DEFAULT_SOCKET ")\n"
 		"  -j, --json[=MODE]      JSON output: pretty or short (default: pretty on a\n"
 		"                         terminal, short otherwise)\n"
@@ -101,14 +103,18 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct options o = {
-		.socket = getenv("GARUDA_CONTROL_SOCKET"),
+		.socket = NULL,
 		.legend = true,
 		.pager = true,
 		.delay_s = 1,
 		.timeout_s = 10,
 	};
-	if (!o.socket || !*o.socket)
-		o.socket = GARCTL_DEFAULT_SOCKET;
+	static char resolved[108];
+	if (garuda_socket_path(GARUDA_SOCKET_CONTROL, resolved, sizeof(resolved), &o.socket_why) < 0) {
+		fprintf(stderr, "garctl: the control socket path from the environment is longer than 107 bytes\n");
+		return 2;
+	}
+	o.socket = resolved;
 	bool json = false;
 	const char *json_mode = NULL;
 	int c;
@@ -117,6 +123,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 's':
 			o.socket = optarg;
+			o.socket_why = "--socket";
 			break;
 		case 'j':
 			json = true;

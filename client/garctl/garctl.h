@@ -19,6 +19,7 @@ enum json_mode { JSON_OFF, JSON_PRETTY, JSON_SHORT };
 
 struct options {
 	const char *socket;
+	const char *socket_why; /* how socket was chosen (--socket, $GARUDA_CONTROL_SOCKET...) */
 	enum json_mode json;
 	bool legend;
 	bool pager;
