@@ -24,6 +24,27 @@ static const struct quota_limits default_quota_uid = {
 	.outbox_bytes = 4194304, .connections = 4096,
 };
 
+/* Every key the config file accepts, quotas as "quota.SCOPE.NAME": the parser refuses
+ * any other (key_known()), garudad --list-config-keys prints this list, and
+ * tests/control/test_firstrun.c checks systemd/garudad.json.example against it. A new
+ * key goes here and into apply_json()/load_quota(). */
+static const char *const config_keys[] = {
+	"socket", "control_socket", "socket_group", "control_group", "event_loop", "scanners",
+	"spin_us", "max_sleep_us", "log_level",
+	"quota.connection.segments", "quota.connection.lines", "quota.connection.bindings",
+	"quota.connection.armed", "quota.connection.outbox_bytes",
+	"quota.uid.segments", "quota.uid.lines", "quota.uid.bindings", "quota.uid.armed",
+	"quota.uid.outbox_bytes", "quota.uid.connections",
+};
+
+static bool key_known(const char *path)
+{
+	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
+		if (strcmp(path, config_keys[i]) == 0)
+			return true;
+	return false;
+}
+
 static const char *const loop_names[] = {
 	[EVENT_LOOP_AUTO] = "auto", [EVENT_LOOP_URING] = "io_uring", [EVENT_LOOP_EPOLL] = "epoll",
 };
@@ -133,6 +154,10 @@ static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *
 		char name[96];
 		uint64_t v;
 		snprintf(name, sizeof(name), "quota.%s.%s", scope, it->string);
+		if (strcmp(it->string, "connections") == 0 && strcmp(scope, "uid") != 0)
+			return fail(err, "config key \"%s\": only quota.uid has connections", name);
+		if (!key_known(name))
+			return fail(err, "config key \"%s\": unknown key", name);
 		if (strcmp(it->string, "outbox_bytes") == 0) {
 			if (json_uint(it, name, 512, UINT32_MAX, &v, err))
 				return -1;
@@ -170,6 +195,8 @@ static int apply_json(struct config *c, const cJSON *root, char **err)
 	{
 		const char *k = it->string, *s = NULL;
 		uint64_t v;
+		if (strcmp(k, "quota") != 0 && !key_known(k))
+			return fail(err, "config key \"%s\": unknown key (garudad --list-config-keys lists them)", k);
 		if (strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0 ||
 		    strcmp(k, "socket_group") == 0 || strcmp(k, "control_group") == 0) {
 			if (json_string(it, k, &s, err))
@@ -336,6 +363,7 @@ static void usage(FILE *out)
 		"      --control-socket=PATH  control socket (default " GARUDA_CONTROL_SOCKET_NAME " beside the\n"
 		"                             client socket)\n"
 		"      --check-config         read the configuration, report, exit 0 (valid) or 2\n"
+		"      --list-config-keys     print every key the config file accepts\n"
 		"      --event-loop=KIND      auto, io_uring or epoll (default auto)\n"
 		"      --scanners=N           scanner threads (0 = one per NUMA node)\n"
 		"      --spin-us=N            scanner spin budget after activity, microseconds\n"
@@ -365,7 +393,7 @@ static int parse_uint_flag(const char *name, const char *v, unsigned lo, unsigne
 int config_from_args(struct config *c, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
-	       O_CHECK };
+	       O_CHECK, O_KEYS };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -378,6 +406,7 @@ int config_from_args(struct config *c, int argc, char **argv)
 		{ "version", no_argument, NULL, O_VERSION },
 		{ "runtime-dir", required_argument, NULL, O_RUNDIR },
 		{ "check-config", no_argument, NULL, O_CHECK },
+		{ "list-config-keys", no_argument, NULL, O_KEYS },
 		{ 0 },
 	};
 	/* pass 1: --config and --help, so the file is applied before the other flags */
@@ -404,6 +433,10 @@ int config_from_args(struct config *c, int argc, char **argv)
 		case O_CHECK:
 			c->check_only = true;
 			break;
+		case O_KEYS:
+			for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
+				printf("%s\n", config_keys[i]);
+			return 1;
 		case '?':
 			fprintf(stderr, "Try 'garudad --help' for more information.\n");
 			return -1;

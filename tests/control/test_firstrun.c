@@ -199,3 +199,68 @@ Test(firstrun, nonroot_default_runtime_dir)
 	rmdir(xdg);
 	rmdir(dir);
 }
+
+static void flatten(const cJSON *o, const char *prefix, char *out, size_t cap)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, o)
+	{
+		char name[128];
+		snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", it->string);
+		if (cJSON_IsObject(it)) {
+			flatten(it, name, out, cap);
+		} else {
+			size_t n = strlen(out);
+			snprintf(out + n, cap - n, "%s\n", name);
+		}
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted lines of text, joined again. */
+static void sort_lines(char *text)
+{
+	char *lines[256], *copy = strdup(text), *save = NULL;
+	size_t n = 0;
+	for (char *l = strtok_r(copy, "\n", &save); l && n < 256; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof(lines[0]), cmp_str);
+	text[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		strcat(strcat(text, lines[i]), "\n");
+	free(copy);
+}
+
+/* systemd/garudad.json.example lists exactly the keys the parser accepts (its table,
+ * printed by --list-config-keys), and --check-config accepts it. */
+Test(firstrun, config_example_matches_the_parser)
+{
+	const char *path = getenv("GARUDAD_CONFIG_EXAMPLE");
+	cr_assert(path && *path, "GARUDAD_CONFIG_EXAMPLE is not set");
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	char text[16384];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	cJSON *j = cJSON_Parse(text);
+	cr_assert(cJSON_IsObject(j), "%s is not a JSON object", path);
+	char listed[8192] = "", parser[8192];
+	flatten(j, "", listed, sizeof(listed));
+	cJSON_Delete(j);
+	const char *a1[] = { "--list-config-keys", NULL };
+	cr_assert_eq(run_garudad(a1, parser, sizeof(parser)), 0, "%s", parser);
+	sort_lines(listed);
+	sort_lines(parser);
+	cr_assert_str_eq(listed, parser, "the example lists:\n%s\nthe parser accepts:\n%s", listed, parser);
+	char cfg[512];
+	snprintf(cfg, sizeof(cfg), "--config=%s", path);
+	const char *a2[] = { "--check-config", cfg, NULL };
+	char out[4096];
+	int st = run_garudad(a2, out, sizeof(out));
+	cr_assert_eq(st, 0, "--check-config on the example: exit %d: %s", st, out);
+}
