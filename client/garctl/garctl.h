@@ -34,6 +34,7 @@ struct options {
 struct conn {
 	int fd;
 	const struct options *o;
+	bool answered; /* a JSON reply came: this is a control socket */
 };
 
 /* Connect to o->socket. 0, or 1 after printing why (not running, permission). */

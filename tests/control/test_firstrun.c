@@ -264,3 +264,21 @@ Test(firstrun, config_example_matches_the_parser)
 	int st = run_garudad(a2, out, sizeof(out));
 	cr_assert_eq(st, 0, "--check-config on the example: exit %d: %s", st, out);
 }
+
+/* garctl aimed at the client socket says so and names the control socket. */
+Test(firstrun, garctl_on_the_client_socket)
+{
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	char sock[160];
+	snprintf(sock, sizeof(sock), "--socket=%s", d.sock);
+	const char *args[] = { sock, "status", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, args);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "client socket"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, d.ctl), "the hint does not name the control socket %s: %s", d.ctl, r.err);
+	cr_assert_str_eq(r.out, "");
+	ctl_run_free(&r);
+	ctl_stop(&d);
+}
