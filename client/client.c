@@ -58,8 +58,8 @@ const char *garuda_last_error(void)
 	return last_error;
 }
 
-static void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_error(const char *fmt, ...)
+#define set_error client_set_error
+void client_set_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

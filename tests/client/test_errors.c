@@ -239,7 +239,14 @@ Test(errors, no_driver)
 	setenv("GARUDA_CUDA_LIBRARY", "/nonexistent/garuda/libcuda.so.1", 1);
 	setenv("GARUDA_HIP_LIBRARY", "/nonexistent/garuda/libamdhip64.so", 1);
 	fails(garuda_segment_open(f.c, "cuda", 0, 1, &seg), -GARUDA_E_NO_DRIVER);
+	/* the words name the library, where its path came from, and the override */
+	const char *e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "/nonexistent/garuda/libcuda.so.1"), "%s", e);
+	cr_assert_not_null(strstr(e, "from $GARUDA_CUDA_LIBRARY"), "%s", e);
 	fails(garuda_segment_open(f.c, "hip", 0, 1, &seg), -GARUDA_E_NO_DRIVER);
+	e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "/nonexistent/garuda/libamdhip64.so"), "%s", e);
+	cr_assert_not_null(strstr(e, "GARUDA_HIP_LIBRARY"), "%s", e);
 	cr_assert_null(seg);
 	fx_down(&f);
 }
