@@ -21,6 +21,7 @@
 #include "fdio.h"
 #include "log.h"
 #include "server.h"
+#include "service.h"
 #include "session.h"
 
 static int mkdir_parents(const char *path)
@@ -56,7 +57,8 @@ static bool socket_alive(const char *path)
 	"; choose a directory you can write with --runtime-dir=DIR (or --socket=PATH and " \
 	"--control-socket=PATH); see garudad(8)"
 
-static int make_socket(const char *path, mode_t mode, const char *group, const char *what)
+static int make_socket(struct daemon *d, const char *path, mode_t mode, const char *group,
+		       const char *what)
 {
 	struct sockaddr_un a;
 	struct stat st;
@@ -103,6 +105,10 @@ static int make_socket(const char *path, mode_t mode, const char *group, const c
 					   "group", what, path, group);
 			else if (cr)
 				log_warning("%s socket %s: chown to group %s: %s", what, path, group, strerror(cr));
+		} else if (geteuid() == 0) {
+			service_warn(d, "%s socket %s: group %s does not exist; only root can connect "
+				     "(create the group, or set the config key %s)", what, path, group,
+				     strcmp(what, "client") == 0 ? "socket_group" : "control_group");
 		} else {
 			log_notice("%s socket %s: group %s does not exist; only the daemon's own user (uid %u) "
 				   "and root can connect", what, path, group, (unsigned)geteuid());
@@ -163,14 +169,14 @@ int server_open_sockets(struct daemon *d)
 		return -EINVAL;
 	}
 	if (d->client_fd < 0) {
-		d->client_fd = make_socket(d->cfg.socket_path, 0660, d->cfg.socket_group, "client");
+		d->client_fd = make_socket(d, d->cfg.socket_path, 0660, d->cfg.socket_group, "client");
 		if (d->client_fd < 0)
 			return d->client_fd;
 		d->client_owned = true;
 	}
 	if (d->control_fd < 0) {
 		bool grp = d->cfg.control_group && *d->cfg.control_group;
-		d->control_fd = make_socket(d->cfg.control_socket_path, grp ? 0660 : 0600,
+		d->control_fd = make_socket(d, d->cfg.control_socket_path, grp ? 0660 : 0600,
 					    grp ? d->cfg.control_group : NULL, "control");
 		if (d->control_fd < 0)
 			return d->control_fd;

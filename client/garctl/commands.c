@@ -94,6 +94,16 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 		table_cell(t, "Errors:"), table_cell(t, "%.0f", N(r, CTL_KEY_ERRORS));
 		table_cell(t, "Quota refusals:"), table_cell(t, "%.0f", N(r, CTL_KEY_QUOTA_REFUSALS));
 		table_cell(t, "Scanners:"), table_cell(t, "%.0f", N(r, CTL_KEY_SCANNERS));
+		const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_WARNINGS), *w;
+		unsigned nw = 0;
+		cJSON_ArrayForEach(w, ws)
+		{
+			if (!cJSON_IsString(w))
+				continue;
+			table_cell(t, nw++ ? "" : "Warnings:"), table_cell(t, "%s", w->valuestring);
+		}
+		if (!nw)
+			table_cell(t, "Warnings:"), table_cell(t, "none");
 		table_right(t, 0);
 		pager_open(o);
 		table_print(t, stdout, false); /* a field list: no header row */

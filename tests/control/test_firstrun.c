@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -145,7 +146,10 @@ Test(firstrun, nonroot_default_runtime_dir)
 		int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		dup2(lf, 1);
 		dup2(lf, 2);
-		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+		/* a memlock limit below the default quotas: garudad warns at start */
+		struct rlimit rl = { .rlim_cur = 65536, .rlim_max = 65536 };
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0 || setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
+		    setuid(NOBODY) < 0)
 			_exit(126);
 		unsetenv("GARUDA_SOCKET");
 		unsetenv("GARUDA_CONTROL_SOCKET");
@@ -176,7 +180,17 @@ Test(firstrun, nonroot_default_runtime_dir)
 	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, env_add, args);
 	cr_assert_eq(r.status, 0, "garctl exit %d: %s", r.status, r.err);
 	cJSON *j = ctl_run_json(&r);
+	const cJSON *w = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "warnings"), 0);
+	cr_assert(cJSON_IsString(w), "status lists no warning: %s", r.out);
+	cr_assert_not_null(strstr(w->valuestring, "RLIMIT_MEMLOCK is 65536 bytes"), "%s", w->valuestring);
+	cr_assert_not_null(strstr(w->valuestring, "LimitMEMLOCK"), "%s", w->valuestring);
 	cJSON_Delete(j);
+	ctl_run_free(&r);
+	const char *args_t[] = { "status", NULL };
+	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, env_add, args_t);
+	cr_assert_eq(r.status, 0, "garctl exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.out, "Warnings:"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "RLIMIT_MEMLOCK"), "%s", r.out);
 	ctl_run_free(&r);
 
 	/* the same uid without XDG_RUNTIME_DIR looks at the system path and says so */
