@@ -36,7 +36,8 @@ def main():
         so = one("**/libgaruda.so")
         pc = one("**/pkgconfig/garuda.pc")
         for doc in ("man/man8/garudad.8", "man/man1/garctl.1", "doc/garuda/client.md",
-                    "doc/garuda/protocol.md", "doc/garuda/garudad.json.example"):
+                    "doc/garuda/protocol.md", "doc/garuda/garudad.json.example",
+                    "bash-completion/completions/garctl"):
             one("**/share/" + doc)
         if pc and "URL:" in open(pc).read() and "github.com/garuda\n" in open(pc).read():
             errors.append("garuda.pc carries the placeholder URL")

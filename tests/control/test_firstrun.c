@@ -296,3 +296,33 @@ Test(firstrun, garctl_on_the_client_socket)
 	ctl_run_free(&r);
 	ctl_stop(&d);
 }
+
+/* garctl CMD --help and garctl help CMD print that command's help (not the global
+ * list), exit 0 and need no daemon; log-level checks its level before connecting. */
+Test(firstrun, garctl_per_command_help_and_log_level)
+{
+	static const char *const cmds[] = { "status", "clients", "segments", "lines", "scanners",
+					    "config", "metrics", "top", "disconnect", "log-level",
+					    "reload", NULL };
+	for (int i = 0; cmds[i]; i++) {
+		for (int form = 0; form < 2; form++) {
+			const char *a1[] = { "--socket=/nonexistent/control.sock", cmds[i], "--help", NULL };
+			const char *a2[] = { "--socket=/nonexistent/control.sock", "help", cmds[i], NULL };
+			struct ctl_run r;
+			ctl_garctl(&r, form ? a2 : a1);
+			cr_assert_eq(r.status, 0, "garctl %s help: exit %d: %s", cmds[i], r.status, r.err);
+			char want[64];
+			snprintf(want, sizeof(want), "Usage: garctl [OPTIONS] %s", cmds[i]);
+			cr_assert(strncmp(r.out, want, strlen(want)) == 0, "%s help: %s", cmds[i], r.out);
+			cr_assert_null(strstr(r.out, "Commands:"), "%s --help printed the global help", cmds[i]);
+			ctl_run_free(&r);
+		}
+	}
+	const char *bad[] = { "--socket=/nonexistent/control.sock", "log-level", "warn", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, bad);
+	cr_assert_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "did you mean warning?"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "not running"), "log-level warn went to the daemon: %s", r.err);
+	ctl_run_free(&r);
+}
