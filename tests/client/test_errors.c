@@ -50,6 +50,10 @@ Test(errors, full_segment_is_enospc)
 	cr_assert_eq(garuda_segment_free_words(f.seg), 0);
 	fails(garuda_stream_new(f.seg, NULL, GARUDA_READINESS_POLL, &s[8]), -ENOSPC);
 	cr_assert_null(s[8]);
+	/* in words: the segment is full, how big it is, and what to do */
+	const char *e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "segment is full: all 8 words (1 lines x 8)"), "%s", e);
+	cr_assert_not_null(strstr(e, "garuda_segment_open"), "%s", e);
 	garuda_stream_free(s[3]);
 	ok(garuda_stream_new(f.seg, NULL, GARUDA_READINESS_MESSAGE, &s[3]));
 	cr_assert_eq(garuda_stream_value(s[3]), 0, "a reused word starts from 0");
