@@ -631,8 +631,31 @@ Test(garctl, top_batch_two_frames)
 	cr_assert_eq(r.status, 0);
 	cr_assert_null(strchr(r.out, '\033'));
 	ctl_run_free(&r);
-	GARCTL(&r, &f.d, "-j", "top");
-	cr_assert_eq(r.status, 2, "top has no JSON form: exit %d", r.status);
+	/* batch frames are headed by their UTC time (issue 17) */
+	GARCTL(&r, &f.d, "top", "-b", "-n", "1");
+	cr_assert_eq(r.status, 0);
+	cr_assert(strlen(r.out) > 21 && r.out[4] == '-' && r.out[10] == 'T' && r.out[19] == 'Z' &&
+			  r.out[20] == '\n',
+		  "batch frame not headed by a UTC timestamp:\n%s", r.out);
+	ctl_run_free(&r);
+	/* -j: JSON lines, one object per frame */
+	GARCTL(&r, &f.d, "-j", "top", "-n", "2", "-d", "0.2");
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	char *save = NULL, *copy = strdup(r.out);
+	int lines = 0;
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save), lines++) {
+		cJSON *j = cJSON_Parse(l);
+		cr_assert(cJSON_IsObject(j), "line %d is not a JSON object: %s", lines, l);
+		const cJSON *time = cJSON_GetObjectItemCaseSensitive(j, "time");
+		cr_assert(cJSON_IsString(time) && strlen(time->valuestring) == 20, "%s", l);
+		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "scanners")), 2, "%s", l);
+		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "clients_detail")), 2, "%s", l);
+		const cJSON *rate = cJSON_GetObjectItemCaseSensitive(j, "completions_per_s");
+		cr_assert(lines == 0 ? cJSON_IsNull(rate) : cJSON_IsNumber(rate), "%s", l);
+		cJSON_Delete(j);
+	}
+	free(copy);
+	cr_assert_eq(lines, 2, "top -j -n 2 printed %d lines:\n%s", lines, r.out);
 	ctl_run_free(&r);
 	ctl_fixture_down(&f);
 }
