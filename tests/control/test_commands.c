@@ -224,7 +224,7 @@ Test(garctl, clients_table)
 	char ***t = ctl_table(r.out);
 	cr_assert_eq(ctl_table_rows(t), 3, "expected a header and 2 rows:\n%s", r.out);
 	const char *hdr[] = { "ID", "PID", "UID", "GID", "COMM", "SEGMENTS", "LINES", "BINDINGS",
-			      "ARMED", "ARMS", "COMPLETIONS", "ERRORS", "CONNECTED" };
+			      "ARMED", "ARMS", "COMPLETIONS", "ERRORS", "P50", "P99", "CONNECTED" };
 	for (size_t i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++)
 		cr_assert_eq(ctl_table_col(t, hdr[i]), (int)i, "column %s", hdr[i]);
 	const char *a = u64s(f.a.session_id), *b = u64s(f.b.session_id);
@@ -238,6 +238,10 @@ Test(garctl, clients_table)
 	cr_assert_str_eq(cell(t, b, "SEGMENTS"), "1");
 	cr_assert_str_eq(cell(t, b, "ARMED"), "1");
 	cr_assert_str_eq(cell(t, b, "COMPLETIONS"), "1");
+	/* latency since connecting, said as an upper bound (issue 17) */
+	cr_assert(strncmp(cell(t, a, "P50"), "<=", 2) == 0, "P50 %s", cell(t, a, "P50"));
+	cr_assert(strncmp(cell(t, b, "P99"), "<=", 2) == 0 || cell(t, b, "P99")[0] == '>', "P99 %s",
+		  cell(t, b, "P99"));
 	/* aligned columns: the last (left-aligned) column starts at the same offset in
 	 * the header and in every row */
 	const char *line = r.out;
@@ -245,7 +249,7 @@ Test(garctl, clients_table)
 	for (int k = 1; k < 3; k++) {
 		line = strchr(line, '\n') + 1;
 		char want[64];
-		snprintf(want, sizeof(want), " %s ago\n", t[k][12]);
+		snprintf(want, sizeof(want), " %s ago\n", t[k][14]);
 		const char *at = strstr(line, want);
 		cr_assert_not_null(at, "row %d does not end in its CONNECTED cell:\n%s", k, r.out);
 		cr_assert_eq(at + 1 - line, start, "rows are not aligned:\n%s", r.out);
