@@ -69,6 +69,7 @@ static void usage(FILE *f)
 		"                         else " GARCTL_DEFAULT_SOCKET ")\n"
 		"  -j, --json[=MODE]      JSON output: pretty or short (default: pretty on a\n"
 		"                         terminal, short otherwise)\n"
+		"  -o, --output=FORMAT    json (as -j) or table (the default)\n"
 		"      --no-legend        print no header row\n"
 		"      --no-pager         do not pipe output into a pager\n"
 		"  -d, --delay=SECONDS    top: time between refreshes (default 1)\n"
@@ -122,6 +123,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", optional_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "no-legend", no_argument, NULL, O_NO_LEGEND },
 		{ "no-pager", no_argument, NULL, O_NO_PAGER },
 		{ "delay", required_argument, NULL, 'd' },
@@ -149,7 +151,7 @@ int main(int argc, char **argv)
 	const char *json_mode = NULL;
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:j::d:bn:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:j::o:d:bn:t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o.socket = optarg;
@@ -158,6 +160,14 @@ int main(int argc, char **argv)
 		case 'j':
 			json = true;
 			json_mode = optarg;
+			break;
+		case 'o': /* -o json|table: the kubectl/systemctl spelling of -j */
+			if (strcmp(optarg, "json") == 0)
+				json = true, json_mode = NULL;
+			else if (strcmp(optarg, "table") == 0)
+				json = false;
+			else
+				return usage_error("--output: json or table, not \"%s\"", optarg);
 			break;
 		case O_NO_LEGEND:
 			o.legend = false;

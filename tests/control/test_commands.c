@@ -137,6 +137,16 @@ Test(garctl, status_json)
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "\n\t\"clients\""), "--json=pretty is not indented: %s", r.out);
 	ctl_run_free(&r);
+	/* -o json is -j (JSON), -o table the table; "warnings" is a list (none here: root) */
+	GARCTL(&r, &f.d, "-o", "json", "status");
+	j = ctl_run_json(&r);
+	cr_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "warnings")), "%s", r.out);
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+	GARCTL(&r, &f.d, "-o", "table", "status");
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "Warnings:"), "%s", r.out);
+	ctl_run_free(&r);
 	ctl_fixture_down(&f);
 }
 

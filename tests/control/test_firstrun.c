@@ -318,6 +318,13 @@ Test(firstrun, garctl_per_command_help_and_log_level)
 			ctl_run_free(&r);
 		}
 	}
+	/* -o json is -j; -o anything else is a usage error */
+	struct ctl_run o;
+	const char *oj[] = { "--socket=/nonexistent/control.sock", "-o", "yaml", "status", NULL };
+	ctl_garctl(&o, oj);
+	cr_assert_eq(o.status, 2);
+	cr_assert_not_null(strstr(o.err, "json or table"), "%s", o.err);
+	ctl_run_free(&o);
 	const char *bad[] = { "--socket=/nonexistent/control.sock", "log-level", "warn", NULL };
 	struct ctl_run r;
 	ctl_garctl(&r, bad);
