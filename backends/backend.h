@@ -57,5 +57,9 @@ extern const struct garuda_backend_ops garuda_backend_host;
 extern const struct garuda_backend_ops garuda_backend_cuda;
 extern const struct garuda_backend_ops garuda_backend_hip;
 
+/* Words for the calling thread's last failed open() (which library, and how to point
+ * at another: GARUDA_CUDA_LIBRARY / GARUDA_HIP_LIBRARY); "" when it said nothing. */
+const char *garuda_backend_why(void);
+
 /* The backend named `name`, or NULL. */
 const struct garuda_backend_ops *garuda_backend_find(const char *name);

@@ -235,10 +235,14 @@ static int map_init_error(CUresult r)
 
 static int cuda_setup(struct garuda_backend *b, int device)
 {
-	b->lib = dlopen(gbk_library_path("GARUDA_CUDA_LIBRARY", "libcuda.so.1"),
-			RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!b->lib)
+	const char *path = gbk_library_path("GARUDA_CUDA_LIBRARY", "libcuda.so.1");
+	gbk_set_why("%s", "");
+	b->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!b->lib) {
+		gbk_set_why("cannot load CUDA's library %s (%s; %s): install the NVIDIA driver, or set GARUDA_CUDA_LIBRARY to the "
+			    "library's path", path, dlerror(), getenv("GARUDA_CUDA_LIBRARY") ? "from $GARUDA_CUDA_LIBRARY" : "the default");
 		return -GARUDA_E_NO_DRIVER;
+	}
 
 	cu_init_t init = (cu_init_t)dlsym(b->lib, "cuInit");
 	cu_driver_get_version_t get_version =

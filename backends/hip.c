@@ -136,10 +136,14 @@ static void hip_unref(struct garuda_backend *b)
 
 static int hip_setup(struct garuda_backend *b, int device)
 {
-	b->lib = dlopen(gbk_library_path("GARUDA_HIP_LIBRARY", "libamdhip64.so"),
-			RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!b->lib)
+	const char *path = gbk_library_path("GARUDA_HIP_LIBRARY", "libamdhip64.so");
+	gbk_set_why("%s", "");
+	b->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!b->lib) {
+		gbk_set_why("cannot load HIP's library %s (%s; %s): install ROCm, or set GARUDA_HIP_LIBRARY to the "
+			    "library's path", path, dlerror(), getenv("GARUDA_HIP_LIBRARY") ? "from $GARUDA_HIP_LIBRARY" : "the default");
 		return -GARUDA_E_NO_DRIVER;
+	}
 	void *fn;
 #define HIP_RESOLVE_(member, name, params)              \
 	if (!(fn = dlsym(b->lib, name)))                \

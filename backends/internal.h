@@ -29,5 +29,8 @@ struct garuda_backend_reg;
 GBK_HIDDEN int gbk_register_args(const struct garuda_backend *b, const void *addr, size_t bytes,
 				 struct garuda_backend_reg **out);
 
+/* Set garuda_backend_why()'s text (per thread); "" clears it. */
+GBK_HIDDEN void gbk_set_why(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The library path a backend dlopens: $env_name when set and not empty, else dflt. */
 GBK_HIDDEN const char *gbk_library_path(const char *env_name, const char *dflt);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,6 +33,21 @@ int gbk_word_check(const void *base, size_t bytes, const uint64_t *word)
 	if (w < b || bytes < sizeof(uint64_t) || w - b > bytes - sizeof(uint64_t))
 		return -EINVAL;
 	return 0;
+}
+
+static _Thread_local char why[512];
+
+const char *garuda_backend_why(void)
+{
+	return why;
+}
+
+void gbk_set_why(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
 }
 
 const char *gbk_library_path(const char *env_name, const char *dflt)

@@ -1,5 +1,6 @@
-/* client.c — libgaruda's client object: connect (socket path from GARUDA_SOCKET or
- * the default), disconnect, the dispatch of message-form callbacks, and the small
+/* client.c — libgaruda's client object: connect (socket path from garuda_socket_path(),
+ * proto/paths.h; optionally waiting for the daemon; the failure in words from
+ * garuda_last_error()), disconnect, the dispatch of message-form callbacks, and the small
  * accessors. The connection machinery itself lives in conn.c.
  *
  * Promises: garuda_connect() returns a client only after a WELCOME, with its I/O
@@ -10,10 +11,13 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,7 +50,123 @@ static void client_free(struct garuda_client *c)
 	free(c);
 }
 
+/* garuda_last_error()'s text: per thread, set by the connect calls */
+static _Thread_local char last_error[768];
+
+const char *garuda_last_error(void)
+{
+	return last_error;
+}
+
+#define set_error client_set_error
+void client_set_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+}
+
+/* Words for a failed connect to `path` (chosen by `why`): what is wrong and the remedy. */
+static void explain_connect(int r, const char *path, const char *why)
+{
+	const char *how = "start garudad (systemctl start garuda.socket; or run garudad as "
+			  "yourself: it then listens in $XDG_RUNTIME_DIR/garuda, where clients look "
+			  "first), or point GARUDA_SOCKET at its socket";
+	switch (-r) {
+	case ENOENT:
+	case ENOTDIR:
+		set_error("cannot connect to garudad at %s (%s): no such socket, garudad is not "
+			  "running there; %s", path, why, how);
+		return;
+	case ECONNREFUSED:
+		set_error("cannot connect to garudad at %s (%s): nothing listens there (garudad "
+			  "stopped and left a stale socket); %s", path, why, how);
+		return;
+	case EACCES:
+	case EPERM: {
+		struct stat st;
+		struct group *g = stat(path, &st) == 0 ? getgrgid(st.st_gid) : NULL;
+		if (g)
+			set_error("cannot connect to garudad at %s (%s): permission denied; the socket "
+				  "admits its owner and group \"%s\" (mode %04o): join that group (usermod "
+				  "-aG %s $USER, then log in again)", path, why, g->gr_name,
+				  (unsigned)(st.st_mode & 07777), g->gr_name);
+		else
+			set_error("cannot connect to garudad at %s (%s): permission denied on the socket "
+				  "or a directory above it; garudad's config key socket_group names the "
+				  "group the socket admits (\"garuda\" by default): join it", path, why);
+		return;
+	}
+	case EINVAL:
+		set_error("cannot connect to garudad at %s (%s): the path is empty or longer than "
+			  "107 bytes", path, why);
+		return;
+	default:
+		set_error("cannot connect to garudad at %s (%s): %s", path, why, garuda_strerror(r));
+		return;
+	}
+}
+
+static int connect_once(const char *path, struct garuda_client **out);
+
 int garuda_connect_to(const char *path, struct garuda_client **out)
+{
+	int r = connect_once(path, out);
+	if (r < 0)
+		explain_connect(r, path ? path : "(null)", "the path given");
+	else
+		last_error[0] = '\0';
+	return r;
+}
+
+static bool connect_retryable(int r)
+{
+	return r == -ENOENT || r == -ECONNREFUSED || r == -ENOTDIR;
+}
+
+static int connect_wait(const char *path, const char *why, int timeout_ms,
+			struct garuda_client **out)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int r = connect_once(path, out);
+		if (r >= 0) {
+			last_error[0] = '\0';
+			return r;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t spent = (int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 + (now.tv_nsec - t0.tv_nsec);
+		int64_t left = (int64_t)timeout_ms * 1000000 - spent;
+		if (!connect_retryable(r) || timeout_ms <= 0 || left <= 0) {
+			explain_connect(r, path, why);
+			if (connect_retryable(r) && timeout_ms > 0) {
+				size_t n = strlen(last_error);
+				snprintf(last_error + n, sizeof(last_error) - n, " (waited %d ms)", timeout_ms);
+			}
+			return r;
+		}
+		struct timespec nap = { .tv_nsec = (long)(left < 50000000 ? left : 50000000) };
+		nanosleep(&nap, NULL);
+	}
+}
+
+int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out)
+{
+	char buf[108];
+	const char *why = "the path given";
+	if (!path) {
+		if (garuda_socket_path(GARUDA_SOCKET_CLIENT, buf, sizeof(buf), &why) < 0) {
+			set_error("cannot connect to garudad: the socket path from $GARUDA_SOCKET is longer than 107 bytes");
+			return -EINVAL;
+		}
+		path = buf;
+	}
+	return connect_wait(path, why, timeout_ms, out);
+}
+
+static int connect_once(const char *path, struct garuda_client **out)
 {
 	if (out)
 		*out = NULL;
@@ -109,10 +229,21 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 
 int garuda_connect(struct garuda_client **out)
 {
-	const char *path = getenv("GARUDA_SOCKET");
-	if (!path || !*path)
-		path = GARUDA_SOCKET_PATH;
-	return garuda_connect_to(path, out);
+	int timeout_ms = 0;
+	const char *t = getenv("GARUDA_CONNECT_TIMEOUT");
+	if (t && *t) {
+		char *end;
+		long v = strtol(t, &end, 10);
+		if (*end || v < 0 || v > INT32_MAX) {
+			if (out)
+				*out = NULL;
+			set_error("GARUDA_CONNECT_TIMEOUT=\"%s\": must be milliseconds, an integer in [0, %d]",
+				  t, INT32_MAX);
+			return -EINVAL;
+		}
+		timeout_ms = (int)v;
+	}
+	return garuda_connect_wait(NULL, timeout_ms, out);
 }
 
 void garuda_disconnect(struct garuda_client *c)

@@ -305,3 +305,5 @@ static inline bool is_io_thread(struct garuda_client *c)
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
 }
 
+/* Set garuda_last_error()'s text for the calling thread (client.c). */
+void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -85,8 +85,13 @@ int garuda_segment_open(struct garuda_client *c, const char *backend, int device
 	seg->used = calloc((size_t)lines * GARUDA_WORDS_PER_LINE, 1);
 	seg->tomb = calloc((size_t)lines * GARUDA_WORDS_PER_LINE, sizeof(*seg->tomb));
 	int r = seg->used && seg->tomb ? 0 : -ENOMEM;
-	if (r == 0)
+	if (r == 0) {
 		r = ops->open(device, &seg->backend);
+		if (r < 0 && *garuda_backend_why())
+			client_set_error("%s", garuda_backend_why());
+		else if (r < 0)
+			client_set_error("backend %s, device %d: %s", ops->name, device, garuda_strerror(r));
+	}
 	if (r < 0)
 		goto fail;
 	seg->numa_node = ops->numa_node(seg->backend);

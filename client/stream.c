@@ -339,6 +339,10 @@ static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t 
 			break;
 		}
 	}
+	if (r == -ENOSPC)
+		client_set_error("segment is full: all %u words (%u lines x %u) hold streams; free a "
+				 "stream (garuda_stream_free) or open another segment (garuda_segment_open)",
+				 nwords, seg->lines, GARUDA_WORDS_PER_LINE);
 	if (r == 0) {
 		pthread_mutex_lock(&c->lock);
 		r = table_insert_locked(c, s);

@@ -16,8 +16,6 @@
 #include "log.h"
 #include "paths.h"
 
-#define DEFAULT_SOCKET GARUDA_SOCKET_PATH
-#define DEFAULT_CONTROL GARUDA_CONTROL_SOCKET_PATH
 
 static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144, .points = 64,
@@ -27,6 +25,27 @@ static const struct quota_limits default_quota_uid = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
 	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
 };
+
+/* Every key the config file accepts, quotas as "quota.SCOPE.NAME": the parser refuses
+ * any other (key_known()), garudad --list-config-keys prints this list, and
+ * tests/control/test_firstrun.c checks systemd/garudad.json.example against it. A new
+ * key goes here and into apply_json()/load_quota(). */
+static const char *const config_keys[] = {
+	"socket", "control_socket", "socket_group", "control_group", "event_loop", "scanners",
+	"spin_us", "max_sleep_us", "plan", "log_level",
+	"quota.connection.segments", "quota.connection.lines", "quota.connection.bindings",
+	"quota.connection.armed", "quota.connection.outbox_bytes", "quota.connection.points",
+	"quota.uid.segments", "quota.uid.lines", "quota.uid.bindings", "quota.uid.armed",
+	"quota.uid.outbox_bytes", "quota.uid.connections", "quota.uid.points",
+};
+
+static bool key_known(const char *path)
+{
+	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
+		if (strcmp(path, config_keys[i]) == 0)
+			return true;
+	return false;
+}
 
 static const char *const loop_names[] = {
 	[EVENT_LOOP_AUTO] = "auto", [EVENT_LOOP_URING] = "io_uring", [EVENT_LOOP_EPOLL] = "epoll",
@@ -50,8 +69,7 @@ static int event_loop_parse(const char *s, enum event_loop_kind *out)
 void config_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->socket_path = strdup(DEFAULT_SOCKET);
-	c->control_socket_path = strdup(DEFAULT_CONTROL);
+	/* socket paths stay NULL until config_from_args() resolves them */
 	c->socket_group = strdup("garuda");
 	c->control_group = strdup("");
 	c->event_loop = EVENT_LOOP_AUTO;
@@ -161,6 +179,10 @@ static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *
 		char name[96];
 		uint64_t v;
 		snprintf(name, sizeof(name), "quota.%s.%s", scope, it->string);
+		if (strcmp(it->string, "connections") == 0 && strcmp(scope, "uid") != 0)
+			return fail(err, "config key \"%s\": only quota.uid has connections", name);
+		if (!key_known(name))
+			return fail(err, "config key \"%s\": unknown key", name);
 		if (strcmp(it->string, "outbox_bytes") == 0) {
 			if (json_uint(it, name, 512, UINT32_MAX, &v, err))
 				return -1;
@@ -199,6 +221,8 @@ static int apply_json(struct config *c, const cJSON *root, char **err)
 	{
 		const char *k = it->string, *s = NULL;
 		uint64_t v;
+		if (strcmp(k, "quota") != 0 && !key_known(k))
+			return fail(err, "config key \"%s\": unknown key (garudad --list-config-keys lists them)", k);
 		if (strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0 ||
 		    strcmp(k, "socket_group") == 0 || strcmp(k, "control_group") == 0) {
 			if (json_string(it, k, &s, err))
@@ -315,6 +339,53 @@ int config_load_file(struct config *c, const char *path, char **err)
 	return r;
 }
 
+/* Order, first that applies: --socket / --control-socket; --runtime-dir; the config
+ * file's socket / control_socket; $GARUDA_SOCKET / $GARUDA_CONTROL_SOCKET; the
+ * default runtime directory (garuda_runtime_dir()). The control socket not named by
+ * any of these goes beside the client socket. */
+static int config_resolve_paths(struct config *c, const char *rundir, bool socket_flag,
+				bool control_flag)
+{
+	char buf[108];
+	if (rundir) {
+		snprintf(buf, sizeof(buf), "%s/" GARUDA_SOCKET_NAME, rundir);
+		if (!socket_flag)
+			set_str(&c->socket_path, buf);
+		snprintf(buf, sizeof(buf), "%s/" GARUDA_CONTROL_SOCKET_NAME, rundir);
+		if (!control_flag)
+			set_str(&c->control_socket_path, buf);
+	}
+	static const char *const envs[2] = { "GARUDA_SOCKET", "GARUDA_CONTROL_SOCKET" };
+	char **slot[2] = { &c->socket_path, &c->control_socket_path };
+	for (int i = 0; i < 2; i++) {
+		const char *e = getenv(envs[i]);
+		if (*slot[i] || !e || !*e)
+			continue;
+		if (e[0] != '/' || strlen(e) >= 108) {
+			fprintf(stderr, "garudad: $%s: must be an absolute path shorter than 108 bytes\n", envs[i]);
+			return -1;
+		}
+		set_str(slot[i], e);
+	}
+	if (!c->socket_path) {
+		if (garuda_runtime_dir(buf, sizeof(buf) - sizeof("/" GARUDA_SOCKET_NAME)) < 0) {
+			fprintf(stderr, "garudad: the default runtime directory is too long; use --runtime-dir=DIR\n");
+			return -1;
+		}
+		strcat(buf, "/" GARUDA_SOCKET_NAME);
+		set_str(&c->socket_path, buf);
+	}
+	if (!c->control_socket_path) {
+		if (garuda_path_beside(c->socket_path, GARUDA_CONTROL_SOCKET_NAME, buf, sizeof(buf)) < 0) {
+			fprintf(stderr, "garudad: the control socket beside %s would be too long; use --control-socket=PATH\n",
+				c->socket_path);
+			return -1;
+		}
+		set_str(&c->control_socket_path, buf);
+	}
+	return 0;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -322,8 +393,13 @@ static void usage(FILE *out)
 		"Per-host daemon that turns GPU completion words into readiness (eventfd,\n"
 		"message, doorbell) over a Unix socket.\n\n"
 		"  -c, --config=FILE          JSON configuration file\n"
-		"      --socket=PATH          client socket (default " DEFAULT_SOCKET ")\n"
-		"      --control-socket=PATH  control socket (default " DEFAULT_CONTROL ")\n"
+		"      --runtime-dir=DIR      directory of both sockets (default " GARUDA_SOCKET_DIR "\n"
+		"                             as root, else $XDG_RUNTIME_DIR/garuda)\n"
+		"      --socket=PATH          client socket (default DIR/" GARUDA_SOCKET_NAME ")\n"
+		"      --control-socket=PATH  control socket (default " GARUDA_CONTROL_SOCKET_NAME " beside the\n"
+		"                             client socket)\n"
+		"      --check-config         read the configuration, report, exit 0 (valid) or 2\n"
+		"      --list-config-keys     print every key the config file accepts\n"
 		"      --event-loop=KIND      auto, io_uring or epoll (default auto)\n"
 		"      --scanners=N           scanner threads (0 = one per NUMA node)\n"
 		"      --plan=TEXT            the scanners' wait plan (docs/plans.md; default\n"
@@ -332,7 +408,9 @@ static void usage(FILE *out)
 		"      --log-level=LEVEL      err, warning, notice, info or debug\n"
 		"  -h, --help                 show this help\n"
 		"      --version              show the version\n\n"
-		"Environment: GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
+		"Environment: GARUDA_SOCKET, GARUDA_CONTROL_SOCKET (below the flags and the\n"
+		"config file); GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
+		"See garudad(8).\n"
 		"Socket activation: fds named \"client\" and \"control\".\n");
 }
 
@@ -352,7 +430,8 @@ static int parse_uint_flag(const char *name, const char *v, unsigned lo, unsigne
 
 int config_from_args(struct config *c, int argc, char **argv)
 {
-	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_PLAN };
+	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
+	       O_CHECK, O_KEYS, O_PLAN };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -364,6 +443,9 @@ int config_from_args(struct config *c, int argc, char **argv)
 		{ "log-level", required_argument, NULL, O_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
+		{ "runtime-dir", required_argument, NULL, O_RUNDIR },
+		{ "check-config", no_argument, NULL, O_CHECK },
+		{ "list-config-keys", no_argument, NULL, O_KEYS },
 		{ 0 },
 	};
 	/* pass 1: --config and --help, so the file is applied before the other flags */
@@ -387,8 +469,15 @@ int config_from_args(struct config *c, int argc, char **argv)
 		case O_VERSION:
 			printf("garudad " GARUDA_VERSION "\n");
 			return 1;
+		case O_CHECK:
+			c->check_only = true;
+			break;
+		case O_KEYS:
+			for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
+				printf("%s\n", config_keys[i]);
+			return 1;
 		case '?':
-			usage(stderr);
+			fprintf(stderr, "Try 'garudad --help' for more information.\n");
 			return -1;
 		default:
 			break;
@@ -400,6 +489,8 @@ int config_from_args(struct config *c, int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
+	const char *rundir = NULL;
+	bool socket_flag = false, control_flag = false;
 	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case O_SOCKET:
@@ -410,6 +501,15 @@ int config_from_args(struct config *c, int argc, char **argv)
 				return -1;
 			}
 			set_str(o == O_SOCKET ? &c->socket_path : &c->control_socket_path, optarg);
+			*(o == O_SOCKET ? &socket_flag : &control_flag) = true;
+			break;
+		case O_RUNDIR:
+			if (optarg[0] != '/' || strlen(optarg) + sizeof("/" GARUDA_CONTROL_SOCKET_NAME) > 108) {
+				fprintf(stderr, "garudad: --runtime-dir: must be an absolute path shorter than %zu bytes\n",
+					108 - sizeof("/" GARUDA_CONTROL_SOCKET_NAME));
+				return -1;
+			}
+			rundir = optarg;
 			break;
 		case O_LOOP:
 			if (event_loop_parse(optarg, &c->event_loop)) {
@@ -449,5 +549,5 @@ int config_from_args(struct config *c, int argc, char **argv)
 		}
 	}
 	config_settle(c);
-	return 0;
+	return config_resolve_paths(c, rundir, socket_flag, control_flag);
 }

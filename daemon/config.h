@@ -40,6 +40,7 @@ struct config {
 	int log_level;
 	struct quota_limits quota_connection;
 	struct quota_limits quota_uid;
+	bool check_only; /* --check-config: parse, report, exit */
 };
 
 /* garudad's default plan: the best policy measured (tests/bench "plans" section). */

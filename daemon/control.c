@@ -2,7 +2,8 @@
  * datagram on the control socket, answered by one JSON object carrying "version".
  *
  * Promises:
- * - Access: a peer is admitted when its SO_PEERCRED uid is 0, or when the config names
+ * - Access: a peer is admitted when its SO_PEERCRED uid is 0 or garudad's own euid
+ *   (a user's private garudad answers its user), or when the config names
  *   an admin group (control_group) and the peer's gid or one of its supplementary
  *   groups (SO_PEERGROUPS, both as of connect time) is that group. Anyone else gets
  *   ACCESS_DENIED for every request, read-only ones included, before its datagram is
@@ -312,7 +313,7 @@ static void read_groups(struct control_conn *c)
 
 static bool admitted(struct control_conn *c)
 {
-	if (c->uid == 0)
+	if (c->uid == 0 || c->uid == geteuid()) /* root, and the daemon's own user */
 		return true;
 	const char *want = c->d->cfg.control_group;
 	if (!want || !*want)

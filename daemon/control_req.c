@@ -130,6 +130,9 @@ cJSON *ctl_req_status(struct daemon *d, const cJSON *req)
 	cJSON_AddNumberToObject(r, CTL_KEY_UPTIME_S, (double)(garuda_now_ns() - d->started_ns) / 1e9);
 	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(log_get_level()));
 	add_string_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
+	cJSON *w = cJSON_AddArrayToObject(r, CTL_KEY_WARNINGS);
+	for (unsigned i = 0; w && i < d->nwarnings; i++)
+		cJSON_AddItemToArray(w, cJSON_CreateString(d->warnings[i]));
 	ctl_add_uint(r, CTL_KEY_CLIENTS, d->nsessions);
 	ctl_add_uint(r, CTL_KEY_SEGMENTS, segment_count());
 	ctl_add_uint(r, CTL_KEY_BINDINGS, t.bindings);

@@ -23,6 +23,8 @@ struct control_conn;
 #define SESSION_BUCKETS 1024
 #define ERRCOUNT_SLOTS 64 /* registry codes GARUDA_ERR_BASE .. +63 */
 
+#define DAEMON_MAX_WARNINGS 8
+
 struct daemon {
 	struct config cfg;
 	struct loop *loop;
@@ -62,4 +64,8 @@ struct daemon {
 	uint64_t sessions_total;
 	uint64_t errors_by_code[ERRCOUNT_SLOTS];
 	uint64_t quota_refusals;
+
+	/* start-up conditions an operator should fix (service_warn()); garctl status lists them */
+	char warnings[DAEMON_MAX_WARNINGS][256];
+	unsigned nwarnings;
 };

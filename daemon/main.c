@@ -143,6 +143,13 @@ int main(int argc, char **argv)
 		config_free(&d.cfg);
 		return r > 0 ? 0 : 2;
 	}
+	if (d.cfg.check_only) {
+		printf("garudad: configuration OK: %s; client socket %s; control socket %s\n",
+		       d.cfg.config_path ? d.cfg.config_path : "no config file (defaults and flags)",
+		       d.cfg.socket_path, d.cfg.control_socket_path);
+		config_free(&d.cfg);
+		return 0;
+	}
 	d.started_ns = garuda_now_ns();
 	d.next_session_id = 1;
 	d.notify = getenv("NOTIFY_SOCKET") != NULL;
@@ -170,6 +177,7 @@ int main(int argc, char **argv)
 		shutdown_daemon(&d);
 		return 1;
 	}
+	service_check_memlock(&d);
 	d.client_w = loop_add(d.loop, d.client_fd, POLLIN, server_on_client_accept, &d);
 	d.control_w = loop_add(d.loop, d.control_fd, POLLIN, control_on_accept, &d);
 	d.signal_w = loop_add(d.loop, d.signal_fd, POLLIN, on_signal, &d);

@@ -1,6 +1,7 @@
 /* quota.c — see quota.h. */
 #include "quota.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "errcode.h"
@@ -80,4 +81,27 @@ void quota_release(struct quota_usage *conn, struct quota_usage *uid, enum quota
 {
 	atomic_fetch_sub(&conn->used[k], n);
 	atomic_fetch_sub(&uid->used[k], n);
+}
+
+int quota_charge_explain(struct quota_usage *conn, const struct quota_limits *conn_limits,
+			 struct quota_usage *uid, const struct quota_limits *uid_limits,
+			 enum quota_kind k, uint64_t n, char *why, size_t cap)
+{
+	int r = take(conn, conn_limits, k, n);
+	const char *scope = "connection";
+	const struct quota_limits *l = conn_limits;
+	const struct quota_usage *u = conn;
+	if (r == 0) {
+		r = take(uid, uid_limits, k, n);
+		if (r == 0)
+			return 0;
+		atomic_fetch_sub(&conn->used[k], n);
+		scope = "uid";
+		l = uid_limits;
+		u = uid;
+	}
+	snprintf(why, cap, "quota.%s.%s exceeded: limit %llu, %llu in use, %llu more asked",
+		 scope, kind_names[k], (unsigned long long)quota_limit(l, k),
+		 (unsigned long long)atomic_load(&u->used[k]), (unsigned long long)n);
+	return r;
 }

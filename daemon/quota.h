@@ -7,6 +7,8 @@
  * number of distinct uids that ever connected). */
 #pragma once
 
+#include <stddef.h>
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,4 +43,9 @@ void quota_table_free(struct quota_table *t);
 int quota_charge(struct quota_usage *conn, const struct quota_limits *conn_limits,
 		 struct quota_usage *uid, const struct quota_limits *uid_limits, enum quota_kind k,
 		 uint64_t n);
+/* As quota_charge(); on a refusal, why gets the words for the peer and the log: the
+ * key of the quota that refused ("quota.uid.armed"), its limit, the usage and n. */
+int quota_charge_explain(struct quota_usage *conn, const struct quota_limits *conn_limits,
+			 struct quota_usage *uid, const struct quota_limits *uid_limits,
+			 enum quota_kind k, uint64_t n, char *why, size_t cap);
 void quota_release(struct quota_usage *conn, struct quota_usage *uid, enum quota_kind k, uint64_t n);

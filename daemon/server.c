@@ -30,6 +30,7 @@
 #include "fdio.h"
 #include "log.h"
 #include "server.h"
+#include "service.h"
 #include "session.h"
 
 static int mkdir_parents(const char *path)
@@ -106,13 +107,19 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 	return 0;
 }
 
-static int make_socket(const char *path, mode_t mode, const char *group, const char *what, pid_t prev)
+#define RUNDIR_HINT                                                                   \
+	"; choose a directory you can write with --runtime-dir=DIR (or --socket=PATH and " \
+	"--control-socket=PATH); see garudad(8)"
+
+static int make_socket(struct daemon *d, const char *path, mode_t mode, const char *group,
+		       const char *what, pid_t prev)
 {
 	struct sockaddr_un a;
 	struct stat st;
 	int r = mkdir_parents(path);
 	if (r < 0) {
-		log_err("%s socket %s: cannot create its directory: %s", what, path, strerror(-r));
+		log_err("%s socket %s: cannot create its directory: %s%s", what, path, strerror(-r),
+			r == -EACCES || r == -EPERM || r == -EROFS ? RUNDIR_HINT : "");
 		return r;
 	}
 	if (lstat(path, &st) == 0) {
@@ -141,16 +148,26 @@ static int make_socket(const char *path, mode_t mode, const char *group, const c
 	umask(old);
 	if (r < 0) {
 		r = -errno;
-		log_err("%s socket %s: bind: %s", what, path, strerror(-r));
+		log_err("%s socket %s: bind: %s%s", what, path, strerror(-r),
+			r == -EACCES || r == -EPERM || r == -EROFS ? RUNDIR_HINT : "");
 		return r;
 	}
 	if (group && *group) {
 		struct group *g = getgrnam(group);
 		if (g) {
-			if (chown(path, (uid_t)-1, g->gr_gid) < 0)
-				log_warning("%s socket %s: chown to group %s: %s", what, path, group, strerror(errno));
+			int cr = chown(path, (uid_t)-1, g->gr_gid) < 0 ? errno : 0;
+			if (cr == EPERM && geteuid() != 0)
+				log_notice("%s socket %s: you are not in group %s, so the socket keeps your own "
+					   "group", what, path, group);
+			else if (cr)
+				log_warning("%s socket %s: chown to group %s: %s", what, path, group, strerror(cr));
+		} else if (geteuid() == 0) {
+			service_warn(d, "%s socket %s: group %s does not exist; only root can connect "
+				     "(create the group, or set the config key %s)", what, path, group,
+				     strcmp(what, "client") == 0 ? "socket_group" : "control_group");
 		} else {
-			log_notice("%s socket %s: group %s does not exist; socket stays root's", what, path, group);
+			log_notice("%s socket %s: group %s does not exist; only the daemon's own user (uid %u) "
+				   "and root can connect", what, path, group, (unsigned)geteuid());
 		}
 	}
 	if (chmod(path, mode) < 0)
@@ -214,14 +231,14 @@ int server_open_sockets(struct daemon *d)
 			return r;
 	}
 	if (d->client_fd < 0) {
-		d->client_fd = make_socket(d->cfg.socket_path, 0660, d->cfg.socket_group, "client", prev);
+		d->client_fd = make_socket(d, d->cfg.socket_path, 0660, d->cfg.socket_group, "client", prev);
 		if (d->client_fd < 0)
 			return d->client_fd;
 		d->client_owned = true;
 	}
 	if (d->control_fd < 0) {
 		bool grp = d->cfg.control_group && *d->cfg.control_group;
-		d->control_fd = make_socket(d->cfg.control_socket_path, grp ? 0660 : 0600,
+		d->control_fd = make_socket(d, d->cfg.control_socket_path, grp ? 0660 : 0600,
 					    grp ? d->cfg.control_group : NULL, "control", prev);
 		if (d->control_fd < 0)
 			return d->control_fd;

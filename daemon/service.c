@@ -2,15 +2,19 @@
 #include "service.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "errcode.h"
 #include "log.h"
+#include "segment_layout.h"
 
 static uint64_t completions(struct daemon *d)
 {
@@ -110,4 +114,49 @@ int daemon_reload(struct daemon *d, char **why)
 	log_info("configuration reloaded from %s", d->cfg.config_path);
 	service_notify(d, "READY=1");
 	return 0;
+}
+
+void service_warn(struct daemon *d, const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	log_warning("%s", text);
+	if (d->nwarnings < DAEMON_MAX_WARNINGS)
+		snprintf(d->warnings[d->nwarnings++], sizeof(d->warnings[0]), "%s", text);
+}
+
+/* CAP_IPC_LOCK in the effective set (/proc/self/status CapEff, bit 14) */
+static bool have_ipc_lock(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned long long eff = 0;
+	bool found = false;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+			found = true;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return found && (eff & (1ull << 14));
+}
+
+void service_check_memlock(struct daemon *d)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || have_ipc_lock())
+		return;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t need = (uint64_t)d->cfg.quota_uid.segments * page +
+			(uint64_t)d->cfg.quota_uid.lines * GARUDA_LINE_BYTES;
+	if ((uint64_t)rl.rlim_cur < need)
+		service_warn(d, "RLIMIT_MEMLOCK is %llu bytes, below the %llu bytes one uid's quotas "
+			     "(quota.uid.segments %u, quota.uid.lines %u) may lock: segment opens will fail "
+			     "with NO_MEMLOCK; raise LimitMEMLOCK (ulimit -l), grant CAP_IPC_LOCK, or lower "
+			     "the quotas", (unsigned long long)rl.rlim_cur, (unsigned long long)need,
+			     d->cfg.quota_uid.segments, d->cfg.quota_uid.lines);
 }

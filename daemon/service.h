@@ -15,6 +15,14 @@ void service_notify(struct daemon *d, const char *text);
 void service_update_status(struct daemon *d);
 /* Push the reloadable tuning (spin, sleep, log level) from d->cfg to where it acts. */
 void service_apply_tuning(struct daemon *d);
+
+/* Log a warning and keep it for the control plane's status ("warnings"); the first
+ * DAEMON_MAX_WARNINGS are kept. Loop thread. */
+void service_warn(struct daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Warn when RLIMIT_MEMLOCK (without CAP_IPC_LOCK) is below what one uid's quotas let
+ * it lock: quota.uid.segments pages plus quota.uid.lines lines. */
+void service_check_memlock(struct daemon *d);
 /* Re-read the config file; keeps the running config on error (-GARUDA_E_BAD_ARGUMENT,
  * *why = a malloc'ed message naming the key and the reason, when why is not NULL). */
 int daemon_reload(struct daemon *d, char **why);

@@ -236,10 +236,17 @@ static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 	session_send(s, &w, -1);
 }
 
+/* the words of the loop thread's last quota refusal (charge()), for the ERROR */
+static char quota_why[160];
+
 static int charge(struct session *s, enum quota_kind k, uint64_t n)
 {
-	return quota_charge(&s->sink->usage, &s->d->cfg.quota_connection, &s->sink->uid->usage,
-			    &s->d->cfg.quota_uid, k, n);
+	int r = quota_charge_explain(&s->sink->usage, &s->d->cfg.quota_connection, &s->sink->uid->usage,
+				     &s->d->cfg.quota_uid, k, n, quota_why, sizeof(quota_why));
+	if (r)
+		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
+			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid, quota_why);
+	return r;
 }
 
 static void release_quota(struct session *s, enum quota_kind k, uint64_t n)
@@ -274,7 +281,7 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	if (r == 0 && (r = charge(s, Q_LINES, lines)) != 0)
 		release_quota(s, Q_SEGMENTS, 1);
 	if (r) {
-		reply_error(s, m->cookie, r, attach ? "segment quota exceeded (attach)" : "segment or line quota exceeded");
+		reply_error(s, m->cookie, r, quota_why);
 		return;
 	}
 	int node = s->d->scanner_node[sc];
@@ -410,7 +417,7 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 	}
 	int r = charge(s, Q_BINDINGS, 1);
 	if (r) {
-		reply_error(s, m->cookie, r, "binding quota exceeded");
+		reply_error(s, m->cookie, r, quota_why);
 		return;
 	}
 	struct binding *b = binding_new(fds[0], g->id, m->bind.slot.index);
@@ -514,7 +521,7 @@ static void on_arm(struct session *s, const struct garuda_msg *m, int *fds)
 	}
 	int r = charge(s, Q_ARMED, n); /* released by the scanner when each fires or drops */
 	if (r) {
-		reply_error(s, m->cookie, r, "armed-descriptor quota exceeded");
+		reply_error(s, m->cookie, r, quota_why);
 		return;
 	}
 	for (unsigned i = 0; i < n; i++)

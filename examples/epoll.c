@@ -35,8 +35,10 @@ int main(int argc, char **argv)
 	uint64_t seen[MAX_STREAMS] = { 0 }, last[MAX_STREAMS] = { 0 };
 	int r;
 
-	if ((r = garuda_connect(&client)) < 0)
-		return fail("connect", r);
+	if ((r = garuda_connect(&client)) < 0) { /* $GARUDA_SOCKET, your own garudad, or the system's */
+		fprintf(stderr, "epoll: %s\n", garuda_last_error()); /* which socket, what to do */
+		return 1;
+	}
 	/* one line holds 8 words */
 	if ((r = garuda_segment_open(client, "host", 0, (uint32_t)(nstreams + 7) / 8, &seg)) < 0)
 		return fail("segment", r);

@@ -27,8 +27,10 @@ int main(int argc, char **argv)
 	uint64_t seq;
 	int r;
 
-	if ((r = garuda_connect(&client)) < 0) /* $GARUDA_SOCKET or the default */
-		return fail("connect", r);
+	if ((r = garuda_connect(&client)) < 0) { /* $GARUDA_SOCKET, your own garudad, or the system's */
+		fprintf(stderr, "minimal: %s\n", garuda_last_error()); /* which socket, what to do */
+		return 1;
+	}
 	if ((r = garuda_segment_open(client, "host", 0, 1, &seg)) < 0)
 		return fail("segment", r);
 	if ((r = garuda_host_stream_new(NULL, &gpu)) < 0)

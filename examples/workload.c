@@ -99,8 +99,10 @@ int main(int argc, char **argv)
 
 	if (!lat || ep < 0)
 		return fail("setup", -ENOMEM);
-	if ((r = garuda_connect(&client)) < 0)
-		return fail("connect", r);
+	if ((r = garuda_connect(&client)) < 0) { /* $GARUDA_SOCKET, your own garudad, or the system's */
+		fprintf(stderr, "workload: %s\n", garuda_last_error()); /* which socket, what to do */
+		return 1;
+	}
 	if ((r = garuda_segment_open(client, "host", 0, (uint32_t)(nstreams + 7) / 8, &seg)) < 0)
 		return fail("segment", r);
 	for (int i = 0; i < nstreams; i++) {

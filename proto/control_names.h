@@ -35,6 +35,7 @@
 #define CTL_KEY_COMM "comm"
 #define CTL_KEY_COMPLETIONS "completions"
 #define CTL_KEY_CONFIG_PATH "config_path"
+#define CTL_KEY_WARNINGS "warnings"
 #define CTL_KEY_CONNECTED_S "connected_s"
 #define CTL_KEY_CONNECTION "connection"
 #define CTL_KEY_CONNECTIONS "connections"

@@ -94,6 +94,16 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 		table_cell(t, "Errors:"), table_cell(t, "%.0f", N(r, CTL_KEY_ERRORS));
 		table_cell(t, "Quota refusals:"), table_cell(t, "%.0f", N(r, CTL_KEY_QUOTA_REFUSALS));
 		table_cell(t, "Scanners:"), table_cell(t, "%.0f", N(r, CTL_KEY_SCANNERS));
+		const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_WARNINGS), *w;
+		unsigned nw = 0;
+		cJSON_ArrayForEach(w, ws)
+		{
+			if (!cJSON_IsString(w))
+				continue;
+			table_cell(t, nw++ ? "" : "Warnings:"), table_cell(t, "%s", w->valuestring);
+		}
+		if (!nw)
+			table_cell(t, "Warnings:"), table_cell(t, "none");
 		table_right(t, 0);
 		pager_open(o);
 		table_print(t, stdout, false); /* a field list: no header row */
@@ -117,10 +127,10 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 	if (!maybe_json(o, r)) {
 		static const char *const hdr[] = { "ID", "PID", "UID", "GID", "COMM", "SEGMENTS", "LINES",
 						   "BINDINGS", "ARMED", "ARMS", "COMPLETIONS", "ERRORS",
-						   "CONNECTED" };
-		struct table *t = table_new(13, hdr);
-		for (unsigned i = 0; i < 13; i++)
-			if (i != 4 && i != 12)
+						   "P50", "P99", "CONNECTED" };
+		struct table *t = table_new(15, hdr);
+		for (unsigned i = 0; i < 12; i++)
+			if (i != 4)
 				table_right(t, i);
 		const cJSON *it;
 		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_CLIENTS))
@@ -139,6 +149,13 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_ARMS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_ERRORS));
+			/* wake latency since the client connected, as <=EDGE (see garctl(1)) */
+			char p50[32], p99[32];
+			const cJSON *lat = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_WAKE_LATENCY);
+			fmt_percentile(p50, sizeof(p50), lat, NULL, 0.50);
+			fmt_percentile(p99, sizeof(p99), lat, NULL, 0.99);
+			table_cell(t, "%s", p50);
+			table_cell(t, "%s", p99);
 			table_cell(t, "%s ago", up);
 		}
 		print_table(o, t);

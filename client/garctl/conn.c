@@ -25,6 +25,7 @@
 int conn_open(struct conn *c, const struct options *o)
 {
 	c->o = o;
+	c->answered = false;
 	c->fd = fdio_connect(o->socket);
 	if (c->fd >= 0)
 		return 0;
@@ -38,14 +39,15 @@ int conn_open(struct conn *c, const struct options *o)
 	case ENOENT:
 	case ENOTDIR:
 		fprintf(stderr,
-			"garctl: garudad is not running: no control socket at %s\n"
-			"garctl: start it (systemctl start garuda.socket garuda.service) or name another "
+			"garctl: garudad is not running: no control socket at %s (%s)\n"
+			"garctl: start it (systemctl start garuda.socket garuda.service, or garudad as "
+			"yourself: garctl then finds it in $XDG_RUNTIME_DIR/garuda) or name another "
 			"socket with --socket=PATH or GARUDA_CONTROL_SOCKET\n",
-			o->socket);
+			o->socket, o->socket_why ? o->socket_why : "default");
 		break;
 	case ECONNREFUSED:
-		fprintf(stderr, "garctl: garudad is not running: nothing listens on %s (a stale socket)\n",
-			o->socket);
+		fprintf(stderr, "garctl: garudad is not running: nothing listens on %s (%s; a stale socket)\n",
+			o->socket, o->socket_why ? o->socket_why : "default");
 		break;
 	case EACCES:
 	case EPERM:
@@ -71,6 +73,20 @@ cJSON *request_new(const char *name)
 	cJSON *r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, CTL_KEY_REQUEST, name);
 	return r;
+}
+
+/* garctl aimed at the client socket gets a binary ERROR, or the connection closed:
+ * say so, naming the control socket to use instead. */
+static void not_control_hint(const struct conn *c)
+{
+	char beside[108];
+	if (garuda_path_beside(c->o->socket, GARUDA_CONTROL_SOCKET_NAME, beside, sizeof(beside)) < 0 ||
+	    strcmp(beside, c->o->socket) == 0)
+		snprintf(beside, sizeof(beside), "%s", GARUDA_CONTROL_SOCKET_PATH);
+	fprintf(stderr,
+		"garctl: %s does not speak the control protocol: is it garudad's client socket?\n"
+		"garctl: garctl needs the control socket, by default %s: --socket=%s\n",
+		c->o->socket, GARUDA_CONTROL_SOCKET_NAME " beside it", beside);
 }
 
 /* Wait for the reply datagram; returns its text (malloc'ed) or NULL after printing. */
@@ -102,9 +118,12 @@ static char *receive(struct conn *c)
 		free(buf);
 		n = m;
 	}
-	if (n == 0)
-		fprintf(stderr, "garctl: garudad closed the connection on %s without a reply\n", c->o->socket);
-	else
+	if (n == 0 || errno == ECONNRESET) {
+		fprintf(stderr, "garctl: garudad closed the connection on %s without a reply (it stopped, "
+			"or this is not its control socket)\n", c->o->socket);
+		if (n == 0 && !c->answered)
+			not_control_hint(c);
+	} else
 		fprintf(stderr, "garctl: receiving from %s: %s\n", c->o->socket, strerror(errno));
 	return NULL;
 }
@@ -132,6 +151,10 @@ int conn_call(struct conn *c, const cJSON *req, cJSON **reply)
 		return 1;
 	ssize_t n = send(c->fd, text, strlen(text), MSG_NOSIGNAL);
 	free(text);
+	if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+		fprintf(stderr, "garctl: garudad went away (connection on %s closed)\n", c->o->socket);
+		return 1;
+	}
 	if (n < 0) {
 		fprintf(stderr, "garctl: sending to %s: %s\n", c->o->socket, strerror(errno));
 		return 1;
@@ -143,9 +166,11 @@ int conn_call(struct conn *c, const cJSON *req, cJSON **reply)
 	free(buf);
 	if (!cJSON_IsObject(j)) {
 		cJSON_Delete(j);
-		fprintf(stderr, "garctl: garudad sent a reply that is not a JSON object\n");
+		fprintf(stderr, "garctl: the reply on %s is not a JSON object\n", c->o->socket);
+		not_control_hint(c);
 		return 1;
 	}
+	c->answered = true;
 	const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, CTL_KEY_ERROR);
 	if (err) {
 		int rc = print_daemon_error(c, err);

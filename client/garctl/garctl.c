@@ -16,21 +16,34 @@ struct command {
 	int (*fn)(struct conn *c, const struct options *o, char **args);
 	bool json;        /* has a JSON form */
 	const char *ids;  /* per argument: 'c' a client id, 's' a segment id, '-' free */
+	const char *usage; /* garctl CMD --help / garctl help CMD: synopsis line, then text */
 };
 
 static const struct command commands[] = {
-	{ "status", 0, 0, cmd_status, true, "" },
-	{ "clients", 0, 0, cmd_clients, true, "" },
-	{ "segments", 1, 1, cmd_segments, true, "c" },
-	{ "lines", 2, 2, cmd_lines, true, "cs" },
-	{ "scanners", 0, 0, cmd_scanners, true, "" },
-	{ "points", 1, 1, cmd_points, true, "c" },
-	{ "config", 0, 0, cmd_config, true, "" },
-	{ "metrics", 0, 0, cmd_metrics, true, "" },
-	{ "top", 0, 0, cmd_top, false, "" },
-	{ "disconnect", 1, 1, cmd_disconnect, true, "c" },
-	{ "log-level", 0, 1, cmd_log_level, true, "-" },
-	{ "reload", 0, 0, cmd_reload, true, "" },
+	{ "status", 0, 0, cmd_status, true, "",
+	  "status\nDaemon state and totals: version, pid, event loop, uptime, log level, config\nfile, warnings (start-up conditions to fix), clients, segments, bindings, armed,\narms, completions by form, sessions, errors, quota refusals, scanners.\nOptions: -j[MODE]." },
+	{ "clients", 0, 0, cmd_clients, true, "",
+	  "clients\nConnected clients: id, pid, uid, command, segments, bindings, armed, arms,\ncompletions, wake latency (see garctl(1) on what the figures mean).\nOptions: -j[MODE], --no-legend, --no-pager." },
+	{ "segments", 1, 1, cmd_segments, true, "c",
+	  "segments CLIENT\nThe segments of client CLIENT (its id from garctl clients).\nOptions: -j[MODE], --no-legend, --no-pager." },
+	{ "lines", 2, 2, cmd_lines, true, "cs",
+	  "lines CLIENT SEGMENT\nThe words of segment SEGMENT of client CLIENT: values, bindings, armed targets.\nOptions: -j[MODE], --no-legend, --no-pager." },
+	{ "scanners", 0, 0, cmd_scanners, true, "",
+	  "scanners\nScanner threads: load, CPU time, wake latency.\nOptions: -j[MODE], --no-legend, --no-pager." },
+	{ "points", 1, 1, cmd_points, true, "c",
+	  "points CLIENT\nThe deadline-estimator points of client CLIENT: key, samples, exact/censored,\nprediction and next sleep.\nOptions: -j[MODE], --no-legend, --no-pager." },
+	{ "config", 0, 0, cmd_config, true, "",
+	  "config\nThe running configuration (after the file and flags).\nOptions: -j[MODE]." },
+	{ "metrics", 0, 0, cmd_metrics, true, "",
+	  "metrics\nCounters, gauges and histograms as Prometheus text (-j: as JSON)." },
+	{ "top", 0, 0, cmd_top, true, "",
+	  "top\nCompletions/s, armed, wake latency and CPU, refreshed every --delay seconds.\nOptions: -d SECONDS, -b (frame after frame, each headed by its UTC time, instead\nof redrawing), -j (one JSON object per frame per line), -n N (stop after N frames)." },
+	{ "disconnect", 1, 1, cmd_disconnect, true, "c",
+	  "disconnect CLIENT\nEnd client CLIENT's session. libgaruda reconnects at once (a new session id):\nthis ends a session, it does not ban a client." },
+	{ "log-level", 0, 1, cmd_log_level, true, "-",
+	  "log-level [LEVEL]\nShow the log level, or set it to LEVEL: err, warning, notice, info or debug\n(until the next reload or restart)." },
+	{ "reload", 0, 0, cmd_reload, true, "",
+	  "reload\nRe-read garudad's config file (as SIGHUP); a bad file is refused, naming the\nkey, and the running configuration is kept." },
 };
 
 static void usage(FILE *f)
@@ -50,12 +63,16 @@ static void usage(FILE *f)
 		"  top                    completions/s, armed, wake latency and CPU, refreshed\n"
 		"  disconnect CLIENT      end a client's session\n"
 		"  log-level [LEVEL]      show or set the log level (err, warning, notice, info, debug)\n"
-		"  reload                 re-read the daemon's config file\n\n"
+		"  reload                 re-read the daemon's config file\n"
+		"  help [COMMAND]         this help, or a command's (also: garctl COMMAND --help)\n\n"
 		"Options:\n"
-		"  -s, --socket=PATH      control socket (default $GARUDA_CONTROL_SOCKET,\n"
+		"  -s, --socket=PATH      control socket (default $GARUDA_CONTROL_SOCKET; else\n"
+		"                         control.sock beside $GARUDA_SOCKET; else, not root,\n"
+		"                         $XDG_RUNTIME_DIR/garuda/control.sock if it exists;\n"
 		"                         else " GARCTL_DEFAULT_SOCKET ")\n"
 		"  -j, --json[=MODE]      JSON output: pretty or short (default: pretty on a\n"
 		"                         terminal, short otherwise)\n"
+		"  -o, --output=FORMAT    json (as -j) or table (the default)\n"
 		"      --no-legend        print no header row\n"
 		"      --no-pager         do not pipe output into a pager\n"
 		"  -d, --delay=SECONDS    top: time between refreshes (default 1)\n"
@@ -66,6 +83,23 @@ static void usage(FILE *f)
 		"      --version          show the version\n\n"
 		"Exit status: 0 ok, 1 daemon error or no daemon, 2 usage.\n"
 		"See garctl(1).\n");
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static int command_help(const struct command *cmd)
+{
+	const char *nl = strchr(cmd->usage, '\n');
+	printf("Usage: garctl [OPTIONS] %.*s\n%s\n", (int)(nl - cmd->usage), cmd->usage, nl + 1);
+	printf("Common options: -s PATH (control socket), -t SECONDS (reply timeout).\n"
+	       "See garctl --help and garctl(1).\n");
+	return 0;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -92,6 +126,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", optional_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "no-legend", no_argument, NULL, O_NO_LEGEND },
 		{ "no-pager", no_argument, NULL, O_NO_PAGER },
 		{ "delay", required_argument, NULL, 'd' },
@@ -103,26 +138,39 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct options o = {
-		.socket = getenv("GARUDA_CONTROL_SOCKET"),
+		.socket = NULL,
 		.legend = true,
 		.pager = true,
 		.delay_s = 1,
 		.timeout_s = 10,
 	};
-	if (!o.socket || !*o.socket)
-		o.socket = GARCTL_DEFAULT_SOCKET;
-	bool json = false;
+	static char resolved[108];
+	if (garuda_socket_path(GARUDA_SOCKET_CONTROL, resolved, sizeof(resolved), &o.socket_why) < 0) {
+		fprintf(stderr, "garctl: the control socket path from the environment is longer than 107 bytes\n");
+		return 2;
+	}
+	o.socket = resolved;
+	bool json = false, help = false;
 	const char *json_mode = NULL;
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:j::d:bn:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:j::o:d:bn:t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o.socket = optarg;
+			o.socket_why = "--socket";
 			break;
 		case 'j':
 			json = true;
 			json_mode = optarg;
+			break;
+		case 'o': /* -o json|table: the kubectl/systemctl spelling of -j */
+			if (strcmp(optarg, "json") == 0)
+				json = true, json_mode = NULL;
+			else if (strcmp(optarg, "table") == 0)
+				json = false;
+			else
+				return usage_error("--output: json or table, not \"%s\"", optarg);
 			break;
 		case O_NO_LEGEND:
 			o.legend = false;
@@ -150,8 +198,8 @@ int main(int argc, char **argv)
 				return usage_error("--timeout: seconds between 0 and 86400, not \"%s\"", optarg);
 			break;
 		case 'h':
-			usage(stdout);
-			return 0;
+			help = true;
+			break;
 		case O_VERSION:
 			printf("garctl " GARUDA_VERSION "\n");
 			return 0;
@@ -171,13 +219,23 @@ int main(int argc, char **argv)
 		else
 			return usage_error("--json: pretty or short, not \"%s\"", json_mode);
 	}
+	/* garctl --help, garctl CMD --help, garctl help [CMD] */
+	bool help_cmd = optind < argc && strcmp(argv[optind], "help") == 0;
+	if (help || help_cmd) {
+		const char *what = optind + help_cmd < argc ? argv[optind + help_cmd] : NULL;
+		if (!what) {
+			usage(stdout);
+			return 0;
+		}
+		const struct command *hc = find_command(what);
+		if (!hc)
+			return usage_error("no such command \"%s\"", what);
+		return command_help(hc);
+	}
 	if (optind >= argc)
 		return usage_error("%s", "no command given");
 	const char *name = argv[optind];
-	const struct command *cmd = NULL;
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(commands[i].name, name) == 0)
-			cmd = &commands[i];
+	const struct command *cmd = find_command(name);
 	if (!cmd)
 		return usage_error("unknown command \"%s\"", name);
 	int nargs = argc - optind - 1;
@@ -193,6 +251,21 @@ int main(int argc, char **argv)
 		if ((cmd->ids[i] == 'c' && !parse_id("CLIENT", arg, GARCTL_MAX_ID, &id)) ||
 		    (cmd->ids[i] == 's' && !parse_id("SEGMENT", arg, UINT32_MAX, &id)))
 			return 2;
+	}
+
+	if (cmd->fn == cmd_log_level && nargs == 1) {
+		static const char *const levels[] = { "err", "warning", "notice", "info", "debug" };
+		bool known = false;
+		for (size_t i = 0; i < 5; i++)
+			known |= strcmp(argv[optind + 1], levels[i]) == 0;
+		if (!known) {
+			const char *a = argv[optind + 1];
+			const char *hint = strcmp(a, "warn") == 0 ? " (did you mean warning?)"
+					   : strcmp(a, "error") == 0 ? " (did you mean err?)" : "";
+			fprintf(stderr, "garctl: log-level: \"%s\" is not a level: err, warning, notice, info or debug%s\n",
+				a, hint);
+			return 2;
+		}
 	}
 
 	struct conn conn;

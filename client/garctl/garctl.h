@@ -19,6 +19,7 @@ enum json_mode { JSON_OFF, JSON_PRETTY, JSON_SHORT };
 
 struct options {
 	const char *socket;
+	const char *socket_why; /* how socket was chosen (--socket, $GARUDA_CONTROL_SOCKET...) */
 	enum json_mode json;
 	bool legend;
 	bool pager;
@@ -33,6 +34,7 @@ struct options {
 struct conn {
 	int fd;
 	const struct options *o;
+	bool answered; /* a JSON reply came: this is a control socket */
 };
 
 /* Connect to o->socket. 0, or 1 after printing why (not running, permission). */

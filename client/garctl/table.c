@@ -244,7 +244,10 @@ void fmt_percentile(char *buf, size_t len, const cJSON *latency, const double *c
 		const cJSON *le = cJSON_GetObjectItemCaseSensitive(b, CTL_KEY_LE_NS);
 		if (cum >= rank) {
 			if (cJSON_IsNumber(le)) {
-				fmt_ns(buf, len, le->valuedouble);
+				/* an upper bound, said as one: the bucket's upper edge */
+				char t[32];
+				fmt_ns(t, sizeof(t), le->valuedouble);
+				snprintf(buf, len, "<=%s", t);
 			} else {
 				char t[32];
 				fmt_ns(t, sizeof(t), prev_le);

@@ -2,7 +2,8 @@
  * shown as rates: completions per second per client and per scanner, scanner CPU
  * share, and wake-latency p50/p99 from the histogram deltas between two samples.
  * On a terminal it redraws in place; with -b (or when stdout is not a terminal) it
- * prints one frame after another. -n stops after that many frames.
+ * prints one frame after another, each headed by its UTC time; with -j, one JSON object
+ * per frame, one per line (JSON lines). -n stops after that many frames.
  *
  * Promises: the first frame has no previous sample, so its rates print as "-" and its
  * percentiles cover everything since the daemon started; later frames cover only the
@@ -204,6 +205,77 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 	free(rows);
 }
 
+/* now as UTC ISO 8601, for frame headings and JSON lines */
+static void utc_now(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static cJSON *rate_json(const cJSON *cur, const cJSON *prev, const char *key, double dt)
+{
+	if (!prev || dt <= 0)
+		return cJSON_CreateNull();
+	return cJSON_CreateNumber((jnum(cur, key) - jnum(prev, key)) / dt);
+}
+
+/* -j: one JSON object per frame, on one line (JSON lines): the time, the interval, and
+ * per scanner and per client the rates and percentiles the table shows. */
+static void frame_json(const struct sample *cur, const struct sample *prev)
+{
+	double dt = prev ? cur->t - prev->t : 0;
+	char when[32], p50[32], p99[32];
+	utc_now(when, sizeof(when));
+	cJSON *f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "version", 1);
+	cJSON_AddStringToObject(f, "time", when);
+	cJSON_AddItemToObject(f, "interval_s", prev ? cJSON_CreateNumber(dt) : cJSON_CreateNull());
+	cJSON_AddNumberToObject(f, "clients", jnum(cur->status, CTL_KEY_CLIENTS));
+	cJSON_AddNumberToObject(f, "armed", jnum(cur->status, CTL_KEY_ARMED));
+	cJSON_AddItemToObject(f, "completions_per_s",
+			      rate_json(cur->status, prev ? prev->status : NULL, "completions", dt));
+	cJSON *scs = cJSON_AddArrayToObject(f, "scanners");
+	const cJSON *sc;
+	cJSON_ArrayForEach(sc, jarr(cur->scanners, CTL_KEY_SCANNERS))
+	{
+		const cJSON *ps = prev ? find_by(jarr(prev->scanners, CTL_KEY_SCANNERS), "index", jnum(sc, CTL_KEY_INDEX)) : NULL;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "index", jnum(sc, CTL_KEY_INDEX));
+		cJSON_AddNumberToObject(o, "armed", jnum(sc, CTL_KEY_ARMED));
+		cJSON_AddItemToObject(o, "completions_per_s", rate_json(sc, ps, "completions", dt));
+		cJSON_AddItemToObject(o, "cpu_percent", ps && dt > 0 ? cJSON_CreateNumber(100 * (jnum(sc, CTL_KEY_CPU_S) - jnum(ps, CTL_KEY_CPU_S)) / dt)
+								: cJSON_CreateNull());
+		percentiles(sc, ps, p50, p99, sizeof(p50));
+		cJSON_AddStringToObject(o, "p50", p50);
+		cJSON_AddStringToObject(o, "p99", p99);
+		cJSON_AddItemToArray(scs, o);
+	}
+	cJSON *cls = cJSON_AddArrayToObject(f, "clients_detail");
+	const cJSON *cl;
+	cJSON_ArrayForEach(cl, jarr(cur->clients, CTL_KEY_CLIENTS))
+	{
+		const cJSON *pc = prev ? find_by(jarr(prev->clients, CTL_KEY_CLIENTS), "id", jnum(cl, CTL_KEY_ID)) : NULL;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "id", jnum(cl, CTL_KEY_ID));
+		cJSON_AddNumberToObject(o, "pid", jnum(cl, CTL_KEY_PID));
+		cJSON_AddStringToObject(o, "comm", jstr(cl, CTL_KEY_COMM));
+		cJSON_AddNumberToObject(o, "armed", jnum(cl, CTL_KEY_ARMED));
+		cJSON_AddItemToObject(o, "completions_per_s", rate_json(cl, pc, "completions", dt));
+		percentiles(cl, pc, p50, p99, sizeof(p50));
+		cJSON_AddStringToObject(o, "p50", p50);
+		cJSON_AddStringToObject(o, "p99", p99);
+		cJSON_AddItemToArray(cls, o);
+	}
+	char *text = cJSON_PrintUnformatted(f);
+	if (text)
+		puts(text);
+	free(text);
+	cJSON_Delete(f);
+}
+
 static void sleep_s(double s)
 {
 	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9) };
@@ -225,11 +297,18 @@ int cmd_top(struct conn *c, const struct options *o, char **args)
 			sample_free(&prev);
 			return rc;
 		}
-		if (!batch)
-			fputs("\033[H\033[2J", stdout); /* home, clear */
-		else if (i > 1)
-			putchar('\n');
-		frame(o, &cur, have_prev ? &prev : NULL);
+		if (o->json != JSON_OFF) {
+			frame_json(&cur, have_prev ? &prev : NULL);
+		} else {
+			if (!batch) {
+				fputs("\033[H\033[2J", stdout); /* home, clear */
+			} else {
+				char when[32];
+				utc_now(when, sizeof(when));
+				printf("%s%s\n", i > 1 ? "\n" : "", when); /* each batch frame headed by its time */
+			}
+			frame(o, &cur, have_prev ? &prev : NULL);
+		}
 		fflush(stdout);
 		sample_free(&prev);
 		prev = cur;

@@ -6,7 +6,7 @@ Usage: check_install.py MESON BUILDDIR SOURCE_ROOT
 Installs the build into a temporary DESTDIR, checks that the header, the shared library
 with its soname links and garuda.pc land where they belong, then compiles and links
 examples/minimal.c against the installed copy using nothing but
-`pkg-config --cflags --libs garuda`.
+`pkg-config --cflags --libs garuda`; the man pages and documents are installed too.
 """
 import glob
 import os
@@ -35,6 +35,12 @@ def main():
         so0 = one("**/libgaruda.so.0")
         so = one("**/libgaruda.so")
         pc = one("**/pkgconfig/garuda.pc")
+        for doc in ("man/man8/garudad.8", "man/man1/garctl.1", "doc/garuda/client.md",
+                    "doc/garuda/protocol.md", "doc/garuda/garudad.json.example",
+                    "bash-completion/completions/garctl"):
+            one("**/share/" + doc)
+        if pc and "URL:" in open(pc).read() and "github.com/garuda\n" in open(pc).read():
+            errors.append("garuda.pc carries the placeholder URL")
         if so0 and os.readlink(so0) != "libgaruda.so.0.1.0":
             errors.append(f"libgaruda.so.0 -> {os.readlink(so0)}")
         if so and os.readlink(so) != "libgaruda.so.0":

@@ -4,6 +4,9 @@
  * -GARUDA_E_STREAM_FAULT, -GARUDA_E_DISCONNECTED, -GARUDA_E_NO_DRIVER. Outstanding work
  * is held by gates, never by sleeps. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -47,6 +50,10 @@ Test(errors, full_segment_is_enospc)
 	cr_assert_eq(garuda_segment_free_words(f.seg), 0);
 	fails(garuda_stream_new(f.seg, NULL, GARUDA_READINESS_POLL, &s[8]), -ENOSPC);
 	cr_assert_null(s[8]);
+	/* in words: the segment is full, how big it is, and what to do */
+	const char *e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "segment is full: all 8 words (1 lines x 8)"), "%s", e);
+	cr_assert_not_null(strstr(e, "garuda_segment_open"), "%s", e);
 	garuda_stream_free(s[3]);
 	ok(garuda_stream_new(f.seg, NULL, GARUDA_READINESS_MESSAGE, &s[3]));
 	cr_assert_eq(garuda_stream_value(s[3]), 0, "a reused word starts from 0");
@@ -236,7 +243,14 @@ Test(errors, no_driver)
 	setenv("GARUDA_CUDA_LIBRARY", "/nonexistent/garuda/libcuda.so.1", 1);
 	setenv("GARUDA_HIP_LIBRARY", "/nonexistent/garuda/libamdhip64.so", 1);
 	fails(garuda_segment_open(f.c, "cuda", 0, 1, &seg), -GARUDA_E_NO_DRIVER);
+	/* the words name the library, where its path came from, and the override */
+	const char *e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "/nonexistent/garuda/libcuda.so.1"), "%s", e);
+	cr_assert_not_null(strstr(e, "from $GARUDA_CUDA_LIBRARY"), "%s", e);
 	fails(garuda_segment_open(f.c, "hip", 0, 1, &seg), -GARUDA_E_NO_DRIVER);
+	e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "/nonexistent/garuda/libamdhip64.so"), "%s", e);
+	cr_assert_not_null(strstr(e, "GARUDA_HIP_LIBRARY"), "%s", e);
 	cr_assert_null(seg);
 	fx_down(&f);
 }
@@ -289,4 +303,89 @@ Test(errors, dispatch_from_callback_is_busy)
 	cr_assert_eq(n, 1);
 	garuda_stream_free(s);
 	fx_down(&f);
+}
+
+/* ---- connecting: the failure in words, and waiting for a daemon (issue 17) ---- */
+
+Test(errors, connect_error_names_socket_and_remedy)
+{
+	struct garuda_client *c = (void *)1;
+	const char *path = "/nonexistent-garuda-dir/garuda.sock";
+	fails(garuda_connect_to(path, &c), -ENOENT);
+	cr_assert_null(c);
+	const char *e = garuda_last_error();
+	cr_assert_not_null(strstr(e, path), "the error does not name the socket: %s", e);
+	cr_assert_not_null(strstr(e, "not running"), "%s", e);
+	cr_assert_not_null(strstr(e, "GARUDA_SOCKET"), "the error names no remedy: %s", e);
+	/* through garuda_connect(): says the path came from $GARUDA_SOCKET */
+	setenv("GARUDA_SOCKET", path, 1);
+	unsetenv("GARUDA_CONNECT_TIMEOUT");
+	fails(garuda_connect(&c), -ENOENT);
+	cr_assert_not_null(strstr(garuda_last_error(), "(from $GARUDA_SOCKET)") ||
+				   strstr(garuda_last_error(), "($GARUDA_SOCKET)"),
+			   "%s", garuda_last_error());
+	/* a bad GARUDA_CONNECT_TIMEOUT is refused, naming it */
+	setenv("GARUDA_CONNECT_TIMEOUT", "soon", 1);
+	fails(garuda_connect(&c), -EINVAL);
+	cr_assert_not_null(strstr(garuda_last_error(), "GARUDA_CONNECT_TIMEOUT"), "%s", garuda_last_error());
+	unsetenv("GARUDA_CONNECT_TIMEOUT");
+	unsetenv("GARUDA_SOCKET");
+}
+
+Test(errors, connect_wait_gives_up_after_timeout)
+{
+	struct garuda_client *c;
+	long long t0 = td_now_ms();
+	fails(garuda_connect_wait("/nonexistent-garuda-dir/garuda.sock", 200, &c), -ENOENT);
+	cr_assert_geq(td_now_ms() - t0, 200, "returned before its timeout");
+	cr_assert_not_null(strstr(garuda_last_error(), "waited 200 ms"), "%s", garuda_last_error());
+}
+
+struct unhide {
+	char from[128], to[128];
+};
+
+static void *unhide_later(void *arg)
+{
+	struct unhide *u = arg;
+	struct timespec ts = { .tv_nsec = 300 * 1000000L };
+	nanosleep(&ts, NULL);
+	if (rename(u->from, u->to) < 0)
+		return (void *)1;
+	return NULL;
+}
+
+/* The daemon's socket appears 300 ms after the client starts waiting (renamed into
+ * place: the listener stays the same): garuda_connect_wait() and garuda_connect() with
+ * GARUDA_CONNECT_TIMEOUT both get through; without a wait, the first try fails. */
+Test(errors, connect_waits_for_the_daemon)
+{
+	struct gd_daemon d;
+	td_start(&d, NULL);
+	struct unhide u;
+	snprintf(u.to, sizeof(u.to), "%s", d.sock);
+	snprintf(u.from, sizeof(u.from), "%s.hidden", d.sock);
+	for (int form = 0; form < 2; form++) {
+		struct garuda_client *c = NULL;
+		cr_assert_eq(rename(u.to, u.from), 0);
+		fails(garuda_connect_to(d.sock, &c), -ENOENT);
+		pthread_t t;
+		cr_assert_eq(pthread_create(&t, NULL, unhide_later, &u), 0);
+		if (form == 0) {
+			ok(garuda_connect_wait(d.sock, 10000, &c));
+		} else {
+			setenv("GARUDA_SOCKET", d.sock, 1);
+			setenv("GARUDA_CONNECT_TIMEOUT", "10000", 1);
+			ok(garuda_connect(&c));
+			unsetenv("GARUDA_CONNECT_TIMEOUT");
+			unsetenv("GARUDA_SOCKET");
+		}
+		void *tr;
+		pthread_join(t, &tr);
+		cr_assert_null(tr, "rename failed");
+		cr_assert_str_eq(garuda_last_error(), "");
+		cr_assert_eq(garuda_client_connected(c), 1);
+		garuda_disconnect(c);
+	}
+	td_stop(&d);
 }

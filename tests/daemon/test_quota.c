@@ -3,6 +3,7 @@
  * counter moved), the connection keeps working, and freeing something makes room. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -243,5 +244,49 @@ Test(quota, connections_per_uid)
 	gd_ok(gd_open(&c[0], d.sock));
 	for (int i = 0; i < 3; i++)
 		gd_close(&c[i]);
+	gd_stop(&d);
+}
+
+/* A refusal names the quota, its limit and the usage (issue 17), in the ERROR's text
+ * and in the daemon's log. */
+Test(quota, refusal_names_quota_and_limit)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = quota_config });
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	for (uint32_t i = 0; i < 4; i++)
+		gd_ok(gd_arm(&c, gd_slot(&s, i), 1, 10 + i, GARUDA_FORM_MESSAGE));
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
+	m.arm.slot = gd_slot(&s, 4);
+	m.arm.target = 1;
+	m.arm.token = 14;
+	m.arm.form = GARUDA_FORM_MESSAGE;
+	gd_refused(gd_request(&c, &m, NULL, 0, &rep, NULL), GARUDA_E_QUOTA);
+	cr_assert_eq(rep.type, GARUDA_MSG_ERROR);
+	cr_assert_eq(rep.error.code, GARUDA_E_QUOTA);
+	char text[256];
+	snprintf(text, sizeof(text), "%.*s", (int)rep.error.text_len, rep.error.text);
+	const char *want = "quota.connection.armed exceeded: limit 4, 4 in use, 1 more asked";
+	cr_assert_str_eq(text, want);
+	/* the log says it too (log_client: rate-limited, but this is the first) */
+	bool logged = false;
+	for (int i = 0; i < 100 && !logged; i++) {
+		FILE *f = fopen(d.log, "re");
+		char line[512];
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, want))
+				logged = true;
+		if (f)
+			fclose(f);
+		if (!logged)
+			usleep(20000);
+	}
+	cr_assert(logged, "no log line names the refused quota (%s)", d.log);
+	gd_seg_unmap(&s);
+	gd_close(&c);
 	gd_stop(&d);
 }

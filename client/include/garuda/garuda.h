@@ -135,23 +135,42 @@ const char *garuda_strerror(int err);
  * Client: one connection to garudad
  */
 
-/* Connect to garudad at $GARUDA_SOCKET, or GARUDA_DEFAULT_SOCKET when it is unset or
- * empty, say HELLO and start the client's background thread. *out gets the client.
- * Errors: -EINVAL (out NULL; socket path too long), -ENOENT / -ECONNREFUSED / -EACCES
- * (no daemon listening there, or no permission), -GARUDA_E_BAD_VERSION (the daemon
- * speaks another protocol version), -GARUDA_E_PROTOCOL (the daemon's answer was not a
- * valid WELCOME), -GARUDA_E_DISCONNECTED (the daemon closed the connection during the
- * handshake), -GARUDA_E_TIMEOUT (no answer to HELLO within 5 s), another negative code
- * the daemon sent, -ENOMEM, or a negative errno from
- * socket(), eventfd() or pthread_create(). Thread-safe.
+/* Connect to garudad, say HELLO and start the client's background thread. *out gets
+ * the client. The socket, first match: $GARUDA_SOCKET when set and non-empty; when
+ * not root, $XDG_RUNTIME_DIR/garuda/garuda.sock if it exists (a garudad the user
+ * started without flags); GARUDA_DEFAULT_SOCKET. With $GARUDA_CONNECT_TIMEOUT=MS set,
+ * waits up to MS milliseconds for a daemon that is not (yet) listening, as
+ * garuda_connect_wait() does.
+ * Errors: -EINVAL (out NULL; socket path too long; a bad GARUDA_CONNECT_TIMEOUT),
+ * -ENOENT / -ECONNREFUSED / -EACCES (no daemon listening there, or no permission),
+ * -GARUDA_E_BAD_VERSION (the daemon speaks another protocol version),
+ * -GARUDA_E_PROTOCOL (the daemon's answer was not a valid WELCOME),
+ * -GARUDA_E_DISCONNECTED (the daemon closed the connection during the handshake),
+ * -GARUDA_E_TIMEOUT (no answer to HELLO within 5 s), another negative code the daemon
+ * sent, -ENOMEM, or a negative errno from socket(), eventfd() or pthread_create().
+ * On failure garuda_last_error() says which socket and what to do. Thread-safe.
  * GARUDA_WAIT_PLAN, when set and not empty, is the wait plan text of the client's new
  * streams (garuda_stream_set_plan); a text it refuses fails the connect (both
  * functions) with -GARUDA_E_BAD_PLAN before any socket is opened, and
  * garuda_plan_message() says why. */
 int garuda_connect(struct garuda_client **out);
 
-/* As garuda_connect(), at socket path `path` (an AF_UNIX path). */
+/* As garuda_connect(), at socket path `path` (an AF_UNIX path), without waiting. */
 int garuda_connect_to(const char *path, struct garuda_client **out);
+
+/* As garuda_connect() (path NULL: the same search) or garuda_connect_to(), retrying
+ * every 50 ms for up to timeout_ms milliseconds while nothing listens at the socket
+ * (-ENOENT, -ECONNREFUSED); any other error returns at once. timeout_ms <= 0: one
+ * attempt. Thread-safe. */
+int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out);
+
+/* The text of the calling thread's last failed garuda_connect*() (the socket path, how
+ * it was chosen, what went wrong and what to do; "" after a successful connect), or of
+ * a garuda_segment_open() whose backend failed (e.g. -GARUDA_E_NO_DRIVER: which
+ * library, and GARUDA_CUDA_LIBRARY / GARUDA_HIP_LIBRARY to point at another), or of a
+ * garuda_stream_new() refused -ENOSPC (the segment's size, and what to do). Never NULL;
+ * valid until the thread's next connect call. */
+const char *garuda_last_error(void);
 
 /* Stop the background thread, free every stream and close every segment still open
  * on the client (as garuda_stream_free() and garuda_segment_close() do), close the

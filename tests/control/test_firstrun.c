@@ -1,0 +1,335 @@
+/* test_firstrun.c — the first hour with garuda (issue 17): a user starts garudad with
+ * no socket flags and it listens in $XDG_RUNTIME_DIR/garuda, where garctl (same
+ * resolver as libgaruda, proto/paths.c) finds it and is admitted as the daemon's own
+ * uid; --check-config exits 0 or 2 naming the key; a bad option says "Try 'garudad
+ * --help'" instead of printing the whole help. The non-root test needs root (to become
+ * uid 65534) and is skipped otherwise, saying so. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_harness.h"
+
+TestSuite(firstrun, .init = ctl_test_init, .fini = ctl_test_fini, .timeout = 120);
+
+#define NOBODY 65534
+
+static void copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(in, 0, "%s: %s", from, strerror(errno));
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cr_assert_geq(out, 0, "%s: %s", to, strerror(errno));
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	cr_assert_eq(n, 0);
+	close(in);
+	cr_assert_eq(fchmod(out, 0755), 0);
+	cr_assert_eq(close(out), 0);
+}
+
+/* Run garudad with args; stdout and stderr into *out (one buffer); exit status back. */
+static int run_garudad(const char *const *args, char *out, size_t cap)
+{
+	const char *bin = getenv("GARUDAD");
+	cr_assert(bin && *bin, "GARUDAD is not set");
+	const char *argv[16] = { "garudad" };
+	int n = 1;
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		unsetenv("GARUDA_SOCKET");
+		unsetenv("GARUDA_CONTROL_SOCKET");
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t r;
+	while (len + 1 < cap && (r = read(p[0], out + len, cap - 1 - len)) > 0)
+		len += (size_t)r;
+	out[len] = '\0';
+	close(p[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+Test(firstrun, check_config)
+{
+	char dir[] = "/tmp/garuda-check.XXXXXX", good[96], bad[96], out[8192];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(good, sizeof(good), "%s/good.json", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.json", dir);
+	FILE *f = fopen(good, "we");
+	fputs("{\"spin_us\": 20, \"quota\": {\"uid\": {\"connections\": 8}}}", f);
+	fclose(f);
+	f = fopen(bad, "we");
+	fputs("{\"spin_us\": 20, \"max_sleep_usec\": 5}", f);
+	fclose(f);
+	char cg[128], cb[128];
+	snprintf(cg, sizeof(cg), "--config=%s", good);
+	snprintf(cb, sizeof(cb), "--config=%s", bad);
+
+	const char *a1[] = { "--check-config", cg, "--runtime-dir=/tmp/nowhere-garuda", NULL };
+	int st = run_garudad(a1, out, sizeof(out));
+	cr_assert_eq(st, 0, "exit %d: %s", st, out);
+	cr_assert_not_null(strstr(out, "configuration OK"), "%s", out);
+	cr_assert_not_null(strstr(out, "/tmp/nowhere-garuda/garuda.sock"), "%s", out);
+	cr_assert_not_null(strstr(out, "/tmp/nowhere-garuda/control.sock"), "%s", out);
+	struct stat sb;
+	cr_assert_neq(stat("/tmp/nowhere-garuda", &sb), 0, "--check-config created the runtime directory");
+
+	const char *a2[] = { "--check-config", cb, NULL };
+	st = run_garudad(a2, out, sizeof(out));
+	cr_assert_eq(st, 2, "exit %d: %s", st, out);
+	cr_assert_not_null(strstr(out, "max_sleep_usec"), "the error does not name the key: %s", out);
+
+	const char *a3[] = { "--frobnicate", NULL };
+	st = run_garudad(a3, out, sizeof(out));
+	cr_assert_eq(st, 2, "exit %d: %s", st, out);
+	cr_assert_not_null(strstr(out, "Try 'garudad --help'"), "%s", out);
+	cr_assert_null(strstr(out, "Usage:"), "a bad option printed the whole help: %s", out);
+	unlink(good);
+	unlink(bad);
+	rmdir(dir);
+}
+
+/* uid 65534 with XDG_RUNTIME_DIR=<its own 0700 dir> starts garudad with no socket
+ * flag: both sockets appear in $XDG_RUNTIME_DIR/garuda, and garctl, run as the same
+ * uid with only XDG_RUNTIME_DIR set, finds the control socket and is admitted. */
+Test(firstrun, nonroot_default_runtime_dir)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run garudad as uid %d", NOBODY);
+	if (!getgrgid(NOBODY))
+		cr_skip_test("no group with gid %d", NOBODY);
+	char dir[] = "/tmp/garuda-first.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	char xdg[64], bin[96], sock[160], ctl[160], rundir[96], env[128], log[96];
+	snprintf(xdg, sizeof(xdg), "%s/xdg", dir);
+	snprintf(bin, sizeof(bin), "%s/garudad", dir);
+	snprintf(log, sizeof(log), "%s/garudad.log", dir);
+	snprintf(rundir, sizeof(rundir), "%s/garuda", xdg);
+	snprintf(sock, sizeof(sock), "%s/garuda.sock", rundir);
+	snprintf(ctl, sizeof(ctl), "%s/control.sock", rundir);
+	snprintf(env, sizeof(env), "XDG_RUNTIME_DIR=%s", xdg);
+	cr_assert_eq(mkdir(xdg, 0700), 0);
+	cr_assert_eq(chown(xdg, NOBODY, NOBODY), 0);
+	copy_file(getenv("GARUDAD"), bin);
+
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		dup2(lf, 1);
+		dup2(lf, 2);
+		/* a memlock limit below the default quotas: garudad warns at start */
+		struct rlimit rl = { .rlim_cur = 65536, .rlim_max = 65536 };
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0 || setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
+		    setuid(NOBODY) < 0)
+			_exit(126);
+		unsetenv("GARUDA_SOCKET");
+		unsetenv("GARUDA_CONTROL_SOCKET");
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("LISTEN_FDS");
+		setenv("XDG_RUNTIME_DIR", xdg, 1);
+		execl(bin, "garudad", "--scanners=1", (char *)NULL);
+		_exit(127);
+	}
+	struct stat st;
+	bool up = false;
+	for (int i = 0; i < CTL_DEADLINE_MS / 20 && !up; i++) {
+		up = stat(ctl, &st) == 0 && stat(sock, &st) == 0;
+		if (!up) {
+			int ws;
+			cr_assert_eq(waitpid(pid, &ws, WNOHANG), 0, "garudad exited (status 0x%x); see %s", ws, log);
+			struct timespec ts = { .tv_nsec = 20000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
+	cr_assert(up, "no sockets in %s", rundir);
+	cr_assert(S_ISSOCK(st.st_mode));
+	cr_assert_eq(st.st_uid, (uid_t)NOBODY);
+
+	const char *env_add[] = { env, NULL };
+	const char *args[] = { "-j", "status", NULL };
+	struct ctl_run r;
+	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, env_add, args);
+	cr_assert_eq(r.status, 0, "garctl exit %d: %s", r.status, r.err);
+	cJSON *j = ctl_run_json(&r);
+	const cJSON *w = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "warnings"), 0);
+	cr_assert(cJSON_IsString(w), "status lists no warning: %s", r.out);
+	cr_assert_not_null(strstr(w->valuestring, "RLIMIT_MEMLOCK is 65536 bytes"), "%s", w->valuestring);
+	cr_assert_not_null(strstr(w->valuestring, "LimitMEMLOCK"), "%s", w->valuestring);
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+	const char *args_t[] = { "status", NULL };
+	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, env_add, args_t);
+	cr_assert_eq(r.status, 0, "garctl exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.out, "Warnings:"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "RLIMIT_MEMLOCK"), "%s", r.out);
+	ctl_run_free(&r);
+
+	/* the same uid without XDG_RUNTIME_DIR looks at the system path and says so */
+	const char *args2[] = { "status", NULL };
+	const char *env_none[] = { "XDG_RUNTIME_DIR=", NULL };
+	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, env_none, args2);
+	cr_assert_neq(r.status, 0);
+	cr_assert_not_null(strstr(r.err, "/run/garuda/control.sock"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "XDG_RUNTIME_DIR"), "%s", r.err);
+	ctl_run_free(&r);
+
+	cr_assert_eq(kill(pid, SIGTERM), 0);
+	int ws;
+	cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "garudad status 0x%x", ws);
+	cr_assert_neq(stat(sock, &st), 0, "the client socket was left behind");
+	unlink(log);
+	unlink(bin);
+	rmdir(rundir);
+	rmdir(xdg);
+	rmdir(dir);
+}
+
+static void flatten(const cJSON *o, const char *prefix, char *out, size_t cap)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, o)
+	{
+		char name[128];
+		snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", it->string);
+		if (cJSON_IsObject(it)) {
+			flatten(it, name, out, cap);
+		} else {
+			size_t n = strlen(out);
+			snprintf(out + n, cap - n, "%s\n", name);
+		}
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted lines of text, joined again. */
+static void sort_lines(char *text)
+{
+	char *lines[256], *copy = strdup(text), *save = NULL;
+	size_t n = 0;
+	for (char *l = strtok_r(copy, "\n", &save); l && n < 256; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof(lines[0]), cmp_str);
+	text[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		strcat(strcat(text, lines[i]), "\n");
+	free(copy);
+}
+
+/* systemd/garudad.json.example lists exactly the keys the parser accepts (its table,
+ * printed by --list-config-keys), and --check-config accepts it. */
+Test(firstrun, config_example_matches_the_parser)
+{
+	const char *path = getenv("GARUDAD_CONFIG_EXAMPLE");
+	cr_assert(path && *path, "GARUDAD_CONFIG_EXAMPLE is not set");
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	char text[16384];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	cJSON *j = cJSON_Parse(text);
+	cr_assert(cJSON_IsObject(j), "%s is not a JSON object", path);
+	char listed[8192] = "", parser[8192];
+	flatten(j, "", listed, sizeof(listed));
+	cJSON_Delete(j);
+	const char *a1[] = { "--list-config-keys", NULL };
+	cr_assert_eq(run_garudad(a1, parser, sizeof(parser)), 0, "%s", parser);
+	sort_lines(listed);
+	sort_lines(parser);
+	cr_assert_str_eq(listed, parser, "the example lists:\n%s\nthe parser accepts:\n%s", listed, parser);
+	char cfg[512];
+	snprintf(cfg, sizeof(cfg), "--config=%s", path);
+	const char *a2[] = { "--check-config", cfg, NULL };
+	char out[4096];
+	int st = run_garudad(a2, out, sizeof(out));
+	cr_assert_eq(st, 0, "--check-config on the example: exit %d: %s", st, out);
+}
+
+/* garctl aimed at the client socket says so and names the control socket. */
+Test(firstrun, garctl_on_the_client_socket)
+{
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	char sock[160];
+	snprintf(sock, sizeof(sock), "--socket=%s", d.sock);
+	const char *args[] = { sock, "status", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, args);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "client socket"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, d.ctl), "the hint does not name the control socket %s: %s", d.ctl, r.err);
+	cr_assert_str_eq(r.out, "");
+	ctl_run_free(&r);
+	ctl_stop(&d);
+}
+
+/* garctl CMD --help and garctl help CMD print that command's help (not the global
+ * list), exit 0 and need no daemon; log-level checks its level before connecting. */
+Test(firstrun, garctl_per_command_help_and_log_level)
+{
+	static const char *const cmds[] = { "status", "clients", "segments", "lines", "scanners",
+					    "config", "metrics", "top", "disconnect", "log-level",
+					    "reload", NULL };
+	for (int i = 0; cmds[i]; i++) {
+		for (int form = 0; form < 2; form++) {
+			const char *a1[] = { "--socket=/nonexistent/control.sock", cmds[i], "--help", NULL };
+			const char *a2[] = { "--socket=/nonexistent/control.sock", "help", cmds[i], NULL };
+			struct ctl_run r;
+			ctl_garctl(&r, form ? a2 : a1);
+			cr_assert_eq(r.status, 0, "garctl %s help: exit %d: %s", cmds[i], r.status, r.err);
+			char want[64];
+			snprintf(want, sizeof(want), "Usage: garctl [OPTIONS] %s", cmds[i]);
+			cr_assert(strncmp(r.out, want, strlen(want)) == 0, "%s help: %s", cmds[i], r.out);
+			cr_assert_null(strstr(r.out, "Commands:"), "%s --help printed the global help", cmds[i]);
+			ctl_run_free(&r);
+		}
+	}
+	/* -o json is -j; -o anything else is a usage error */
+	struct ctl_run o;
+	const char *oj[] = { "--socket=/nonexistent/control.sock", "-o", "yaml", "status", NULL };
+	ctl_garctl(&o, oj);
+	cr_assert_eq(o.status, 2);
+	cr_assert_not_null(strstr(o.err, "json or table"), "%s", o.err);
+	ctl_run_free(&o);
+	const char *bad[] = { "--socket=/nonexistent/control.sock", "log-level", "warn", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, bad);
+	cr_assert_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "did you mean warning?"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "not running"), "log-level warn went to the daemon: %s", r.err);
+	ctl_run_free(&r);
+}
