@@ -195,6 +195,9 @@ Test(quota, per_uid)
 	gd_ok(gd_arm(&b, gd_slot(&sb[1], 1), 1, 101, GARUDA_FORM_MESSAGE));
 	gd_refused(gd_arm(&b, gd_slot(&sb[1], 2), 1, 102, GARUDA_FORM_MESSAGE), GARUDA_E_QUOTA);
 
+	/* every ARM taken by the scanner first: "armed" below must not match a count taken
+	 * half way through (2 of a's arms, say) */
+	cr_assert_eq(gd_wait_status(&d, "armed", 6), 6);
 	/* a's departure frees the uid's share */
 	for (int i = 0; i < 3; i++)
 		gd_seg_unmap(&sa[i]);
