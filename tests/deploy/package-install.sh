@@ -10,7 +10,7 @@
 # leaves no file of ours behind (Debian keeps the system user: Policy 9.2.2).
 # Exit 77 (skip) says why when a tool, root or the mirror is missing.
 # The debootstrap'd root is cached as BUILDDIR/deploy-root.tar (GARUDA_DEBIAN_MIRROR
-# names the mirror; default http://deb.debian.org/debian).
+# names the mirror; default: the Debian mirror apt uses here).
 set -euo pipefail
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
@@ -58,7 +58,11 @@ fi
 echo "--- test root"
 cache=$build/deploy-root.tar
 if [[ ! -f $cache ]]; then
-	mirror=${GARUDA_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+	# the mirror apt uses here (the first .../debian in its sources), unless told
+	mirror=${GARUDA_DEBIAN_MIRROR:-$(sed -n -e 's|^URIs: *\(http[^ ]*/debian\)/*$|\1|p' \
+		-e 's|^deb  *\(http[^ ]*/debian\)/* .*|\1|p' /etc/apt/sources.list \
+		/etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null | head -n 1 || true)}
+	mirror=${mirror:-http://deb.debian.org/debian}
 	debootstrap --variant=minbase --include=systemd,libcjson1,liburing2,python3 \
 		bookworm "$work/boot" "$mirror" >"$work/debootstrap.log" 2>&1 ||
 		{ tail -5 "$work/debootstrap.log"; skip "debootstrap from $mirror failed (no mirror reachable?)"; }
