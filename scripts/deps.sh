@@ -12,6 +12,10 @@ packages=(
 	spin # the models suite (tests/models)
 	python3-pytest python3-pytest-asyncio python3-uvloop
 	procps util-linux # the systemd suite: ps; unshare, nsenter, setpriv
+	# the deploy suite (tests/deploy): the Debian packages built, linted and installed
+	# into a debootstrap'd root; promtool (prometheus: ~96 MB installed, the smallest
+	# Debian package with promtool) on the alert rules and garctl metrics
+	dpkg-dev debhelper dh-python lintian debootstrap prometheus
 )
 
 missing=()

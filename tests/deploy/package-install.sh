@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# package-install.sh SRC BUILDDIR — the Debian packages, built and installed the way a
+# host gets them: dpkg-buildpackage -b on a copy of the source tree, lintian on the
+# result (fails on any error or warning tag), then dpkg -i into a debootstrap'd
+# Debian root (chroot). In that root: group and user garuda exist (sysusers), both
+# sockets are enabled (dh_installsystemd), garudad started from the installed unit's
+# ExecStart behind systemd-socket-activate (the sockets as the units declare them,
+# the daemon as User=garuda with CAP_IPC_LOCK) is reached by a client (python3-garuda
+# over libgaruda0) and `garctl status` and `garctl clients` answer; then dpkg --purge
+# leaves no file of ours behind (Debian keeps the system user: Policy 9.2.2).
+# Exit 77 (skip) says why when a tool, root or the mirror is missing.
+# The debootstrap'd root is cached as BUILDDIR/deploy-root.tar (GARUDA_DEBIAN_MIRROR
+# names the mirror; default: the Debian mirror apt uses here).
+set -euo pipefail
+src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
+skip() { echo "SKIP: $*"; exit 77; }
+
+for tool in dpkg-buildpackage dh debootstrap chroot; do
+	command -v "$tool" >/dev/null || skip "$tool not installed (Debian packages dpkg-dev, debhelper, debootstrap)"
+done
+((EUID == 0)) || skip "needs root (chroot, dpkg -i into the test root)"
+
+work=$(mktemp -d "$build/deploy.XXXXXX")
+root=$work/root
+daemon_pid=
+cleanup() {
+	[[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+	for m in proc dev; do mountpoint -q "$root/$m" && umount -l "$root/$m"; done
+	rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+
+echo "--- dpkg-buildpackage"
+mkdir -p "$work/pkg/garuda"
+if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+	(cd "$src" && git ls-files -co --exclude-standard -z | tar -c --null -T - -f -) | tar -x -C "$work/pkg/garuda"
+else
+	tar -C "$src" --exclude='./build*' -cf - . | tar -x -C "$work/pkg/garuda"
+fi
+(cd "$work/pkg/garuda" && DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -b -us -uc) \
+	>"$work/dpkg-buildpackage.log" 2>&1 || { tail -40 "$work/dpkg-buildpackage.log"; exit 1; }
+debs=()
+for p in garuda libgaruda0 libgaruda-dev python3-garuda; do
+	f=$(ls "$work"/pkg/"${p}"_*.deb)
+	debs+=("$f")
+done
+echo "built: ${debs[*]##*/}"
+
+if command -v lintian >/dev/null; then
+	echo "--- lintian"
+	lintian --fail-on error,warning \
+		"$work"/pkg/garuda_*.changes
+	echo "lintian: no error or warning tags"
+else
+	echo "lintian not installed: package checks left out"
+fi
+
+echo "--- test root"
+cache=$build/deploy-root.tar
+if [[ ! -f $cache ]]; then
+	# the mirror apt uses here (the first .../debian in its sources), unless told
+	mirror=${GARUDA_DEBIAN_MIRROR:-$(sed -n -e 's|^URIs: *\(http[^ ]*/debian\)/*$|\1|p' \
+		-e 's|^deb  *\(http[^ ]*/debian\)/* .*|\1|p' /etc/apt/sources.list \
+		/etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null | head -n 1 || true)}
+	mirror=${mirror:-http://deb.debian.org/debian}
+	debootstrap --variant=minbase --include=systemd,libcjson1,liburing2,python3 \
+		bookworm "$work/boot" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+		{ tail -5 "$work/debootstrap.log"; skip "debootstrap from $mirror failed (no mirror reachable?)"; }
+	tar -C "$work/boot" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+	rm -rf --one-file-system "$work/boot"
+fi
+mkdir "$root"
+tar -C "$root" -xf "$cache"
+mount -t proc proc "$root/proc"
+mount --bind /dev "$root/dev"
+in_root() { chroot "$root" "$@"; }
+
+# every path in the root but the ones a package install legitimately changes
+snapshot() {
+	(cd "$root" && find . -xdev \( -path ./proc -o -path ./dev -o -path ./run -o -path ./tmp \
+		-o -path ./var/lib/dpkg -o -path ./var/log -o -path ./var/cache \
+		-o -path ./var/lib/systemd/deb-systemd-helper-masked \) -prune -o -print |
+		grep -vE '^\./etc/(passwd|group|shadow|gshadow)-?$' | sort)
+}
+snapshot >"$work/before"
+
+echo "--- dpkg -i"
+mkdir "$root/debs"
+cp "${debs[@]}" "$root/debs/"
+in_root sh -c 'dpkg -i /debs/*.deb' >"$work/dpkg-i.log" 2>&1 || { cat "$work/dpkg-i.log"; exit 1; }
+rm -rf "$root/debs"
+in_root getent group garuda >/dev/null || { echo "no group garuda after install"; exit 1; }
+in_root getent passwd garuda >/dev/null || { echo "no user garuda after install"; exit 1; }
+for u in garuda.socket garuda-control.socket; do
+	[[ -L $root/etc/systemd/system/sockets.target.wants/$u ]] ||
+		{ echo "$u is not enabled (no sockets.target.wants link)"; exit 1; }
+done
+
+echo "--- garudad as the units start it"
+unitdir=$root/lib/systemd/system
+client_sock=$(sed -n 's/^ListenSequentialPacket=//p' "$unitdir/garuda.socket")
+control_sock=$(sed -n 's/^ListenSequentialPacket=//p' "$unitdir/garuda-control.socket")
+exec_start=$(sed -n 's/^ExecStart=//p' "$unitdir/garuda.service")
+exec_start=${exec_start/\$GARUDAD_OPTIONS/}
+user=$(sed -n 's/^User=//p' "$unitdir/garuda.service")
+memlock=$(sed -n 's/^LimitMEMLOCK=//p' "$unitdir/garuda.service")
+[[ -n $client_sock && -n $control_sock && -n $exec_start && -n $user ]] ||
+	{ echo "cannot read the installed units"; exit 1; }
+mkdir -p "$root${client_sock%/*}"
+# LimitMEMLOCK=, as far as this machine lets root raise it (a container may not)
+memlock_bytes=$(numfmt --from=iec "$memlock")
+if ! prlimit --memlock="$memlock_bytes" true 2>/dev/null; then
+	echo "LimitMEMLOCK=$memlock not settable here: garudad runs with memlock $(ulimit -l) KiB"
+	memlock_bytes=$(prlimit --noheadings --output=SOFT --memlock)
+fi
+# systemd-socket-activate binds both sockets, then starts the service on the first
+# connection with LISTEN_FDNAMES=client:control, as the two socket units do
+chroot "$root" systemd-socket-activate --seqpacket -l "$client_sock" -l "$control_sock" \
+	--fdname=client:control \
+	prlimit --memlock="$memlock_bytes" \
+	setpriv --reuid="$user" --regid="$user" --init-groups \
+	--inh-caps=+ipc_lock --ambient-caps=+ipc_lock $exec_start \
+	>"$work/garudad.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 100); do [[ -S $root$control_sock ]] && break; sleep 0.1; done
+[[ -S $root$client_sock && -S $root$control_sock ]] || { cat "$work/garudad.log"; echo "sockets did not come up"; exit 1; }
+# the units' SocketMode/SocketGroup
+in_root chgrp garuda "$client_sock"
+chmod 0660 "$root$client_sock"
+chmod 0600 "$root$control_sock"
+
+status=$(in_root garctl status) || { cat "$work/garudad.log"; echo "garctl status failed"; exit 1; }
+echo "$status"
+# a client over the installed libgaruda0 (python3-garuda loads it by its soname),
+# holding a segment while garctl lists the clients
+in_root python3 - "$client_sock" <<'PY' >"$work/client.out"
+import subprocess, sys
+import garuda
+with garuda.Client(sys.argv[1]) as c:
+    with c.segment("host") as s:
+        print("session", c.session)
+        sys.stdout.flush()
+        out = subprocess.run(["garctl", "clients"], check=True, capture_output=True, text=True).stdout
+        print(out)
+PY
+cat "$work/client.out"
+grep -q '^session ' "$work/client.out" || { echo "the client did not connect"; exit 1; }
+grep -qE "^ *[0-9]+ +[0-9]+ +0 +0 +python3 +1 " "$work/client.out" || { echo "garctl clients does not list the client with its segment"; exit 1; }
+# the first connection started it: systemd-socket-activate, prlimit and setpriv exec'ed
+# into garudad, which runs as the unit's User= with CAP_IPC_LOCK
+[[ $(cat "/proc/$daemon_pid/comm") == garudad ]] || { echo "garudad is not running"; exit 1; }
+uid=$(in_root id -u "$user")
+grep -qE "^Uid:\s+$uid\s" "/proc/$daemon_pid/status" || { echo "garudad does not run as $user"; exit 1; }
+kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
+daemon_pid=
+
+echo "--- dpkg --purge"
+in_root dpkg --purge python3-garuda libgaruda-dev garuda libgaruda0 >"$work/purge.log" 2>&1 ||
+	{ cat "$work/purge.log"; exit 1; }
+rm -rf "$root${client_sock%/*}"
+snapshot >"$work/after"
+if ! diff -u "$work/before" "$work/after"; then
+	echo "purge left the files above behind"
+	exit 1
+fi
+echo "purge: nothing left behind"

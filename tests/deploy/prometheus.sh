@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# prometheus.sh SRC GARUDAD GARCTL — contrib/prometheus checked by promtool: the alert
+# rules (check rules, and test rules: each alert fires on its series and not on a
+# healthy node), `garctl metrics` from a running garudad (check metrics, and a lint
+# problem fails), and garuda-textfile: an answering daemon gives garuda.prom with
+# garuda_up 1 that promtool accepts; a dead one gives garuda_up 0 and garctl's exit
+# status; no temporary file is left either way. Exit 77 (skip) without promtool.
+set -euo pipefail
+src=$(cd "$1" && pwd) garudad=$2 garctl=$3
+command -v promtool >/dev/null || { echo "SKIP: promtool not installed (Debian package prometheus)"; exit 77; }
+prom=$src/contrib/prometheus
+work=$(mktemp -d)
+daemon_pid=
+cleanup() {
+	[[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "--- promtool check rules"
+promtool check rules "$prom/garuda.rules.yml"
+echo "--- promtool test rules"
+(cd "$prom" && promtool test rules garuda.rules.test.yml)
+
+echo "--- garctl metrics | promtool check metrics"
+"$garudad" --socket="$work/garuda.sock" --control-socket="$work/control.sock" \
+	--log-level=warning >"$work/garudad.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 100); do [[ -S $work/control.sock ]] && break; sleep 0.1; done
+[[ -S $work/control.sock ]] || { cat "$work/garudad.log"; echo "garudad did not start"; exit 1; }
+export GARUDA_CONTROL_SOCKET=$work/control.sock
+"$garctl" metrics >"$work/metrics.prom"
+grep -q '^garuda_uptime_seconds ' "$work/metrics.prom" || { echo "no garuda_uptime_seconds in garctl metrics"; exit 1; }
+# promtool check metrics prints lint problems and exits 1 on any
+promtool check metrics <"$work/metrics.prom"
+echo "garctl metrics: $(grep -c '^# TYPE' "$work/metrics.prom") families, promtool check metrics clean"
+# the check is not vacuous: a counter without _total is a lint problem
+if printf '# HELP garuda_x x\n# TYPE garuda_x counter\ngaruda_x 1\n' | promtool check metrics >/dev/null 2>&1; then
+	echo "promtool check metrics accepted a counter without _total"; exit 1
+fi
+
+echo "--- garuda-textfile"
+mkdir "$work/textfile"
+GARCTL=$garctl "$prom/garuda-textfile" "$work/textfile"
+grep -qx 'garuda_up 1' "$work/textfile/garuda.prom" || { echo "garuda_up 1 missing"; exit 1; }
+grep -q '^garuda_clients ' "$work/textfile/garuda.prom" || { echo "metrics missing from garuda.prom"; exit 1; }
+promtool check metrics <"$work/textfile/garuda.prom"
+[[ $(stat -c %a "$work/textfile/garuda.prom") == 644 ]] || { echo "garuda.prom is not 0644"; exit 1; }
+
+kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
+daemon_pid=
+rc=0
+GARCTL=$garctl "$prom/garuda-textfile" "$work/textfile" 2>"$work/textfile.err" || rc=$?
+((rc != 0)) || { echo "garuda-textfile succeeded with garudad gone"; exit 1; }
+grep -qx 'garuda_up 0' "$work/textfile/garuda.prom" || { echo "garuda_up 0 missing with garudad gone"; exit 1; }
+promtool check metrics <"$work/textfile/garuda.prom"
+left=$(ls -A "$work/textfile")
+[[ $left == garuda.prom ]] || { echo "left in the textfile dir: $left"; exit 1; }
+echo "garuda-textfile: garuda_up 1 with garudad, garuda_up 0 (exit $rc) without, nothing else left"
