@@ -11,6 +11,8 @@
  *       doorbell arms per segment (group_key() :214-224) and calls deliver_doorbell()
  *       (:260-261) once per segment; deliver_doorbell() readiness.c:149-154 —
  *       fetch_add(&hdr.doorbell, count, release) (:152), then FUTEX_WAKE(INT_MAX) (:153)
+ *   (client/stream.c stream_nudge_locked() stream.c:86-101, libgaruda's own nudge,
+ *       bumps (:99) and wakes (:100) in the same order: the same scanner side)
  *   the device — stores the target into the word (the backend's enqueued store).
  *
  * NSTREAM streams share one segment, hence one doorbell; each has one waiter thread

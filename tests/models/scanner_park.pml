@@ -8,7 +8,7 @@
  *                   its deadline is earlier than atomic_load(&s->wake_at) (:137-141);
  *                   every other modelled command is urgent (:133-134); urgent ->
  *                   FUTEX_WAKE (:143-144)
- *   scanner thread: scanner_main() scanner.c:451-507 — snapshot s->seq (:467),
+ *   scanner thread: scanner_main() scanner.c:451-509 — snapshot s->seq (:467),
  *                   take_commands() (:469; scanner.c:256-263 takes the whole queue
  *                   under s->lock), then park (nothing armed, :478-480:
  *                   scanner_wait(s, seq, UINT64_MAX, true)) or, after a pass, a timed
