@@ -1,13 +1,18 @@
 /* doorbell.pml — the client's doorbell wait against the scanner's bump and futex wake.
  *
- * Models, as of commit f40e556 (line numbers are that commit's; each citation names
- * the function too, since the code moves):
- *   client/stream.c garuda_stream_wait() — per round: sample the segment's doorbell
- *       (acquire), read the word (acquire), return when reached, else block() =
- *       FUTEX_WAIT(&hdr.doorbell, sample)
- *   daemon/scanner.c scan_pass() — acquire load of each armed word, fire the reached
- *       ones; deliver() counts doorbell arms per segment; deliver_doorbell() —
- *       fetch_add(&hdr.doorbell, pending, release), then FUTEX_WAKE(INT_MAX)
+ * Models, as of commit 6f997f7 (citations are file:function:line of that commit):
+ *   client/stream.c garuda_stream_wait() stream.c:849-933 — per round of its loop
+ *       (:890): sample the segment's doorbell (acquire, :897-900), read the word
+ *       (acquire, :901), return when reached (:902), else block() stream.c:719-750 =
+ *       FUTEX_WAIT(&hdr.doorbell, bell_seen) (:739)
+ *   daemon/scanner.c scan_pass() scanner.c:344-377 — acquire load of each armed word
+ *       (:349), fire the reached ones (:350-353), then readiness_deliver() (:374);
+ *   daemon/readiness.c readiness_deliver() readiness.c:244-271 groups the fired
+ *       doorbell arms per segment (group_key() :214-224) and calls deliver_doorbell()
+ *       (:260-261) once per segment; deliver_doorbell() readiness.c:149-154 —
+ *       fetch_add(&hdr.doorbell, count, release) (:152), then FUTEX_WAKE(INT_MAX) (:153)
+ *   (client/stream.c stream_nudge_locked() stream.c:86-101, libgaruda's own nudge,
+ *       bumps (:99) and wakes (:100) in the same order: the same scanner side)
  *   the device — stores the target into the word (the backend's enqueued store).
  *
  * NSTREAM streams share one segment, hence one doorbell; each has one waiter thread
@@ -53,7 +58,7 @@ ltl every_reached_arm_delivered { [] ((word[0] -> <> delivered[0]) && (word[1] -
 
 proctype device(byte i)
 {
-	/* the stream's enqueued store (garuda_stream_signal() stream.c:482,
+	/* the stream's enqueued store (garuda_stream_signal() stream.c:668,
 	 * backend enqueue_store) lands: word = target 1 */
 	word[i] = 1
 }
@@ -63,21 +68,21 @@ proctype waiter(byte i)
 	byte seen;
 	bit w;
 	do
-	:: /* garuda_stream_wait() stream.c:597: for (;;) — the blocking loop */
+	:: /* garuda_stream_wait() stream.c:890: for (;;) — the blocking loop */
 #ifndef BROKEN_SAMPLE_AFTER_WORD
-		/* garuda_stream_wait() stream.c:603-606: bell_seen = acquire load of the doorbell */
+		/* garuda_stream_wait() stream.c:897-900: bell_seen = acquire load of the doorbell */
 		seen = bell;
-		/* garuda_stream_wait() stream.c:607: garuda_reached(word_load(s->word), seq) */
+		/* garuda_stream_wait() stream.c:901: garuda_reached(word_load(s->word), seq) */
 		w = word[i];
 #else
 		w = word[i]; /* (broken) the word first ... */
 		seen = bell; /* ... then the doorbell sample */
 #endif
 		if
-		:: w -> break /* garuda_stream_wait() stream.c:608: return 0 */
+		:: w -> break /* garuda_stream_wait() stream.c:902: return 0 */
 		:: else -> skip
 		fi;
-		/* block() stream.c:547: FUTEX_WAIT(&hdr.doorbell, bell_seen): compare and
+		/* block() stream.c:739: FUTEX_WAIT(&hdr.doorbell, bell_seen): compare and
 		 * enqueue in one step; EAGAIN when the doorbell moved */
 		atomic {
 			if
@@ -104,9 +109,9 @@ proctype scanner()
 	byte i, k, nf;
 	bit fired[NSTREAM];
 	do
-	:: /* scanner_main() scanner.c:727/747: passes while something is armed */
+	:: /* scanner_main() scanner.c:466/487: passes while something is armed */
 		nf = 0;
-		/* scan_pass() scanner.c:666-675: each armed word, acquire load; fire the reached */
+		/* scan_pass() scanner.c:348-356: each armed word, acquire load; fire the reached */
 		for (i : 0 .. NSTREAM - 1) {
 			if
 			:: armed[i] && word[i] -> armed[i] = 0; fired[i] = 1; nf++
@@ -115,11 +120,11 @@ proctype scanner()
 		}
 		if
 		:: nf > 0 ->
-			/* deliver() scanner.c:621-625: doorbell arms of one segment -> pending count;
-			 * deliver_doorbell() scanner.c:523-529 for the segment */
+			/* readiness_deliver() readiness.c:251-261: the fired doorbell arms of one
+			 * segment -> one deliver_doorbell() readiness.c:149-154 with their count */
 #ifndef BROKEN_WAKE_BEFORE_BUMP
-			bell = bell + nf;  /* scanner.c:526: __atomic_fetch_add(bell, pending, RELEASE) */
-			futex_wake_all();  /* scanner.c:528: FUTEX_WAKE, INT_MAX */
+			bell = bell + nf;  /* readiness.c:152: __atomic_fetch_add(bell, add, RELEASE) */
+			futex_wake_all();  /* readiness.c:153: FUTEX_WAKE, INT_MAX */
 #else
 			futex_wake_all();  /* (broken) the wake first ... */
 			bell = bell + nf;  /* ... then the bump */
@@ -135,7 +140,7 @@ proctype scanner()
 			}
 		:: else -> skip
 		fi;
-		/* scanner_main() scanner.c:739: nothing armed -> park (scanner_park.pml) */
+		/* scanner_main() scanner.c:478-480: nothing armed -> park (scanner_park.pml) */
 		if
 		:: (armed[0] || armed[1]) -> skip
 		:: else -> break
@@ -148,7 +153,7 @@ init
 	byte i;
 	atomic {
 		for (i : 0 .. NSTREAM - 1) {
-			armed[i] = 1; /* the ARM is applied: push_armed() scanner.c:227-228 */
+			armed[i] = 1; /* the ARM is applied: take_commands() scanner.c:277 armed_push() armed.c:12 */
 			run device(i);
 			run waiter(i)
 		}

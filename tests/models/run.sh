@@ -29,10 +29,11 @@ work=$(mktemp -d "${MODELS_WORKDIR:-${TMPDIR:-/tmp}}/models.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 
 depth=20000     # -m: far above the deepest path (< 500 steps); a truncated search fails
-hash=18         # -w: 2^18 slots; the largest run stores < 100k states
+hash=20         # -w: 2^20 slots; the largest run stores about 310k states
 memlim=512      # MB, -DMEMLIM: a run that outgrows it stops and fails
 
 # model | variant (-D macro, or -) | property | kind (safety|liveness) | expect (pass|fail)
+# (a variant expected to pass shows a change the protocol tolerates)
 cases='
 scanner_park.pml -                        no_lost_wakeup              safety   pass
 scanner_park.pml -                        every_command_taken         liveness pass
@@ -42,6 +43,12 @@ scanner_park.pml BROKEN_WAKE_BEFORE_BUMP  no_lost_wakeup              safety   f
 scanner_park.pml BROKEN_WAKE_BEFORE_BUMP  every_command_taken         liveness fail
 scanner_park.pml BROKEN_LATE_SNAPSHOT     no_lost_wakeup              safety   fail
 scanner_park.pml BROKEN_LATE_SNAPSHOT     every_command_taken         liveness fail
+scanner_park.pml BROKEN_WAKE_AT_AFTER_FENCE no_lost_wakeup            safety   fail
+scanner_park.pml BROKEN_WAKE_AT_AFTER_FENCE every_command_taken       liveness fail
+scanner_park.pml BROKEN_STALE_WAKE_AT     no_lost_wakeup              safety   fail
+scanner_park.pml BROKEN_STALE_WAKE_AT     every_command_taken         liveness fail
+scanner_park.pml SLEEPING_FIRST           no_lost_wakeup              safety   pass
+scanner_park.pml SLEEPING_FIRST           every_command_taken         liveness pass
 doorbell.pml     -                        no_lost_wakeup              safety   pass
 doorbell.pml     -                        every_wait_returns          liveness pass
 doorbell.pml     -                        every_reached_arm_delivered liveness pass
@@ -96,7 +103,7 @@ field() { sed -n "$2" <<<"$1" | head -1; }
 
 bad=0
 n=0
-printf '%-17s %-25s %-28s %-8s %9s %11s %6s  %s\n' model variant property kind stored transitions errors result
+printf '%-17s %-26s %-28s %-8s %9s %11s %6s  %s\n' model variant property kind stored transitions errors result
 while read -r model variant prop kind expect; do
 	[[ -z $model ]] && continue
 	n=$((n + 1))
@@ -131,7 +138,7 @@ while read -r model variant prop kind expect; do
 		result="UNEXPECTED: $why"
 		bad=$((bad + 1))
 	fi
-	printf '%-17s %-25s %-28s %-8s %9s %11s %6s  %s\n' "$model" "$variant" "$prop" "$kind" \
+	printf '%-17s %-26s %-28s %-8s %9s %11s %6s  %s\n' "$model" "$variant" "$prop" "$kind" \
 		"${stored:-?}" "${trans:-?}" "${errors:-?}" "$result"
 	if [[ -n $why ]]; then
 		echo "---- pan output ($model $variant $prop):"
