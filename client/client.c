@@ -3,7 +3,8 @@
  * accessors. The connection machinery itself lives in conn.c.
  *
  * Promises: garuda_connect() returns a client only after a WELCOME, with its I/O
- * thread running; garuda_disconnect() frees everything the client owns (streams,
+ * thread running, or (GARUDA_FALLBACK=reactor, garudad unreachable) in local mode
+ * with its reactor and I/O thread running and the coded warning set; garuda_disconnect() frees everything the client owns (streams,
  * segments, fds, the thread). Callbacks run only inside garuda_dispatch(), one at a
  * time, never with a library lock held.
  */
@@ -41,9 +42,32 @@ static void client_free(struct garuda_client *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->dispatch_lock);
 	pthread_cond_destroy(&c->cond);
+	pthread_cond_destroy(&c->reactor_cond);
 	free(c->streams);
 	free(c->path);
 	free(c);
+}
+
+/* GARUDA_FALLBACK, resolved once per connect: 0 strict (unset, empty, "strict"), 1
+ * reactor, -EINVAL anything else. */
+static int fallback_policy(void)
+{
+	const char *env = getenv("GARUDA_FALLBACK");
+	if (!env || !*env || strcmp(env, "strict") == 0)
+		return 0;
+	if (strcmp(env, "reactor") == 0)
+		return 1;
+	return -EINVAL;
+}
+
+/* A connect failure that means "garudad cannot be reached" (nobody listens, it went
+ * away during the handshake, or does not answer): the fallback chain may run the
+ * reactor instead. Anything else (permission, another protocol version, a bad
+ * answer, no memory) is a misconfiguration and is returned in every mode. */
+static bool unreachable(int err)
+{
+	return err == -ENOENT || err == -ENOTDIR || err == -ECONNREFUSED || err == -ECONNRESET ||
+	       err == -GARUDA_E_DISCONNECTED || err == -GARUDA_E_TIMEOUT;
 }
 
 int garuda_connect_to(const char *path, struct garuda_client **out)
@@ -52,6 +76,9 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 		*out = NULL;
 	if (!path || !*path || !out)
 		return -EINVAL;
+	int fallback = fallback_policy();
+	if (fallback < 0)
+		return fallback;
 	struct garuda_plan plan;
 	const char *env = getenv("GARUDA_WAIT_PLAN");
 	bool has_plan = env && *env;
@@ -74,6 +101,8 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca); /* conn_request_gen's timed wait */
+	pthread_cond_init(&c->reactor_cond, &ca);
+	c->fallback = fallback == 1;
 	pthread_condattr_destroy(&ca);
 	c->path = strdup(path);
 	if (!c->path) {
@@ -88,18 +117,33 @@ int garuda_connect_to(const char *path, struct garuda_client **out)
 		return r;
 	}
 	int sock = conn_handshake(path, &c->welcome);
-	if (sock < 0) {
+	if (sock < 0 && !(c->fallback && unreachable(sock))) {
 		client_free(c);
 		return sock;
 	}
-	c->sock = sock;
-	c->gen = 1;
-	c->session_id = c->welcome.session_id;
-	c->state = CONN_UP;
-	atomic_store(&c->atomic_state, CONN_UP);
 	c->router = &client_router;
-	int r = io_start(c);
+	if (sock >= 0) {
+		c->sock = sock;
+		c->gen = 1;
+		c->session_id = c->welcome.session_id;
+		c->state = CONN_UP;
+		atomic_store(&c->atomic_state, CONN_UP);
+	} else {
+		/* the declared fallback: run without garudad (gen 0: nothing presented),
+		 * the I/O thread keeps trying to reach it */
+		memset(&c->welcome, 0, sizeof(c->welcome));
+		c->state = CONN_DOWN;
+		atomic_store(&c->atomic_state, CONN_DOWN);
+		fallback_warn_locked(c, sock);
+	}
+	int r = c->fallback ? reactor_start(c) : 0;
+	if (r == 0)
+		r = io_start(c);
 	if (r < 0) {
+		if (c->reactor_started) {
+			c->state = CONN_CLOSING;
+			reactor_stop(c);
+		}
 		client_free(c);
 		return r;
 	}
@@ -120,6 +164,7 @@ void garuda_disconnect(struct garuda_client *c)
 	if (!c)
 		return;
 	io_stop(c); /* state CLOSING: nothing is sent from here on */
+	reactor_stop(c);
 	seg_close_all(c);
 	client_free(c);
 }
@@ -146,6 +191,19 @@ uint64_t garuda_client_session(const struct garuda_client *c)
 uint64_t garuda_client_reconnects(const struct garuda_client *c)
 {
 	return c ? atomic_load(&((struct garuda_client *)c)->reconnects) : 0;
+}
+
+int garuda_client_warning(const struct garuda_client *c, char *buf, size_t len)
+{
+	if (!c || (!buf && len))
+		return -EINVAL;
+	struct garuda_client *m = (struct garuda_client *)c;
+	pthread_mutex_lock(&m->lock);
+	int code = m->warn_code;
+	if (len)
+		snprintf(buf, len, "%s", m->warn);
+	pthread_mutex_unlock(&m->lock);
+	return code;
 }
 
 int garuda_client_fd(const struct garuda_client *c)

@@ -19,7 +19,9 @@
  *    that waiters and event loops re-read their words.
  *  - While no session exists, the I/O thread retries with exponential backoff
  *    (RECONNECT_MIN_NS .. RECONNECT_MAX_NS) and lets the router nudge streams whose
- *    words moved, so eventfd users keep seeing progress.
+ *    words moved, so eventfd users keep seeing progress; a fallback client's reactor
+ *    (reactor.c) is unparked and its coded warning set, and cleared again once a new
+ *    session is presented.
  *
  * Threads: the I/O thread owns the socket's reading end and the presenter's lifetime
  * (it starts and joins it); API threads and the presenter send under c->lock.
@@ -343,6 +345,10 @@ static void go_down(struct garuda_client *c)
 	c->session_id = 0;
 	c->present_failed = false; /* handled: this is the going down it asked for */
 	c->router->nudge_all_locked(c);
+	if (c->fallback) {
+		fallback_warn_locked(c, -GARUDA_E_DISCONNECTED);
+		pthread_cond_signal(&c->reactor_cond); /* the reactor takes over */
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -360,6 +366,7 @@ static void *presenter_main(void *arg)
 	if (r >= 0 && c->state == CONN_PRESENTING && c->gen == gen) {
 		set_state_locked(c, CONN_UP);
 		atomic_fetch_add(&c->reconnects, 1);
+		fallback_warn_locked(c, 0); /* garudad is back: streams moved to it */
 		c->router->nudge_all_locked(c); /* readiness lost with the old session */
 	} else if (c->state == CONN_PRESENTING && c->gen == gen) {
 		c->present_failed = true;
@@ -443,7 +450,8 @@ static void *io_main(void *arg)
 				go_down(c);
 			continue;
 		}
-		c->router->while_down(c);
+		if (!c->fallback) /* a fallback client's reactor does it, better */
+			c->router->while_down(c);
 		struct pollfd p = { .fd = c->wake_efd, .events = POLLIN };
 		if (poll(&p, 1, (int)(backoff / 1000000ull)) > 0)
 			drain_efd(c->wake_efd);

@@ -140,7 +140,12 @@ struct garuda_stream {
 	bool dying;          /* garuda_stream_free() in progress: not queued or presented */
 	bool arm_lost;       /* arms may be missing (async error): waits poll */
 	uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
-	uint64_t polled;     /* word value the I/O thread saw last while down */
+	uint64_t polled;     /* word value the I/O thread or reactor saw last while down */
+	/* the in-process reactor (reactor.c), under c->lock: its estimator for this
+	 * stream (the point is the stream) and when the oldest outstanding sequence was
+	 * signalled while no session existed (0: none) */
+	struct garuda_estimator rest;
+	uint64_t rarm_ns;
 	pthread_cond_t ready_cond;
 	garuda_stream_cb cb;
 	void *cb_user;
@@ -179,6 +184,19 @@ struct garuda_client {
 	struct garuda_plan default_plan;
 	_Atomic int atomic_state; /* copy of state for lock-free readers */
 
+	/* the fallback chain, resolved once at connect (GARUDA_FALLBACK): false (strict)
+	 * refuses to run without garudad; true runs the in-process reactor */
+	bool fallback;
+	/* the coded warning (0: none) and its text, under lock */
+	int warn_code;
+	char warn[256];
+	/* the in-process reactor (reactor.c): its thread, started at connect when
+	 * fallback is allowed; parked on reactor_cond (with lock) while a session is up
+	 * or no stream has an outstanding sequence */
+	pthread_t reactor;
+	bool reactor_started;
+	pthread_cond_t reactor_cond;
+
 	/* dispatch */
 	pthread_mutex_t dispatch_lock;
 	pthread_t dispatcher;
@@ -213,6 +231,26 @@ struct conn_router {
 	void (*while_down)(struct garuda_client *c);
 };
 extern const struct conn_router client_router;
+
+/* ---- the in-process reactor (reactor.c) ---- */
+
+/* Start it (fallback clients, at connect) / stop and join it (after io_stop: state is
+ * CLOSING). */
+int reactor_start(struct garuda_client *c);
+void reactor_stop(struct garuda_client *c);
+/* A sequence was signalled on s while no session exists: note its start for the
+ * estimator and unpark the reactor. c->lock held. */
+void reactor_signalled_locked(struct garuda_stream *s, uint64_t prev);
+/* Set the fallback warning (why: the negative code the last connect attempt gave)
+ * unless one is set; clear it (why == 0). c->lock held. */
+void fallback_warn_locked(struct garuda_client *c, int why);
+/* Init s->rest (stream_alloc). */
+void reactor_stream_init(struct garuda_stream *s);
+
+/* Create, seal and map a segment in this process (no daemon): the layout of proto/
+ * and the daemon's seals, so that a later SEGMENT_ATTACH is accepted. segment.c */
+int seg_create_local(uint32_t lines, int numa_node, int *fd_out, struct garuda_segment **map_out,
+		     size_t *bytes_out);
 
 /* ---- transport (conn.c) ---- */
 

@@ -299,6 +299,7 @@ static struct garuda_stream *stream_alloc(struct garuda_seg *seg, void *native,
 	s->efd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->plan_lock, NULL);
+	reactor_stream_init(s);
 	if (seg->client->has_plan)
 		stream_apply_plan(s, &seg->client->default_plan, 0, 0);
 	else
@@ -683,6 +684,8 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 			r = arm_locked(s, next);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 				s->arm_lost = true;
+		} else {
+			reactor_signalled_locked(s, prev); /* fallback clients: the reactor's */
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
