@@ -366,7 +366,7 @@ static void *presenter_main(void *arg)
 	if (r >= 0 && c->state == CONN_PRESENTING && c->gen == gen) {
 		set_state_locked(c, CONN_UP);
 		atomic_fetch_add(&c->reconnects, 1);
-		fallback_warn_locked(c, 0); /* garudad is back: streams moved to it */
+		fallback_session_up_locked(c); /* streams moved to garudad: warning */
 		c->router->nudge_all_locked(c); /* readiness lost with the old session */
 	} else if (c->state == CONN_PRESENTING && c->gen == gen) {
 		c->present_failed = true;

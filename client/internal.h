@@ -244,6 +244,9 @@ void reactor_signalled_locked(struct garuda_stream *s, uint64_t prev);
 /* Set the fallback warning (why: the negative code the last connect attempt gave)
  * unless one is set; clear it (why == 0). c->lock held. */
 void fallback_warn_locked(struct garuda_client *c, int why);
+/* A session is up (presented): clear the warning, or, when garudad refused a local
+ * segment (its streams stay with the reactor), set it with that refusal. c->lock. */
+void fallback_session_up_locked(struct garuda_client *c);
 /* Init s->rest (stream_alloc). */
 void reactor_stream_init(struct garuda_stream *s);
 

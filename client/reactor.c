@@ -7,8 +7,12 @@
  *    readiness garudad would have delivered, in its own form (stream_nudge_locked():
  *    eventfd +1, doorbell bump + futex wake, message form ready_count/cond and the
  *    callback queue), so application code does not change.
- *  - Parked (a condvar wait without timeout, no CPU) while a session is up or no
- *    stream has an outstanding sequence; a signal while down, a lost session and
+ *  - Serves every stream that garudad does not: all of them while there is no
+ *    session, and in a session those it did not accept (a local segment whose
+ *    SEGMENT_ATTACH was refused: its streams stay unpresented, and their readiness
+ *    keeps coming from here instead of stopping).
+ *  - Parked (a condvar wait without timeout, no CPU) while no stream it serves has an
+ *    outstanding sequence; a signal on such a stream, a lost session and
  *    garuda_disconnect() unpark it.
  *  - With outstanding sequences it sleeps until the earliest completion the streams'
  *    estimators predict (proto/estimator.h, the seed's parameters: margin 150 us,
@@ -75,6 +79,18 @@ void fallback_warn_locked(struct garuda_client *c, int why)
 		 c->path, garuda_strerror(why), why);
 }
 
+void fallback_session_up_locked(struct garuda_client *c)
+{
+	fallback_warn_locked(c, 0);
+	for (struct garuda_seg *seg = c->segs; seg; seg = seg->next) {
+		if (seg->attach_err) {
+			fallback_warn_locked(c, seg->attach_err);
+			pthread_cond_signal(&c->reactor_cond); /* its streams stay here */
+			break;
+		}
+	}
+}
+
 /* One look at every stream (c->lock held): nudge those whose words moved and record
  * their residuals. Returns the earliest predicted completion of an outstanding
  * sequence (<= now: unknown, look now), or UINT64_MAX when nothing is outstanding;
@@ -83,10 +99,15 @@ static uint64_t scan_locked(struct garuda_client *c, uint64_t now, bool spinning
 {
 	uint64_t next = UINT64_MAX;
 	*moved = false;
+	bool up = c->state == CONN_UP;
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
 		if (!s || s->form == GARUDA_READINESS_POLL || s->dying)
 			continue;
+		if (up && s->gen == c->gen) {
+			s->rarm_ns = 0; /* garudad delivers it: the reactor's arm is dropped */
+			continue;
+		}
 		uint64_t v = word_load(s->word);
 		uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_acquire);
 		if (v != s->polled) {
@@ -128,15 +149,6 @@ static void *reactor_main(void *arg)
 	for (;;) {
 		if (c->state == CONN_CLOSING)
 			break;
-		if (c->state == CONN_UP) {
-			/* garudad delivers: the reactor's arms are dropped, it parks */
-			for (uint32_t i = 0; i < c->nstreams_cap; i++)
-				if (c->streams[i])
-					c->streams[i]->rarm_ns = 0;
-			spin_end = 0;
-			pthread_cond_wait(&c->reactor_cond, &c->lock);
-			continue;
-		}
 		uint64_t now = garuda_now_ns();
 		bool spinning = spin_end && now < spin_end;
 		bool moved;

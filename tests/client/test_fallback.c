@@ -228,3 +228,63 @@ Test(fallback, streams_move_to_garudad)
 	garuda_disconnect(c);
 	td_stop(&d);
 }
+
+/* garudad refuses one of the local segments (its quota): that segment's streams stay
+ * with the reactor (readiness keeps coming) and the warning says why; the other moved. */
+Test(fallback, refused_segment_stays_with_the_reactor)
+{
+	struct gd_daemon d;
+	td_start(&d, "\"quota\":{\"connection\":{\"segments\":1}}");
+	gd_kill(&d);
+	setenv("GARUDA_FALLBACK", "reactor", 1);
+	struct garuda_client *c;
+	ok(garuda_connect_to(d.sock, &c));
+	unsetenv("GARUDA_FALLBACK");
+	struct garuda_seg *seg[2];
+	struct garuda_host_stream *hs[2];
+	struct garuda_stream *s[2];
+	uint64_t seq[2];
+	struct gate g;
+	gate_init(&g);
+	for (int i = 0; i < 2; i++) {
+		ok(garuda_segment_open(c, "host", 0, 1, &seg[i]));
+		ok(garuda_host_stream_new(NULL, &hs[i]));
+		ok(garuda_stream_new(seg[i], hs[i], GARUDA_READINESS_EVENTFD, &s[i]));
+		ok(garuda_stream_set_wait(s[i], 0, NO_BACKSTOP));
+	}
+	gd_restart(&d);
+	eventually(garuda_client_connected(c) == 1, "session up");
+	cr_assert_eq(gd_wait_status(&d, "segments", 1), 1, "one segment attached");
+	char w[256];
+	cr_assert_eq(garuda_client_warning(c, w, sizeof(w)), GARUDA_E_FALLBACK_REACTOR);
+	cr_assert_not_null(strstr(w, garuda_strerror(-GARUDA_E_QUOTA)), "%s", w);
+	cr_assert_not_null(strstr(w, "running: the in-process reactor"), "%s", w);
+	uint64_t v;
+	int refused = 0;
+	for (int i = 0; i < 2; i++) {
+		garuda_stream_drain(s[i], &v); /* the presentation's nudge */
+		gate_enqueue(&g, hs[i]);
+		/* the refusal is reported once, by the refused stream's next signal */
+		int r = garuda_stream_signal(s[i], &seq[i]);
+		if (r == -GARUDA_E_QUOTA) {
+			refused++;
+			r = garuda_stream_signal(s[i], &seq[i]);
+		}
+		ok(r);
+	}
+	cr_assert_eq(refused, 1, "one stream's segment was refused");
+	gate_open(&g);
+	for (int i = 0; i < 2; i++) {
+		struct pollfd p = { .fd = garuda_stream_fd(s[i]), .events = POLLIN };
+		cr_assert_eq(poll(&p, 1, 60000), 1, "stream %d: no readiness", i);
+		ok(garuda_stream_wait(s[i], seq[i], LONG_WAIT));
+	}
+	for (int i = 0; i < 2; i++) {
+		garuda_stream_free(s[i]);
+		garuda_host_stream_free(hs[i]);
+		ok(garuda_segment_close(seg[i]));
+	}
+	gate_destroy(&g);
+	garuda_disconnect(c);
+	td_stop(&d);
+}
