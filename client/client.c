@@ -4,7 +4,8 @@
  * accessors. The connection machinery itself lives in conn.c.
  *
  * Promises: garuda_connect() returns a client only after a WELCOME, with its I/O
- * thread running; garuda_disconnect() frees everything the client owns (streams,
+ * thread running, or (GARUDA_FALLBACK=reactor, garudad unreachable) in local mode
+ * with its reactor and I/O thread running and the coded warning set; garuda_disconnect() frees everything the client owns (streams,
  * segments, fds, the thread). Callbacks run only inside garuda_dispatch(), one at a
  * time, never with a library lock held.
  */
@@ -45,27 +46,13 @@ static void client_free(struct garuda_client *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->dispatch_lock);
 	pthread_cond_destroy(&c->cond);
+	pthread_cond_destroy(&c->reactor_cond);
 	free(c->streams);
 	free(c->path);
 	free(c);
 }
 
-/* garuda_last_error()'s text: per thread, set by the connect calls */
-static _Thread_local char last_error[768];
-
-const char *garuda_last_error(void)
-{
-	return last_error;
-}
-
 #define set_error client_set_error
-void client_set_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-}
 
 /* Words for a failed connect to `path` (chosen by `why`): what is wrong and the remedy. */
 static void explain_connect(int r, const char *path, const char *why)
@@ -110,13 +97,35 @@ static void explain_connect(int r, const char *path, const char *why)
 
 static int connect_once(const char *path, struct garuda_client **out);
 
+/* GARUDA_FALLBACK, resolved once per connect: 0 strict (unset, empty, "strict"), 1
+ * reactor, -EINVAL anything else. */
+static int fallback_policy(void)
+{
+	const char *env = getenv("GARUDA_FALLBACK");
+	if (!env || !*env || strcmp(env, "strict") == 0)
+		return 0;
+	if (strcmp(env, "reactor") == 0)
+		return 1;
+	return -EINVAL;
+}
+
+/* A connect failure that means "garudad cannot be reached" (nobody listens, it went
+ * away during the handshake, or does not answer): the fallback chain may run the
+ * reactor instead. Anything else (permission, another protocol version, a bad
+ * answer, no memory) is a misconfiguration and is returned in every mode. */
+static bool unreachable(int err)
+{
+	return err == -ENOENT || err == -ENOTDIR || err == -ECONNREFUSED || err == -ECONNRESET ||
+	       err == -GARUDA_E_DISCONNECTED || err == -GARUDA_E_TIMEOUT;
+}
+
 int garuda_connect_to(const char *path, struct garuda_client **out)
 {
 	int r = connect_once(path, out);
 	if (r < 0)
 		explain_connect(r, path ? path : "(null)", "the path given");
 	else
-		last_error[0] = '\0';
+		client_clear_error();
 	return r;
 }
 
@@ -133,7 +142,7 @@ static int connect_wait(const char *path, const char *why, int timeout_ms,
 	for (;;) {
 		int r = connect_once(path, out);
 		if (r >= 0) {
-			last_error[0] = '\0';
+			client_clear_error();
 			return r;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -141,10 +150,8 @@ static int connect_wait(const char *path, const char *why, int timeout_ms,
 		int64_t left = (int64_t)timeout_ms * 1000000 - spent;
 		if (!connect_retryable(r) || timeout_ms <= 0 || left <= 0) {
 			explain_connect(r, path, why);
-			if (connect_retryable(r) && timeout_ms > 0) {
-				size_t n = strlen(last_error);
-				snprintf(last_error + n, sizeof(last_error) - n, " (waited %d ms)", timeout_ms);
-			}
+			if (connect_retryable(r) && timeout_ms > 0)
+				client_append_error(" (waited %d ms)", timeout_ms);
 			return r;
 		}
 		struct timespec nap = { .tv_nsec = (long)(left < 50000000 ? left : 50000000) };
@@ -172,6 +179,9 @@ static int connect_once(const char *path, struct garuda_client **out)
 		*out = NULL;
 	if (!path || !*path || !out)
 		return -EINVAL;
+	int fallback = fallback_policy();
+	if (fallback < 0)
+		return fallback;
 	struct garuda_plan plan;
 	const char *env = getenv("GARUDA_WAIT_PLAN");
 	bool has_plan = env && *env;
@@ -194,6 +204,8 @@ static int connect_once(const char *path, struct garuda_client **out)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca); /* conn_request_gen's timed wait */
+	pthread_cond_init(&c->reactor_cond, &ca);
+	c->fallback = fallback == 1;
 	pthread_condattr_destroy(&ca);
 	c->path = strdup(path);
 	if (!c->path) {
@@ -208,18 +220,33 @@ static int connect_once(const char *path, struct garuda_client **out)
 		return r;
 	}
 	int sock = conn_handshake(path, &c->welcome);
-	if (sock < 0) {
+	if (sock < 0 && !(c->fallback && unreachable(sock))) {
 		client_free(c);
 		return sock;
 	}
-	c->sock = sock;
-	c->gen = 1;
-	c->session_id = c->welcome.session_id;
-	c->state = CONN_UP;
-	atomic_store(&c->atomic_state, CONN_UP);
 	c->router = &client_router;
-	int r = io_start(c);
+	if (sock >= 0) {
+		c->sock = sock;
+		c->gen = 1;
+		c->session_id = c->welcome.session_id;
+		c->state = CONN_UP;
+		atomic_store(&c->atomic_state, CONN_UP);
+	} else {
+		/* the declared fallback: run without garudad (gen 0: nothing presented),
+		 * the I/O thread keeps trying to reach it */
+		memset(&c->welcome, 0, sizeof(c->welcome));
+		c->state = CONN_DOWN;
+		atomic_store(&c->atomic_state, CONN_DOWN);
+		fallback_warn_locked(c, sock);
+	}
+	int r = c->fallback ? reactor_start(c) : 0;
+	if (r == 0)
+		r = io_start(c);
 	if (r < 0) {
+		if (c->reactor_started) {
+			c->state = CONN_CLOSING;
+			reactor_stop(c);
+		}
 		client_free(c);
 		return r;
 	}
@@ -251,6 +278,7 @@ void garuda_disconnect(struct garuda_client *c)
 	if (!c)
 		return;
 	io_stop(c); /* state CLOSING: nothing is sent from here on */
+	reactor_stop(c);
 	seg_close_all(c);
 	client_free(c);
 }
@@ -277,6 +305,19 @@ uint64_t garuda_client_session(const struct garuda_client *c)
 uint64_t garuda_client_reconnects(const struct garuda_client *c)
 {
 	return c ? atomic_load(&((struct garuda_client *)c)->reconnects) : 0;
+}
+
+int garuda_client_warning(const struct garuda_client *c, char *buf, size_t len)
+{
+	if (!c || (!buf && len))
+		return -EINVAL;
+	struct garuda_client *m = (struct garuda_client *)c;
+	pthread_mutex_lock(&m->lock);
+	int code = m->warn_code;
+	if (len)
+		snprintf(buf, len, "%s", m->warn);
+	pthread_mutex_unlock(&m->lock);
+	return code;
 }
 
 int garuda_client_fd(const struct garuda_client *c)

@@ -19,7 +19,9 @@
  *    that waiters and event loops re-read their words.
  *  - While no session exists, the I/O thread retries with exponential backoff
  *    (RECONNECT_MIN_NS .. RECONNECT_MAX_NS) and lets the router nudge streams whose
- *    words moved, so eventfd users keep seeing progress.
+ *    words moved, so eventfd users keep seeing progress; a fallback client's reactor
+ *    (reactor.c) is unparked and its coded warning set, and cleared again once a new
+ *    session is presented.
  *
  * Threads: the I/O thread owns the socket's reading end and the presenter's lifetime
  * (it starts and joins it); API threads and the presenter send under c->lock.
@@ -342,7 +344,7 @@ static void go_down(struct garuda_client *c)
 	c->sock = -1;
 	c->session_id = 0;
 	c->present_failed = false; /* handled: this is the going down it asked for */
-	c->router->nudge_all_locked(c);
+	c->router->session_lost_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -360,7 +362,7 @@ static void *presenter_main(void *arg)
 	if (r >= 0 && c->state == CONN_PRESENTING && c->gen == gen) {
 		set_state_locked(c, CONN_UP);
 		atomic_fetch_add(&c->reconnects, 1);
-		c->router->nudge_all_locked(c); /* readiness lost with the old session */
+		c->router->session_up_locked(c);
 	} else if (c->state == CONN_PRESENTING && c->gen == gen) {
 		c->present_failed = true;
 	}

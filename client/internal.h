@@ -140,7 +140,12 @@ struct garuda_stream {
 	bool dying;          /* garuda_stream_free() in progress: not queued or presented */
 	bool arm_lost;       /* arms may be missing (async error): waits poll */
 	uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
-	uint64_t polled;     /* word value the I/O thread saw last while down */
+	uint64_t polled;     /* word value the I/O thread or reactor saw last while down */
+	/* the in-process reactor (reactor.c), under c->lock: its estimator for this
+	 * stream (the point is the stream) and when the oldest outstanding sequence was
+	 * signalled while no session existed (0: none) */
+	struct garuda_estimator rest;
+	uint64_t rarm_ns;
 	pthread_cond_t ready_cond;
 	garuda_stream_cb cb;
 	void *cb_user;
@@ -179,6 +184,19 @@ struct garuda_client {
 	struct garuda_plan default_plan;
 	_Atomic int atomic_state; /* copy of state for lock-free readers */
 
+	/* the fallback chain, resolved once at connect (GARUDA_FALLBACK): false (strict)
+	 * refuses to run without garudad; true runs the in-process reactor */
+	bool fallback;
+	/* the coded warning (0: none) and its text, under lock */
+	int warn_code;
+	char warn[256];
+	/* the in-process reactor (reactor.c): its thread, started at connect when
+	 * fallback is allowed; parked on reactor_cond (with lock) while a session is up
+	 * or no stream has an outstanding sequence */
+	pthread_t reactor;
+	bool reactor_started;
+	pthread_cond_t reactor_cond;
+
 	/* dispatch */
 	pthread_mutex_t dispatch_lock;
 	pthread_t dispatcher;
@@ -207,12 +225,40 @@ struct conn_router {
 	/* present everything in session gen; presenter thread, no lock held. 0, or
 	 * -GARUDA_E_DISCONNECTED when the session died meanwhile. */
 	int (*present)(struct garuda_client *c, uint64_t gen);
-	/* wake every stream (session lost or new); c->lock held */
-	void (*nudge_all_locked)(struct garuda_client *c);
-	/* no session: wake streams whose words moved; I/O thread, no lock held */
+	/* the session is gone: wake every stream (they poll or, on a fallback client, the
+	 * reactor takes over and the coded warning is set); c->lock held */
+	void (*session_lost_locked)(struct garuda_client *c);
+	/* a new session is presented: clear the fallback warning, wake every stream
+	 * (readiness lost with the old session); c->lock held */
+	void (*session_up_locked)(struct garuda_client *c);
+	/* no session: wake streams whose words moved (not on a fallback client: its
+	 * reactor does that, better); I/O thread, no lock held */
 	void (*while_down)(struct garuda_client *c);
 };
 extern const struct conn_router client_router;
+
+/* ---- the in-process reactor (reactor.c) ---- */
+
+/* Start it (fallback clients, at connect) / stop and join it (after io_stop: state is
+ * CLOSING). */
+int reactor_start(struct garuda_client *c);
+void reactor_stop(struct garuda_client *c);
+/* A sequence was signalled on s while no session exists: note its start for the
+ * estimator and unpark the reactor. c->lock held. */
+void reactor_signalled_locked(struct garuda_stream *s, uint64_t prev);
+/* Set the fallback warning (why: the negative code the last connect attempt gave)
+ * unless one is set; clear it (why == 0). c->lock held. */
+void fallback_warn_locked(struct garuda_client *c, int why);
+/* A session is up (presented): clear the warning, or, when garudad refused a local
+ * segment (its streams stay with the reactor), set it with that refusal. c->lock. */
+void fallback_session_up_locked(struct garuda_client *c);
+/* Init s->rest (stream_alloc). */
+void reactor_stream_init(struct garuda_stream *s);
+
+/* Create, seal and map a segment in this process (no daemon): the layout of proto/
+ * and the daemon's seals, so that a later SEGMENT_ATTACH is accepted. segment.c */
+int seg_create_local(uint32_t lines, int numa_node, int *fd_out, struct garuda_segment **map_out,
+		     size_t *bytes_out);
 
 /* ---- transport (conn.c) ---- */
 
@@ -251,7 +297,7 @@ void io_stop(struct garuda_client *c);
 
 /* Wake whoever waits for readiness of s (eventfd +1, doorbell wake, condvar, callback
  * queue). c->lock held. */
-void stream_nudge_locked(struct garuda_stream *s);
+void stream_nudge_locked(struct garuda_stream *s); /* nudge.c */
 
 /* Present s in session gen (BIND, re-ARM outstanding sequences); presenter, during
  * CONN_PRESENTING, with reg_lock held and no other lock. Returns 0, or
@@ -305,5 +351,8 @@ static inline bool is_io_thread(struct garuda_client *c)
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
 }
 
-/* Set garuda_last_error()'s text for the calling thread (client.c). */
+/* Set garuda_last_error()'s text for the calling thread (lasterr.c). */
 void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Add to it; clear it (lasterr.c). */
+void client_append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void client_clear_error(void);

@@ -83,9 +83,26 @@ static int present(struct garuda_client *c, uint64_t gen)
 	return r;
 }
 
+static void session_lost_locked(struct garuda_client *c)
+{
+	nudge_all_locked(c);
+	if (c->fallback) {
+		fallback_warn_locked(c, -GARUDA_E_DISCONNECTED);
+		pthread_cond_signal(&c->reactor_cond); /* the reactor takes over */
+	}
+}
+
+static void session_up_locked(struct garuda_client *c)
+{
+	fallback_session_up_locked(c); /* streams moved to garudad: no warning */
+	nudge_all_locked(c);
+}
+
 /* While down: wake streams whose words moved since the last look. */
 static void while_down(struct garuda_client *c)
 {
+	if (c->fallback)
+		return;
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
@@ -103,6 +120,7 @@ static void while_down(struct garuda_client *c)
 const struct conn_router client_router = {
 	.route = route,
 	.present = present,
-	.nudge_all_locked = nudge_all_locked,
+	.session_lost_locked = session_lost_locked,
+	.session_up_locked = session_up_locked,
 	.while_down = while_down,
 };

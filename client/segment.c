@@ -2,6 +2,10 @@
  * the mapping with a backend device, hand out its words to streams, and present it
  * again (SEGMENT_ATTACH with the same memfd) to a restarted daemon.
  *
+ * Without a session on a fallback client (GARUDA_FALLBACK=reactor) the segment is a
+ * memfd made here, with the daemon's layout and seals, presented to garudad when it
+ * is back.
+ *
  * Promises: the mapping lives exactly as long as the segment object, and is
  * unregistered from the device before it is unmapped; a segment is never closed while
  * a stream uses one of its words; what the daemon sends is checked (type, fd, size,
@@ -10,6 +14,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,6 +52,40 @@ static int map_checked(int fd, const struct garuda_msg *reply, uint32_t lines,
 		return -GARUDA_E_PROTOCOL;
 	}
 	*out = map;
+	*bytes_out = bytes;
+	return 0;
+}
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+int seg_create_local(uint32_t lines, int numa_node, int *fd_out, struct garuda_segment **map_out,
+		     size_t *bytes_out)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "garuda-seg:local,pid=%d,lines=%u", (int)getpid(), lines);
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	size_t bytes = garuda_segment_bytes(lines, page_size());
+	if (ftruncate(fd, (off_t)bytes) < 0)
+		return -errno;
+	/* the daemon's seals (daemon/segment.c): size fixed, writes allowed */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	struct garuda_segment *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	map->hdr.magic = GARUDA_SEGMENT_MAGIC;
+	map->hdr.layout = GARUDA_SEGMENT_LAYOUT;
+	map->hdr.lines = lines;
+	map->hdr.segment_id = 0; /* none yet: a daemon's SEGMENT_ATTACH writes its id */
+	map->hdr.numa_node = numa_node;
+	*fd_out = TAKE_FD(fd);
+	*map_out = map;
 	*bytes_out = bytes;
 	return 0;
 }
@@ -98,26 +138,58 @@ int garuda_segment_open(struct garuda_client *c, const char *backend, int device
 	if (seg->numa_node < -1 || seg->numa_node > GARUDA_NUMA_MAX)
 		seg->numa_node = -1;
 
+	/* the fallback chain: no session and the reactor allowed, the segment is made
+	 * here; the next session is presented it (SEGMENT_ATTACH) like any other */
+	pthread_mutex_lock(&c->lock);
+	bool local = c->fallback && c->state == CONN_DOWN;
+	pthread_mutex_unlock(&c->lock);
+
 	struct garuda_msg m, reply;
-	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 0);
-	m.segment_open.lines = lines;
-	m.segment_open.numa_node = seg->numa_node;
 	uint64_t gen = 0;
-	r = conn_request_gen(c, &m, -1, 0, &reply, &seg->memfd, &gen);
-	if (r < 0)
-		goto fail;
-	r = map_checked(seg->memfd, &reply, lines, &seg->map, &seg->bytes);
-	if (r < 0)
-		goto fail_close;
+	if (local) {
+		r = seg_create_local(lines, seg->numa_node, &seg->memfd, &seg->map, &seg->bytes);
+		if (r < 0)
+			goto fail;
+	} else {
+		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 0);
+		m.segment_open.lines = lines;
+		m.segment_open.numa_node = seg->numa_node;
+		r = conn_request_gen(c, &m, -1, 0, &reply, &seg->memfd, &gen);
+		if (r < 0)
+			goto fail;
+		r = map_checked(seg->memfd, &reply, lines, &seg->map, &seg->bytes);
+		if (r < 0)
+			goto fail_close;
+	}
 	r = ops->register_memory(seg->backend, seg->map, seg->bytes, &seg->reg);
 	if (r < 0) {
 		seg->reg = NULL;
+		if (local)
+			goto fail;
 		goto fail_close;
 	}
 	seg->nfree = lines * GARUDA_WORDS_PER_LINE;
 
 	pthread_mutex_lock(&c->reg_lock);
 	pthread_mutex_lock(&c->lock);
+	if (local && c->state != CONN_DOWN) {
+		/* garudad came back meanwhile and its presentation may have passed the
+		 * segment list already: the caller retries (and gets a daemon segment) */
+		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->reg_lock);
+		r = -GARUDA_E_DISCONNECTED;
+		goto fail;
+	}
+	if (local) {
+		seg->id = 0;
+		seg->gen = 0; /* presented by the next session */
+		seg->next = c->segs;
+		c->segs = seg;
+		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->reg_lock);
+		*out = seg;
+		return 0;
+	}
 	if (c->gen != gen) {
 		/* the session that made it died meanwhile; the new one does not know it */
 		pthread_mutex_unlock(&c->lock);

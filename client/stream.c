@@ -70,10 +70,6 @@
 #define DEFAULT_PARK_US GARUDA_PLAN_PARK_US_MAX
 #define NS_PER_US 1000ull
 
-static void futex_wake_all(uint32_t *addr)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
 
 static struct timespec ns_to_ts(uint64_t ns)
 {
@@ -82,43 +78,6 @@ static struct timespec ns_to_ts(uint64_t ns)
 }
 
 /* ------------------------------------------------------------------ readiness */
-
-void stream_nudge_locked(struct garuda_stream *s)
-{
-	struct garuda_client *c = s->client;
-	switch (s->form) {
-	case GARUDA_READINESS_EVENTFD: {
-		uint64_t one = 1;
-		ssize_t n = write(s->efd, &one, sizeof(one));
-		(void)n; /* EAGAIN: saturated, readable anyway */
-		break;
-	}
-	case GARUDA_READINESS_DOORBELL:
-		/* bump (release) before the wake, like the daemon does, so a waiter about to
-		 * sleep on the old value does not sleep */
-		__atomic_fetch_add(&s->seg->map->hdr.doorbell, 1, __ATOMIC_RELEASE);
-		futex_wake_all(&s->seg->map->hdr.doorbell);
-		break;
-	case GARUDA_READINESS_MESSAGE:
-		s->ready_count++;
-		pthread_cond_broadcast(&s->ready_cond);
-		if (s->cb && !s->cb_queued && !s->free_pending && !s->dying) {
-			s->cb_queued = true;
-			s->cb_next = NULL;
-			if (c->cbq_tail)
-				c->cbq_tail->cb_next = s;
-			else
-				c->cbq_head = s;
-			c->cbq_tail = s;
-			uint64_t one = 1;
-			ssize_t n = write(c->dispatch_efd, &one, sizeof(one));
-			(void)n;
-		}
-		break;
-	case GARUDA_READINESS_POLL:
-		break;
-	}
-}
 
 struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t token)
 {
@@ -299,6 +258,7 @@ static struct garuda_stream *stream_alloc(struct garuda_seg *seg, void *native,
 	s->efd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->plan_lock, NULL);
+	reactor_stream_init(s);
 	if (seg->client->has_plan)
 		stream_apply_plan(s, &seg->client->default_plan, 0, 0);
 	else
@@ -687,6 +647,8 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 			r = arm_locked(s, next);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 				s->arm_lost = true;
+		} else {
+			reactor_signalled_locked(s, prev); /* fallback clients: the reactor's */
 		}
 		pthread_mutex_unlock(&c->lock);
 	}

@@ -51,7 +51,8 @@
 	X(ACCESS_DENIED,   1031, "permission denied")                                        \
 	X(NO_CLIENT,       1032, "no such client")                                           \
 	X(BUSY,            1033, "resource busy")                                            \
-	X(CLOSED,          1034, "object closed")
+	X(CLOSED,          1034, "object closed")                                            \
+	X(FALLBACK_REACTOR, 1035, "garudad unreachable: waits run on the in-process reactor")
 
 enum garuda_errcode {
 #define GARUDA_ERR_ENUM_(name, num, msg) GARUDA_E_##name = num,

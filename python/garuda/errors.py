@@ -52,6 +52,7 @@ REGISTRY = (
     (1032, "NO_CLIENT"),
     (1033, "BUSY"),
     (1034, "CLOSED"),
+    (1035, "FALLBACK_REACTOR"),
 )
 
 ERR_BASE = 1000

@@ -28,7 +28,7 @@ static const struct {
 	{ 1024, "NO_DRIVER" },	     { 1025, "DRIVER_TOO_OLD" },  { 1026, "UNSUPPORTED" },
 	{ 1027, "REGISTER_FAILED" }, { 1028, "BAD_JSON" },	  { 1029, "UNKNOWN_REQUEST" },
 	{ 1030, "BAD_ARGUMENT" },    { 1031, "ACCESS_DENIED" },	  { 1032, "NO_CLIENT" },
-	{ 1033, "BUSY" },	     { 1034, "CLOSED" },
+	{ 1033, "BUSY" },	     { 1034, "CLOSED" },	  { 1035, "FALLBACK_REACTOR" },
 };
 #define N_PUBLISHED (sizeof(published) / sizeof(published[0]))
 
@@ -69,6 +69,7 @@ Test(errcode, published_numbers_never_change)
 	cr_assert_eq(GARUDA_E_SLOT_RANGE, 1007);
 	cr_assert_eq(GARUDA_E_QUOTA, 1016);
 	cr_assert_eq(GARUDA_E_CLOSED, 1034);
+	cr_assert_eq(GARUDA_E_FALLBACK_REACTOR, 1035);
 }
 
 Test(errcode, every_code_has_a_name_and_a_message)

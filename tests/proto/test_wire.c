@@ -1311,8 +1311,8 @@ Test(wire, error_code_must_be_known)
 		bool ok;
 	} v[] = {
 		{ 0, false },	     { -1, true },	      { -999, true },	   { -1000, false },
-		{ -1016, false },    { 999, false },	      { 1000, true },	   { 1034, true },
-		{ 1035, false },     { INT32_MAX, false },    { -INT32_MAX + 1000, false },
+		{ -1016, false },    { 999, false },	      { 1000, true },	   { 1035, true },
+		{ 1036, false },     { INT32_MAX, false },    { -INT32_MAX + 1000, false },
 	};
 	uint8_t buf[GARUDA_MSG_MAX];
 	unsigned nfds;

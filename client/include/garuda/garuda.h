@@ -94,6 +94,7 @@ enum garuda_error {
 	GARUDA_E_NO_CLIENT = 1032,      /* (control plane) no such client */
 	GARUDA_E_BUSY = 1033,           /* resource busy */
 	GARUDA_E_CLOSED = 1034,         /* object closed */
+	GARUDA_E_FALLBACK_REACTOR = 1035, /* (warning) garudad unreachable: in-process reactor */
 };
 #endif
 
@@ -152,7 +153,16 @@ const char *garuda_strerror(int err);
  * GARUDA_WAIT_PLAN, when set and not empty, is the wait plan text of the client's new
  * streams (garuda_stream_set_plan); a text it refuses fails the connect (both
  * functions) with -GARUDA_E_BAD_PLAN before any socket is opened, and
- * garuda_plan_message() says why. */
+ * garuda_plan_message() says why.
+ * GARUDA_FALLBACK, read once per connect, declares the fallback chain (docs/client.md
+ * "Fallback"): unset, empty or "strict" (the default) refuses to run without garudad
+ * (the errors above); "reactor" runs without it when it cannot be reached (-ENOENT,
+ * -ENOTDIR, -ECONNREFUSED, -ECONNRESET, -GARUDA_E_DISCONNECTED, -GARUDA_E_TIMEOUT):
+ * the connect succeeds in local mode (segments are memfds made in this process, an
+ * in-process reactor delivers readiness in every form), garuda_client_warning()
+ * reports GARUDA_E_FALLBACK_REACTOR, and when garudad is back the background thread
+ * presents the segments and streams to it and clears the warning. Any other value
+ * fails the connect with -EINVAL. */
 int garuda_connect(struct garuda_client **out);
 
 /* As garuda_connect(), at socket path `path` (an AF_UNIX path), without waiting. */
@@ -197,7 +207,16 @@ uint64_t garuda_client_session(const struct garuda_client *c);
  * -GARUDA_E_DISCONNECTED (no session right now), -GARUDA_E_TIMEOUT. Thread-safe. */
 int garuda_client_query(struct garuda_client *c, char *buf, size_t len);
 
-/* Number of successful reconnections since garuda_connect(). Thread-safe. */
+/* The client's coded warning: 0 when there is none, else its registry code, positive:
+ * GARUDA_E_FALLBACK_REACTOR while a GARUDA_FALLBACK=reactor client runs without
+ * garudad. buf (len bytes, NUL-terminated; may be NULL when len is 0) gets its text,
+ * "requested: ...; unavailable: ...; running: ..." ("" when none). Cleared when a
+ * session with garudad is up again. Returns the code, or -EINVAL (c NULL, buf NULL with
+ * len > 0). Thread-safe. */
+int garuda_client_warning(const struct garuda_client *c, char *buf, size_t len);
+
+/* Number of successful reconnections since garuda_connect() (a fallback client's
+ * first session counts as one). Thread-safe. */
 uint64_t garuda_client_reconnects(const struct garuda_client *c);
 
 /* A file descriptor that becomes readable when garuda_dispatch() has callbacks to run.
