@@ -17,22 +17,17 @@
 #include "errcode.h"
 #include "log.h"
 
-/* The write guard: a one-shot timer whose signal interrupts an eventfd write that
- * blocks. It is checked before every eventfd write (guard_cover(): a clock read; a
- * timer_settime only when it is about to run out), so no write of a long loop runs
- * unguarded. Arming it around every delivery cost two timer_settime calls per pass (the
- * largest item in eventfd wake latency on the benchmark machine), so it is armed for
- * GUARD_NS (1 ms), refreshed after a batch of writes when less than half of it is left
- * (before writes only when it is about to run out), never cancelled (cancelling at
- * every park would put a syscall back on the ping-pong path). So an
- * idle scanner takes at most one signal, within GUARD_NS of its last eventfd
- * delivery, and then none. A write that blocks is interrupted within GUARD_NS. */
+/* The write guard: a PERIODIC timer whose signal interrupts an eventfd write that
+ * blocks. A one-shot guard has a hole: the scanner may be preempted between checking
+ * it and entering write(), the signal then lands before the write and the write blocks
+ * for good (seen under load and ASan: the chaos soak's scanner froze for seconds). A
+ * periodic one cannot miss: a write that blocks is interrupted by the next tick, within
+ * one period, however late it started. It is armed by the first eventfd write after
+ * the scanner last slept (one timer_settime), ticks every GUARD_NS while the scanner
+ * works, and is disarmed when the scanner goes to sleep (readiness_quiesce(): one
+ * timer_settime, only when it was armed), so a sleeping or parked scanner takes no
+ * signal at all. */
 #define GUARD_NS 1000000ull
-
-/* Arm the guard unless it has more than `left` ns to run. Before writes: left =
- * GUARD_MIN_NS (any running guard will do); after them: left = GUARD_NS / 2 (refresh
- * it off the delivery path, so in steady state no timer_settime precedes a write). */
-#define GUARD_MIN_NS 100000ull
 
 #define SEND_BATCH 64 /* datagrams per sendmmsg */
 
@@ -70,13 +65,21 @@ void readiness_fini(struct readiness *r)
 	r->guard_ok = false;
 }
 
-static void guard_ensure(struct readiness *r, uint64_t now, uint64_t left)
+static void guard_arm(struct readiness *r, uint64_t period_ns)
 {
-	if (!r->guard_ok || now + left < r->guard_expiry)
-		return;
-	struct itimerspec its = { .it_value.tv_nsec = (long)GUARD_NS };
+	struct itimerspec its = { .it_value.tv_nsec = (long)period_ns,
+				  .it_interval.tv_nsec = (long)period_ns };
 	timer_settime(r->guard, 0, &its, NULL);
-	r->guard_expiry = now + GUARD_NS;
+	r->guard_period = period_ns;
+}
+
+void readiness_quiesce(struct readiness *r)
+{
+	if (!r->guard_ok || !r->guard_period)
+		return;
+	struct itimerspec off = { 0 };
+	timer_settime(r->guard, 0, &off, NULL);
+	r->guard_period = 0;
 }
 
 static void offender(struct readiness *r, struct sink *sink, int code)
@@ -90,23 +93,13 @@ static void offender(struct readiness *r, struct sink *sink, int code)
  * sessions and eventfds) costs GUARD_AFTER_NS each, not a whole GUARD_NS. */
 #define GUARD_AFTER_NS 50000ull
 
-/* Before every eventfd write: the guard must be running, long enough ahead that it
- * cannot expire between this check and the write's sleep (else that write would be
- * unguarded): in a normal pass at least GUARD_MIN_NS left, else re-armed for
- * GUARD_NS; once a write of this pass blocked, re-armed for GUARD_AFTER_NS unless more
- * than half of that is left. So a write loop of any length is covered throughout. */
+/* Before every eventfd write: the guard must be ticking: GUARD_NS, or GUARD_AFTER_NS
+ * once a write of this pass blocked. A syscall only when that changes. */
 static void guard_cover(struct readiness *r)
 {
-	if (!r->guard_ok)
-		return;
-	uint64_t now = garuda_now_ns();
 	uint64_t period = r->blocked ? GUARD_AFTER_NS : GUARD_NS;
-	uint64_t margin = r->blocked ? GUARD_AFTER_NS / 2 : GUARD_MIN_NS;
-	if (now + margin < r->guard_expiry && r->guard_expiry <= now + period)
-		return;
-	struct itimerspec its = { .it_value.tv_nsec = (long)period };
-	timer_settime(r->guard, 0, &its, NULL);
-	r->guard_expiry = now + period;
+	if (r->guard_ok && r->guard_period != period)
+		guard_arm(r, period);
 }
 
 /* The session's eventfds would block the scanner: stop writing to every one of them
@@ -124,8 +117,8 @@ static void eventfd_offender(struct readiness *r, struct binding *b, struct sink
 /* One write of add to the client's eventfd. It does not block for long: an eventfd
  * without O_NONBLOCK is refused before the write, and one that loses O_NONBLOCK
  * between that check and the write (another thread of the client flips it) blocks
- * until the guard's signal, at most GUARD_NS; the guard is then re-armed for the
- * next write, and the session's other eventfds are skipped. */
+ * until the guard's next tick, at most GUARD_NS; the rest of the pass runs under the
+ * short guard, and the session's other eventfds are skipped. */
 static void deliver_eventfd(struct readiness *r, struct binding *b, struct sink *sink, uint64_t add)
 {
 	if (atomic_load_explicit(&b->broken, memory_order_relaxed) ||
@@ -141,7 +134,6 @@ static void deliver_eventfd(struct readiness *r, struct binding *b, struct sink 
 	if (w < 0 && errno == EINTR) {
 		eventfd_offender(r, b, sink, "eventfd write blocked");
 		r->blocked = true; /* the rest of this loop under the short guard */
-		r->guard_expiry = 0;
 	}
 	/* EAGAIN: the counter is saturated, so the eventfd is readable: delivered */
 }
@@ -247,14 +239,12 @@ void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_
 		qsort(f, n, sizeof(*f), cmp_fired);
 	(void)now; /* unused since guard_cover() reads the clock before each eventfd write;
 		    * kept in the interface the scanner's pass calls */
-	bool guarded = false;
 	r->blocked = false;
 	for (unsigned i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && form_rank(f[j].form) == form_rank(f[i].form) && group_key(&f[j]) == group_key(&f[i]); j++)
 			;
 		switch (f[i].form) {
 		case GARUDA_FORM_EVENTFD:
-			guarded = true;
 			deliver_eventfd(r, f[i].bind, f[i].sink, j - i);
 			break;
 		case GARUDA_FORM_DOORBELL:
@@ -265,9 +255,8 @@ void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_
 			break;
 		}
 	}
-	if (guarded) /* refresh it off the delivery path (after a blocked write: a whole
-		      * GUARD_NS again), so that the next pass's first write finds it running */
-		guard_ensure(r, garuda_now_ns(), GUARD_NS / 2);
+	if (r->blocked && r->guard_period != GUARD_NS) /* back to the normal period */
+		guard_arm(r, GUARD_NS);
 }
 
 void readiness_overflow_msg(struct garuda_msg *m)

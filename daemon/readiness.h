@@ -11,8 +11,8 @@
  * before eventfds (they cannot block). An eventfd write never blocks for more than
  * the guard's 1 ms: an eventfd without O_NONBLOCK, or a write that blocks anyway
  * (its client cleared O_NONBLOCK after the check; interrupted by the guard's signal:
- * the guard is checked before every eventfd write, so a write loop of any length is
- * covered), marks the session an offender (NOTICE_OFFENDER, once) and no eventfd of
+ * the guard is a periodic timer, ticking while the scanner works, so a write that
+ * blocks is interrupted within one period however late it began), marks the session an offender (NOTICE_OFFENDER, once) and no eventfd of
  * that session is written again, so one session costs a scanner at most one guard
  * period (1 ms) however many slots it bound to the same eventfd; after a blocked
  * write the rest of the pass runs under a 50 us guard (more sessions blocking in the
@@ -37,7 +37,7 @@ struct readiness {
 	struct notice_queue *notices;
 	timer_t guard;
 	bool guard_ok;
-	uint64_t guard_expiry; /* when the armed guard fires */
+	uint64_t guard_period; /* the guard ticks every this many ns; 0: disarmed */
 	bool blocked; /* a write of this readiness_deliver() blocked: short guard */
 };
 
@@ -49,6 +49,10 @@ void readiness_fini(struct readiness *r);
 /* Deliver f[0..n) (fired descriptors, value set); reorders f. now: when the pass
  * found them. The caller releases the descriptors afterwards. */
 void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_t now);
+
+/* The scanner is about to sleep or park: disarm the guard (one syscall, only when it
+ * was armed), so that no tick wakes it. */
+void readiness_quiesce(struct readiness *r);
 
 /* Install the no-op handler (without SA_RESTART, so a blocked write returns EINTR)
  * for the guard's signal (SIGRTMIN); process-wide, before any guard can fire. */

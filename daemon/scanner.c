@@ -381,6 +381,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
  * park, no timeout). wake_at tells post() when it wakes anyway. */
 static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, bool arms_wake)
 {
+	readiness_quiesce(&s->out); /* no guard tick may cut the sleep short */
 	struct timespec ts = { .tv_sec = (time_t)(until_ns / 1000000000ull),
 			       .tv_nsec = (long)(until_ns % 1000000000ull) };
 	atomic_store(&s->wake_at, arms_wake ? UINT64_MAX : until_ns);

@@ -20,7 +20,7 @@
 
 #include "harness.h"
 
-TestSuite(plan, .init = gd_test_init, .fini = gd_test_fini, .timeout = 120);
+TestSuite(plan, .init = gd_test_init, .fini = gd_test_fini, .timeout = 180);
 
 /* ---------------------------------------------------------------- helpers ---- */
 
@@ -346,7 +346,7 @@ Test(plan, points_bounded_and_charged)
  * an ARM on it puts the scanner to sleep until its deadline; a second ARM on the same
  * point has a later deadline and must not wake it (arm_nowakes); an ARM on a cold word
  * (deadline: now) must (arm_wakes). */
-Test(plan, arm_wakes_only_if_earlier, .timeout = 180)
+Test(plan, arm_wakes_only_if_earlier)
 {
 	struct gd_daemon d = { 0 };
 	gd_start(&d, &(struct gd_opts){

@@ -569,6 +569,13 @@ Test(soak, hostile_chaos)
 	cr_assert_leq(p99_attack, 2 * p99_base + 50.0, "p99 under attack %.3f ms vs %.3f ms unattacked",
 		      p99_attack, p99_base);
 	cr_assert_leq(fds1, fds0, "daemon fds %d after the soak, %d before", fds1, fds0);
-	cr_assert_lt(rss1, rss0 + 64 * 1024, "daemon RSS %ld KiB after, %ld before", rss1, rss0);
+#ifdef __SANITIZE_ADDRESS__
+	/* an ASan build's garudad keeps freed memory in its quarantine (256 MiB by
+	 * default) instead of reusing it: only a leak far beyond that fails here */
+	const long rss_slack_kib = 512 * 1024;
+#else
+	const long rss_slack_kib = 64 * 1024;
+#endif
+	cr_assert_lt(rss1, rss0 + rss_slack_kib, "daemon RSS %ld KiB after, %ld before", rss1, rss0);
 	gd_stop(&d); /* SIGTERM: exit 0 */
 }
