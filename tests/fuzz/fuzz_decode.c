@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* HELLO may offer unknown features; WELCOME grants only known ones */
 	if (m.type == GARUDA_MSG_WELCOME)
-		CHECK((m.welcome.features & ~GARUDA_FEATURE_READY_BATCH) == 0);
+		CHECK((m.welcome.features & ~GARUDA_FEATURES_KNOWN_) == 0);
 	if (m.type == GARUDA_MSG_ARM_BATCH) {
 		CHECK(m.arm_batch.count >= 1 && m.arm_batch.count <= GARUDA_BATCH_MAX);
 		CHECK(len == 32 + (size_t)m.arm_batch.count * GARUDA_BATCH_RECORD_BYTES);
