@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fdio.h"
 
 static size_t page_size(void)
 {
@@ -56,26 +57,15 @@ static int map_checked(int fd, const struct garuda_msg *reply, uint32_t lines,
 	return 0;
 }
 
-#ifndef MFD_NOEXEC_SEAL
-#define MFD_NOEXEC_SEAL 0x0008U
-#endif
-
 int seg_create_local(uint32_t lines, int numa_node, int *fd_out, struct garuda_segment **map_out,
 		     size_t *bytes_out)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "garuda-seg:local,pid=%d,lines=%u", (int)getpid(), lines);
-	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
-	if (fd < 0 && errno == EINVAL)
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
 	size_t bytes = garuda_segment_bytes(lines, page_size());
-	if (ftruncate(fd, (off_t)bytes) < 0)
-		return -errno;
-	/* the daemon's seals (daemon/segment.c): size fixed, writes allowed */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
+	_cleanup_close_ int fd = fdio_sealed_memfd(name, bytes); /* the same seals either side */
+	if (fd < 0)
+		return fd;
 	struct garuda_segment *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;

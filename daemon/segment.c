@@ -14,13 +14,10 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fdio.h"
 #include "errcode.h"
 #include "log.h"
 #include "numa.h"
-
-#ifndef MFD_NOEXEC_SEAL
-#define MFD_NOEXEC_SEAL 0x0008U
-#endif
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 
@@ -114,16 +111,10 @@ int segment_create(uint32_t id, uint32_t lines, int numa_node, pid_t pid, struct
 {
 	char name[64];
 	snprintf(name, sizeof(name), "garuda-seg:pid=%d,lines=%u", (int)pid, lines);
-	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
-	if (fd < 0 && errno == EINVAL)
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
 	size_t bytes = garuda_segment_bytes(lines, page_size());
-	if (ftruncate(fd, (off_t)bytes) < 0)
-		return -errno;
-	if (fcntl(fd, F_ADD_SEALS, REQUIRED_SEALS | F_SEAL_SEAL) < 0)
-		return -errno;
+	_cleanup_close_ int fd = fdio_sealed_memfd(name, bytes); /* the same seals either side */
+	if (fd < 0)
+		return fd;
 	struct garuda_segment *map;
 	int r = map_segment(fd, bytes, numa_node, &map);
 	if (r < 0)

@@ -2,6 +2,8 @@
 #include "fdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -121,4 +123,24 @@ ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds
 	memcpy(fds, got, sizeof(int) * ngot);
 	*nfds = ngot;
 	return n;
+}
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+int fdio_sealed_memfd(const char *name, size_t bytes)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL) /* a kernel before 6.3 */
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }

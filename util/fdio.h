@@ -32,3 +32,9 @@ int fdio_connect(const char *path);
 
 /* Close n fds of an array (ignores -1). */
 void fdio_close_all(int *fds, unsigned n);
+
+/* A memfd of `bytes` bytes sealed against shrink and grow (and further sealing), for a
+ * segment: what garudad makes per client and what libgaruda's fallback makes itself,
+ * so that a later SEGMENT_ATTACH accepts it. Writable; no exec (MFD_NOEXEC_SEAL where
+ * the kernel knows it). Returns the fd (CLOEXEC) or -errno. */
+int fdio_sealed_memfd(const char *name, size_t bytes);
