@@ -400,6 +400,8 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		ctl_add_uint(o, CTL_KEY_SPINS, st.spins);
 		ctl_add_uint(o, CTL_KEY_EXACT, st.exact);
 		ctl_add_uint(o, CTL_KEY_CENSORED, st.censored);
+		ctl_add_uint(o, CTL_KEY_LATE_WAKES, st.late_wakes);
+		ctl_add_uint(o, CTL_KEY_WAKE_LATE_NS, st.wake_late_ns);
 		ctl_add_uint(o, CTL_KEY_ARM_WAKES, st.arm_wakes);
 		ctl_add_uint(o, CTL_KEY_ARM_NOWAKES, st.arm_nowakes);
 		ctl_add_uint(o, CTL_KEY_COMPLETIONS, st.completions);

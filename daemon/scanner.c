@@ -22,7 +22,10 @@
  * preempted) as the previous pass's start (a lower bound: the prediction stays early).
  * One found by the first pass after a sleep or park is censored (wake - arm), except
  * past its spin bound (found by the short ladder): its point records the lower bound
- * (the last pass that saw it not done) as exact. All go into the arm's point.
+ * (the last pass that saw it not done) as exact; or one found by a wake more than
+ * SCANNER_LATE_WAKE_NS past its predicted deadline: not recorded (late_wakes). All
+ * others go into the arm's point. +predict sleeps toward a deadline end early by the
+ * running mean of how late timed wakes come (wake_late_ns, thread-private).
  */
 #include "scanner.h"
 
@@ -91,11 +94,13 @@ struct scanner {
 	struct armed_set set;
 	struct readiness out;
 	uint64_t gen; /* commands applied so far */
+	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
 	bool stop;
 
 	/* stats, written by the thread, read by anyone */
 	atomic_uint_fast64_t st_armed, st_passes, st_completions, st_parks;
 	atomic_uint_fast64_t st_sleeps, st_spins, st_exact, st_censored, st_arm_wakes, st_arm_nowakes;
+	atomic_uint_fast64_t st_late_wakes, st_wake_late_ns;
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
 	atomic_uint_fast64_t st_detect_ns_sum;
 	atomic_uint_fast64_t st_by_form[4];
@@ -325,12 +330,20 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 		 * preempted) records the lower bound prev_pass. After a sleep: censored,
 		 * unless the scanner had given up spinning on it before that sleep (its
 		 * deadline + spin bound had passed): then too the lower bound, as exact (a
-		 * censored halving there would drive the prediction to 0 for good). An
-		 * early prediction is the safe one. */
+		 * censored halving there would drive the prediction to 0 for good); or
+		 * unless it woke more than SCANNER_LATE_WAKE_NS past a predicted deadline:
+		 * then the store may have landed after the deadline, in the wake's lateness
+		 * (the timer's or the CPU's fault, not the prediction's), and nothing is
+		 * recorded. An early prediction is the safe one. */
 		uint64_t give_up = f[i].deadline_ns + spin_ns + 2 * f[i].sleep_ns;
 		bool lower = slept ? give_up <= prev_pass : !close;
-		uint64_t at = !lower ? now : prev_pass > f[i].arm_ns ? prev_pass : f[i].arm_ns;
-		points_record(f[i].sink, f[i].point_slot, f[i].point_key, !slept || lower, at - f[i].arm_ns);
+		if (slept && !lower && f[i].sleep_ns && now > f[i].deadline_ns + SCANNER_LATE_WAKE_NS) {
+			atomic_fetch_add_explicit(&s->st_late_wakes, 1, memory_order_relaxed);
+		} else {
+			uint64_t at = !lower ? now : prev_pass > f[i].arm_ns ? prev_pass : f[i].arm_ns;
+			points_record(f[i].sink, f[i].point_slot, f[i].point_key, !slept || lower,
+				      at - f[i].arm_ns);
+		}
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
@@ -402,18 +415,23 @@ static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, boo
 
 #define SLEEP_MIN_NS 32000ull
 #define SPIN_AHEAD_NS 5000ull /* a deadline closer than this is spun to, not slept to */
+/* +predict sleeps end early by the running mean of how late timed wakes come (on a
+ * loaded or virtual machine tens of microseconds), at most this much */
+#define WAKE_LATE_MAX_NS 200000ull
 
 /* +predict: spin now (0), or the absolute time of the next pass. *ladder_ns is the
  * short schedule's step once every descriptor is past its spin bound. */
 static uint64_t next_wait(const struct scanner *s, uint64_t now, uint64_t spin_ns, bool forever,
 			  uint64_t max_ns, uint64_t *ladder_ns)
 {
+	/* wake early by what timed wakes are late by */
+	uint64_t early = s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS;
 	uint64_t next = UINT64_MAX;
 	bool overdue = false;
 	for (unsigned i = 0; i < s->set.n; i++) {
 		const struct armed *a = &s->set.armed[i];
-		if (a->deadline_ns > now + SPIN_AHEAD_NS) {
-			next = a->deadline_ns < next ? a->deadline_ns : next;
+		if (a->deadline_ns > now + SPIN_AHEAD_NS + early) {
+			next = a->deadline_ns - early < next ? a->deadline_ns - early : next;
 			continue;
 		}
 		if (forever || a->deadline_ns > now || now - a->deadline_ns < spin_ns + 2 * a->sleep_ns)
@@ -501,9 +519,15 @@ static void *scanner_main(void *arg)
 				cpu_relax();
 			continue;
 		}
+		bool predict = atomic_load_explicit(&s->tuning->predict, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_sleeps, 1, memory_order_relaxed);
-		scanner_wait(s, seq, until, !atomic_load_explicit(&s->tuning->predict, memory_order_relaxed));
+		scanner_wait(s, seq, until, !predict);
 		slept = true;
+		uint64_t woke = garuda_now_ns();
+		if (predict && woke >= until) { /* a timed wake (a post wakes it early) */
+			s->wake_late_ns = s->wake_late_ns - s->wake_late_ns / 8 + (woke - until) / 8;
+			atomic_store_explicit(&s->st_wake_late_ns, s->wake_late_ns, memory_order_relaxed);
+		}
 	}
 	readiness_fini(&s->out);
 	return NULL;
@@ -577,6 +601,8 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 	o->censored = atomic_load_explicit(&s->st_censored, memory_order_relaxed);
 	o->arm_wakes = atomic_load_explicit(&s->st_arm_wakes, memory_order_relaxed);
 	o->arm_nowakes = atomic_load_explicit(&s->st_arm_nowakes, memory_order_relaxed);
+	o->late_wakes = atomic_load_explicit(&s->st_late_wakes, memory_order_relaxed);
+	o->wake_late_ns = atomic_load_explicit(&s->st_wake_late_ns, memory_order_relaxed);
 	struct timespec ts;
 	if (clock_gettime(s->cpu_clock, &ts) == 0)
 		o->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

@@ -56,6 +56,7 @@
 #define CTL_KEY_GID "gid"
 #define CTL_KEY_ID "id"
 #define CTL_KEY_INDEX "index"
+#define CTL_KEY_LATE_WAKES "late_wakes"
 #define CTL_KEY_LEVEL "level"
 #define CTL_KEY_LE_NS "le_ns"
 #define CTL_KEY_LINE "line"
@@ -101,4 +102,5 @@
 #define CTL_KEY_VALUE "value"
 #define CTL_KEY_VERSION "version"
 #define CTL_KEY_WAKE_LATENCY "wake_latency"
+#define CTL_KEY_WAKE_LATE_NS "wake_late_ns"
 #define CTL_KEY_WORDS "words"

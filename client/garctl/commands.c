@@ -285,10 +285,10 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 		return rc;
 	if (!maybe_json(o, r)) {
 		static const char *const hdr[] = { "INDEX", "NODE", "SEGMENTS", "ARMED", "PASSES", "PARKS",
-						   "SLEEPS", "SPINS", "EXACT", "CENSORED", "COMPLETIONS",
-						   "CPU", "P50", "P99" };
-		struct table *t = table_new(14, hdr);
-		for (unsigned i = 0; i < 14; i++)
+						   "SLEEPS", "SPINS", "EXACT", "CENSORED", "LATE",
+						   "COMPLETIONS", "CPU", "P50", "P99" };
+		struct table *t = table_new(15, hdr);
+		for (unsigned i = 0; i < 15; i++)
 			table_right(t, i);
 		const cJSON *it;
 		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_SCANNERS))
@@ -308,6 +308,7 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_SPINS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_EXACT));
 			table_cell(t, "%.0f", N(it, CTL_KEY_CENSORED));
+			table_cell(t, "%.0f", N(it, CTL_KEY_LATE_WAKES));
 			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
 			table_cell(t, "%s", cpu);
 			table_cell(t, "%s", p50);
