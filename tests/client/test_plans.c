@@ -9,8 +9,10 @@
  * has still to land. No timing assertions: gates decide when work completes. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -98,21 +100,42 @@ Test(plans, set_plan_accepts_refuses_and_prints_back)
 struct opener {
 	struct gate *g;
 	unsigned delay_us;
+	pid_t asleep; /* then also wait until this thread is in clock_nanosleep (0: don't) */
 	pthread_t t;
 };
+
+/* the system call thread tid of this process is blocked in, or -1 */
+static long blocked_in(pid_t tid)
+{
+	char path[64], buf[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	long nr = -1;
+	if (fgets(buf, sizeof(buf), f))
+		nr = strtol(buf, NULL, 10);
+	fclose(f);
+	return nr;
+}
 
 static void *opener_main(void *arg)
 {
 	struct opener *o = arg;
 	usleep(o->delay_us);
+	/* a loaded machine may start the wait after the delay: then it would find the
+	 * work done on entry and record nothing */
+	for (int i = 0; o->asleep && i < 20000 && blocked_in(o->asleep) != SYS_clock_nanosleep; i++)
+		usleep(100);
 	gate_open(o->g);
 	return NULL;
 }
 
-static void open_later(struct opener *o, struct gate *g, unsigned delay_us)
+static void open_later(struct opener *o, struct gate *g, unsigned delay_us, pid_t asleep)
 {
 	o->g = g;
 	o->delay_us = delay_us;
+	o->asleep = asleep;
 	cr_assert_eq(pthread_create(&o->t, NULL, opener_main, o), 0);
 }
 
@@ -153,7 +176,7 @@ Test(plans, every_kind_waits_in_every_form)
 				fails(garuda_stream_wait(s, seq, 2 * NS_PER_MS), -GARUDA_E_TIMEOUT);
 				cr_assert(!garuda_stream_reached(s, seq));
 				struct opener o;
-				open_later(&o, &g, 1000);
+				open_later(&o, &g, 1000, 0);
 				int r = garuda_stream_wait(s, seq, -1);
 				cr_assert_eq(r, 0, "plan '%s' form %d round %d: %d (%s)", kinds[k],
 					     forms[fm], round, r, garuda_strerror(r));
@@ -169,7 +192,7 @@ Test(plans, every_kind_waits_in_every_form)
 			ok(garuda_host_stream_enqueue_fault(hs));
 			ok(garuda_stream_signal(s, &seq));
 			struct opener o;
-			open_later(&o, &g, 1000);
+			open_later(&o, &g, 1000, 0);
 			int r = garuda_stream_wait(s, seq, 60 * NS_PER_S);
 			cr_assert_eq(r, -GARUDA_E_STREAM_FAULT, "plan '%s' form %d fault: %d (%s)",
 				     kinds[k], forms[fm], r, garuda_strerror(r));
@@ -182,8 +205,10 @@ Test(plans, every_kind_waits_in_every_form)
 	fx_down(&f);
 }
 
-/* one gated round: the gate opens delay_us after the wait starts (about) */
-static void gated_round(struct garuda_stream *s, struct garuda_host_stream *hs, unsigned delay_us)
+/* one gated round: the gate opens delay_us after the wait starts (about); asleep: and
+ * not before the wait sleeps (a +predict wait with a prediction) */
+static void gated_round(struct garuda_stream *s, struct garuda_host_stream *hs, unsigned delay_us,
+			bool asleep)
 {
 	struct gate g;
 	gate_init(&g);
@@ -191,7 +216,7 @@ static void gated_round(struct garuda_stream *s, struct garuda_host_stream *hs, 
 	gate_enqueue(&g, hs);
 	ok(garuda_stream_signal(s, &seq));
 	struct opener o;
-	open_later(&o, &g, delay_us);
+	open_later(&o, &g, delay_us, asleep ? (pid_t)syscall(SYS_gettid) : 0);
 	ok(garuda_stream_wait(s, seq, -1));
 	pthread_join(o.t, NULL);
 	gate_destroy(&g);
@@ -208,7 +233,7 @@ Test(plans, predict_learns_exact_and_censored)
 	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
 
 	/* a plan without +predict learns nothing */
-	gated_round(s, hs, 2000);
+	gated_round(s, hs, 2000, false);
 	ok(garuda_stream_stats(s, &st));
 	cr_assert_eq(st.exact + st.censored + st.sleeps + st.prediction_ns, 0);
 
@@ -219,7 +244,7 @@ Test(plans, predict_learns_exact_and_censored)
 		   "max_sleep_us=200000,window=4"));
 	ok(garuda_stream_stats(s, &st));
 	cr_assert_eq(st.exact + st.censored + st.prediction_ns + st.sleep_ns, 0, "reset");
-	gated_round(s, hs, 30000);
+	gated_round(s, hs, 30000, false);
 	ok(garuda_stream_stats(s, &st));
 	cr_assert_eq(st.exact, 1, "the cold wait spun until the store landed");
 	cr_assert_eq(st.sleeps, 0, "a cold point does not sleep");
@@ -227,7 +252,7 @@ Test(plans, predict_learns_exact_and_censored)
 	cr_assert_gt(st.sleep_ns, 0, "a 30 ms residual is worth sleeping for");
 	cr_assert_eq(st.sleep_ns, st.prediction_ns - 200000, "sleep = prediction - margin");
 	for (int i = 0; i < 3; i++)
-		gated_round(s, hs, 30000);
+		gated_round(s, hs, 30000, false);
 	ok(garuda_stream_stats(s, &st));
 	cr_assert_eq(st.sleeps, 3, "every warm wait slept first");
 	cr_assert_eq(st.exact + st.censored, 4, "one sample per wait");
@@ -236,7 +261,7 @@ Test(plans, predict_learns_exact_and_censored)
 	 * a censored sample, which halves the prediction at least */
 	uint64_t before = st.prediction_ns;
 	uint64_t censored = st.censored;
-	gated_round(s, hs, 1000);
+	gated_round(s, hs, 1000, true);
 	ok(garuda_stream_stats(s, &st));
 	cr_assert_eq(st.censored, censored + 1, "the late wake was censored");
 	cr_assert_leq(st.prediction_ns, before / 2, "censored samples lower the prediction");
