@@ -69,11 +69,7 @@ int seg_create_local(uint32_t lines, int numa_node, int *fd_out, struct garuda_s
 	struct garuda_segment *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
-	map->hdr.magic = GARUDA_SEGMENT_MAGIC;
-	map->hdr.layout = GARUDA_SEGMENT_LAYOUT;
-	map->hdr.lines = lines;
-	map->hdr.segment_id = 0; /* none yet: a daemon's SEGMENT_ATTACH writes its id */
-	map->hdr.numa_node = numa_node;
+	garuda_segment_header_init(map, lines, 0, numa_node); /* id: SEGMENT_ATTACH writes it */
 	*fd_out = TAKE_FD(fd);
 	*map_out = map;
 	*bytes_out = bytes;

@@ -119,11 +119,7 @@ int segment_create(uint32_t id, uint32_t lines, int numa_node, pid_t pid, struct
 	int r = map_segment(fd, bytes, numa_node, &map);
 	if (r < 0)
 		return r;
-	map->hdr.magic = GARUDA_SEGMENT_MAGIC;
-	map->hdr.layout = GARUDA_SEGMENT_LAYOUT;
-	map->hdr.lines = lines;
-	map->hdr.segment_id = id;
-	map->hdr.numa_node = numa_node;
+	garuda_segment_header_init(map, lines, id, numa_node);
 	struct segment *s = segment_new(fd, map, bytes, id, lines, numa_node);
 	if (!s) {
 		munmap(map, bytes);

@@ -63,6 +63,18 @@ static inline size_t garuda_segment_bytes(uint32_t lines, size_t page)
 	return (raw + page - 1) & ~(page - 1);
 }
 
+/* Fill the header of a freshly mapped (zeroed) segment: garudad's, and libgaruda's
+ * local one (segment_id 0: none yet), which SEGMENT_ATTACH checks field by field. */
+static inline void garuda_segment_header_init(struct garuda_segment *seg, uint32_t lines,
+					      uint32_t segment_id, int numa_node)
+{
+	seg->hdr.magic = GARUDA_SEGMENT_MAGIC;
+	seg->hdr.layout = GARUDA_SEGMENT_LAYOUT;
+	seg->hdr.lines = lines;
+	seg->hdr.segment_id = segment_id;
+	seg->hdr.numa_node = numa_node;
+}
+
 /* Word `index` (line * 8 + word) of a mapped segment; index must be < lines * 8. */
 static inline uint64_t *garuda_segment_word(struct garuda_segment *seg, uint32_t index)
 {
