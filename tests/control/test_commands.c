@@ -249,7 +249,8 @@ Test(garctl, clients_table)
 	cr_assert_str_eq(cell(t, b, "ARMED"), "1");
 	cr_assert_str_eq(cell(t, b, "COMPLETIONS"), "1");
 	/* latency since connecting, said as an upper bound (issue 17) */
-	cr_assert(strncmp(cell(t, a, "P50"), "<=", 2) == 0, "P50 %s", cell(t, a, "P50"));
+	cr_assert(strncmp(cell(t, a, "P50"), "<=", 2) == 0 || cell(t, a, "P50")[0] == '>', "P50 %s",
+		  cell(t, a, "P50")); /* '>': past the last bucket (a loaded ASan run) */
 	cr_assert(strncmp(cell(t, b, "P99"), "<=", 2) == 0 || cell(t, b, "P99")[0] == '>', "P99 %s",
 		  cell(t, b, "P99"));
 	/* aligned columns: the last (left-aligned) column starts at the same offset in

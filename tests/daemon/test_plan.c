@@ -510,6 +510,7 @@ Test(plan, named_points_negotiated_and_used)
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "points");
 	cr_assert_eq(cJSON_GetArraySize(list), 3, "points 7, 9 and 11, and not the word's own");
 	unsigned seen = 0;
+	double total = 0;
 	const cJSON *pt;
 	cJSON_ArrayForEach(pt, list)
 	{
@@ -519,10 +520,14 @@ Test(plan, named_points_negotiated_and_used)
 		double recs = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "exact")) +
 			      cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "censored"));
 		unsigned pid = (unsigned)id->valuedouble;
-		cr_assert_eq(recs, pid == 11 ? 1 : 2, "point %u: %g records", pid, recs);
+		/* a point's first arm is cold and always recorded; its second sleeps, and a
+		 * wake that comes late (a loaded machine) is not recorded (late_wakes) */
+		cr_assert(recs >= 1 && recs <= (pid == 11 ? 1 : 2), "point %u: %g records", pid, recs);
+		total += recs;
 		seen |= 1u << pid;
 	}
 	cr_assert_eq(seen, (1u << 7) | (1u << 9) | (1u << 11));
+	cr_assert_eq(total + scanner_num(&d, "late_wakes"), 5, "each completion recorded or late");
 	cJSON_Delete(j);
 	gd_seg_unmap(&s);
 	gd_close(&c);
