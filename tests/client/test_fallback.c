@@ -458,13 +458,26 @@ Test(fallback, one_reactor_thread_per_process)
 	td_stop(&d);
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 /* The child of a fork() has no reactor thread (the parent's clients must not be used
  * there); a fallback client it connects gets the child's own, served and joined. The
- * child reports by exit status: 0 all good, else the step that failed. */
+ * child reports by exit status: 0 all good, else the step that failed. Under TSan
+ * only the first check: TSan refuses to start threads in the child of a threaded
+ * process ("starting new threads after multi-threaded fork is not supported"). */
 static int child_runs_its_own_reactor(void)
 {
 	if (reactor_threads(NULL) != 0)
 		return 10;
+#ifdef UNDER_TSAN
+	return 0;
+#endif
 	setenv("GARUDA_FALLBACK", "reactor", 1);
 	struct garuda_client *c;
 	if (garuda_connect_to(no_daemon_path(), &c) < 0)
@@ -504,6 +517,10 @@ Test(fallback, forked_child_has_no_reactor_until_it_needs_one)
 	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
 	if (pid == 0)
 		_exit(child_runs_its_own_reactor());
+#ifdef UNDER_TSAN
+	cr_log_warn("TSan: the child only checks it has no reactor thread (TSan cannot start "
+		    "threads after a threaded fork)");
+#endif
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed at step %d (status %#x)",
