@@ -5,8 +5,11 @@
  *
  * Promises: garuda_connect() returns a client only after a WELCOME, with its I/O
  * thread running, or (GARUDA_FALLBACK=reactor, garudad unreachable) in local mode
- * with its reactor and I/O thread running and the coded warning set; garuda_disconnect() frees everything the client owns (streams,
- * segments, fds, the thread). Callbacks run only inside garuda_dispatch(), one at a
+ * with its I/O thread running and the coded warning set; a GARUDA_FALLBACK=reactor
+ * client is registered with the process's reactor (reactor.c) from connect to
+ * disconnect. garuda_disconnect() frees everything the client owns (streams,
+ * segments, fds, the thread) and drops its reference to the reactor (the last one
+ * joins the reactor's thread). Callbacks run only inside garuda_dispatch(), one at a
  * time, never with a library lock held.
  */
 #include "internal.h"
@@ -46,7 +49,6 @@ static void client_free(struct garuda_client *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->dispatch_lock);
 	pthread_cond_destroy(&c->cond);
-	pthread_cond_destroy(&c->reactor_cond);
 	free(c->streams);
 	free(c->path);
 	free(c);
@@ -204,7 +206,6 @@ static int connect_once(const char *path, struct garuda_client **out)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca); /* conn_request_gen's timed wait */
-	pthread_cond_init(&c->reactor_cond, &ca);
 	c->fallback = fallback == 1;
 	pthread_condattr_destroy(&ca);
 	c->path = strdup(path);
@@ -239,14 +240,14 @@ static int connect_once(const char *path, struct garuda_client **out)
 		atomic_store(&c->atomic_state, CONN_DOWN);
 		fallback_warn_locked(c, sock);
 	}
-	int r = c->fallback ? reactor_start(c) : 0;
+	int r = c->fallback ? reactor_acquire(c) : 0;
 	if (r == 0)
 		r = io_start(c);
 	if (r < 0) {
-		if (c->reactor_started) {
-			c->state = CONN_CLOSING;
-			reactor_stop(c);
-		}
+		pthread_mutex_lock(&c->lock);
+		c->state = CONN_CLOSING;
+		pthread_mutex_unlock(&c->lock);
+		reactor_release(c);
 		client_free(c);
 		return r;
 	}
@@ -278,7 +279,7 @@ void garuda_disconnect(struct garuda_client *c)
 	if (!c)
 		return;
 	io_stop(c); /* state CLOSING: nothing is sent from here on */
-	reactor_stop(c);
+	reactor_release(c); /* the process's reactor never looks at c again */
 	seg_close_all(c);
 	client_free(c);
 }

@@ -190,12 +190,11 @@ struct garuda_client {
 	/* the coded warning (0: none) and its text, under lock */
 	int warn_code;
 	char warn[256];
-	/* the in-process reactor (reactor.c): its thread, started at connect when
-	 * fallback is allowed; parked on reactor_cond (with lock) while a session is up
-	 * or no stream has an outstanding sequence */
-	pthread_t reactor;
-	bool reactor_started;
-	pthread_cond_t reactor_cond;
+	/* the process's in-process reactor (reactor.c): a fallback client is registered
+	 * with it (holds a reference) from connect to disconnect; its link in the
+	 * reactor's client list and whether it is on it, both under the reactor's lock */
+	struct garuda_client *reactor_next;
+	bool reactor_joined;
 
 	/* dispatch */
 	pthread_mutex_t dispatch_lock;
@@ -239,10 +238,15 @@ extern const struct conn_router client_router;
 
 /* ---- the in-process reactor (reactor.c) ---- */
 
-/* Start it (fallback clients, at connect) / stop and join it (after io_stop: state is
- * CLOSING). */
-int reactor_start(struct garuda_client *c);
-void reactor_stop(struct garuda_client *c);
+/* Register a fallback client with the process's reactor (at connect), starting its
+ * thread when it is the first; 0 or -errno (pthread_create). No client lock held. */
+int reactor_acquire(struct garuda_client *c);
+/* Unregister it (after io_stop: state is CLOSING; no client lock held): the reactor
+ * never looks at c again; the last reference stops and joins the thread. A no-op for
+ * a client not registered (strict, or inherited across fork()). */
+void reactor_release(struct garuda_client *c);
+/* The session of a fallback client is gone: unpark the reactor. c->lock held. */
+void reactor_session_lost_locked(struct garuda_client *c);
 /* A sequence was signalled on s while no session exists: note its start for the
  * estimator and unpark the reactor. c->lock held. */
 void reactor_signalled_locked(struct garuda_stream *s, uint64_t prev);

@@ -1,19 +1,28 @@
 /* reactor.c — libgaruda's in-process reactor: what delivers readiness while garudad
- * cannot be reached and the client's fallback chain allows it (GARUDA_FALLBACK=reactor,
- * resolved once at connect; docs/client.md "Fallback").
+ * cannot be reached and a client's fallback chain allows it (GARUDA_FALLBACK=reactor,
+ * resolved once at connect; docs/client.md "Fallback"). One per process, shared by
+ * every fallback client of the process.
  *
  * Promises:
- *  - While the client has no working session, every stream whose word moved gets the
- *    readiness garudad would have delivered, in its own form (stream_nudge_locked():
- *    eventfd +1, doorbell bump + futex wake, message form ready_count/cond and the
- *    callback queue), so application code does not change.
- *  - Serves every stream that garudad does not: all of them while there is no
- *    session, and in a session those it did not accept (a local segment whose
+ *  - While a fallback client has no working session, every stream of it whose word
+ *    moved gets the readiness garudad would have delivered, in its own form
+ *    (stream_nudge_locked(): eventfd +1, doorbell bump + futex wake, message form
+ *    ready_count/cond and the callback queue), so application code does not change.
+ *  - Serves every stream that garudad does not: all of a client's while it has no
+ *    session, and in a session those garudad did not accept (a local segment whose
  *    SEGMENT_ATTACH was refused: its streams stay unpresented, and their readiness
  *    keeps coming from here instead of stopping).
- *  - Parked (a condvar wait without timeout, no CPU) while no stream it serves has an
- *    outstanding sequence; a signal on such a stream, a lost session and
- *    garuda_disconnect() unpark it.
+ *  - One thread per process ("garuda-reactor", all signals blocked) for all fallback
+ *    clients together: created by the first reactor_acquire() (a fallback client's
+ *    connect), reference-counted by the clients registered with it, and stopped and
+ *    joined by the reactor_release() that drops the last reference (that client's
+ *    garuda_disconnect(), or its failed connect). A later fallback client starts a new
+ *    one.
+ *  - Parked (FUTEX_WAIT on reactor.kick without timeout, no CPU) while no stream of
+ *    any registered client has an outstanding sequence it serves; reactor_kick()
+ *    (a signal on such a stream, a lost session, a refused segment, the last release)
+ *    unparks it. A kick between its look and its wait is not lost: the wait is on the
+ *    kick count it read before looking.
  *  - With outstanding sequences it sleeps until the earliest completion the streams'
  *    estimators predict (proto/estimator.h, the seed's parameters: margin 150 us,
  *    min_sleep 20 us, max_sleep 50 ms, window 8; the point is the stream), then spins
@@ -21,18 +30,32 @@
  *    (REACTOR_STEP_MIN_NS .. REACTOR_STEP_MAX_NS). A word seen moving while spinning
  *    records an exact residual (completion - signal), one seen after a sleep a
  *    censored one, so late wakes only lower a prediction.
- *  - It reads streams only under c->lock (garuda_stream_free() takes a stream out of
- *    the table under it) and never sends.
+ *  - It reads a client's streams only under that client's c->lock (garuda_stream_free()
+ *    takes a stream out of the table under it) and never sends.
+ *  - fork(): the child has no reactor thread (threads do not survive fork) and starts
+ *    with an empty registry (pthread_atfork child handler): clients inherited from
+ *    the parent must not be used there (garuda.h), and releasing one is a no-op; a
+ *    fallback client connected in the child starts the child's own reactor.
  *
- * Threads: its own thread, one per fallback client, started by garuda_connect*() and
- * joined by garuda_disconnect() after the I/O thread.
+ * Threads and ownership: `reactor` (below) is the process's. reactor.life serializes
+ * acquire/release (and so thread start and join) and is never taken by the thread;
+ * reactor.lock guards the client list, the count and `stop`, and is held by the
+ * thread while it looks at the clients. Lock order: reactor.life, then reactor.lock,
+ * then a client's c->lock. Code holding a c->lock never takes reactor.lock: it kicks
+ * (an atomic add and a futex wake). A client's reactor_next and reactor_joined are
+ * reactor.lock's; a stream's rest and rarm_ns are its client's c->lock's.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "cpu.h"
@@ -46,6 +69,43 @@ static const struct garuda_plan_predict reactor_pred = {
 	.margin_us = 150, .min_sleep_us = 20, .max_sleep_us = 50000, .window = 8,
 };
 
+static struct {
+	pthread_mutex_t life;            /* acquire/release, thread start and join */
+	pthread_mutex_t lock;            /* clients, refs, stop (the thread holds it to look) */
+	struct garuda_client *clients;   /* registered fallback clients (c->reactor_next) */
+	unsigned refs;                   /* = the length of clients */
+	bool stop;                       /* the last reference went: the thread ends */
+	bool running;                    /* a thread exists (under life) */
+	pthread_t thread;                /* under life */
+	_Atomic uint32_t kick;           /* the futex word the thread parks on */
+} reactor = {
+	.life = PTHREAD_MUTEX_INITIALIZER,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static pthread_once_t reactor_atfork_once = PTHREAD_ONCE_INIT;
+
+static void reactor_kick(void)
+{
+	atomic_fetch_add_explicit(&reactor.kick, 1, memory_order_release);
+	syscall(SYS_futex, &reactor.kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Wait until reactor.kick differs from seen, or until `when` (CLOCK_MONOTONIC ns;
+ * UINT64_MAX: no timeout). */
+static void reactor_park(uint32_t seen, uint64_t when)
+{
+	struct timespec ts, *tsp = NULL;
+	if (when != UINT64_MAX) {
+		ts.tv_sec = (time_t)(when / 1000000000ull);
+		ts.tv_nsec = (long)(when % 1000000000ull);
+		tsp = &ts;
+	}
+	/* FUTEX_WAIT_BITSET: an absolute CLOCK_MONOTONIC timeout (garuda_now_ns()'s) */
+	syscall(SYS_futex, &reactor.kick, FUTEX_WAIT_BITSET_PRIVATE, seen, tsp, NULL,
+		FUTEX_BITSET_MATCH_ANY);
+}
+
 void reactor_stream_init(struct garuda_stream *s)
 {
 	int r = garuda_estimator_init(&s->rest, &reactor_pred);
@@ -55,12 +115,18 @@ void reactor_stream_init(struct garuda_stream *s)
 void reactor_signalled_locked(struct garuda_stream *s, uint64_t prev)
 {
 	struct garuda_client *c = s->client;
-	if (!c->fallback || !c->reactor_started)
+	if (!c->fallback)
 		return;
 	/* the wait for `prev + 1` starts now when nothing older is outstanding */
 	if (!s->rarm_ns && garuda_reached(word_load(s->word), prev))
 		s->rarm_ns = garuda_now_ns();
-	pthread_cond_signal(&c->reactor_cond);
+	reactor_kick();
+}
+
+void reactor_session_lost_locked(struct garuda_client *c)
+{
+	if (c->fallback)
+		reactor_kick(); /* the reactor takes over */
 }
 
 void fallback_warn_locked(struct garuda_client *c, int why)
@@ -85,20 +151,22 @@ void fallback_session_up_locked(struct garuda_client *c)
 	for (struct garuda_seg *seg = c->segs; seg; seg = seg->next) {
 		if (seg->attach_err) {
 			fallback_warn_locked(c, seg->attach_err);
-			pthread_cond_signal(&c->reactor_cond); /* its streams stay here */
+			reactor_kick(); /* its streams stay here */
 			break;
 		}
 	}
 }
 
-/* One look at every stream (c->lock held): nudge those whose words moved and record
- * their residuals. Returns the earliest predicted completion of an outstanding
+/* One look at every stream of c (c->lock held): nudge those whose words moved and
+ * record their residuals. Returns the earliest predicted completion of an outstanding
  * sequence (<= now: unknown, look now), or UINT64_MAX when nothing is outstanding;
  * *moved tells whether a word moved. */
 static uint64_t scan_locked(struct garuda_client *c, uint64_t now, bool spinning, bool *moved)
 {
 	uint64_t next = UINT64_MAX;
 	*moved = false;
+	if (c->state == CONN_CLOSING)
+		return next; /* its garuda_disconnect() is releasing it */
 	bool up = c->state == CONN_UP;
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
@@ -134,25 +202,42 @@ static uint64_t scan_locked(struct garuda_client *c, uint64_t now, bool spinning
 	return next;
 }
 
-static void wait_until_locked(struct garuda_client *c, uint64_t when)
+/* One look at every registered client (reactor.lock held). */
+static uint64_t scan_all(uint64_t now, bool spinning, bool *moved)
 {
-	struct timespec ts = { .tv_sec = (time_t)(when / 1000000000ull),
-			       .tv_nsec = (long)(when % 1000000000ull) };
-	pthread_cond_timedwait(&c->reactor_cond, &c->lock, &ts);
+	uint64_t next = UINT64_MAX;
+	*moved = false;
+	for (struct garuda_client *c = reactor.clients; c; c = c->reactor_next) {
+		bool m;
+		pthread_mutex_lock(&c->lock);
+		uint64_t at = scan_locked(c, now, spinning, &m);
+		pthread_mutex_unlock(&c->lock);
+		if (at < next)
+			next = at;
+		*moved |= m;
+	}
+	return next;
+}
+
+/* Drop reactor.lock for a wait (on the kick count read before the look) or a spin. */
+static void reactor_wait(uint32_t seen, uint64_t when)
+{
+	pthread_mutex_unlock(&reactor.lock);
+	reactor_park(seen, when);
+	pthread_mutex_lock(&reactor.lock);
 }
 
 static void *reactor_main(void *arg)
 {
-	struct garuda_client *c = arg;
+	(void)arg;
 	uint64_t spin_end = 0, step = REACTOR_STEP_MIN_NS;
-	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		if (c->state == CONN_CLOSING)
-			break;
+	pthread_mutex_lock(&reactor.lock);
+	while (!reactor.stop) {
+		uint32_t seen = atomic_load_explicit(&reactor.kick, memory_order_acquire);
 		uint64_t now = garuda_now_ns();
 		bool spinning = spin_end && now < spin_end;
 		bool moved;
-		uint64_t next = scan_locked(c, now, spinning, &moved);
+		uint64_t next = scan_all(now, spinning, &moved);
 		if (moved) {
 			spin_end = spinning ? spin_end : 0;
 			step = REACTOR_STEP_MIN_NS;
@@ -160,18 +245,18 @@ static void *reactor_main(void *arg)
 		if (next == UINT64_MAX) {
 			spin_end = 0; /* parked: nothing outstanding */
 			step = REACTOR_STEP_MIN_NS;
-			pthread_cond_wait(&c->reactor_cond, &c->lock);
+			reactor_wait(seen, UINT64_MAX);
 			continue;
 		}
 		if (spinning) {
-			pthread_mutex_unlock(&c->lock);
+			pthread_mutex_unlock(&reactor.lock);
 			for (int k = 0; k < REACTOR_RELAX_PASSES; k++)
 				cpu_relax();
-			pthread_mutex_lock(&c->lock);
+			pthread_mutex_lock(&reactor.lock);
 			continue;
 		}
 		if (next > now && !spin_end) {
-			wait_until_locked(c, next); /* the predicted completion, or a signal */
+			reactor_wait(seen, next); /* the predicted completion, or a kick */
 			if (garuda_now_ns() >= next)
 				spin_end = garuda_now_ns() + REACTOR_SPIN_NS;
 			continue;
@@ -181,27 +266,102 @@ static void *reactor_main(void *arg)
 			continue;
 		}
 		/* the spin ran out: poll on the growing schedule until a word moves */
-		wait_until_locked(c, now + step);
+		reactor_wait(seen, now + step);
 		step = step * 2 > REACTOR_STEP_MAX_NS ? REACTOR_STEP_MAX_NS : step * 2;
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&reactor.lock);
 	return NULL;
 }
 
-int reactor_start(struct garuda_client *c)
+/* fork(): hold both locks across it, so that the child's copies are consistent; the
+ * child (one thread: the forking one, which holds them) forgets the parent's
+ * registry and thread. */
+static void atfork_prepare(void)
 {
-	int r = -pthread_create(&c->reactor, NULL, reactor_main, c);
-	c->reactor_started = r == 0;
+	pthread_mutex_lock(&reactor.life);
+	pthread_mutex_lock(&reactor.lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&reactor.lock);
+	pthread_mutex_unlock(&reactor.life);
+}
+
+static void atfork_child(void)
+{
+	for (struct garuda_client *c = reactor.clients; c; c = c->reactor_next)
+		c->reactor_joined = false; /* its release is a no-op here */
+	reactor.clients = NULL;
+	reactor.refs = 0;
+	reactor.stop = false;
+	reactor.running = false;
+	atomic_store_explicit(&reactor.kick, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&reactor.lock);
+	pthread_mutex_unlock(&reactor.life);
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+int reactor_acquire(struct garuda_client *c)
+{
+	pthread_once(&reactor_atfork_once, atfork_register);
+	pthread_mutex_lock(&reactor.life);
+	pthread_mutex_lock(&reactor.lock);
+	c->reactor_next = reactor.clients;
+	reactor.clients = c;
+	reactor.refs++;
+	c->reactor_joined = true;
+	pthread_mutex_unlock(&reactor.lock);
+	int r = 0;
+	if (!reactor.running) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		r = -pthread_create(&reactor.thread, NULL, reactor_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (r == 0) {
+			reactor.running = true;
+			pthread_setname_np(reactor.thread, "garuda-reactor");
+		} else {
+			pthread_mutex_lock(&reactor.lock);
+			reactor.clients = c->reactor_next;
+			reactor.refs--;
+			c->reactor_joined = false;
+			pthread_mutex_unlock(&reactor.lock);
+		}
+	}
+	pthread_mutex_unlock(&reactor.life);
 	return r;
 }
 
-void reactor_stop(struct garuda_client *c)
+void reactor_release(struct garuda_client *c)
 {
-	if (!c->reactor_started)
-		return;
-	pthread_mutex_lock(&c->lock);
-	pthread_cond_broadcast(&c->reactor_cond); /* state is CLOSING (io_stop) */
-	pthread_mutex_unlock(&c->lock);
-	pthread_join(c->reactor, NULL);
-	c->reactor_started = false;
+	pthread_mutex_lock(&reactor.life);
+	pthread_mutex_lock(&reactor.lock);
+	bool last = false;
+	if (c->reactor_joined) {
+		/* the thread is not looking at c (it holds reactor.lock to look), and
+		 * never will again */
+		struct garuda_client **pp = &reactor.clients;
+		while (*pp != c)
+			pp = &(*pp)->reactor_next;
+		*pp = c->reactor_next;
+		c->reactor_joined = false;
+		last = --reactor.refs == 0;
+		reactor.stop = last;
+	}
+	pthread_mutex_unlock(&reactor.lock);
+	if (last && reactor.running) {
+		reactor_kick();
+		pthread_join(reactor.thread, NULL); /* where the last reference drops */
+		reactor.running = false;
+		pthread_mutex_lock(&reactor.lock);
+		reactor.stop = false;
+		pthread_mutex_unlock(&reactor.lock);
+	}
+	pthread_mutex_unlock(&reactor.life);
 }

@@ -88,7 +88,7 @@ static void session_lost_locked(struct garuda_client *c)
 	nudge_all_locked(c);
 	if (c->fallback) {
 		fallback_warn_locked(c, -GARUDA_E_DISCONNECTED);
-		pthread_cond_signal(&c->reactor_cond); /* the reactor takes over */
+		reactor_session_lost_locked(c); /* the reactor takes over */
 	}
 }
 

@@ -22,15 +22,26 @@
  *   g-poll    garudad with plan poll (a scanner that always spins)
  *   g-ladder  garudad with flag:park_us=50,backstop_us=1000 (the old ladder)
  *   g-predict garudad with its default plan (+predict)
- * garuda rows use the eventfd form over the raw protocol (raw.h); in the bimodal mix
+ *   lg-predict libgaruda's client-side +predict: the stream is a libgaruda client of
+ *             the g-predict daemon with an eventfd stream whose plan is LG_PLAN
+ *             (flag, +predict with the seed's parameters), waiting with
+ *             garuda_stream_wait(): it sleeps to its own estimator's predicted
+ *             completion less the margin, then spins on the process's view of the
+ *             word, then parks on the eventfd garudad makes readable. Its "GPU" is
+ *             a host stream (a worker thread of the stream process: sleeps the
+ *             kernel with 1 ns timer slack, stamps t0, stores), whose CPU is
+ *             subtracted from the stream's (lgwait.c). Built only with libgaruda.
+ * g- rows use the eventfd form over the raw protocol (raw.h); in the bimodal mix
  * the stream names its two kernel kinds as points 1 and 2 (feature POINTS), as an
- * inference server would name prefill and decode.
+ * inference server would name prefill and decode. libgaruda's estimator has one
+ * point per stream, so in the bimodal mix its client-side prediction is the 8 ms
+ * decode's and a prefill is spun on for its last ~22 ms.
  *
  * Per cell: store -> wake p50 and p99 (the first WARMUP completions of each stream
  * are not counted: a cold point is learning), daemon CPU per completion (garudad's
  * /proc delta) and total CPU per completion (daemon + stream processes, producers
  * excluded). Targets are ratios of cells of this run. GARUDA_BENCH_PLAN_ROWS (row
- * numbers 0-5, e.g. "3,5") runs only some rows, GARUDA_BENCH_PREDICT_PLAN replaces
+ * numbers 0-6, e.g. "3,5") runs only some rows, GARUDA_BENCH_PREDICT_PLAN replaces
  * the +predict row's plan (the daemon's default) to compare plans (development).
  */
 #include <errno.h>
@@ -48,6 +59,7 @@
 
 #include "bench.h"
 #include "benchd.h"
+#include "lat.h"
 #include "raw.h"
 #include "seq.h"
 
@@ -57,9 +69,15 @@
 enum kernel { K_100US, K_1MS, K_2MS, K_10MS, K_JITTER, K_BIMODAL, K_N_ };
 static const char *const kernel_name[K_N_] = { "100us", "1ms", "2ms", "10ms", "2ms+-10%", "30ms/8ms" };
 
-enum prow { R_SPIN, R_EFD, R_REACTOR, R_GPOLL, R_GLADDER, R_GPREDICT, R_N_ };
-static const char *const row_name[R_N_] = { "spin reader", "eventfd x-process", "reactor (cuda-async)",
-					    "garuda poll",  "garuda ladder",     "garuda +predict" };
+enum prow { R_SPIN, R_EFD, R_REACTOR, R_GPOLL, R_GLADDER, R_GPREDICT, R_LGPREDICT, R_N_ };
+static const char *const row_name[R_N_] = { "spin reader",     "eventfd x-process", "reactor (cuda-async)",
+					    "garuda poll",     "garuda ladder",     "garuda +predict",
+					    "libgaruda +predict (client)" };
+/* the libgaruda row's stream plan: flag (park on the eventfd, backstop 1 s) and the
+ * seed's +predict parameters, as the reactor and garudad use them */
+#define LG_PLAN                                                                              \
+	"flag:park_us=10000,backstop_us=1000000+predict:margin_us=150,min_sleep_us=20,"      \
+	"max_sleep_us=50000,window=8"
 static const char *const row_plan[R_N_] = {
 	[R_GPOLL] = "poll",
 	[R_GLADDER] = "flag:park_us=50,backstop_us=1000",
@@ -89,6 +107,8 @@ struct pstream {
 	_Alignas(64) uint32_t err;
 	_Alignas(64) uint64_t word; /* baselines' word (garuda rows use the segment's) */
 	uint64_t cpu_ns;            /* the stream process's CPU (producer excluded) */
+	uint64_t lg[4];             /* libgaruda row: its estimator's exact, censored,
+				     * sleeps, spin_outs */
 	char msg[160];
 	/* then t0[n + 1], lat[n + 1], kns[n + 1] */
 };
@@ -209,11 +229,35 @@ static int wait_in(int fd)
 	return n > 0 ? 0 : -ETIMEDOUT;
 }
 
+/* the libgaruda row's stream (lgwait.c does the libgaruda part) */
+static int lg_stream_main(struct pcell *c, struct pstream *s)
+{
+#ifdef HAVE_LIBGARUDA
+	struct plan_lgstream a = { .sock = c->sock, .plan = LG_PLAN, .n = c->n,
+				   .kns = kns_of(s, c->n), .t0 = t0_of(s), .lat = lat_of(s, c->n),
+				   .cpu_ns = &s->cpu_ns, .msg = s->msg, .msg_cap = sizeof(s->msg) };
+	int r = plan_lgstream_run(&a);
+	s->lg[0] = a.exact;
+	s->lg[1] = a.censored;
+	s->lg[2] = a.sleeps;
+	s->lg[3] = a.spin_outs;
+	if (r < 0)
+		__atomic_store_n(&s->err, 1, __ATOMIC_RELEASE);
+	return r < 0;
+#else
+	(void)c;
+	snprintf(s->msg, sizeof(s->msg), "built without libgaruda");
+	return 1;
+#endif
+}
+
 static int stream_main(void *arg)
 {
 	struct stream_arg *a = arg;
 	struct pcell *c = a->c;
 	struct pstream *s = c->st[a->idx];
+	if (c->row == R_LGPREDICT)
+		return lg_stream_main(c, s);
 	unsigned n = c->n;
 	uint64_t *lat = lat_of(s, n), *t0 = t0_of(s);
 	uint64_t cpu0 = process_cpu_ns();
@@ -362,6 +406,8 @@ static void read_waits(struct gd_daemon *d, struct pwaits *w)
 
 struct presult {
 	struct pwaits waits; /* per completion */
+	double lg[4]; /* libgaruda row: its estimators' exact, censored, sleeps, spin_outs
+		       * per completion */
 	double detect_p50_us; /* garuda rows: the scanner's detection bound, p50 (bucket edge) */
 	bool ok;
 	struct lat_stats lat;
@@ -428,6 +474,8 @@ static int run_cell(struct bench *b, struct gd_daemon *d, enum prow row, enum ke
 	for (unsigned i = 0; i < streams; i++) {
 		memcpy(all + i * per, lat_of(c.st[i], c.n) + 1 + WARMUP, per * sizeof(*all));
 		cpu += c.st[i]->cpu_ns;
+		for (int j = 0; j < 4; j++)
+			out->lg[j] += (double)c.st[i]->lg[j] / ((double)c.n * streams);
 	}
 	lat_compute(all, total, &out->lat);
 	free(all);
@@ -471,6 +519,17 @@ static void verdict(cJSON *arr, const char *what, double v, double goal)
 	cJSON_AddItemToArray(arr, o);
 }
 
+/* a ratio shown without a goal */
+static void compare(cJSON *arr, const char *what, double v)
+{
+	printf("  %-60s %8.3fx\n", what, v);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "ratio", what);
+	if (!isnan(v))
+		cJSON_AddNumberToObject(o, "value", v);
+	cJSON_AddItemToArray(arr, o);
+}
+
 int bench_plans(struct bench *b)
 {
 	static const unsigned stream_counts[2] = { 1, 16 };
@@ -479,13 +538,21 @@ int bench_plans(struct bench *b)
 	cJSON *sec = cJSON_AddObjectToObject(b->json, "plans");
 	cJSON *cells = cJSON_AddArrayToObject(sec, "cells");
 	printf("\nWait plans (issue 11): store -> wake, CPU per completion; host backend, producer process stores after the kernel\n");
-	printf("  %-9s %-3s %-22s %10s %10s %12s %12s   %s\n", "kernel", "str", "row", "p50 us", "p99 us",
-	       "daemon us/c", "total us/c", "per completion: sleeps spins exact censored late armwake armnowake");
+	printf("  %-9s %-3s %-27s %10s %10s %12s %12s   %s\n", "kernel", "str", "row", "p50 us", "p99 us",
+	       "daemon us/c", "total us/c",
+	       "per completion: sleeps spins exact censored late armwake armnowake (scanners)"
+	       " [client: sleeps spin-outs exact censored]");
 	const char *only_rows = getenv("GARUDA_BENCH_PLAN_ROWS"); /* e.g. "3,5": rows by number */
 	for (enum prow row = 0; row < R_N_; row++) {
 		struct gd_daemon d, *dp = NULL;
 		if (only_rows && !strchr(only_rows, '0' + (int)row))
 			continue;
+#ifndef HAVE_LIBGARUDA
+		if (row == R_LGPREDICT) {
+			printf("  (%s: skipped, garuda-bench built without libgaruda)\n", row_name[row]);
+			continue;
+		}
+#endif
 		if (row >= R_GPOLL) {
 			char cfg[256];
 			const char *plan = row_plan[row];
@@ -508,7 +575,7 @@ int bench_plans(struct bench *b)
 				struct presult *r = &res[si][k][row];
 				if (run_cell(b, dp, row, k, stream_counts[si], r) < 0)
 					continue;
-				printf("  %-9s %-3u %-22s %10.1f %10.1f %12.1f %12.1f", kernel_name[k],
+				printf("  %-9s %-3u %-27s %10.1f %10.1f %12.1f %12.1f", kernel_name[k],
 				       stream_counts[si], row_name[row], r->lat.p50 / 1e3, r->lat.p99 / 1e3,
 				       r->daemon_us, r->total_us);
 				if (dp)
@@ -516,6 +583,9 @@ int bench_plans(struct bench *b)
 					       r->waits.spins, r->waits.exact, r->waits.censored, r->waits.late_wakes,
 					       r->waits.arm_wakes,
 					       r->waits.arm_nowakes, r->detect_p50_us);
+				if (row == R_LGPREDICT)
+					printf(" [client: %.2f %.2f %.2f %.2f]", r->lg[2], r->lg[3], r->lg[0],
+					       r->lg[1]);
 				printf("\n");
 				fflush(stdout);
 				cJSON *o = cJSON_CreateObject();
@@ -536,6 +606,14 @@ int bench_plans(struct bench *b)
 					cJSON_AddNumberToObject(wj, "arm_nowakes", r->waits.arm_nowakes);
 					if (!isnan(r->detect_p50_us))
 						cJSON_AddNumberToObject(o, "detect_p50_us_le", r->detect_p50_us);
+				}
+				if (row == R_LGPREDICT) {
+					cJSON *lj = cJSON_AddObjectToObject(o, "client_per_completion");
+					cJSON_AddStringToObject(lj, "plan", LG_PLAN);
+					cJSON_AddNumberToObject(lj, "sleeps", r->lg[2]);
+					cJSON_AddNumberToObject(lj, "spin_outs", r->lg[3]);
+					cJSON_AddNumberToObject(lj, "exact", r->lg[0]);
+					cJSON_AddNumberToObject(lj, "censored", r->lg[1]);
 				}
 				cJSON_AddItemToArray(cells, o);
 			}
@@ -569,5 +647,23 @@ int bench_plans(struct bench *b)
 	const struct presult *g = &res[0][K_100US][R_GPOLL], *e = &res[0][K_100US][R_EFD];
 	verdict(tg, "garuda (poll) eventfd p50 / cross-process eventfd p50, 100us", ratio(g, e, g->lat.p50, e->lat.p50),
 		1.5);
+	/* the issue sets no target for the client-side row: its ratios, for comparison */
+	cJSON *cmp = cJSON_AddArrayToObject(sec, "client_predict");
+	printf("\nlibgaruda +predict (client), compared (no target)\n");
+	for (enum kernel k = 0; k < K_N_; k++) {
+		const struct presult *l = &res[0][k][R_LGPREDICT], *p = &res[0][k][R_GPREDICT],
+				     *s = &res[0][k][R_GPOLL];
+		snprintf(what, sizeof(what), "client / garuda poll store->wake p50, %s, 1 stream", kernel_name[k]);
+		compare(cmp, what, ratio(l, s, l->lat.p50, s->lat.p50));
+		snprintf(what, sizeof(what), "client / garuda +predict total CPU per completion, %s, 1 stream",
+			 kernel_name[k]);
+		compare(cmp, what, ratio(l, p, l->total_us, p->total_us));
+	}
+	for (enum kernel k = 0; k < K_N_; k++) {
+		const struct presult *l = &res[1][k][R_LGPREDICT], *c = &res[1][k][R_REACTOR];
+		snprintf(what, sizeof(what), "client / reactor total CPU per completion, %s, 16 streams",
+			 kernel_name[k]);
+		compare(cmp, what, ratio(l, c, l->total_us, c->total_us));
+	}
 	return 0;
 }

@@ -9,12 +9,20 @@
  * starts, the client's local segment is attached to it, its streams bound and
  * re-armed there (garudad's status and the client's own QUERY show them), the
  * warning is cleared and garudad's readiness fires; when garudad goes away again the
- * reactor takes over once more. Work is held outstanding by gates (no timing).
+ * reactor takes over once more. The reactor is one thread per process: two fallback
+ * clients are served by the same "garuda-reactor" thread (counted in /proc/self/task),
+ * which is parked in an untimed futex wait while nothing is outstanding, survives
+ * their moves to garudad and back, and is joined when the last of them disconnects;
+ * a forked child has none until it connects a fallback client of its own. Work is
+ * held outstanding by gates (no timing).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -287,4 +295,238 @@ Test(fallback, refused_segment_stays_with_the_reactor)
 	gate_destroy(&g);
 	garuda_disconnect(c);
 	td_stop(&d);
+}
+
+/* The threads of this process named "garuda-reactor": how many, and the id of one. */
+static int reactor_threads(pid_t *tid)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue; /* the thread ended meanwhile */
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+		if (strcmp(comm, "garuda-reactor\n") == 0) {
+			n++;
+			if (tid)
+				*tid = (pid_t)atoi(e->d_name);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* Whether thread tid is blocked in futex() without a timeout (its 4th argument):
+ * parked, not sleeping to a deadline nor polling (/proc/PID/task/TID/syscall: the
+ * number, then the six arguments in hex). */
+static bool parked_untimed(pid_t tid)
+{
+	char path[96], line[256] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	bool got = fgets(line, sizeof(line), f) != NULL;
+	fclose(f);
+	long nr;
+	unsigned long long a[4];
+	if (!got || sscanf(line, "%ld %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3]) != 5)
+		return false;
+	return nr == SYS_futex && a[3] == 0;
+}
+
+struct two {
+	struct garuda_client *c[2];
+	struct garuda_seg *seg[2];
+	struct garuda_host_stream *hs[2];
+	struct garuda_stream *s[2];
+	uint64_t seq[2];
+};
+
+/* Hold one sequence outstanding on each client's stream, release them together, and
+ * see both eventfds become readable and both waits complete. */
+static void serve_both(struct two *t, const char *who)
+{
+	struct gate g;
+	gate_init(&g);
+	uint64_t v;
+	for (int i = 0; i < 2; i++) {
+		if (!t->c[i])
+			continue;
+		garuda_stream_drain(t->s[i], &v); /* presentation nudges */
+		gate_enqueue(&g, t->hs[i]);
+		ok(garuda_stream_signal(t->s[i], &t->seq[i]));
+	}
+	gate_open(&g);
+	for (int i = 0; i < 2; i++) {
+		if (!t->c[i])
+			continue;
+		struct pollfd p = { .fd = garuda_stream_fd(t->s[i]), .events = POLLIN };
+		cr_assert_eq(poll(&p, 1, 60000), 1, "client %d: %s never made the eventfd readable",
+			     i, who);
+		ok(garuda_stream_wait(t->s[i], t->seq[i], LONG_WAIT));
+	}
+	gate_destroy(&g);
+}
+
+static void two_free(struct two *t, int i)
+{
+	garuda_stream_free(t->s[i]);
+	garuda_host_stream_free(t->hs[i]);
+	ok(garuda_segment_close(t->seg[i]));
+	garuda_disconnect(t->c[i]);
+	t->c[i] = NULL;
+}
+
+Test(fallback, one_reactor_thread_per_process)
+{
+	cr_assert_eq(reactor_threads(NULL), 0, "a reactor before any fallback client");
+	struct gd_daemon d;
+	td_start(&d, NULL);
+	gd_kill(&d); /* its socket path stays: nobody listens (ECONNREFUSED) */
+	struct two t = { 0 };
+	setenv("GARUDA_FALLBACK", "reactor", 1);
+	for (int i = 0; i < 2; i++) {
+		ok(garuda_connect_to(d.sock, &t.c[i]));
+		warning_is(t.c[i], d.sock);
+		ok(garuda_segment_open(t.c[i], "host", 0, 1, &t.seg[i]));
+		ok(garuda_host_stream_new(NULL, &t.hs[i]));
+		ok(garuda_stream_new(t.seg[i], t.hs[i], GARUDA_READINESS_EVENTFD, &t.s[i]));
+		ok(garuda_stream_set_wait(t.s[i], 0, NO_BACKSTOP));
+	}
+	unsetenv("GARUDA_FALLBACK");
+	pid_t tid = 0;
+	cr_assert_eq(reactor_threads(&tid), 1, "two fallback clients, one reactor thread");
+	eventually(parked_untimed(tid), "the idle reactor parked without a timeout");
+	serve_both(&t, "the reactor");
+	pid_t tid2 = 0;
+	cr_assert_eq(reactor_threads(&tid2), 1);
+	cr_assert_eq(tid2, tid, "the same thread served both");
+	eventually(parked_untimed(tid), "parked again once nothing is outstanding");
+
+	/* garudad comes back: both clients move to it, the reactor stays parked */
+	gd_restart(&d);
+	for (int i = 0; i < 2; i++) {
+		eventually(garuda_client_connected(t.c[i]) == 1, "the streams moved to garudad");
+		cr_assert_eq(garuda_client_warning(t.c[i], NULL, 0), 0, "warning not cleared");
+	}
+	cr_assert_eq(gd_wait_status(&d, "segments", 2), 2, "both local segments attached");
+	serve_both(&t, "garudad");
+	cr_assert_eq(reactor_threads(&tid2), 1);
+	cr_assert_eq(tid2, tid);
+	eventually(parked_untimed(tid), "parked while garudad serves the streams");
+
+	/* garudad goes away again: the one reactor takes both over */
+	gd_kill(&d);
+	for (int i = 0; i < 2; i++) {
+		eventually(garuda_client_connected(t.c[i]) == 0, "the client noticed");
+		warning_is(t.c[i], d.sock);
+	}
+	serve_both(&t, "the reactor, again");
+	cr_assert_eq(reactor_threads(&tid2), 1);
+	cr_assert_eq(tid2, tid);
+
+	/* references: the first disconnect keeps it for the other client, the last
+	 * joins it; the next fallback client starts a new one */
+	two_free(&t, 0);
+	cr_assert_eq(reactor_threads(NULL), 1, "the other client still holds the reactor");
+	serve_both(&t, "the reactor, one client left");
+	two_free(&t, 1);
+	cr_assert_eq(reactor_threads(NULL), 0, "the last disconnect joins the reactor");
+	setenv("GARUDA_FALLBACK", "reactor", 1);
+	struct garuda_client *c;
+	ok(garuda_connect_to(no_daemon_path(), &c));
+	unsetenv("GARUDA_FALLBACK");
+	cr_assert_eq(reactor_threads(NULL), 1, "started again on first need");
+	garuda_disconnect(c);
+	cr_assert_eq(reactor_threads(NULL), 0);
+	/* a strict client never has one */
+	gd_restart(&d);
+	ok(garuda_connect_to(d.sock, &c));
+	cr_assert_eq(reactor_threads(NULL), 0, "a strict client started a reactor");
+	garuda_disconnect(c);
+	td_stop(&d);
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+/* The child of a fork() has no reactor thread (the parent's clients must not be used
+ * there); a fallback client it connects gets the child's own, served and joined. The
+ * child reports by exit status: 0 all good, else the step that failed. Under TSan
+ * only the first check: TSan refuses to start threads in the child of a threaded
+ * process ("starting new threads after multi-threaded fork is not supported"). */
+static int child_runs_its_own_reactor(void)
+{
+	if (reactor_threads(NULL) != 0)
+		return 10;
+#ifdef UNDER_TSAN
+	return 0;
+#endif
+	setenv("GARUDA_FALLBACK", "reactor", 1);
+	struct garuda_client *c;
+	if (garuda_connect_to(no_daemon_path(), &c) < 0)
+		return 11;
+	if (reactor_threads(NULL) != 1)
+		return 12;
+	struct garuda_seg *seg;
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	uint64_t seq;
+	if (garuda_segment_open(c, "host", 0, 1, &seg) < 0 || garuda_host_stream_new(NULL, &hs) < 0 ||
+	    garuda_stream_new(seg, hs, GARUDA_READINESS_EVENTFD, &s) < 0 ||
+	    garuda_stream_set_wait(s, 0, NO_BACKSTOP) < 0)
+		return 13;
+	if (garuda_host_stream_enqueue_work(hs, 100000) < 0 || garuda_stream_signal(s, &seq) < 0)
+		return 14;
+	struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
+	if (poll(&p, 1, 60000) != 1)
+		return 15; /* the child's reactor never served the stream */
+	if (garuda_stream_wait(s, seq, LONG_WAIT) < 0)
+		return 16;
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	garuda_segment_close(seg);
+	garuda_disconnect(c);
+	return reactor_threads(NULL) == 0 ? 0 : 17;
+}
+
+Test(fallback, forked_child_has_no_reactor_until_it_needs_one)
+{
+	setenv("GARUDA_FALLBACK", "reactor", 1);
+	struct garuda_client *c;
+	ok(garuda_connect_to(no_daemon_path(), &c));
+	unsetenv("GARUDA_FALLBACK");
+	cr_assert_eq(reactor_threads(NULL), 1);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(child_runs_its_own_reactor());
+#ifdef UNDER_TSAN
+	cr_log_warn("TSan: the child only checks it has no reactor thread (TSan cannot start "
+		    "threads after a threaded fork)");
+#endif
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed at step %d (status %#x)",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
+	/* the parent's reactor is untouched */
+	cr_assert_eq(reactor_threads(NULL), 1);
+	garuda_disconnect(c);
+	cr_assert_eq(reactor_threads(NULL), 0);
 }

@@ -33,8 +33,10 @@
  * any time. Each function below states its own rules where they differ.
  *
  * The library starts one background thread per client (it reads the socket, routes
- * replies and READY messages, and reconnects). It blocks all signals. Do not use a
- * client in a child after fork(); connect again there.
+ * replies and READY messages, and reconnects), and one reactor thread per process
+ * while it has GARUDA_FALLBACK=reactor clients. They block all signals. Do not use a
+ * client in a child after fork(); connect again there (the child has no reactor
+ * thread until it connects a fallback client).
  */
 #ifndef GARUDA_GARUDA_H
 #define GARUDA_GARUDA_H
@@ -159,7 +161,9 @@ const char *garuda_strerror(int err);
  * (the errors above); "reactor" runs without it when it cannot be reached (-ENOENT,
  * -ENOTDIR, -ECONNREFUSED, -ECONNRESET, -GARUDA_E_DISCONNECTED, -GARUDA_E_TIMEOUT):
  * the connect succeeds in local mode (segments are memfds made in this process, an
- * in-process reactor delivers readiness in every form), garuda_client_warning()
+ * in-process reactor delivers readiness in every form: one thread per process, shared
+ * by all its fallback clients, started by the first one's connect and joined by the
+ * last one's disconnect), garuda_client_warning()
  * reports GARUDA_E_FALLBACK_REACTOR, and when garudad is back the background thread
  * presents the segments and streams to it and clears the warning. Any other value
  * fails the connect with -EINVAL. */
