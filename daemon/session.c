@@ -300,9 +300,12 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	if (r) {
 		release_quota(s, Q_SEGMENTS, 1);
 		release_quota(s, Q_LINES, lines);
+		const char *why = r == -GARUDA_E_NO_MEMLOCK && *segment_why() ? segment_why() : NULL;
 		if (r == -GARUDA_E_NO_MEMLOCK)
-			log_err("cannot mlock a segment: raise LimitMEMLOCK or grant CAP_IPC_LOCK");
-		reply_error(s, m->cookie, r, NULL);
+			log_err("session %llu (pid %d uid %u %s): %s", (unsigned long long)s->id, (int)s->pid,
+				(unsigned)s->uid, s->comm, why ? why : "cannot mlock a segment: raise "
+				"LimitMEMLOCK= (ulimit -l) or grant garudad CAP_IPC_LOCK");
+		reply_error(s, m->cookie, r, why);
 		return;
 	}
 	g->scanner = (unsigned)sc;
