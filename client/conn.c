@@ -278,6 +278,11 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 		}
 	}
 	r = p.err;
+	/* the daemon's words for a refusal (a quota's key and limit, memlock's bytes and
+	 * limit) become the calling thread's garuda_last_error() */
+	if (r < 0 && p.reply.type == GARUDA_MSG_ERROR && p.reply.error.text_len)
+		client_set_error("garudad refused %s: %s", garuda_msg_type_name(m->type),
+				 p.reply.error.text);
 out:
 	for (struct pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
 		if (*pp == &p) {

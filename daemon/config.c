@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "errcode.h"
 
@@ -401,7 +402,8 @@ static void usage(FILE *out)
 		"Usage: garudad [OPTION]...\n"
 		"Per-host daemon that turns GPU completion words into readiness (eventfd,\n"
 		"message, doorbell) over a Unix socket.\n\n"
-		"  -c, --config=FILE          JSON configuration file\n"
+		"  -c, --config=FILE          JSON configuration file (default " CONFIG_DEFAULT_FILE "\n"
+		"                             when it exists; --config= or --no-config: none)\n"
 		"      --runtime-dir=DIR      directory of both sockets (default " GARUDA_SOCKET_DIR "\n"
 		"                             as root, else $XDG_RUNTIME_DIR/garuda)\n"
 		"      --socket=PATH          client socket (default DIR/" GARUDA_SOCKET_NAME ")\n"
@@ -418,7 +420,8 @@ static void usage(FILE *out)
 		"  -h, --help                 show this help\n"
 		"      --version              show the version\n\n"
 		"Environment: GARUDA_SOCKET, GARUDA_CONTROL_SOCKET (below the flags and the\n"
-		"config file); GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
+		"config file); GARUDAD_DEFAULT_CONFIG replaces " CONFIG_DEFAULT_FILE " (empty:\n"
+		"none); GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
 		"See garudad(8).\n"
 		"Socket activation: fds named \"client\" and \"control\".\n");
 }
@@ -437,10 +440,31 @@ static int parse_uint_flag(const char *name, const char *v, unsigned lo, unsigne
 	return 0;
 }
 
+/* No --config: CONFIG_DEFAULT_FILE (or $GARUDAD_DEFAULT_CONFIG; empty: none) when it
+ * exists. Absent is no error; present and bad is, as for --config. */
+static int load_default_file(struct config *c)
+{
+	const char *path = getenv("GARUDAD_DEFAULT_CONFIG");
+	if (!path)
+		path = CONFIG_DEFAULT_FILE;
+	struct stat st;
+	if (!*path || (stat(path, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)))
+		return 0;
+	char *err = NULL;
+	if (config_load_file(c, path, &err) == 0)
+		return 0;
+	const char *why = err ? err : "bad config";
+	fprintf(stderr, "garudad: %s%s%s (the default configuration file; --config=FILE reads "
+		"another, --no-config none)\n", strstr(why, path) ? "" : path,
+		strstr(why, path) ? "" : ": ", why);
+	free(err);
+	return -1;
+}
+
 int config_from_args(struct config *c, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
-	       O_CHECK, O_KEYS, O_PLAN };
+	       O_CHECK, O_KEYS, O_PLAN, O_NOCONFIG };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -455,15 +479,23 @@ int config_from_args(struct config *c, int argc, char **argv)
 		{ "runtime-dir", required_argument, NULL, O_RUNDIR },
 		{ "check-config", no_argument, NULL, O_CHECK },
 		{ "list-config-keys", no_argument, NULL, O_KEYS },
+		{ "no-config", no_argument, NULL, O_NOCONFIG },
 		{ 0 },
 	};
 	/* pass 1: --config and --help, so the file is applied before the other flags */
 	int o;
+	bool config_chosen = false; /* --config (an empty one too) or --no-config */
 	optind = 1;
 	opterr = 1;
 	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
+		case O_NOCONFIG:
+			config_chosen = true;
+			break;
 		case 'c': {
+			config_chosen = true;
+			if (!*optarg)
+				break; /* --config= : no file at all */
 			char *err = NULL;
 			if (config_load_file(c, optarg, &err)) {
 				fprintf(stderr, "garudad: %s\n", err ? err : "bad config");
@@ -496,6 +528,8 @@ int config_from_args(struct config *c, int argc, char **argv)
 		fprintf(stderr, "garudad: unexpected argument \"%s\"\n", argv[optind]);
 		return -1;
 	}
+	if (!config_chosen && load_default_file(c) < 0)
+		return -1;
 	optind = 1;
 	opterr = 0;
 	const char *rundir = NULL;

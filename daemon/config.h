@@ -43,6 +43,10 @@ struct config {
 	bool check_only; /* --check-config: parse, report, exit */
 };
 
+/* The configuration file read when no --config (and no --no-config) is given, only
+ * when it exists; $GARUDAD_DEFAULT_CONFIG replaces it (empty: none; tests use it). */
+#define CONFIG_DEFAULT_FILE "/etc/garuda/garudad.json"
+
 /* garudad's default plan: the best policy measured (tests/bench "plans" section). */
 #define CONFIG_DEFAULT_PLAN \
 	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=8"

@@ -78,6 +78,29 @@ static int setup_watchdog(struct daemon *d)
 	return d->watchdog_w ? 0 : -errno;
 }
 
+static void on_reattach(struct loop_watch *w, void *data, uint32_t events)
+{
+	(void)w;
+	(void)events;
+	session_reattach_tick(data);
+}
+
+/* The one-shot timer that logs re-attaching sessions (session.c). Without it garudad
+ * still runs; those sessions are then logged when they close. */
+static void setup_reattach(struct daemon *d)
+{
+	d->reattach_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (d->reattach_fd >= 0)
+		d->reattach_w = loop_add(d->loop, d->reattach_fd, POLLIN, on_reattach, d);
+	if (d->reattach_fd >= 0 && !d->reattach_w) {
+		close(d->reattach_fd);
+		d->reattach_fd = -1;
+	}
+	if (d->reattach_fd < 0)
+		log_warning("no re-attach timer (%s): re-attaching sessions are logged when they close",
+			    strerror(errno));
+}
+
 static int start_scanners(struct daemon *d)
 {
 	numa_discover(&d->topo);
@@ -114,6 +137,7 @@ static void shutdown_daemon(struct daemon *d)
 	loop_remove(d->loop, d->signal_w);
 	loop_remove(d->loop, d->notice_w);
 	loop_remove(d->loop, d->watchdog_w);
+	loop_remove(d->loop, d->reattach_w);
 	loop_run_once(d->loop, 0); /* collect the removals' completions */
 	loop_free(d->loop);
 	server_close_sockets(d);
@@ -121,6 +145,8 @@ static void shutdown_daemon(struct daemon *d)
 		close(d->signal_fd);
 	if (d->watchdog_fd >= 0)
 		close(d->watchdog_fd);
+	if (d->reattach_fd >= 0)
+		close(d->reattach_fd);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);
 	if (d->spare_fd >= 0)
@@ -133,6 +159,7 @@ static void shutdown_daemon(struct daemon *d)
 int main(int argc, char **argv)
 {
 	struct daemon d = { .client_fd = -1, .control_fd = -1, .signal_fd = -1, .watchdog_fd = -1,
+			  .reattach_fd = -1,
 			    .notify_fd = -1, .spare_fd = -1, .lock_fd = -1 };
 	int r;
 
@@ -187,6 +214,7 @@ int main(int argc, char **argv)
 		shutdown_daemon(&d);
 		return 1;
 	}
+	setup_reattach(&d);
 	if (d.notify)
 		sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=clients=0 armed=0 completions=0", (int)getpid());
 	log_info("listening on %s (control %s)", d.cfg.socket_path, d.cfg.control_socket_path);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <linux/magic.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -70,9 +71,55 @@ static size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Why the loop thread's last segment_create/segment_attach failed, in words (only
+ * NO_MEMLOCK says more than the code). */
+static _Thread_local char last_why[GARUDA_SEGMENT_WHY_MAX];
+
+const char *segment_why(void)
+{
+	return last_why;
+}
+
+/* Bytes this process has locked (VmLck of /proc/self/status), or -1. */
+static long long locked_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	long long kib, r = -1;
+	while (f && r < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %lld kB", &kib) == 1)
+			r = kib * 1024;
+	if (f)
+		fclose(f);
+	return r;
+}
+
+/* The words for a refused mlock of `bytes` (errno e): the bytes asked, the limit and
+ * what garudad holds locked already, and the remedy. */
+static void explain_memlock(size_t bytes, int e)
+{
+	struct rlimit rl;
+	char limit[48] = "unknown";
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+		if (rl.rlim_cur == RLIM_INFINITY)
+			snprintf(limit, sizeof(limit), "unlimited");
+		else
+			snprintf(limit, sizeof(limit), "%llu bytes", (unsigned long long)rl.rlim_cur);
+	}
+	long long held = locked_bytes();
+	char heldtxt[48] = "";
+	if (held >= 0)
+		snprintf(heldtxt, sizeof(heldtxt), ", %lld locked already", held);
+	snprintf(last_why, sizeof(last_why),
+		 "cannot mlock %zu bytes for the segment (%s): RLIMIT_MEMLOCK is %s%s; raise "
+		 "LimitMEMLOCK= (ulimit -l) or grant garudad CAP_IPC_LOCK",
+		 bytes, strerror(e), limit, heldtxt);
+}
+
 /* Map fd, place it, lock it. */
 static int map_segment(int fd, size_t bytes, int numa_node, struct garuda_segment **out)
 {
+	last_why[0] = '\0';
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -84,7 +131,10 @@ static int map_segment(int fd, size_t bytes, int numa_node, struct garuda_segmen
 	if (mlock(p, bytes) < 0) {
 		int e = errno;
 		munmap(p, bytes);
-		return e == ENOMEM || e == EPERM || e == EAGAIN ? -GARUDA_E_NO_MEMLOCK : -e;
+		if (e != ENOMEM && e != EPERM && e != EAGAIN)
+			return -e;
+		explain_memlock(bytes, e);
+		return -GARUDA_E_NO_MEMLOCK;
 	}
 	*out = p;
 	return 0;

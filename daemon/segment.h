@@ -40,6 +40,13 @@ int segment_create(uint32_t id, uint32_t lines, int numa_node, pid_t pid, struct
  * -GARUDA_E_NO_MEMLOCK, -errno. */
 int segment_attach(int fd, uint32_t id, uint32_t lines, int numa_node, struct segment **out);
 
+/* After segment_create/segment_attach failed with -GARUDA_E_NO_MEMLOCK: the reason in
+ * words (bytes asked, RLIMIT_MEMLOCK, bytes locked already, the remedy), at most
+ * GARUDA_SEGMENT_WHY_MAX - 1 bytes, fit for an ERROR's text; "" after other failures.
+ * The calling thread's own (the loop thread's). */
+#define GARUDA_SEGMENT_WHY_MAX 256
+const char *segment_why(void);
+
 static inline struct segment *segment_ref(struct segment *s)
 {
 	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);

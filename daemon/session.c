@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -300,9 +302,12 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	if (r) {
 		release_quota(s, Q_SEGMENTS, 1);
 		release_quota(s, Q_LINES, lines);
+		const char *why = r == -GARUDA_E_NO_MEMLOCK && *segment_why() ? segment_why() : NULL;
 		if (r == -GARUDA_E_NO_MEMLOCK)
-			log_err("cannot mlock a segment: raise LimitMEMLOCK or grant CAP_IPC_LOCK");
-		reply_error(s, m->cookie, r, NULL);
+			log_err("session %llu (pid %d uid %u %s): %s", (unsigned long long)s->id, (int)s->pid,
+				(unsigned)s->uid, s->comm, why ? why : "cannot mlock a segment: raise "
+				"LimitMEMLOCK= (ulimit -l) or grant garudad CAP_IPC_LOCK");
+		reply_error(s, m->cookie, r, why);
 		return;
 	}
 	g->scanner = (unsigned)sc;
@@ -570,6 +575,82 @@ static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
 
 /* ---------------- dispatch ---------------- */
 
+/* ---------------- re-attaching sessions ---------------- */
+
+/* A session's presentation after a reconnect (§7.4: SEGMENT_ATTACH for each segment,
+ * then BIND and ARM for its streams) has no end marker on the wire: it is over when the
+ * session sent none of those for this long. Only the log line waits for it. */
+#define REATTACH_QUIET_MS 200
+
+static void arm_reattach_timer(struct daemon *d, uint64_t in_ns)
+{
+	if (d->reattach_fd < 0)
+		return;
+	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(in_ns / 1000000000ull),
+						.tv_nsec = (long)(in_ns % 1000000000ull) } };
+	if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(d->reattach_fd, 0, &its, NULL);
+}
+
+/* After a request handled without error: the first SEGMENT_ATTACH marks the session as
+ * re-attaching; its ATTACHes, BINDs and ARMs are counted until it goes quiet. */
+static void note_reattach(struct session *s, const struct garuda_msg *m)
+{
+	bool attach = m->type == GARUDA_MSG_SEGMENT_ATTACH;
+	if (!attach && !s->reattach_pending)
+		return;
+	switch (m->type) {
+	case GARUDA_MSG_SEGMENT_ATTACH:
+		s->reattached_segments++;
+		break;
+	case GARUDA_MSG_BIND:
+		s->rebound++;
+		break;
+	case GARUDA_MSG_ARM:
+		s->rearmed++;
+		break;
+	case GARUDA_MSG_ARM_BATCH:
+		s->rearmed += m->arm_batch.count;
+		break;
+	default:
+		return;
+	}
+	s->reattach_pending = true;
+	s->reattach_last_ns = garuda_now_ns();
+	arm_reattach_timer(s->d, REATTACH_QUIET_MS * 1000000ull);
+}
+
+static void log_reattached(struct session *s, const char *how)
+{
+	uint64_t ms = (garuda_now_ns() - s->connected_ns) / 1000000u;
+	log_info("session %llu (pid %d uid %u %s): re-attached %u segment(s), %u eventfd "
+		 "binding(s), %u wait(s) re-armed, %llu ms after connecting%s (a reconnect after "
+		 "a garudad restart, or a hand-over from its fallback reactor)",
+		 (unsigned long long)s->id, (int)s->pid, (unsigned)s->uid, s->comm,
+		 s->reattached_segments, s->rebound, s->rearmed, (unsigned long long)ms, how);
+	s->reattach_pending = false;
+}
+
+void session_reattach_tick(struct daemon *d)
+{
+	uint64_t ticks;
+	if (read(d->reattach_fd, &ticks, sizeof(ticks)) < 0)
+		return;
+	uint64_t now = garuda_now_ns(), quiet = REATTACH_QUIET_MS * 1000000ull, next = 0;
+	for (struct session *s = d->sessions; s; s = s->next) {
+		if (!s->reattach_pending)
+			continue;
+		uint64_t idle = now - s->reattach_last_ns;
+		if (idle >= quiet)
+			log_reattached(s, "");
+		else if (!next || quiet - idle < next)
+			next = quiet - idle;
+	}
+	if (next)
+		arm_reattach_timer(d, next);
+}
+
 enum session_state { ST_NEW, ST_WELCOMED }; /* before / after HELLO */
 
 /* One client request: its handler, the state it is valid in, and the fds it takes
@@ -623,7 +704,10 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 		fail_session(s, m.cookie, -GARUDA_E_FD_COUNT, NULL);
 		return;
 	}
+	uint64_t errors = s->errors;
 	h->fn(s, &m, fds);
+	if (!s->closed && s->errors == errors)
+		note_reattach(s, &m);
 }
 
 /* recvmsg returned 0: end of file, or a zero-length datagram? A SOCK_SEQPACKET
@@ -810,6 +894,8 @@ void session_close(struct session *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	d->nsessions--;
+	if (s->reattach_pending)
+		log_reattached(s, ", then closed");
 	log_debug("session %llu: closed", (unsigned long long)s->id);
 	sink_unref(s->sink);
 	s->sink = NULL;

@@ -47,6 +47,11 @@ struct session {
 	struct binding *bindings;
 	struct outmsg *out_head, *out_tail;
 	uint64_t arms, errors;
+	/* a re-attaching session (its first SEGMENT_ATTACH): what it presented again, logged
+	 * in one line once it sent no ATTACH/BIND/ARM for REATTACH_QUIET_MS */
+	bool reattach_pending;
+	uint32_t reattached_segments, rebound, rearmed;
+	uint64_t reattach_last_ns;
 	struct session *next, *prev;
 	struct session *hnext; /* d->by_id chain */
 };
@@ -60,6 +65,11 @@ void session_close_all(struct daemon *d);
 /* Free the sessions closed during this loop iteration (callers up the stack may have
  * held them until then). */
 void session_reap(struct daemon *d);
+/* The re-attach timer (d->reattach_fd) fired: log each re-attaching session that has
+ * been quiet for REATTACH_QUIET_MS (who, segments, eventfd bindings, waits re-armed);
+ * re-arm for the rest. Loop thread. */
+void session_reattach_tick(struct daemon *d);
+
 /* Act on the scanners' notices (DISARM answers, overflows, offenders). */
 void session_handle_notices(struct daemon *d);
 struct session *session_find(struct daemon *d, uint64_t id);

@@ -1,11 +1,19 @@
 /* test_errors.c — every error code the library returns against a real garudad, each
  * provoked on purpose: -EINVAL misuse, -ENOSPC, -EOPNOTSUPP, -GARUDA_E_BUSY,
  * -GARUDA_E_QUOTA (segments, bindings, armed), -GARUDA_E_TIMEOUT,
- * -GARUDA_E_STREAM_FAULT, -GARUDA_E_DISCONNECTED, -GARUDA_E_NO_DRIVER. Outstanding work
- * is held by gates, never by sleeps. */
+ * -GARUDA_E_STREAM_FAULT, -GARUDA_E_DISCONNECTED, -GARUDA_E_NO_DRIVER,
+ * -GARUDA_E_NO_MEMLOCK, connect's -EACCES (as another uid). Outstanding work is held by
+ * gates, never by sleeps. */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -120,6 +128,11 @@ Test(errors, segment_quota)
 	fx_up(&f, "\"quota\":{\"connection\":{\"segments\":1}}", 1);
 	fails(garuda_segment_open(f.c, "host", 0, 1, &more), -GARUDA_E_QUOTA);
 	cr_assert_null(more);
+	/* garudad's words reach garuda_last_error(): the quota's key and its limit */
+	const char *e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "garudad refused SEGMENT_OPEN"), "%s", e);
+	cr_assert_not_null(strstr(e, "quota.connection.segments"), "%s", e);
+	cr_assert_not_null(strstr(e, "limit 1"), "%s", e);
 	fx_down(&f);
 }
 
@@ -388,4 +401,121 @@ Test(errors, connect_waits_for_the_daemon)
 		garuda_disconnect(c);
 	}
 	td_stop(&d);
+}
+
+/* ---- the permission and memlock refusals in words (issue 17) ---- */
+
+#define NOBODY 65534
+
+/* garudad (root) gives its client socket the group "daemon" (mode 0660); uid/gid 65534
+ * with no supplementary group connects: -EACCES, and garuda_last_error() names the
+ * socket, its group and how to join it. */
+Test(errors, connect_eacces_names_socket_and_group)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: garudad must chown its socket to a group and the client "
+			     "connect as uid %d", NOBODY);
+	const struct group *g = getgrnam("daemon");
+	if (!g || g->gr_gid == NOBODY)
+		cr_skip_test("no group \"daemon\" (other than gid %d) to give the socket", NOBODY);
+	struct gd_daemon d;
+	td_start(&d, "\"socket_group\":\"daemon\"");
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		struct garuda_client *c = NULL;
+		char out[1024];
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+			_exit(126);
+		int r = garuda_connect_to(d.sock, &c);
+		int n = snprintf(out, sizeof(out), "%d %s", r, garuda_last_error());
+		if (write(p[1], out, (size_t)n) != n)
+			_exit(125);
+		_exit(c ? 124 : 0);
+	}
+	close(p[1]);
+	char out[1024];
+	size_t len = 0;
+	ssize_t n;
+	while (len + 1 < sizeof(out) && (n = read(p[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+	close(p[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the uid %d child: status 0x%x", NOBODY, st);
+	int code = atoi(out);
+	cr_assert_eq(code, -EACCES, "connect as uid %d: %d, expected -EACCES: %s", NOBODY, code, out);
+	cr_assert_not_null(strstr(out, d.sock), "the error does not name the socket: %s", out);
+	cr_assert_not_null(strstr(out, "group \"daemon\""), "the error does not name the group: %s", out);
+	cr_assert_not_null(strstr(out, "usermod -aG daemon"), "the error names no remedy: %s", out);
+	td_stop(&d);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	static char buf[65536];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* garudad without CAP_IPC_LOCK (root: dropped from this worker's bounding set before
+ * the launch) and RLIMIT_MEMLOCK 2 pages: one 1-line segment (1 page) fits, a 256-line
+ * one does not. The refusal is NO_MEMLOCK; garuda_last_error() and garudad's log give
+ * the bytes asked, the limit, what is locked already and the remedy; the session goes on. */
+/* the sanitizers' runtimes (ASan, TSan) intercept mlock() and make it a no-op */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GARUDAD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GARUDAD_SANITIZED 1
+#endif
+#endif
+
+Test(errors, memlock_refusal_gives_bytes_and_limit)
+{
+#ifdef GARUDAD_SANITIZED
+	cr_skip_test("the sanitizer of this build makes mlock() a no-op in its garudad: "
+		     "nothing is refused");
+#endif
+	if (geteuid() == 0 && prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) < 0)
+		cr_skip_test("cannot drop CAP_IPC_LOCK from the bounding set: %s", strerror(errno));
+	if (geteuid() != 0 && prctl(PR_CAPBSET_READ, CAP_IPC_LOCK, 0, 0, 0) == 1 &&
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_IPC_LOCK, 0, 0) == 1)
+		cr_skip_test("CAP_IPC_LOCK is ambient here: garudad would ignore RLIMIT_MEMLOCK");
+	long page = sysconf(_SC_PAGESIZE);
+	struct rlimit rl = { .rlim_cur = (rlim_t)(2 * page), .rlim_max = (rlim_t)(2 * page) };
+	cr_assert_eq(setrlimit(RLIMIT_MEMLOCK, &rl), 0, "%s", strerror(errno));
+	struct fixture f = { 0 };
+	fx_up(&f, NULL, 1); /* one page locked */
+	struct garuda_seg *big = (void *)1;
+	fails(garuda_segment_open(f.c, "host", 0, 256, &big), -GARUDA_E_NO_MEMLOCK);
+	cr_assert_null(big);
+	long bytes = (128 + 64 * 256 + page - 1) / page * page;
+	char want[128], limit[64], held[64];
+	snprintf(want, sizeof(want), "cannot mlock %ld bytes", bytes);
+	snprintf(limit, sizeof(limit), "RLIMIT_MEMLOCK is %ld bytes", 2 * page);
+	snprintf(held, sizeof(held), "%ld locked already", page);
+	const char *e = garuda_last_error();
+	cr_assert_not_null(strstr(e, "garudad refused SEGMENT_OPEN"), "%s", e);
+	cr_assert_not_null(strstr(e, want), "the error does not give the bytes asked: %s", e);
+	cr_assert_not_null(strstr(e, limit), "the error does not give the limit: %s", e);
+	cr_assert_not_null(strstr(e, held), "the error does not give what is locked: %s", e);
+	cr_assert_not_null(strstr(e, "LimitMEMLOCK="), "%s", e);
+	cr_assert_not_null(strstr(e, "CAP_IPC_LOCK"), "%s", e);
+	/* the session carries on: a segment that fits still opens */
+	struct garuda_seg *small;
+	ok(garuda_segment_open(f.c, "host", 0, 1, &small));
+	ok(garuda_segment_close(small));
+	const char *log = slurp(f.d.log);
+	cr_assert_not_null(strstr(log, want), "garudad's log lacks the refusal:\n%s", log);
+	cr_assert_not_null(strstr(log, limit), "garudad's log lacks the limit:\n%s", log);
+	fx_down(&f);
 }

@@ -337,8 +337,24 @@ Test(reconnect, kill_while_signalling_loses_nothing)
 	fx_down(&f);
 }
 
+/* garudad's log (both runs: the launcher appends), or "" */
+static const char *daemon_log(const struct gd_daemon *d)
+{
+	static char buf[1 << 16];
+	buf[0] = '\0';
+	FILE *f = fopen(d->log, "re");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
 /* An arm that was outstanding when the daemon died is re-armed in the new session and
- * fired by the new daemon: the eventfd becomes readable with no polling involved. */
+ * fired by the new daemon: the eventfd becomes readable with no polling involved. The
+ * new garudad logs the re-attaching session once, with who and what it presented (the
+ * first, fresh session was not logged so). */
 Test(reconnect, outstanding_arms_are_rearmed)
 {
 	struct fixture f = { 0 };
@@ -359,6 +375,8 @@ Test(reconnect, outstanding_arms_are_rearmed)
 		gate_enqueue(&g, hs[i]);
 		ok(garuda_stream_signal(s[i], &seq[i]));
 	}
+	cr_assert_null(strstr(daemon_log(&f.d), "re-attach"), "a fresh session logged as re-attaching:\n%s",
+		       daemon_log(&f.d));
 	gd_kill(&f.d);
 	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
 	gd_restart(&f.d);
@@ -367,6 +385,19 @@ Test(reconnect, outstanding_arms_are_rearmed)
 	cr_assert_eq(gd_wait_status(&f.d, "segments", 1), 1, "segment re-attached");
 	cr_assert_eq(gd_wait_status(&f.d, "bindings", 1), 1, "eventfd re-bound");
 	cr_assert_eq(gd_wait_status(&f.d, "armed", 3), 3, "outstanding sequences re-armed");
+	/* ... and says so in its log, once the session went quiet (nothing else is sent
+	 * until the line is there: the counts are exact) */
+	char who[64];
+	snprintf(who, sizeof(who), "(pid %d uid %u ", (int)getpid(), (unsigned)getuid());
+	eventually(strstr(daemon_log(&f.d), "re-attached 1 segment(s)"), "the re-attach line");
+	const char *line = strstr(daemon_log(&f.d), "re-attached 1 segment(s)");
+	cr_assert_not_null(strstr(line, "1 eventfd binding(s), 3 wait(s) re-armed"), "%s", line);
+	const char *eol = strchr(line, '\n'), *bol = line;
+	while (bol > daemon_log(&f.d) && bol[-1] != '\n')
+		bol--;
+	const char *at = strstr(bol, who);
+	cr_assert(at && at < line && eol, "the line does not name %s:\n%s", who, daemon_log(&f.d));
+	cr_assert_null(strstr(line + 1, "re-attached"), "logged twice:\n%s", daemon_log(&f.d));
 	/* forget the reconnection's nudges */
 	uint64_t v;
 	cr_assert_eq(garuda_stream_drain(s[0], &v), 0);

@@ -913,6 +913,7 @@ int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap)
 	if (pid == 0) {
 		child_setup(parent, p[1]);
 		unsetenv("NOTIFY_SOCKET");
+		setenv("GARUDAD_DEFAULT_CONFIG", "", 0); /* no host file (a test may set its own) */
 		execv(argv[0], (char *const *)argv);
 		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);

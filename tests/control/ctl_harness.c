@@ -195,7 +195,10 @@ void ctl_fixture_up(struct ctl_fixture *f)
 
 	cr_assert_eq(ctl_wait_status(f->d.ctl, "completions", 3), 3, "the fixture's 3 completions did not happen");
 	cr_assert_eq(ctl_wait_status(f->d.ctl, "armed", 3), 3, "the scanners do not show 3 armed");
+	/* the scanner counts a completion before its eventfd write lands: wait for it */
 	uint64_t v;
+	struct pollfd pfd = { .fd = f->efd, .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, CTL_DEADLINE_MS), 1, "the eventfd-form arm did not fire");
 	cr_assert_eq(read(f->efd, &v, sizeof(v)), (ssize_t)sizeof(v), "the eventfd-form arm did not fire");
 	cr_assert_eq(v, 1);
 }

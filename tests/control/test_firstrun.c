@@ -60,6 +60,7 @@ static int run_garudad(const char *const *args, char *out, size_t cap)
 		dup2(p[1], 2);
 		unsetenv("GARUDA_SOCKET");
 		unsetenv("GARUDA_CONTROL_SOCKET");
+		setenv("GARUDAD_DEFAULT_CONFIG", "", 0); /* no host file (a test may set its own) */
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
@@ -156,6 +157,7 @@ Test(firstrun, nonroot_default_runtime_dir)
 		unsetenv("NOTIFY_SOCKET");
 		unsetenv("LISTEN_FDS");
 		setenv("XDG_RUNTIME_DIR", xdg, 1);
+		setenv("GARUDAD_DEFAULT_CONFIG", "", 0);
 		execl(bin, "garudad", "--scanners=1", (char *)NULL);
 		_exit(127);
 	}
@@ -332,4 +334,55 @@ Test(firstrun, garctl_per_command_help_and_log_level)
 	cr_assert_not_null(strstr(r.err, "did you mean warning?"), "%s", r.err);
 	cr_assert_null(strstr(r.err, "not running"), "log-level warn went to the daemon: %s", r.err);
 	ctl_run_free(&r);
+}
+
+/* No --config: garudad reads the default file ($GARUDAD_DEFAULT_CONFIG stands in for
+ * /etc/garuda/garudad.json) when it exists; a missing one is no error; a bad one fails
+ * as --config does, naming the key and the file; --no-config and --config= skip it. */
+Test(firstrun, default_config_file)
+{
+	char dir[] = "/tmp/garuda-defcfg.XXXXXX", path[96], out[8192];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/garudad.json", dir);
+	setenv("GARUDAD_DEFAULT_CONFIG", path, 1);
+	const char *check[] = { "--check-config", "--runtime-dir=/tmp/nowhere-garuda", NULL };
+
+	int st = run_garudad(check, out, sizeof(out)); /* absent: defaults */
+	cr_assert_eq(st, 0, "exit %d: %s", st, out);
+	cr_assert_not_null(strstr(out, "no config file"), "%s", out);
+
+	FILE *f = fopen(path, "we");
+	fputs("{\"socket\": \"/tmp/from-the-default-file/garuda.sock\"}", f);
+	fclose(f);
+	const char *check2[] = { "--check-config", NULL };
+	st = run_garudad(check2, out, sizeof(out)); /* present: read */
+	cr_assert_eq(st, 0, "exit %d: %s", st, out);
+	cr_assert_not_null(strstr(out, path), "the file read is not named: %s", out);
+	cr_assert_not_null(strstr(out, "/tmp/from-the-default-file/garuda.sock"), "the file was not applied: %s", out);
+
+	const char *none1[] = { "--check-config", "--no-config", "--runtime-dir=/tmp/nowhere-garuda", NULL };
+	const char *none2[] = { "--check-config", "--config=", "--runtime-dir=/tmp/nowhere-garuda", NULL };
+	for (int i = 0; i < 2; i++) {
+		st = run_garudad(i ? none2 : none1, out, sizeof(out));
+		cr_assert_eq(st, 0, "exit %d: %s", st, out);
+		cr_assert_not_null(strstr(out, "no config file"), "%s: %s", i ? "--config=" : "--no-config", out);
+		cr_assert_null(strstr(out, "from-the-default-file"), "%s", out);
+	}
+
+	f = fopen(path, "we");
+	fputs("{\"spin_us\": 20, \"max_sleep_usec\": 5}", f);
+	fclose(f);
+	st = run_garudad(check2, out, sizeof(out)); /* bad: --check-config's error */
+	cr_assert_eq(st, 2, "exit %d: %s", st, out);
+	cr_assert_not_null(strstr(out, "max_sleep_usec"), "the error does not name the key: %s", out);
+	cr_assert_not_null(strstr(out, path), "the error does not name the file: %s", out);
+	cr_assert_not_null(strstr(out, "--no-config"), "%s", out);
+	const char *start[] = { "--runtime-dir=/tmp/nowhere-garuda", NULL };
+	st = run_garudad(start, out, sizeof(out)); /* and garudad does not start on it */
+	cr_assert_eq(st, 2, "exit %d: %s", st, out);
+	struct stat sb;
+	cr_assert_neq(stat("/tmp/nowhere-garuda", &sb), 0, "a bad default file still created the runtime directory");
+	unsetenv("GARUDAD_DEFAULT_CONFIG");
+	unlink(path);
+	rmdir(dir);
 }
