@@ -10,8 +10,9 @@
  * refused the restart. Under the lock, a socket file is replaced when nothing accepts
  * on it or when the process that listens there is the previous lock holder (a dying
  * garudad); a socket some other process listens on (a systemd socket unit), a symlink
- * or any other file at the path is refused. A fully socket-activated garudad takes no
- * lock: its manager runs one instance. */
+ * or any other file at the path is refused. A held lock is retried for up to 2 s (a
+ * SIGKILLed garudad holds it until the kernel has torn the process down). A fully
+ * socket-activated garudad takes no lock: its manager runs one instance. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -69,6 +70,8 @@ static pid_t socket_listener(const char *path)
 	return uc.pid;
 }
 
+#define LOCK_WAIT_MS 2000u
+
 /* Take the single-instance lock (see the head comment); *prev gets the pid the
  * previous holder recorded (0: none). */
 static int lock_instance(struct daemon *d, pid_t *prev)
@@ -86,7 +89,10 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 		log_err("lock file %s: %s", path, strerror(-r));
 		return r;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	/* a garudad that was just killed holds the lock until the kernel has torn it
+	 * down (tens of milliseconds for a large one): a restart started at once waits
+	 * for that, at most LOCK_WAIT_MS */
+	for (unsigned waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += 10) {
 		r = -errno;
 		if (r != -EWOULDBLOCK) {
 			log_err("lock file %s: flock: %s", path, strerror(-r));
@@ -94,8 +100,15 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 		}
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
-		log_err("another garudad (pid %d) holds %s: one garudad per socket path", atoi(buf), path);
-		return -EADDRINUSE;
+		if (waited >= LOCK_WAIT_MS) {
+			log_err("another garudad (pid %d) holds %s: one garudad per socket path", atoi(buf),
+				path);
+			return -EADDRINUSE;
+		}
+		if (waited == 0)
+			log_info("garudad pid %d holds %s: waiting up to %u ms for it to exit", atoi(buf), path,
+				 LOCK_WAIT_MS);
+		usleep(10 * 1000);
 	}
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
