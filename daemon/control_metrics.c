@@ -9,6 +9,7 @@
  * and increase, and the last is +Inf (equal to _count). The histogram has no _sum:
  * the scanners record bucket counts only. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,31 @@ char *ctl_metrics_text(struct daemon *d)
 	}
 	family(f, "garuda_quota_refusals_total", "counter", "Requests refused by a quota.");
 	fprintf(f, "garuda_quota_refusals_total %llu\n", (unsigned long long)d->quota_refusals);
+
+	/* per quota key: uids with a session, cgroups with a live sink (quota.h); a family
+	 * with no sample is left out (with no client, both are) */
+	bool head = false;
+	for (const struct quota_uid *q = d->quotas.head; q; q = q->next) {
+		if (!atomic_load(&q->usage.used[Q_CONNECTIONS]))
+			continue;
+		if (!head)
+			family(f, "garuda_quota_uid_used", "gauge",
+			       "Quota in use, by client uid and quota (quota.uid.NAME).");
+		head = true;
+		for (unsigned k = 0; k < Q_KINDS_; k++)
+			fprintf(f, "garuda_quota_uid_used{uid=\"%u\",quota=\"%s\"} %llu\n", (unsigned)q->uid,
+				quota_kind_name(k), (unsigned long long)atomic_load(&q->usage.used[k]));
+	}
+	if (d->quotas.cgroups)
+		family(f, "garuda_quota_cgroup_used", "gauge",
+		       "Quota in use, by client cgroup (v2 path) and quota (quota.cgroup.NAME).");
+	for (const struct quota_cgroup *c = d->quotas.cgroups; c; c = c->next)
+		for (unsigned k = 0; k < Q_KINDS_; k++) {
+			fputs("garuda_quota_cgroup_used{cgroup=\"", f);
+			label_value(f, c->path);
+			fprintf(f, "\",quota=\"%s\"} %llu\n", quota_kind_name(k),
+				(unsigned long long)atomic_load(&c->usage.used[k]));
+		}
 
 	/* per scanner */
 	family(f, "garuda_scanner_armed", "gauge", "Armed descriptors, by scanner.");
