@@ -3,8 +3,9 @@
 # rules (check rules, and test rules: each alert fires on its series and not on a
 # healthy node), `garctl metrics` from a running garudad with a client held connected
 # (check metrics, with the per-uid and per-cgroup quota series, the cgroup label from a
-# group named with " and \ where root can make one; and a lint problem fails), and garuda-textfile: an answering daemon gives garuda.prom with
-# garuda_up 1 that promtool accepts; a dead one gives garuda_up 0 and garctl's exit
+# group named with " and \ where root can make one; and a lint problem fails), and
+# garuda-textfile: an answering daemon gives garuda.prom with garuda_up 1 that promtool
+# accepts; a dead one gives garuda_up 0 and garctl's exit
 # status; no temporary file is left either way. Exit 77 (skip) without promtool.
 set -euo pipefail
 src=$(cd "$1" && pwd) garudad=$2 garctl=$3
