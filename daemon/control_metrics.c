@@ -25,16 +25,35 @@ static void family(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A label value with \, " and newline escaped. */
-static void label_value(FILE *f, const char *s)
+/* Bytes of the valid UTF-8 sequence at s (1..4), or 0 for an invalid byte. */
+static unsigned utf8_len(const unsigned char *s)
 {
-	for (; *s; s++) {
+	unsigned n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+		   : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (unsigned i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))) ||
+	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))))
+		return 0; /* overlong, surrogate, beyond U+10FFFF */
+	return n;
+}
+
+/* A label value with \, " and newline escaped, and each byte that is not UTF-8 (a
+ * cgroup name may hold any byte but /) as U+FFFD: the format wants UTF-8. */
+static void label_value(FILE *f, const char *str)
+{
+	for (const unsigned char *s = (const unsigned char *)str; *s;) {
+		unsigned n = utf8_len(s);
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
 		else if (*s == '\n')
 			fputs("\\n", f);
+		else if (!n)
+			fputs("\xef\xbf\xbd", f);
 		else
-			fputc(*s, f);
+			fwrite(s, 1, n, f);
+		s += n ? n : 1;
 	}
 }
 

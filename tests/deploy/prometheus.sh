@@ -3,7 +3,7 @@
 # rules (check rules, and test rules: each alert fires on its series and not on a
 # healthy node), `garctl metrics` from a running garudad with a client held connected
 # (check metrics, with the per-uid and per-cgroup quota series, the cgroup label from a
-# group named with " and \ where root can make one; and a lint problem fails), and
+# group named with ", \ and a non-UTF-8 byte where root can make one; and a lint problem fails), and
 # garuda-textfile: an answering daemon gives garuda.prom with garuda_up 1 that promtool
 # accepts; a dead one gives garuda_up 0 and garctl's exit
 # status; no temporary file is left either way. Exit 77 (skip) without promtool.
@@ -35,7 +35,7 @@ export GARUDA_CONTROL_SOCKET=$work/control.sock
 # cgroup v2 group whose name needs escaping in a label (" and \) where root can make
 # one under the cgroup2 mount, else from wherever this runs
 cgmount=$(awk '$0 ~ / - cgroup2 / {print $5; exit}' /proc/self/mountinfo)
-cgname="garuda-prom-$$-q\"b\\s"
+cgname="garuda-prom-$$-q\"b\\s"$'\xff' # ", \ and a byte that is not UTF-8
 cgdir=
 if [[ -n $cgmount ]] && mkdir "$cgmount/$cgname" 2>/dev/null; then cgdir=$cgmount/$cgname; fi
 hold() { # connect (no HELLO needed: the session and its charges start at accept), then wait
@@ -55,8 +55,9 @@ for _ in $(seq 100); do "$garctl" metrics | grep -qx 'garuda_clients 1' && break
 grep -q '^garuda_quota_uid_used{uid="'"$(id -u)"'",quota="connections"} 1$' "$work/metrics.prom" ||
 	{ grep garuda_quota "$work/metrics.prom"; echo "no garuda_quota_uid_used series for the held client"; exit 1; }
 if [[ -n $cgdir ]]; then
-	want='garuda_quota_cgroup_used{cgroup="'$(printf '%s' "/$cgname" | sed 's/[\"]/\\&/g')'",quota="connections"} 1'
-	grep -qxF "$want" "$work/metrics.prom" ||
+	# " and \ escaped, the \xff as U+FFFD (the format is UTF-8)
+	want='garuda_quota_cgroup_used{cgroup="'/garuda-prom-$$-q'\"b\\s'$'\xef\xbf\xbd''",quota="connections"} 1'
+	LC_ALL=C grep -qxF "$want" "$work/metrics.prom" ||
 		{ grep garuda_quota "$work/metrics.prom"; echo "no escaped garuda_quota_cgroup_used series: $want"; exit 1; }
 	echo "cgroup label escaped: $want"
 else
