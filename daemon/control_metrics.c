@@ -57,6 +57,26 @@ static void label_value(FILE *f, const char *str)
 	}
 }
 
+struct cgroup_samples {
+	FILE *f;
+	bool head; /* the family's # lines are out */
+};
+
+static void cgroup_samples(const struct quota_cgroup *c, void *arg)
+{
+	struct cgroup_samples *cs = arg;
+	if (!cs->head)
+		family(cs->f, "garuda_quota_cgroup_used", "gauge",
+		       "Quota in use, by client cgroup (v2 path) and quota (quota.cgroup.NAME).");
+	cs->head = true;
+	for (unsigned k = 0; k < Q_KINDS_; k++) {
+		fputs("garuda_quota_cgroup_used{cgroup=\"", cs->f);
+		label_value(cs->f, c->path);
+		fprintf(cs->f, "\",quota=\"%s\"} %llu\n", quota_kind_name(k),
+			(unsigned long long)atomic_load(&c->usage.used[k]));
+	}
+}
+
 char *ctl_metrics_text(struct daemon *d)
 {
 	char *buf = NULL;
@@ -122,16 +142,8 @@ char *ctl_metrics_text(struct daemon *d)
 			fprintf(f, "garuda_quota_uid_used{uid=\"%u\",quota=\"%s\"} %llu\n", (unsigned)q->uid,
 				quota_kind_name(k), (unsigned long long)atomic_load(&q->usage.used[k]));
 	}
-	if (d->quotas.cgroups)
-		family(f, "garuda_quota_cgroup_used", "gauge",
-		       "Quota in use, by client cgroup (v2 path) and quota (quota.cgroup.NAME).");
-	for (const struct quota_cgroup *c = d->quotas.cgroups; c; c = c->next)
-		for (unsigned k = 0; k < Q_KINDS_; k++) {
-			fputs("garuda_quota_cgroup_used{cgroup=\"", f);
-			label_value(f, c->path);
-			fprintf(f, "\",quota=\"%s\"} %llu\n", quota_kind_name(k),
-				(unsigned long long)atomic_load(&c->usage.used[k]));
-		}
+	struct cgroup_samples cs = { f, false };
+	quota_cgroups_each(&d->quotas, cgroup_samples, &cs);
 
 	/* per scanner */
 	family(f, "garuda_scanner_armed", "gauge", "Armed descriptors, by scanner.");

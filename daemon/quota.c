@@ -2,6 +2,8 @@
 #include "quota.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,38 +49,60 @@ struct quota_uid *quota_uid_get(struct quota_table *t, uid_t uid)
 	return q;
 }
 
+/* the cgroup list and its reference counts (one daemon per process) */
+static pthread_mutex_t cgroups_lock = PTHREAD_MUTEX_INITIALIZER;
+
 struct quota_cgroup *quota_cgroup_get(struct quota_table *t, const char *path)
 {
-	for (struct quota_cgroup *c = t->cgroups; c; c = c->next)
+	pthread_mutex_lock(&cgroups_lock);
+	struct quota_cgroup *c;
+	for (c = t->cgroups; c; c = c->next)
 		if (strcmp(c->path, path) == 0) {
 			c->refs++;
-			return c;
+			break;
 		}
-	struct quota_cgroup *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->path = strdup(path);
-	if (!c->path) {
-		free(c);
-		return NULL;
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		c->path = strdup(path);
+		if (c->path) {
+			c->refs = 1;
+			c->table = t;
+			c->next = t->cgroups;
+			t->cgroups = c;
+		} else {
+			free(c);
+			c = NULL;
+		}
 	}
-	c->refs = 1;
-	c->table = t;
-	c->next = t->cgroups;
-	t->cgroups = c;
+	pthread_mutex_unlock(&cgroups_lock);
 	return c;
 }
 
 void quota_cgroup_unref(struct quota_cgroup *c)
 {
-	if (!c || --c->refs)
+	if (!c)
 		return;
-	struct quota_cgroup **pp = &c->table->cgroups;
-	while (*pp != c)
-		pp = &(*pp)->next;
-	*pp = c->next;
-	free(c->path);
-	free(c);
+	pthread_mutex_lock(&cgroups_lock);
+	bool last = --c->refs == 0;
+	if (last) {
+		struct quota_cgroup **pp = &c->table->cgroups;
+		while (*pp != c)
+			pp = &(*pp)->next;
+		*pp = c->next;
+	}
+	pthread_mutex_unlock(&cgroups_lock);
+	if (last) {
+		free(c->path);
+		free(c);
+	}
+}
+
+void quota_cgroups_each(struct quota_table *t, void (*fn)(const struct quota_cgroup *c, void *arg),
+			void *arg)
+{
+	pthread_mutex_lock(&cgroups_lock);
+	for (const struct quota_cgroup *c = t->cgroups; c; c = c->next)
+		fn(c, arg);
+	pthread_mutex_unlock(&cgroups_lock);
 }
 
 void quota_table_free(struct quota_table *t)
@@ -89,12 +113,14 @@ void quota_table_free(struct quota_table *t)
 		free(q);
 	}
 	/* sinks still holding references are gone with the daemon */
+	pthread_mutex_lock(&cgroups_lock);
 	while (t->cgroups) {
 		struct quota_cgroup *c = t->cgroups;
 		t->cgroups = c->next;
 		free(c->path);
 		free(c);
 	}
+	pthread_mutex_unlock(&cgroups_lock);
 }
 
 int quota_peer_cgroup(const char *proc, pid_t pid, char **path)

@@ -7,10 +7,11 @@
  * failed) is charged per connection and per uid only. Counters are atomic: the loop
  * thread charges, scanner threads release armed descriptors as they fire. uid records
  * live as long as the daemon (bounded by the number of distinct uids that ever
- * connected); cgroup records are reference-counted by the sinks charged to them and
- * freed with the last (bounded by the cgroups with a live sink). The loop thread owns
- * both lists and every cgroup reference count (sinks are freed on the loop thread,
- * sink.h). */
+ * connected), their list is the loop thread's; cgroup records are reference-counted by
+ * the sinks charged to them and freed with the last (bounded by the cgroups with a live
+ * sink). A sink is freed on the loop thread but for one case (a scanner whose notice
+ * queue is out of memory drops its last reference itself, armed.c), so the cgroup list
+ * and its reference counts are under a lock of their own (quota.c). */
 #pragma once
 
 #include <stddef.h>
@@ -40,7 +41,7 @@ struct quota_table;
  * garudad's cgroup namespace. */
 struct quota_cgroup {
 	char *path;
-	unsigned refs; /* sinks charged to it (loop thread) */
+	unsigned refs; /* sinks charged to it (under the cgroup list's lock) */
 	struct quota_usage usage;
 	struct quota_table *table;
 	struct quota_cgroup *next;
@@ -58,8 +59,13 @@ uint64_t quota_limit(const struct quota_limits *l, enum quota_kind k);
 struct quota_uid *quota_uid_get(struct quota_table *t, uid_t uid);
 /* Find or create the record of a cgroup path and take a reference. NULL on ENOMEM. */
 struct quota_cgroup *quota_cgroup_get(struct quota_table *t, const char *path);
-/* Drop a reference; the last one unlinks and frees the record. NULL is ignored. */
+/* Drop a reference; the last one unlinks and frees the record. NULL is ignored. Any
+ * thread. */
 void quota_cgroup_unref(struct quota_cgroup *c);
+/* Call fn for each cgroup record, under the list's lock (fn must not take or drop a
+ * reference). */
+void quota_cgroups_each(struct quota_table *t, void (*fn)(const struct quota_cgroup *c, void *arg),
+			void *arg);
 void quota_table_free(struct quota_table *t);
 
 /* The cgroup v2 path of pid from /proc/PID/cgroup (its "0::" line) into a malloc'ed
