@@ -136,7 +136,7 @@ int quota_peer_cgroup(const char *proc, pid_t pid, char **path)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	int r = -ENOENT;
+	int r = -ENODATA;
 	errno = 0;
 	while ((n = getline(&line, &cap, f)) > 0) {
 		if (strncmp(line, "0::", 3) != 0)

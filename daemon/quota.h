@@ -69,9 +69,9 @@ void quota_cgroups_each(struct quota_table *t, void (*fn)(const struct quota_cgr
 void quota_table_free(struct quota_table *t);
 
 /* The cgroup v2 path of pid from /proc/PID/cgroup (its "0::" line) into a malloc'ed
- * *path. 0, or -ESRCH (pid 0: the peer is outside garudad's pid namespace), -ENOENT (no
- * such line: a cgroup v1 only host) or -errno of opening or reading the file
- * (-ENOENT too when the process is gone). proc is the procfs root ("/proc"). */
+ * *path. 0, or -ESRCH (pid 0: the peer is outside garudad's pid namespace), -ENODATA
+ * (no such line: a cgroup v1 only host), -ENOMEM, or -errno of opening or reading the
+ * file (-ENOENT: the process is gone). proc is the procfs root ("/proc"). */
 int quota_peer_cgroup(const char *proc, pid_t pid, char **path);
 
 /* Charge n of kind k to the connection's usage, its uid's and its cgroup's (cg NULL:

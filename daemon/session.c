@@ -708,9 +708,10 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, bool *oom)
 		if (!*oom)
 			log_client(LOG_INFO, "pid %d: no cgroup quota key (/proc/%d/cgroup: %s); "
 				   "charged per connection and per uid only", (int)pid, (int)pid,
-				   r == -ENOENT ? "no readable cgroup v2 \"0::\" line"
+				   r == -ENODATA ? "no cgroup v2 \"0::\" line"
 				   : r == -ESRCH ? "pid outside garudad's pid namespace"
-						 : strerror(-r));
+				   : r == -ENOENT ? "the process is gone"
+						  : strerror(-r));
 		return NULL;
 	}
 	struct quota_cgroup *c = quota_cgroup_get(&d->quotas, path);

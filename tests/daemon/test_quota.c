@@ -8,9 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fdio.h"
 #include "harness.h"
 
 TestSuite(quota, .init = gd_test_init, .fini = gd_test_fini, .timeout = 120);
@@ -493,5 +496,80 @@ Test(quota_cgroup, reload)
 	cg_client(&cg_a, d.sock, &a2, false, NULL, 0);
 	gd_close(&a1);
 	gd_close(&a2);
+	gd_stop(&d);
+}
+
+/* No cgroup key: a peer whose /proc/PID/cgroup cannot be read when garudad accepts
+ * (here its process is gone: it connected and exited while garudad was stopped) is
+ * charged per connection and per uid only, shown with a null cgroup, and garudad logs
+ * why. Its session works. */
+Test(quota_cgroup, no_key_when_the_peer_is_gone)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"cgroup\":{\"connections\":1}}}" });
+	cr_assert_eq(kill(d.pid, SIGSTOP), 0);
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) { /* connect (the backlog takes it), hand the socket over, exit */
+		struct gd_client c;
+		int r = gd_connect(&c, d.sock);
+		_exit(r == 0 && fdio_send(sv[1], "c", 1, &c.fd, 1, 0) == 1 ? 0 : 1);
+	}
+	close(sv[1]);
+	char b;
+	int fds[1] = { -1 };
+	unsigned nfds = 0;
+	ssize_t n = fdio_recv(sv[0], &b, 1, fds, 1, &nfds, 0);
+	close(sv[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid); /* reaped: /proc/PID is gone */
+	cr_assert(n == 1 && nfds == 1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child did not connect");
+	cr_assert_eq(kill(d.pid, SIGCONT), 0);
+	struct gd_client c;
+	memset(&c, 0, sizeof(c));
+	c.fd = fds[0];
+	gd_ok(gd_hello(&c));
+	/* a second one from here (with a cgroup key, this test's own) is not refused by the
+	 * first: that one is in no cgroup's count */
+	struct gd_client e;
+	gd_ok(gd_open(&e, d.sock));
+	cJSON *j = gd_control(&d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j);
+	const cJSON *it;
+	bool seen = false;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+	{
+		if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "id")) != c.welcome.session_id)
+			continue;
+		seen = true;
+		cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "cgroup")), "a gone peer has a cgroup key");
+		cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "pid")), pid);
+	}
+	cJSON_Delete(j);
+	cr_assert(seen, "session %llu not listed", (unsigned long long)c.welcome.session_id);
+	char want[96];
+	snprintf(want, sizeof(want), "pid %d: no cgroup quota key (/proc/%d/cgroup: the process is gone)",
+		 (int)pid, (int)pid);
+	bool logged = false;
+	for (int i = 0; i < 100 && !logged; i++) {
+		FILE *f = fopen(d.log, "re");
+		char line[512];
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, want))
+				logged = true;
+		if (f)
+			fclose(f);
+		if (!logged)
+			usleep(20000);
+	}
+	cr_assert(logged, "no log line says why (%s): %s", want, d.log);
+	struct gd_seg s;
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	still_works(&c, &s, 0, 1);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_close(&e);
 	gd_stop(&d);
 }
