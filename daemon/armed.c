@@ -54,7 +54,7 @@ static void put(struct notice_queue *loop, enum notice_release what, void *obj, 
 
 void armed_release_quota(struct armed *a)
 {
-	quota_release(&a->sink->usage, &a->sink->uid->usage, Q_ARMED, 1);
+	quota_release(&a->sink->usage, a->sink->uid, a->sink->cgroup, Q_ARMED, 1);
 }
 
 void armed_release(struct armed *a, struct notice_queue *loop)

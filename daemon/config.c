@@ -26,6 +26,11 @@ static const struct quota_limits default_quota_uid = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
 	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
 };
+/* a cgroup (pod, container, Slurm job, systemd unit) may hold what one uid may */
+static const struct quota_limits default_quota_cgroup = {
+	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
+	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
+};
 
 /* Every key the config file accepts, quotas as "quota.SCOPE.NAME": the parser refuses
  * any other (key_known()), garudad --list-config-keys prints this list, and
@@ -38,6 +43,8 @@ static const char *const config_keys[] = {
 	"quota.connection.armed", "quota.connection.outbox_bytes", "quota.connection.points",
 	"quota.uid.segments", "quota.uid.lines", "quota.uid.bindings", "quota.uid.armed",
 	"quota.uid.outbox_bytes", "quota.uid.connections", "quota.uid.points",
+	"quota.cgroup.segments", "quota.cgroup.lines", "quota.cgroup.bindings", "quota.cgroup.armed",
+	"quota.cgroup.outbox_bytes", "quota.cgroup.connections", "quota.cgroup.points",
 };
 
 /* Keys kept from before wait plans: when set they override the plan's park_us and
@@ -89,6 +96,7 @@ void config_defaults(struct config *c)
 	c->log_level = LOG_INFO;
 	c->quota_connection = default_quota_connection;
 	c->quota_uid = default_quota_uid;
+	c->quota_cgroup = default_quota_cgroup;
 }
 
 void config_settle(struct config *c)
@@ -189,8 +197,8 @@ static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *
 		char name[96];
 		uint64_t v;
 		snprintf(name, sizeof(name), "quota.%s.%s", scope, it->string);
-		if (strcmp(it->string, "connections") == 0 && strcmp(scope, "uid") != 0)
-			return fail(err, "config key \"%s\": only quota.uid has connections", name);
+		if (strcmp(it->string, "connections") == 0 && strcmp(scope, "connection") == 0)
+			return fail(err, "config key \"%s\": only quota.uid and quota.cgroup have connections", name);
 		if (!key_known(name))
 			return fail(err, "config key \"%s\": unknown key", name);
 		if (strcmp(it->string, "outbox_bytes") == 0) {
@@ -200,8 +208,6 @@ static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *
 			continue;
 		}
 		if (strcmp(it->string, "connections") == 0) {
-			if (strcmp(scope, "uid") != 0)
-				return fail(err, "config key \"%s\": only quota.uid has connections", name);
 			if (json_uint(it, name, 1, UINT32_MAX, &v, err))
 				return -1;
 			q->connections = (uint32_t)v;
@@ -292,8 +298,11 @@ static int apply_json(struct config *c, const cJSON *root, char **err)
 				} else if (strcmp(q->string, "uid") == 0) {
 					if (load_quota(q, "uid", &c->quota_uid, err))
 						return -1;
+				} else if (strcmp(q->string, "cgroup") == 0) {
+					if (load_quota(q, "cgroup", &c->quota_cgroup, err))
+						return -1;
 				} else {
-					return fail(err, "config key \"quota.%s\": unknown key (connection or uid)", q->string);
+					return fail(err, "config key \"quota.%s\": unknown key (connection, uid or cgroup)", q->string);
 				}
 			}
 		} else {

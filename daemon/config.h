@@ -15,7 +15,7 @@ struct quota_limits {
 	uint32_t bindings;
 	uint32_t armed;
 	uint64_t outbox_bytes;
-	uint32_t connections; /* uid scope: sessions at once (connection scope: always 1) */
+	uint32_t connections; /* uid, cgroup scopes: sessions at once (connection scope: always 1) */
 	uint32_t points;      /* deadline-estimator points (daemon/points.h) */
 };
 
@@ -40,6 +40,7 @@ struct config {
 	int log_level;
 	struct quota_limits quota_connection;
 	struct quota_limits quota_uid;
+	struct quota_limits quota_cgroup; /* per peer cgroup v2 path (quota.h) */
 	bool check_only; /* --check-config: parse, report, exit */
 };
 

@@ -9,6 +9,7 @@
  * and increase, and the last is +Inf (equal to _count). The histogram has no _sum:
  * the scanners record bucket counts only. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +25,55 @@ static void family(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A label value with \, " and newline escaped. */
-static void label_value(FILE *f, const char *s)
+/* Bytes of the valid UTF-8 sequence at s (1..4), or 0 for an invalid byte. */
+static unsigned utf8_len(const unsigned char *s)
 {
-	for (; *s; s++) {
+	unsigned n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+		   : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (unsigned i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))) ||
+	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))))
+		return 0; /* overlong, surrogate, beyond U+10FFFF */
+	return n;
+}
+
+/* A label value with \, " and newline escaped, and each byte that is not UTF-8 (a
+ * cgroup name may hold any byte but /) as U+FFFD: the format wants UTF-8. */
+static void label_value(FILE *f, const char *str)
+{
+	for (const unsigned char *s = (const unsigned char *)str; *s;) {
+		unsigned n = utf8_len(s);
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
 		else if (*s == '\n')
 			fputs("\\n", f);
+		else if (!n)
+			fputs("\xef\xbf\xbd", f);
 		else
-			fputc(*s, f);
+			fwrite(s, 1, n, f);
+		s += n ? n : 1;
+	}
+}
+
+struct cgroup_samples {
+	FILE *f;
+	bool head; /* the family's # lines are out */
+};
+
+static void cgroup_samples(const struct quota_cgroup *c, void *arg)
+{
+	struct cgroup_samples *cs = arg;
+	if (!cs->head)
+		family(cs->f, "garuda_quota_cgroup_used", "gauge",
+		       "Quota in use, by client cgroup (v2 path) and quota (quota.cgroup.NAME).");
+	cs->head = true;
+	for (unsigned k = 0; k < Q_KINDS_; k++) {
+		fputs("garuda_quota_cgroup_used{cgroup=\"", cs->f);
+		label_value(cs->f, c->path);
+		fprintf(cs->f, "\",quota=\"%s\"} %llu\n", quota_kind_name(k),
+			(unsigned long long)atomic_load(&c->usage.used[k]));
 	}
 }
 
@@ -87,6 +127,23 @@ char *ctl_metrics_text(struct daemon *d)
 	}
 	family(f, "garuda_quota_refusals_total", "counter", "Requests refused by a quota.");
 	fprintf(f, "garuda_quota_refusals_total %llu\n", (unsigned long long)d->quota_refusals);
+
+	/* per quota key: uids with a session, cgroups with a live sink (quota.h); a family
+	 * with no sample is left out (with no client, both are) */
+	bool head = false;
+	for (const struct quota_uid *q = d->quotas.head; q; q = q->next) {
+		if (!atomic_load(&q->usage.used[Q_CONNECTIONS]))
+			continue;
+		if (!head)
+			family(f, "garuda_quota_uid_used", "gauge",
+			       "Quota in use, by client uid and quota (quota.uid.NAME).");
+		head = true;
+		for (unsigned k = 0; k < Q_KINDS_; k++)
+			fprintf(f, "garuda_quota_uid_used{uid=\"%u\",quota=\"%s\"} %llu\n", (unsigned)q->uid,
+				quota_kind_name(k), (unsigned long long)atomic_load(&q->usage.used[k]));
+	}
+	struct cgroup_samples cs = { f, false };
+	quota_cgroups_each(&d->quotas, cgroup_samples, &cs);
 
 	/* per scanner */
 	family(f, "garuda_scanner_armed", "gauge", "Armed descriptors, by scanner.");

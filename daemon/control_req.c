@@ -172,6 +172,7 @@ static cJSON *client_object(struct session *s)
 	ctl_add_uint(o, CTL_KEY_UID, s->uid);
 	ctl_add_uint(o, CTL_KEY_GID, s->gid);
 	cJSON_AddStringToObject(o, CTL_KEY_COMM, s->comm);
+	add_string_or_null(o, CTL_KEY_CGROUP, s->sink->cgroup ? s->sink->cgroup->path : NULL);
 	cJSON_AddNumberToObject(o, CTL_KEY_CONNECTED_S, (double)(garuda_now_ns() - s->connected_ns) / 1e9);
 	ctl_add_uint(o, CTL_KEY_SEGMENTS, nseg);
 	ctl_add_uint(o, CTL_KEY_LINES, atomic_load(&u->used[Q_LINES]));
@@ -488,6 +489,7 @@ cJSON *ctl_req_config(struct daemon *d, const cJSON *req)
 	cJSON *q = cJSON_AddObjectToObject(r, CTL_KEY_QUOTA);
 	add_quota(q, CTL_KEY_CONNECTION, &c->quota_connection);
 	add_quota(q, CTL_KEY_UID, &c->quota_uid);
+	add_quota(q, CTL_KEY_CGROUP, &c->quota_cgroup);
 	return r;
 }
 

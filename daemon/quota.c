@@ -1,8 +1,12 @@
 /* quota.c — see quota.h. */
 #include "quota.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "errcode.h"
 
@@ -45,6 +49,62 @@ struct quota_uid *quota_uid_get(struct quota_table *t, uid_t uid)
 	return q;
 }
 
+/* the cgroup list and its reference counts (one daemon per process) */
+static pthread_mutex_t cgroups_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct quota_cgroup *quota_cgroup_get(struct quota_table *t, const char *path)
+{
+	pthread_mutex_lock(&cgroups_lock);
+	struct quota_cgroup *c;
+	for (c = t->cgroups; c; c = c->next)
+		if (strcmp(c->path, path) == 0) {
+			c->refs++;
+			break;
+		}
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		c->path = strdup(path);
+		if (c->path) {
+			c->refs = 1;
+			c->table = t;
+			c->next = t->cgroups;
+			t->cgroups = c;
+		} else {
+			free(c);
+			c = NULL;
+		}
+	}
+	pthread_mutex_unlock(&cgroups_lock);
+	return c;
+}
+
+void quota_cgroup_unref(struct quota_cgroup *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&cgroups_lock);
+	bool last = --c->refs == 0;
+	if (last) {
+		struct quota_cgroup **pp = &c->table->cgroups;
+		while (*pp != c)
+			pp = &(*pp)->next;
+		*pp = c->next;
+	}
+	pthread_mutex_unlock(&cgroups_lock);
+	if (last) {
+		free(c->path);
+		free(c);
+	}
+}
+
+void quota_cgroups_each(struct quota_table *t, void (*fn)(const struct quota_cgroup *c, void *arg),
+			void *arg)
+{
+	pthread_mutex_lock(&cgroups_lock);
+	for (const struct quota_cgroup *c = t->cgroups; c; c = c->next)
+		fn(c, arg);
+	pthread_mutex_unlock(&cgroups_lock);
+}
+
 void quota_table_free(struct quota_table *t)
 {
 	while (t->head) {
@@ -52,6 +112,64 @@ void quota_table_free(struct quota_table *t)
 		t->head = q->next;
 		free(q);
 	}
+	/* sinks still holding references are gone with the daemon */
+	pthread_mutex_lock(&cgroups_lock);
+	while (t->cgroups) {
+		struct quota_cgroup *c = t->cgroups;
+		t->cgroups = c->next;
+		free(c->path);
+		free(c);
+	}
+	pthread_mutex_unlock(&cgroups_lock);
+}
+
+int quota_peer_cgroup(const char *proc, pid_t pid, char **path)
+{
+	*path = NULL;
+	if (pid <= 0)
+		return -ESRCH;
+	char name[64];
+	snprintf(name, sizeof(name), "%s/%d/cgroup", proc, (int)pid);
+	FILE *f = fopen(name, "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = -ENODATA;
+	errno = 0;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		*path = strdup(line + 3);
+		r = *path ? 0 : -ENOMEM;
+		break;
+	}
+	if (n < 0 && errno)
+		r = -errno;
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/* The scopes of one charge, in the order they are taken and named. */
+struct scope {
+	const char *name;
+	struct quota_usage *usage;
+	const struct quota_limits *limits;
+};
+
+static unsigned scopes(struct scope s[3], struct quota_usage *conn, struct quota_uid *uid,
+		       struct quota_cgroup *cg, const struct config *cfg)
+{
+	unsigned n = 0;
+	s[n++] = (struct scope){ "connection", conn, &cfg->quota_connection };
+	s[n++] = (struct scope){ "uid", &uid->usage, &cfg->quota_uid };
+	if (cg)
+		s[n++] = (struct scope){ "cgroup", &cg->usage, &cfg->quota_cgroup };
+	return n;
 }
 
 static int take(struct quota_usage *u, const struct quota_limits *l, enum quota_kind k, uint64_t n)
@@ -64,44 +182,53 @@ static int take(struct quota_usage *u, const struct quota_limits *l, enum quota_
 	return 0;
 }
 
-int quota_charge(struct quota_usage *conn, const struct quota_limits *conn_limits,
-		 struct quota_usage *uid, const struct quota_limits *uid_limits, enum quota_kind k,
-		 uint64_t n)
+/* Take n in every scope, or in none: the index of the scope that refused, or -1. */
+static int take_all(const struct scope *s, unsigned ns, enum quota_kind k, uint64_t n)
 {
-	int r = take(conn, conn_limits, k, n);
-	if (r)
-		return r;
-	r = take(uid, uid_limits, k, n);
-	if (r)
-		atomic_fetch_sub(&conn->used[k], n);
-	return r;
+	for (unsigned i = 0; i < ns; i++)
+		if (take(s[i].usage, s[i].limits, k, n)) {
+			for (unsigned j = 0; j < i; j++)
+				atomic_fetch_sub(&s[j].usage->used[k], n);
+			return (int)i;
+		}
+	return -1;
 }
 
-void quota_release(struct quota_usage *conn, struct quota_usage *uid, enum quota_kind k, uint64_t n)
+int quota_charge(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
+		 const struct config *cfg, enum quota_kind k, uint64_t n)
+{
+	struct scope s[3];
+	return take_all(s, scopes(s, conn, uid, cg, cfg), k, n) < 0 ? 0 : -GARUDA_E_QUOTA;
+}
+
+void quota_release(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
+		   enum quota_kind k, uint64_t n)
 {
 	atomic_fetch_sub(&conn->used[k], n);
-	atomic_fetch_sub(&uid->used[k], n);
+	atomic_fetch_sub(&uid->usage.used[k], n);
+	if (cg)
+		atomic_fetch_sub(&cg->usage.used[k], n);
 }
 
-int quota_charge_explain(struct quota_usage *conn, const struct quota_limits *conn_limits,
-			 struct quota_usage *uid, const struct quota_limits *uid_limits,
-			 enum quota_kind k, uint64_t n, char *why, size_t cap)
+/* A cgroup path for a message: whole when short, else "..." and its last 100 bytes
+ * (the tail names the pod or container; an ERROR's text is at most 256 bytes). */
+#define WHY_PATH_MAX 100
+
+int quota_charge_explain(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
+			 const struct config *cfg, enum quota_kind k, uint64_t n, char *why,
+			 size_t cap)
 {
-	int r = take(conn, conn_limits, k, n);
-	const char *scope = "connection";
-	const struct quota_limits *l = conn_limits;
-	const struct quota_usage *u = conn;
-	if (r == 0) {
-		r = take(uid, uid_limits, k, n);
-		if (r == 0)
-			return 0;
-		atomic_fetch_sub(&conn->used[k], n);
-		scope = "uid";
-		l = uid_limits;
-		u = uid;
+	struct scope s[3];
+	int i = take_all(s, scopes(s, conn, uid, cg, cfg), k, n);
+	if (i < 0)
+		return 0;
+	int len = snprintf(why, cap, "quota.%s.%s exceeded: limit %llu, %llu in use, %llu more asked",
+			   s[i].name, kind_names[k], (unsigned long long)quota_limit(s[i].limits, k),
+			   (unsigned long long)atomic_load(&s[i].usage->used[k]), (unsigned long long)n);
+	if (cg && s[i].usage == &cg->usage && len > 0 && (size_t)len < cap) {
+		size_t pl = strlen(cg->path);
+		const char *p = pl > WHY_PATH_MAX ? cg->path + pl - WHY_PATH_MAX : cg->path;
+		snprintf(why + len, cap - (size_t)len, " (cgroup %s%s)", p == cg->path ? "" : "...", p);
 	}
-	snprintf(why, cap, "quota.%s.%s exceeded: limit %llu, %llu in use, %llu more asked",
-		 scope, kind_names[k], (unsigned long long)quota_limit(l, k),
-		 (unsigned long long)atomic_load(&u->used[k]), (unsigned long long)n);
-	return r;
+	return -GARUDA_E_QUOTA;
 }

@@ -1,10 +1,17 @@
-/* quota.h — per-connection and per-uid accounting of what clients hold: segments,
- * lines, bindings, armed descriptors, outbox bytes, deadline-estimator points (each
- * costs sizeof(struct point), daemon/points.h). A charge is taken before anything
- * is allocated and fails as a whole (both scopes or neither) with -GARUDA_E_QUOTA.
- * Counters are atomic: the loop thread charges, scanner threads release armed
- * descriptors as they fire. uid records live as long as the daemon (bounded by the
- * number of distinct uids that ever connected). */
+/* quota.h — per-connection, per-uid and per-cgroup accounting of what clients hold:
+ * segments, lines, bindings, armed descriptors, outbox bytes, connections,
+ * deadline-estimator points (each costs sizeof(struct point), daemon/points.h).
+ *
+ * Promises: a charge is taken before anything is allocated and fails as a whole (every
+ * scope or none) with -GARUDA_E_QUOTA; a session with no cgroup key (quota_peer_cgroup()
+ * failed) is charged per connection and per uid only. Counters are atomic: the loop
+ * thread charges, scanner threads release armed descriptors as they fire. uid records
+ * live as long as the daemon (bounded by the number of distinct uids that ever
+ * connected), their list is the loop thread's; cgroup records are reference-counted by
+ * the sinks charged to them and freed with the last (bounded by the cgroups with a live
+ * sink). A sink is freed on the loop thread but for one case (a scanner whose notice
+ * queue is out of memory drops its last reference itself, armed.c), so the cgroup list
+ * and its reference counts are under a lock of their own (quota.c). */
 #pragma once
 
 #include <stddef.h>
@@ -15,7 +22,7 @@
 
 #include "config.h"
 
-/* Q_CONNECTIONS counts sessions (per uid; a connection is one by definition) */
+/* Q_CONNECTIONS counts sessions (per uid and per cgroup; a connection is one by definition) */
 enum quota_kind { Q_SEGMENTS, Q_LINES, Q_BINDINGS, Q_ARMED, Q_OUTBOX, Q_CONNECTIONS, Q_POINTS, Q_KINDS_ };
 
 struct quota_usage {
@@ -28,8 +35,21 @@ struct quota_uid {
 	struct quota_uid *next;
 };
 
+struct quota_table;
+
+/* The peer's cgroup v2 path as /proc/PID/cgroup's "0::" line gives it, relative to
+ * garudad's cgroup namespace. */
+struct quota_cgroup {
+	char *path;
+	unsigned refs; /* sinks charged to it (under the cgroup list's lock) */
+	struct quota_usage usage;
+	struct quota_table *table;
+	struct quota_cgroup *next;
+};
+
 struct quota_table {
 	struct quota_uid *head;
+	struct quota_cgroup *cgroups;
 };
 
 const char *quota_kind_name(enum quota_kind k);
@@ -37,15 +57,33 @@ uint64_t quota_limit(const struct quota_limits *l, enum quota_kind k);
 
 /* Find or create the record of uid. NULL on ENOMEM. */
 struct quota_uid *quota_uid_get(struct quota_table *t, uid_t uid);
+/* Find or create the record of a cgroup path and take a reference. NULL on ENOMEM. */
+struct quota_cgroup *quota_cgroup_get(struct quota_table *t, const char *path);
+/* Drop a reference; the last one unlinks and frees the record. NULL is ignored. Any
+ * thread. */
+void quota_cgroup_unref(struct quota_cgroup *c);
+/* Call fn for each cgroup record, under the list's lock (fn must not take or drop a
+ * reference). */
+void quota_cgroups_each(struct quota_table *t, void (*fn)(const struct quota_cgroup *c, void *arg),
+			void *arg);
 void quota_table_free(struct quota_table *t);
 
-/* Charge n of kind k to both scopes, or to neither. Returns 0 or -GARUDA_E_QUOTA. */
-int quota_charge(struct quota_usage *conn, const struct quota_limits *conn_limits,
-		 struct quota_usage *uid, const struct quota_limits *uid_limits, enum quota_kind k,
-		 uint64_t n);
+/* The cgroup v2 path of pid from /proc/PID/cgroup (its "0::" line) into a malloc'ed
+ * *path. 0, or -ESRCH (pid 0: the peer is outside garudad's pid namespace), -ENODATA
+ * (no such line: a cgroup v1 only host), -ENOMEM, or -errno of opening or reading the
+ * file (-ENOENT: the process is gone). proc is the procfs root ("/proc"). */
+int quota_peer_cgroup(const char *proc, pid_t pid, char **path);
+
+/* Charge n of kind k to the connection's usage, its uid's and its cgroup's (cg NULL:
+ * none), against cfg's quota_connection, quota_uid and quota_cgroup, or to none of them.
+ * Returns 0 or -GARUDA_E_QUOTA. */
+int quota_charge(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
+		 const struct config *cfg, enum quota_kind k, uint64_t n);
 /* As quota_charge(); on a refusal, why gets the words for the peer and the log: the
- * key of the quota that refused ("quota.uid.armed"), its limit, the usage and n. */
-int quota_charge_explain(struct quota_usage *conn, const struct quota_limits *conn_limits,
-			 struct quota_usage *uid, const struct quota_limits *uid_limits,
-			 enum quota_kind k, uint64_t n, char *why, size_t cap);
-void quota_release(struct quota_usage *conn, struct quota_usage *uid, enum quota_kind k, uint64_t n);
+ * key of the quota that refused ("quota.uid.armed"), its limit, the usage and n, and
+ * for quota.cgroup the cgroup's path (its tail when long). */
+int quota_charge_explain(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
+			 const struct config *cfg, enum quota_kind k, uint64_t n, char *why,
+			 size_t cap);
+void quota_release(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
+		   enum quota_kind k, uint64_t n);

@@ -137,7 +137,7 @@ static void on_out(struct loop_watch *w, void *data, uint32_t events)
 		s->out_head = o->next;
 		if (!s->out_head)
 			s->out_tail = NULL;
-		quota_release(&s->sink->usage, &s->sink->uid->usage, Q_OUTBOX, o->len);
+		quota_release(&s->sink->usage, s->sink->uid, s->sink->cgroup, Q_OUTBOX, o->len);
 		if (o->fd >= 0)
 			close(o->fd);
 		bool was_overflow = o->overflow;
@@ -187,8 +187,8 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		if (r != -EAGAIN)
 			return; /* sent, or the peer is gone (noticed on the next receive) */
 	}
-	if (quota_charge(&s->sink->usage, &s->d->cfg.quota_connection, &s->sink->uid->usage,
-			 &s->d->cfg.quota_uid, Q_OUTBOX, (uint64_t)len)) {
+	if (quota_charge(&s->sink->usage, s->sink->uid, s->sink->cgroup, &s->d->cfg, Q_OUTBOX,
+			 (uint64_t)len)) {
 		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
 			   (unsigned long long)s->id, (int)s->pid, s->comm);
 		count_error(s->d, -GARUDA_E_SLOW_PEER);
@@ -201,7 +201,7 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		free(o);
 		if (dupfd >= 0)
 			close(dupfd);
-		quota_release(&s->sink->usage, &s->sink->uid->usage, Q_OUTBOX, (uint64_t)len);
+		quota_release(&s->sink->usage, s->sink->uid, s->sink->cgroup, Q_OUTBOX, (uint64_t)len);
 		session_close(s);
 		return;
 	}
@@ -239,12 +239,12 @@ static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 }
 
 /* the words of the loop thread's last quota refusal (charge()), for the ERROR */
-static char quota_why[160];
+static char quota_why[GARUDA_ERROR_TEXT_MAX + 1];
 
 static int charge(struct session *s, enum quota_kind k, uint64_t n)
 {
-	int r = quota_charge_explain(&s->sink->usage, &s->d->cfg.quota_connection, &s->sink->uid->usage,
-				     &s->d->cfg.quota_uid, k, n, quota_why, sizeof(quota_why));
+	int r = quota_charge_explain(&s->sink->usage, s->sink->uid, s->sink->cgroup, &s->d->cfg, k, n,
+				     quota_why, sizeof(quota_why));
 	if (r)
 		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
 			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid, quota_why);
@@ -253,7 +253,7 @@ static int charge(struct session *s, enum quota_kind k, uint64_t n)
 
 static void release_quota(struct session *s, enum quota_kind k, uint64_t n)
 {
-	quota_release(&s->sink->usage, &s->sink->uid->usage, k, n);
+	quota_release(&s->sink->usage, s->sink->uid, s->sink->cgroup, k, n);
 }
 
 /* Scanner for a requested NUMA node (-1: round robin). Returns -1 if no such node. */
@@ -768,17 +768,39 @@ static void drop_outbox(struct session *s)
 	watch_out(s, false);
 }
 
-/* Refused before HELLO: say why, best effort (the caller closes fd). */
-static void refuse_connection(struct daemon *d, int fd, uid_t uid)
+/* Refused before HELLO: say why (why: quota_charge_explain()'s words), best effort (the
+ * caller closes fd). */
+static void refuse_connection(struct daemon *d, int fd, pid_t pid, uid_t uid, const char *why)
 {
 	struct garuda_msg m;
 	uint8_t buf[GARUDA_MSG_MAX];
-	error_msg(&m, 0, -GARUDA_E_QUOTA, "too many connections for this uid");
+	error_msg(&m, 0, -GARUDA_E_QUOTA, why);
 	ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
 	if (len > 0)
 		fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
-	log_client(LOG_NOTICE, "uid %d: connection refused, quota.uid.connections reached", (int)uid);
+	log_client(LOG_NOTICE, "pid %d uid %d: connection refused: %s", (int)pid, (int)uid, why);
 	count_error(d, -GARUDA_E_QUOTA);
+}
+
+/* The peer's cgroup quota record, or NULL (no cgroup key: logged, rate-limited). */
+static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, bool *oom)
+{
+	_cleanup_free_ char *path = NULL;
+	int r = quota_peer_cgroup("/proc", pid, &path);
+	*oom = r == -ENOMEM;
+	if (r < 0) {
+		if (!*oom)
+			log_client(LOG_INFO, "pid %d: no cgroup quota key (/proc/%d/cgroup: %s); "
+				   "charged per connection and per uid only", (int)pid, (int)pid,
+				   r == -ENODATA ? "no cgroup v2 \"0::\" line"
+				   : r == -ESRCH ? "pid outside garudad's pid namespace"
+				   : r == -ENOENT ? "the process is gone"
+						  : strerror(-r));
+		return NULL;
+	}
+	struct quota_cgroup *c = quota_cgroup_get(&d->quotas, path);
+	*oom = !c;
+	return c;
 }
 
 static void read_comm(pid_t pid, char comm[17])
@@ -801,16 +823,21 @@ void session_accept(struct daemon *d, int accepted_fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
 		return;
 	struct quota_uid *qu = quota_uid_get(&d->quotas, cred.uid);
-	_cleanup_free_ struct session *s = calloc(1, sizeof(*s));
-	_cleanup_(sink_unrefp) struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu) : NULL;
+	bool oom = false;
+	struct quota_cgroup *qc = qu ? peer_cgroup(d, cred.pid, &oom) : NULL;
+	_cleanup_free_ struct session *s = oom ? NULL : calloc(1, sizeof(*s));
+	/* sink_new() takes qc's reference, also when it fails */
+	_cleanup_(sink_unrefp) struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu, qc) : NULL;
 	if (!sink) {
+		if (!s || !qu)
+			quota_cgroup_unref(qc);
 		log_err("out of memory accepting a client");
 		return;
 	}
 	TAKE_FD(fd); /* the sink owns the socket: its last reference closes it */
-	if (quota_charge(&sink->usage, &d->cfg.quota_connection, &qu->usage, &d->cfg.quota_uid,
-			 Q_CONNECTIONS, 1)) {
-		refuse_connection(d, sink->fd, cred.uid);
+	char why[GARUDA_ERROR_TEXT_MAX + 1];
+	if (quota_charge_explain(&sink->usage, qu, qc, &d->cfg, Q_CONNECTIONS, 1, why, sizeof(why))) {
+		refuse_connection(d, sink->fd, cred.pid, cred.uid, why);
 		return;
 	}
 	s->d = d;
@@ -825,7 +852,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 	read_comm(cred.pid, s->comm);
 	s->w_in = loop_add(d->loop, s->fd, POLLIN, on_in, s);
 	if (!s->w_in) {
-		quota_release(&sink->usage, &qu->usage, Q_CONNECTIONS, 1); /* the one charge */
+		quota_release(&sink->usage, qu, qc, Q_CONNECTIONS, 1); /* the one charge */
 		return;
 	}
 	/* from here nothing fails: the session owns the sink, the daemon the session */
@@ -839,8 +866,8 @@ void session_accept(struct daemon *d, int accepted_fd)
 	d->by_id[s->id % SESSION_BUCKETS] = s;
 	d->nsessions++;
 	d->sessions_total++;
-	log_debug("session %llu: pid %d uid %d (%s) connected", (unsigned long long)s->id,
-		  (int)s->pid, (int)s->uid, s->comm);
+	log_debug("session %llu: pid %d uid %d (%s) cgroup %s connected", (unsigned long long)s->id,
+		  (int)s->pid, (int)s->uid, s->comm, qc ? qc->path : "(none)");
 	d->status_dirty = true;
 	TAKE_PTR(s);
 }

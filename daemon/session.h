@@ -57,7 +57,10 @@ struct session {
 };
 
 /* A connection accepted on the client socket (fd: CLOEXEC, NONBLOCK; taken in every
- * case). A connection over quota.uid.connections gets ERROR{QUOTA} and is closed. */
+ * case). The session is charged to its peer's uid and, where /proc/PID/cgroup gives
+ * one, its cgroup v2 path (read here, once; quota.h). A connection over
+ * quota.uid.connections or quota.cgroup.connections gets ERROR{QUOTA} naming the quota
+ * and is closed. */
 void session_accept(struct daemon *d, int fd);
 /* End a session: release what it holds, close its socket; freed by session_reap(). */
 void session_close(struct session *s);

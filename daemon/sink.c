@@ -6,15 +6,18 @@
 
 #include "points.h"
 
-struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid)
+struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid, struct quota_cgroup *cgroup)
 {
 	struct sink *s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		quota_cgroup_unref(cgroup);
 		return NULL;
+	}
 	atomic_init(&s->refs, 1);
 	s->fd = fd;
 	s->session_id = session_id;
 	s->uid = uid;
+	s->cgroup = cgroup;
 	return s;
 }
 
@@ -23,7 +26,8 @@ void sink_unref(struct sink *s)
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	close(s->fd);
-	points_free(s);
+	points_free(s); /* gives back its points quota */
+	quota_cgroup_unref(s->cgroup);
 	free(s);
 }
 

@@ -26,6 +26,7 @@ struct sink {
 	uint32_t features;        /* GARUDA_FEATURE_* agreed at HELLO (set before any arm) */
 	struct quota_usage usage; /* per-connection quota usage */
 	struct quota_uid *uid;    /* per-uid usage (lives as long as the daemon) */
+	struct quota_cgroup *cgroup; /* per-cgroup usage, one reference; NULL: no cgroup key */
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
 	atomic_bool eventfd_broken; /* one of its eventfds blocked a scanner: write none */
 	atomic_uint_fast64_t completions; /* readiness delivered */
@@ -44,7 +45,8 @@ struct binding {
 	struct binding *next;    /* session's list */
 };
 
-struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid);
+/* Takes the reference cgroup (may be NULL) in every case; drops it when freed. */
+struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid, struct quota_cgroup *cgroup);
 static inline struct sink *sink_ref(struct sink *s)
 {
 	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);

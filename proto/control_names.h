@@ -29,6 +29,7 @@
 #define CTL_KEY_BUCKETS "buckets"
 #define CTL_KEY_BYTES "bytes"
 #define CTL_KEY_CENSORED "censored"
+#define CTL_KEY_CGROUP "cgroup"
 #define CTL_KEY_CLIENT "client"
 #define CTL_KEY_CLIENTS "clients"
 #define CTL_KEY_CODE "code"

@@ -16,6 +16,9 @@ packages=(
 	# into a debootstrap'd root; promtool (prometheus: ~96 MB installed, the smallest
 	# Debian package with promtool) on the alert rules and garctl metrics
 	dpkg-dev debhelper dh-python lintian debootstrap prometheus
+	# the CDI spec (contrib/kubernetes) against the CDI JSON schema and library rules
+	golang-github-container-orchestrated-devices-container-device-interface-dev
+	python3-jsonschema python3-yaml
 )
 
 missing=()

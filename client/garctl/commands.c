@@ -125,12 +125,12 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 	if (rc)
 		return rc;
 	if (!maybe_json(o, r)) {
-		static const char *const hdr[] = { "ID", "PID", "UID", "GID", "COMM", "SEGMENTS", "LINES",
-						   "BINDINGS", "ARMED", "ARMS", "COMPLETIONS", "ERRORS",
-						   "P50", "P99", "CONNECTED" };
-		struct table *t = table_new(15, hdr);
-		for (unsigned i = 0; i < 12; i++)
-			if (i != 4)
+		static const char *const hdr[] = { "ID", "PID", "UID", "GID", "COMM", "CGROUP", "SEGMENTS",
+						   "LINES", "BINDINGS", "ARMED", "ARMS", "COMPLETIONS",
+						   "ERRORS", "P50", "P99", "CONNECTED" };
+		struct table *t = table_new(16, hdr);
+		for (unsigned i = 0; i < 13; i++)
+			if (i != 4 && i != 5) /* COMM, CGROUP: left */
 				table_right(t, i);
 		const cJSON *it;
 		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_CLIENTS))
@@ -142,6 +142,7 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_UID));
 			table_cell(t, "%.0f", N(it, CTL_KEY_GID));
 			table_cell(t, "%s", jstr(it, CTL_KEY_COMM));
+			table_cell(t, "%s", jstr(it, CTL_KEY_CGROUP)); /* "-": no cgroup key */
 			table_cell(t, "%.0f", N(it, CTL_KEY_SEGMENTS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_LINES));
 			table_cell(t, "%.0f", N(it, CTL_KEY_BINDINGS));

@@ -1,13 +1,19 @@
-/* test_quota.c — per-connection and per-uid quotas (segments, lines, bindings, armed):
+/* test_quota.c — per-connection, per-uid and per-cgroup quotas (segments, lines, bindings, armed, connections):
  * an overrun is answered ERROR{QUOTA}, nothing is allocated for it (no fd kept, no
  * counter moved), the connection keeps working, and freeing something makes room. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "fdio.h"
 #include "harness.h"
 
 TestSuite(quota, .init = gd_test_init, .fini = gd_test_fini, .timeout = 120);
@@ -291,5 +297,279 @@ Test(quota, refusal_names_quota_and_limit)
 	cr_assert(logged, "no log line names the refused quota (%s)", d.log);
 	gd_seg_unmap(&s);
 	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* ------------------------------------------------------------- cgroup key ---- */
+
+/* The per-cgroup key (quota.cgroup, issue 15): real cgroup v2 groups A and B under the
+ * cgroup2 mount; clients connect from children moved into them (tests/common/cgroup.h),
+ * all of this test's uid. Removed again by the suite's fini, also after a failure. */
+static struct cg_group cg_a, cg_b;
+
+static void cg_fini(void)
+{
+	/* the groups first: the fd check of gd_test_fini() asserts (a failed test leaves
+	 * fds), and the groups are empty once cg_open_in()'s children have exited */
+	cg_remove(&cg_a);
+	cg_remove(&cg_b);
+	gd_test_fini();
+}
+
+static void cg_setup(void)
+{
+	char why[300];
+	memset(&cg_a, 0, sizeof(cg_a));
+	memset(&cg_b, 0, sizeof(cg_b));
+	if (cg_make(&cg_a, "a", why, sizeof(why)) || cg_make(&cg_b, "b", why, sizeof(why)))
+		cr_skip_test("no writable cgroup2 to make test groups in: %s", why);
+}
+
+/* open a client from group g: accepted (want_refused false) or refused at accept */
+static void cg_client(const struct cg_group *g, const char *sock, struct gd_client *c, bool want_refused,
+		      char *text, size_t cap)
+{
+	bool refused = want_refused;
+	int r = cg_open_in(g, sock, c, &refused, text, cap);
+	if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EOPNOTSUPP || r == -EBUSY)
+		cr_skip_test("cannot move a process into %s: %s", g->dir, strerror(-r));
+	cr_assert_eq(r, 0, "client from cgroup %s: %s", g->path, gd_strerr(r));
+	cr_assert_eq(refused, want_refused, "client from cgroup %s %s", g->path,
+		     refused ? "refused at accept" : "accepted");
+}
+
+/* The cgroup path garudad shows for session id (garctl clients' "cgroup"), or "" */
+static void session_cgroup(struct gd_daemon *d, uint64_t id, char *out, size_t cap)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j, "no clients reply");
+	out[0] = '\0';
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+	{
+		if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "id")) != id)
+			continue;
+		const cJSON *cg = cJSON_GetObjectItemCaseSensitive(it, "cgroup");
+		cr_assert(cJSON_IsString(cg), "session %llu has no cgroup string", (unsigned long long)id);
+		snprintf(out, cap, "%s", cg->valuestring);
+	}
+	cJSON_Delete(j);
+}
+
+/* garuda_quota_cgroup_used{cgroup=PATH,quota=NAME}, -1 when absent */
+static long long cg_metric(struct gd_daemon *d, const char *path, const char *quota)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"metrics\"}");
+	cr_assert_not_null(j, "no metrics reply");
+	const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "text"));
+	cr_assert_not_null(text);
+	char want[400];
+	snprintf(want, sizeof(want), "garuda_quota_cgroup_used{cgroup=\"%s\",quota=\"%s\"} ", path, quota);
+	const char *at = strstr(text, want);
+	long long v = at ? strtoll(at + strlen(want), NULL, 10) : -1;
+	cJSON_Delete(j);
+	return v;
+}
+
+static void refusal_text(struct gd_client *c, struct garuda_msg *m, const char *want)
+{
+	struct garuda_msg rep;
+	gd_refused(gd_request(c, m, NULL, 0, &rep, NULL), GARUDA_E_QUOTA);
+	char text[GARUDA_ERROR_TEXT_MAX + 1];
+	snprintf(text, sizeof(text), "%.*s", (int)rep.error.text_len, rep.error.text);
+	cr_assert_str_eq(text, want);
+}
+
+static void seg_open_msg(struct garuda_msg *m)
+{
+	garuda_msg_init(m, GARUDA_MSG_SEGMENT_OPEN, 0);
+	m->segment_open.lines = 1;
+	m->segment_open.numa_node = -1;
+}
+
+/* Two clients of one uid in group A share quota.cgroup (segments, connections); a
+ * client of the same uid in group B is not refused for A's use; the uid key still
+ * refuses across both groups; a refusal names the key, the limit and the group. */
+TestSuite(quota_cgroup, .init = gd_test_init, .fini = cg_fini, .timeout = 120);
+
+Test(quota_cgroup, two_groups_one_uid)
+{
+	cg_setup();
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"connection\":{\"segments\":2},"
+						   "\"uid\":{\"segments\":5,\"connections\":10},"
+						   "\"cgroup\":{\"segments\":3,\"connections\":2}}}" });
+	struct gd_client a1, a2, a3, b1, b2;
+	struct gd_seg sa[3], sb[3], x;
+	char text[GARUDA_ERROR_TEXT_MAX + 1], want[512], path[256];
+	cg_client(&cg_a, d.sock, &a1, false, NULL, 0);
+	cg_client(&cg_a, d.sock, &a2, false, NULL, 0);
+	cg_client(&cg_b, d.sock, &b1, false, NULL, 0);
+	/* the daemon charged each session to the group its child was in */
+	session_cgroup(&d, a1.welcome.session_id, path, sizeof(path));
+	cr_assert_str_eq(path, cg_a.path);
+	session_cgroup(&d, b1.welcome.session_id, path, sizeof(path));
+	cr_assert_str_eq(path, cg_b.path);
+
+	/* segments: 2 per connection, 3 per cgroup, 5 per uid */
+	gd_ok(gd_segment_open(&a1, 1, -1, &sa[0]));
+	gd_ok(gd_segment_open(&a1, 1, -1, &sa[1]));
+	gd_ok(gd_segment_open(&a2, 1, -1, &sa[2]));
+	struct garuda_msg m;
+	seg_open_msg(&m);
+	snprintf(want, sizeof(want), "quota.cgroup.segments exceeded: limit 3, 3 in use, 1 more asked (cgroup %s)",
+		 cg_a.path);
+	refusal_text(&a2, &m, want);
+	cr_assert_eq(cg_metric(&d, cg_a.path, "segments"), 3);
+	/* the same uid in group B: A's use does not count */
+	gd_ok(gd_segment_open(&b1, 1, -1, &sb[0]));
+	gd_ok(gd_segment_open(&b1, 1, -1, &sb[1]));
+	cr_assert_eq(cg_metric(&d, cg_b.path, "segments"), 2);
+	/* the uid key still holds across the groups: 5 in use */
+	cg_client(&cg_b, d.sock, &b2, false, NULL, 0);
+	seg_open_msg(&m);
+	refusal_text(&b2, &m, "quota.uid.segments exceeded: limit 5, 5 in use, 1 more asked");
+
+	/* connections: a third in A is refused at accept, naming the key and the group */
+	cg_client(&cg_a, d.sock, &a3, true, text, sizeof(text));
+	snprintf(want, sizeof(want), "quota.cgroup.connections exceeded: limit 2, 2 in use, 1 more asked (cgroup %s)",
+		 cg_a.path);
+	cr_assert_str_eq(text, want);
+	cr_assert_eq(gd_recv(&a3, &m, NULL, GD_DEADLINE_MS), -EPIPE, "not closed after QUOTA");
+	gd_close(&a3);
+	cr_assert_eq(cg_metric(&d, cg_a.path, "connections"), 2);
+
+	/* freeing in A makes room in A */
+	gd_ok(gd_segment_close(&a1, sa[0].id));
+	gd_ok(gd_segment_open(&a2, 1, -1, &x));
+	still_works(&a2, &x, 0, 1);
+	gd_ok(gd_segment_close(&a2, x.id));
+	gd_seg_unmap(&x);
+
+	/* a group's record goes with its last session: no metric series left behind */
+	gd_close(&b1);
+	gd_close(&b2);
+	cr_assert_eq(gd_wait_status(&d, "clients", 2), 2);
+	cr_assert_eq(cg_metric(&d, cg_b.path, "connections"), -1, "group B outlived its sessions");
+	cr_assert_eq(cg_metric(&d, cg_a.path, "connections"), 2);
+	for (int i = 0; i < 3; i++) {
+		gd_seg_unmap(&sa[i]);
+		if (i < 2)
+			gd_seg_unmap(&sb[i]);
+	}
+	gd_close(&a1);
+	gd_close(&a2);
+	gd_stop(&d);
+	cr_assert_eq(cg_remove(&cg_a), 0, "rmdir %s", cg_a.dir);
+	cr_assert_eq(cg_remove(&cg_b), 0, "rmdir %s", cg_b.dir);
+}
+
+/* quota.cgroup reloads like quota.uid: SIGHUP with a larger connections limit admits a
+ * connection the old one refused. */
+Test(quota_cgroup, reload)
+{
+	cg_setup();
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"cgroup\":{\"connections\":1}}}" });
+	struct gd_client a1, a2;
+	cg_client(&cg_a, d.sock, &a1, false, NULL, 0);
+	cg_client(&cg_a, d.sock, &a2, true, NULL, 0);
+	gd_close(&a2);
+	gd_ok(gd_write_config(&d, "{\"socket_group\":\"\",\"control_group\":\"\",\"log_level\":\"info\","
+				  "\"quota\":{\"cgroup\":{\"connections\":2}}}"));
+	cr_assert_eq(kill(d.pid, SIGHUP), 0);
+	cJSON *j = NULL;
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	double limit = 0;
+	while (gd_left_ms(dl) > 0) { /* reload is asynchronous */
+		j = gd_control(&d, "{\"request\":\"config\"}");
+		const cJSON *q = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "quota"), "cgroup"),
+			"connections");
+		limit = cJSON_GetNumberValue(q);
+		cJSON_Delete(j);
+		if (limit == 2)
+			break;
+		usleep(10000);
+	}
+	cr_assert_eq(limit, 2, "garctl config shows quota.cgroup.connections %g after SIGHUP", limit);
+	cg_client(&cg_a, d.sock, &a2, false, NULL, 0);
+	gd_close(&a1);
+	gd_close(&a2);
+	gd_stop(&d);
+}
+
+/* No cgroup key: a peer whose /proc/PID/cgroup cannot be read when garudad accepts
+ * (here its process is gone: it connected and exited while garudad was stopped) is
+ * charged per connection and per uid only, shown with a null cgroup, and garudad logs
+ * why. Its session works. */
+Test(quota_cgroup, no_key_when_the_peer_is_gone)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"cgroup\":{\"connections\":1}}}" });
+	cr_assert_eq(kill(d.pid, SIGSTOP), 0);
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) { /* connect (the backlog takes it), hand the socket over, exit */
+		struct gd_client c;
+		int r = gd_connect(&c, d.sock);
+		_exit(r == 0 && fdio_send(sv[1], "c", 1, &c.fd, 1, 0) == 1 ? 0 : 1);
+	}
+	close(sv[1]);
+	char b;
+	int fds[1] = { -1 };
+	unsigned nfds = 0;
+	ssize_t n = fdio_recv(sv[0], &b, 1, fds, 1, &nfds, 0);
+	close(sv[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid); /* reaped: /proc/PID is gone */
+	cr_assert(n == 1 && nfds == 1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child did not connect");
+	cr_assert_eq(kill(d.pid, SIGCONT), 0);
+	struct gd_client c;
+	memset(&c, 0, sizeof(c));
+	c.fd = fds[0];
+	gd_ok(gd_hello(&c));
+	/* a second one from here (with a cgroup key, this test's own) is not refused by the
+	 * first: that one is in no cgroup's count */
+	struct gd_client e;
+	gd_ok(gd_open(&e, d.sock));
+	cJSON *j = gd_control(&d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j);
+	const cJSON *it;
+	bool seen = false;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+	{
+		if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "id")) != c.welcome.session_id)
+			continue;
+		seen = true;
+		cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "cgroup")), "a gone peer has a cgroup key");
+		cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "pid")), pid);
+	}
+	cJSON_Delete(j);
+	cr_assert(seen, "session %llu not listed", (unsigned long long)c.welcome.session_id);
+	char want[96];
+	snprintf(want, sizeof(want), "pid %d: no cgroup quota key (/proc/%d/cgroup: the process is gone)",
+		 (int)pid, (int)pid);
+	bool logged = false;
+	for (int i = 0; i < 100 && !logged; i++) {
+		FILE *f = fopen(d.log, "re");
+		char line[512];
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, want))
+				logged = true;
+		if (f)
+			fclose(f);
+		if (!logged)
+			usleep(20000);
+	}
+	cr_assert(logged, "no log line says why (%s): %s", want, d.log);
+	struct gd_seg s;
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	still_works(&c, &s, 0, 1);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_close(&e);
 	gd_stop(&d);
 }

@@ -145,7 +145,7 @@ with garuda.Client(sys.argv[1]) as c:
 PY
 cat "$work/client.out"
 grep -q '^session ' "$work/client.out" || { echo "the client did not connect"; exit 1; }
-grep -qE "^ *[0-9]+ +[0-9]+ +0 +0 +python3 +1 " "$work/client.out" || { echo "garctl clients does not list the client with its segment"; exit 1; }
+grep -qE "^ *[0-9]+ +[0-9]+ +0 +0 +python3 +[^ ]+ +1 " "$work/client.out" || { echo "garctl clients does not list the client with its segment"; exit 1; }
 # the first connection started it: systemd-socket-activate, prlimit and setpriv exec'ed
 # into garudad, which runs as the unit's User= with CAP_IPC_LOCK
 [[ $(cat "/proc/$daemon_pid/comm") == garudad ]] || { echo "garudad is not running"; exit 1; }
