@@ -91,6 +91,16 @@ static void reply_error(struct session *s, uint64_t cookie, int code, const char
 	session_send(s, &m, -1);
 }
 
+/* NOT_ARMED answering a DISARM: an answer (the arm fired first, as it does for every
+ * stream libgaruda frees after its last wait), not a fault of the client's: sent,
+ * not counted in the session's or the daemon's errors. */
+static void reply_not_armed(struct session *s, uint64_t cookie)
+{
+	struct garuda_msg m;
+	error_msg(&m, cookie, -GARUDA_E_NOT_ARMED, NULL);
+	session_send(s, &m, -1);
+}
+
 static void reply_ack(struct session *s, const struct garuda_msg *req)
 {
 	if (req->flags & GARUDA_F_NOREPLY)
@@ -971,7 +981,9 @@ void session_handle_notices(struct daemon *d)
 			continue; /* already gone */
 		switch (n[i].kind) {
 		case NOTICE_ANSWER:
-			if (n[i].code)
+			if (n[i].code == -GARUDA_E_NOT_ARMED)
+				reply_not_armed(s, n[i].cookie);
+			else if (n[i].code)
 				reply_error(s, n[i].cookie, n[i].code, NULL);
 			else if (!n[i].noreply) {
 				struct garuda_msg m;
