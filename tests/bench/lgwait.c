@@ -9,6 +9,16 @@
 #include "bench.h"
 #include "lat.h"
 
+/* free what a libgaruda waiter set up (each may be NULL) */
+static void lg_close(struct garuda_client *c, struct garuda_seg *seg, struct garuda_host_stream *hs,
+		     struct garuda_stream *s)
+{
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	garuda_segment_close(seg);
+	garuda_disconnect(c);
+}
+
 int lat_lgwaiter_main(void *arg)
 {
 	struct lat_lgwaiter *g = arg;
@@ -52,10 +62,7 @@ int lat_lgwaiter_main(void *arg)
 		r->lat[i] = t1 - __atomic_load_n(&r->t0[i], __ATOMIC_ACQUIRE);
 	}
 out:
-	garuda_stream_free(s);
-	garuda_host_stream_free(hs);
-	garuda_segment_close(seg);
-	garuda_disconnect(c);
+	lg_close(c, seg, hs, s);
 	return rc;
 }
 
@@ -129,9 +136,6 @@ int plan_lgstream_run(struct plan_lgstream *a)
 	rc = 0;
 out:
 	*a->cpu_ns = process_cpu_ns() - cpu0 - __atomic_load_n(&wcpu, __ATOMIC_ACQUIRE);
-	garuda_stream_free(s);
-	garuda_host_stream_free(hs);
-	garuda_segment_close(seg);
-	garuda_disconnect(c);
+	lg_close(c, seg, hs, s);
 	return rc;
 }

@@ -51,6 +51,16 @@ static void warning_is(struct garuda_client *c, const char *path)
 	cr_assert_not_null(strstr(w, "running: the in-process reactor"), "%s", w);
 }
 
+/* garuda_connect_to(path) with GARUDA_FALLBACK=reactor (for this connect only) */
+static struct garuda_client *connect_fallback(const char *path)
+{
+	struct garuda_client *c;
+	setenv("GARUDA_FALLBACK", "reactor", 1);
+	ok(garuda_connect_to(path, &c));
+	unsetenv("GARUDA_FALLBACK");
+	return c;
+}
+
 Test(fallback, strict_refuses)
 {
 	struct garuda_client *c = (struct garuda_client *)&c;
@@ -89,10 +99,7 @@ static void on_ready(struct garuda_stream *s, uint64_t seq, void *user)
 
 Test(fallback, reactor_without_garudad)
 {
-	setenv("GARUDA_FALLBACK", "reactor", 1);
-	struct garuda_client *c;
-	ok(garuda_connect_to(no_daemon_path(), &c));
-	unsetenv("GARUDA_FALLBACK");
+	struct garuda_client *c = connect_fallback(no_daemon_path());
 	cr_assert_eq(garuda_client_connected(c), 0);
 	cr_assert_eq(garuda_client_session(c), 0);
 	warning_is(c, no_daemon_path());
@@ -167,10 +174,7 @@ Test(fallback, streams_move_to_garudad)
 	struct gd_daemon d;
 	td_start(&d, NULL);
 	gd_kill(&d); /* its socket path stays: nobody listens (ECONNREFUSED) */
-	setenv("GARUDA_FALLBACK", "reactor", 1);
-	struct garuda_client *c;
-	ok(garuda_connect_to(d.sock, &c));
-	unsetenv("GARUDA_FALLBACK");
+	struct garuda_client *c = connect_fallback(d.sock);
 	warning_is(c, d.sock);
 	struct garuda_seg *seg;
 	ok(garuda_segment_open(c, "host", 0, 1, &seg));
@@ -244,10 +248,7 @@ Test(fallback, refused_segment_stays_with_the_reactor)
 	struct gd_daemon d;
 	td_start(&d, "\"quota\":{\"connection\":{\"segments\":1}}");
 	gd_kill(&d);
-	setenv("GARUDA_FALLBACK", "reactor", 1);
-	struct garuda_client *c;
-	ok(garuda_connect_to(d.sock, &c));
-	unsetenv("GARUDA_FALLBACK");
+	struct garuda_client *c = connect_fallback(d.sock);
 	struct garuda_seg *seg[2];
 	struct garuda_host_stream *hs[2];
 	struct garuda_stream *s[2];
@@ -443,10 +444,7 @@ Test(fallback, one_reactor_thread_per_process)
 	serve_both(&t, "the reactor, one client left");
 	two_free(&t, 1);
 	cr_assert_eq(reactor_threads(NULL), 0, "the last disconnect joins the reactor");
-	setenv("GARUDA_FALLBACK", "reactor", 1);
-	struct garuda_client *c;
-	ok(garuda_connect_to(no_daemon_path(), &c));
-	unsetenv("GARUDA_FALLBACK");
+	struct garuda_client *c = connect_fallback(no_daemon_path());
 	cr_assert_eq(reactor_threads(NULL), 1, "started again on first need");
 	garuda_disconnect(c);
 	cr_assert_eq(reactor_threads(NULL), 0);
@@ -508,10 +506,7 @@ static int child_runs_its_own_reactor(void)
 
 Test(fallback, forked_child_has_no_reactor_until_it_needs_one)
 {
-	setenv("GARUDA_FALLBACK", "reactor", 1);
-	struct garuda_client *c;
-	ok(garuda_connect_to(no_daemon_path(), &c));
-	unsetenv("GARUDA_FALLBACK");
+	struct garuda_client *c = connect_fallback(no_daemon_path());
 	cr_assert_eq(reactor_threads(NULL), 1);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));

@@ -635,6 +635,23 @@ bool gd_alive(struct gd_daemon *d)
 	return false;
 }
 
+bool gd_wait_log(struct gd_daemon *d, const char *text)
+{
+	for (int i = 0; i < 100; i++) {
+		FILE *f = fopen(d->log, "re");
+		char line[1024];
+		bool found = false;
+		while (f && !found && fgets(line, sizeof(line), f))
+			found = strstr(line, text) != NULL;
+		if (f)
+			fclose(f);
+		if (found)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
 void gd_dump_log(struct gd_daemon *d)
 {
 	FILE *f = fopen(d->log, "r");

@@ -111,6 +111,8 @@ bool gd_alive(struct gd_daemon *d);
 
 /* Print the tail of the daemon's stderr on our stderr. */
 void gd_dump_log(struct gd_daemon *d);
+/* Wait (up to 2 s) until a line of the daemon's log contains text. */
+bool gd_wait_log(struct gd_daemon *d, const char *text);
 
 
 /* Replace the daemon's config file atomically (for reload tests). */

@@ -346,22 +346,31 @@ Test(plan, points_bounded_and_charged)
  * an ARM on it puts the scanner to sleep until its deadline; a second ARM on the same
  * point has a later deadline and must not wake it (arm_nowakes); an ARM on a cold word
  * (deadline: now) must (arm_wakes). */
+/* garudad whose plan sleeps a point's whole prediction (no margin, window 1, no spin),
+ * a client with a segment of `lines`, and word 0 trained by one completion `ms` after
+ * its arm (found by the short schedule: its point learns ~ms) */
+static void start_trained(struct gd_daemon *d, struct gd_client *c, struct gd_seg *s, uint32_t lines,
+			  unsigned ms)
+{
+	gd_start(d, &(struct gd_opts){
+			    .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=0,backstop_us=200"
+				      "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=1\"}" });
+	gd_ok(gd_open(c, d->sock));
+	gd_ok(gd_segment_open(c, lines, -1, s));
+	gd_ok(gd_arm(c, gd_slot(s, 0), 1, 1, GARUDA_FORM_MESSAGE));
+	usleep(ms * 1000);
+	gd_store(s, 0, 1);
+	struct garuda_ready rd;
+	cr_assert_eq(gd_wait_ready(c, &rd, GD_DEADLINE_MS), 1);
+}
+
 Test(plan, arm_wakes_only_if_earlier)
 {
 	struct gd_daemon d = { 0 };
-	gd_start(&d, &(struct gd_opts){
-			     .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=0,backstop_us=200"
-				       "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=1\"}" });
 	struct gd_client c;
 	struct gd_seg s;
-	gd_ok(gd_open(&c, d.sock));
-	gd_ok(gd_segment_open(&c, 2, -1, &s));
-
-	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_MESSAGE));
-	usleep(2000 * 1000);
-	gd_store(&s, 0, 1);
 	struct garuda_ready rd;
-	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	start_trained(&d, &c, &s, 2, 2000);
 	cr_assert_eq(scanner_num(&d, "censored"), 1);
 
 	/* the scanner is parked: this ARM wakes it; it then sleeps until the deadline */
@@ -416,19 +425,10 @@ static double point_num(struct gd_daemon *d, const char *key)
 Test(plan, late_wake_not_censored)
 {
 	struct gd_daemon d = { 0 };
-	gd_start(&d, &(struct gd_opts){
-			     .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=0,backstop_us=200"
-				       "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=1\"}" });
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	gd_ok(gd_open(&c, d.sock));
-	gd_ok(gd_segment_open(&c, 1, -1, &s));
-
-	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_MESSAGE));
-	usleep(300 * 1000);
-	gd_store(&s, 0, 1);
-	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	start_trained(&d, &c, &s, 1, 300);
 	cr_assert_eq(wait_scanner(&d, "completions", 1), 1);
 	double pred = point_num(&d, "prediction_ns"), cens = point_num(&d, "censored");
 	double exact = point_num(&d, "exact");

@@ -282,18 +282,7 @@ Test(quota, refusal_names_quota_and_limit)
 	const char *want = "quota.connection.armed exceeded: limit 4, 4 in use, 1 more asked";
 	cr_assert_str_eq(text, want);
 	/* the log says it too (log_client: rate-limited, but this is the first) */
-	bool logged = false;
-	for (int i = 0; i < 100 && !logged; i++) {
-		FILE *f = fopen(d.log, "re");
-		char line[512];
-		while (f && fgets(line, sizeof(line), f))
-			if (strstr(line, want))
-				logged = true;
-		if (f)
-			fclose(f);
-		if (!logged)
-			usleep(20000);
-	}
+	bool logged = gd_wait_log(&d, want);
 	cr_assert(logged, "no log line names the refused quota (%s)", d.log);
 	gd_seg_unmap(&s);
 	gd_close(&c);
@@ -552,18 +541,7 @@ Test(quota_cgroup, no_key_when_the_peer_is_gone)
 	char want[96];
 	snprintf(want, sizeof(want), "pid %d: no cgroup quota key (/proc/%d/cgroup: the process is gone)",
 		 (int)pid, (int)pid);
-	bool logged = false;
-	for (int i = 0; i < 100 && !logged; i++) {
-		FILE *f = fopen(d.log, "re");
-		char line[512];
-		while (f && fgets(line, sizeof(line), f))
-			if (strstr(line, want))
-				logged = true;
-		if (f)
-			fclose(f);
-		if (!logged)
-			usleep(20000);
-	}
+	bool logged = gd_wait_log(&d, want);
 	cr_assert(logged, "no log line says why (%s): %s", want, d.log);
 	struct gd_seg s;
 	gd_ok(gd_segment_open(&c, 1, -1, &s));
