@@ -13,7 +13,7 @@
  *     predicted sleep; a cold point's is its arm time). Sleep until the earliest
  *     deadline still ahead (an absolute FUTEX_WAIT_BITSET, so a post still wakes it);
  *     spin while some descriptor is past its deadline by less than its spin bound
- *     (spin_us; poll+predict: no bound); past every bound, the short
+ *     (spin_us + 2x its sleep; poll+predict: no bound); past every bound, the short
  *     ladder (32 us doubling up to max_sleep_us) until the next deadline.
  * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
  * deadline is earlier. A completion seen while spinning (no sleep since the previous
@@ -335,7 +335,7 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 		 * then the store may have landed after the deadline, in the wake's lateness
 		 * (the timer's or the CPU's fault, not the prediction's), and nothing is
 		 * recorded. An early prediction is the safe one. */
-		uint64_t give_up = f[i].deadline_ns + spin_ns;
+		uint64_t give_up = f[i].deadline_ns + spin_ns + 2 * f[i].sleep_ns;
 		bool lower = slept ? give_up <= prev_pass : !close;
 		if (slept && !lower && f[i].sleep_ns && now > f[i].deadline_ns + SCANNER_LATE_WAKE_NS) {
 			atomic_fetch_add_explicit(&s->st_late_wakes, 1, memory_order_relaxed);
@@ -434,7 +434,7 @@ static uint64_t next_wait(const struct scanner *s, uint64_t now, uint64_t spin_n
 			next = a->deadline_ns - early < next ? a->deadline_ns - early : next;
 			continue;
 		}
-		if (forever || a->deadline_ns > now || now - a->deadline_ns < spin_ns)
+		if (forever || a->deadline_ns > now || now - a->deadline_ns < spin_ns + 2 * a->sleep_ns)
 			return 0;
 		overdue = true;
 	}

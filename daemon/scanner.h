@@ -29,7 +29,7 @@ struct scanner;
 /* The wait policy, set by the loop thread from the plan (service_apply_tuning). */
 struct scanner_tuning {
 	atomic_uint spin_us;      /* ladder: spin this long after the last activity;
-				   * predict: spin at most this past a deadline */
+				   * predict: spin at most this (+ 2x the sleep) past a deadline */
 	atomic_uint max_sleep_us; /* then sleep, doubling from 32 us up to this */
 	atomic_bool predict;      /* +predict: sleep until the earliest deadline */
 	atomic_bool spin_forever; /* poll: never sleep while something is armed */
