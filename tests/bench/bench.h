@@ -116,7 +116,7 @@ int child_wait(pid_t pid, unsigned timeout_ms);
 /* ------------------------------------------------------------------ /proc */
 
 struct proc_sample {
-	uint64_t cpu_ns;      /* utime + stime, all threads (clock-tick resolution) */
+	uint64_t cpu_ns;      /* all threads: the process CPU clock (ns), else utime + stime (ticks) */
 	uint64_t rss_kib;     /* VmRSS */
 	uint64_t vol_ctxt;    /* summed over /proc/PID/task/ */
 	uint64_t nonvol_ctxt; /* summed over /proc/PID/task/ */
