@@ -29,25 +29,38 @@ void garuda_estimator_reset(struct garuda_estimator *e)
 {
 	e->count = 0;
 	e->next = 0;
+	e->censored_slots = 0;
 	e->exact = 0;
 	e->censored = 0;
 	memset(e->ring, 0, sizeof(e->ring));
 }
 
-bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *out_ns)
+/* the minimum of the records whose slots are not in skip; false when there is none */
+static bool min_of(const struct garuda_estimator *e, uint32_t skip, uint64_t *out_ns)
 {
-	if (e->count == 0)
-		return false;
+	bool any = false;
 	uint64_t m = UINT64_MAX;
 	for (uint32_t i = 0; i < e->count; i++)
-		if (e->ring[i] < m)
+		if (!(skip >> i & 1) && (!any || e->ring[i] < m)) {
 			m = e->ring[i];
-	*out_ns = m;
-	return true;
+			any = true;
+		}
+	if (any)
+		*out_ns = m;
+	return any;
 }
 
-static void push(struct garuda_estimator *e, uint64_t v)
+bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *out_ns)
 {
+	return min_of(e, 0, out_ns);
+}
+
+_Static_assert(GARUDA_PLAN_WINDOW_MAX <= 32, "censored_slots has a bit per ring slot");
+
+static void push(struct garuda_estimator *e, uint64_t v, bool censored)
+{
+	uint32_t bit = 1u << e->next;
+	e->censored_slots = censored ? e->censored_slots | bit : e->censored_slots & ~bit;
 	e->ring[e->next] = v;
 	e->next = e->next + 1 == e->window ? 0 : e->next + 1;
 	if (e->count < e->window)
@@ -56,7 +69,7 @@ static void push(struct garuda_estimator *e, uint64_t v)
 
 void garuda_estimator_record_exact_ns(struct garuda_estimator *e, uint64_t residual_ns)
 {
-	push(e, residual_ns);
+	push(e, residual_ns, false);
 	e->exact++;
 }
 
@@ -66,17 +79,27 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 	uint64_t v = wake_ns;
 	if (garuda_estimator_prediction_ns(e, &pred) && pred < v)
 		v = pred;
-	push(e, v / 2);
+	push(e, v / 2, true);
 	e->censored++;
 }
 
-uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e)
+static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip)
 {
 	uint64_t pred;
-	if (!garuda_estimator_prediction_ns(e, &pred) || pred <= e->margin_ns)
+	if (!min_of(e, skip, &pred) || pred <= e->margin_ns)
 		return 0;
 	uint64_t s = pred - e->margin_ns;
 	if (s < e->min_sleep_ns)
 		return 0;
 	return s > e->max_sleep_ns ? e->max_sleep_ns : s;
+}
+
+uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e)
+{
+	return sleep_of(e, 0);
+}
+
+uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e)
+{
+	return sleep_of(e, e->censored_slots);
 }

@@ -13,6 +13,9 @@
  *     gives it a prediction below that wake;
  *   - sleep = prediction - margin; 0 (do not sleep) when there is no record, when
  *     prediction <= margin or when the result is below min_sleep; at most max_sleep.
+ *   - exact sleep (an addition to the seed, for garudad's second look, docs/plans.md
+ *     "After a halving"): the same rule over the exact records alone; 0 when the
+ *     window holds none. It equals the sleep while no censored record is the minimum.
  *
  * Promises:
  *   - Pure, I/O-free, libc only, no allocation; a struct is owned by one thread at a
@@ -40,6 +43,7 @@ struct garuda_estimator {
 	uint32_t window;     /* 1 .. GARUDA_PLAN_WINDOW_MAX */
 	uint32_t count;      /* records held, <= window */
 	uint32_t next;       /* ring slot the next record goes to */
+	uint32_t censored_slots; /* bit i: ring[i] holds a censored record */
 	uint64_t exact;      /* exact records since init (for metrics) */
 	uint64_t censored;   /* censored records since init */
 	uint64_t ring[GARUDA_PLAN_WINDOW_MAX];
@@ -63,3 +67,6 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 
 /* How long to sleep from the wait's start before spinning, in ns; 0 = do not sleep. */
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e);
+
+/* The same, from the exact records in the window alone (0: none, or no sleep). */
+uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e);

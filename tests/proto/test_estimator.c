@@ -4,7 +4,8 @@
  * 50 ms, window 8), the censored rule (min(wake, prediction) / 2, wake / 2 when cold),
  * that a censored record never raises the prediction and sleep never exceeds
  * max_sleep over many random sequences (checked against an independent model of the
- * window), no overflow at UINT64_MAX, and that init applies the plan's bounds.
+ * window), no overflow at UINT64_MAX, and that init applies the plan's bounds; the
+ * exact sleep (garudad's second look after a halving) skips censored records only.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -196,6 +197,37 @@ static uint64_t xorshift(uint64_t *s)
 	return *s;
 }
 
+/* After a censored halving the sleep halves, the exact sleep keeps the exact records'
+ * minimum; it follows them as they leave the window, and is 0 with none left. */
+Test(estimator, exact_sleep_skips_censored_records)
+{
+	struct garuda_estimator e = seed_estimator();
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 0, "cold");
+	garuda_estimator_record_exact_ns(&e, 10 * MS);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), garuda_estimator_sleep_ns(&e));
+	garuda_estimator_record_censored_ns(&e, 9 * MS); /* 4.5 ms */
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 4500 * US - 150 * US);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 10 * MS - 150 * US);
+	for (int i = 0; i < 6; i++)
+		garuda_estimator_record_exact_ns(&e, 11 * MS);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 10 * MS - 150 * US);
+	garuda_estimator_record_exact_ns(&e, 11 * MS); /* the 10 ms record leaves */
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 11 * MS - 150 * US);
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 4500 * US - 150 * US, "4.5 ms still in");
+	garuda_estimator_record_exact_ns(&e, 12 * MS); /* the censored record leaves */
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 11 * MS - 150 * US);
+	/* a slot that held a censored record and now holds an exact one counts again */
+	struct garuda_estimator c = seed_estimator();
+	garuda_estimator_record_censored_ns(&c, 4 * MS); /* cold: 2 ms */
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&c), 0, "only censored records");
+	cr_assert_eq(garuda_estimator_sleep_ns(&c), 2 * MS - 150 * US);
+	garuda_estimator_record_exact_ns(&c, 3 * MS);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&c), 3 * MS - 150 * US);
+	garuda_estimator_reset(&c);
+	garuda_estimator_record_exact_ns(&c, 1 * MS);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&c), 1 * MS - 150 * US, "reset forgets the kinds");
+}
+
 /* Random sequences against an independent model: the window is the last `window`
  * records of a plain array; prediction = their minimum; a censored record never
  * raises the prediction; sleep follows the rule and never exceeds max_sleep. */
@@ -204,6 +236,7 @@ Test(estimator, random_sequences_match_the_model)
 	uint64_t rng = 88172645463325252u;
 #define NEXT() xorshift(&rng)
 	static uint64_t hist[512];
+	static bool hist_censored[512];
 	unsigned censored_seen = 0, raised_by_exact = 0;
 	for (unsigned seq = 0; seq < 2000; seq++) {
 		struct garuda_plan_predict pp = {
@@ -231,14 +264,22 @@ Test(estimator, random_sequences_match_the_model)
 			if (censored) {
 				garuda_estimator_record_censored_ns(&e, t);
 				uint64_t rec = had && before < t ? before : t;
+				hist_censored[n] = true;
 				hist[n++] = rec / 2;
 			} else {
 				garuda_estimator_record_exact_ns(&e, t);
+				hist_censored[n] = false;
 				hist[n++] = t;
 			}
-			uint64_t model = UINT64_MAX;
-			for (unsigned k = n > pp.window ? n - (unsigned)pp.window : 0; k < n; k++)
+			uint64_t model = UINT64_MAX, model_exact = UINT64_MAX;
+			bool any_exact = false;
+			for (unsigned k = n > pp.window ? n - (unsigned)pp.window : 0; k < n; k++) {
 				model = hist[k] < model ? hist[k] : model;
+				if (!hist_censored[k]) {
+					model_exact = hist[k] < model_exact ? hist[k] : model_exact;
+					any_exact = true;
+				}
+			}
 			uint64_t after = prediction(&e);
 			cr_assert_eq(after, model, "seq %u step %u", seq, i);
 			if (censored) {
@@ -258,6 +299,12 @@ Test(estimator, random_sequences_match_the_model)
 				want = pp.max_sleep_us * US;
 			cr_assert_eq(s, want, "seq %u step %u", seq, i);
 			cr_assert_leq(s, pp.max_sleep_us * US);
+			uint64_t want_exact = !any_exact || model_exact <= margin ? 0 : model_exact - margin;
+			if (want_exact < pp.min_sleep_us * US)
+				want_exact = 0;
+			if (want_exact > pp.max_sleep_us * US)
+				want_exact = pp.max_sleep_us * US;
+			cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), want_exact, "seq %u step %u", seq, i);
 		}
 	}
 #undef NEXT
