@@ -252,6 +252,7 @@ static void *reactor_main(void *arg)
 			pthread_mutex_unlock(&reactor.lock);
 			for (int k = 0; k < REACTOR_RELAX_PASSES; k++)
 				cpu_relax();
+			spin_give_way(); /* the application's threads share its CPUs */
 			pthread_mutex_lock(&reactor.lock);
 			continue;
 		}

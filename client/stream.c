@@ -739,6 +739,7 @@ static int spin_until(struct garuda_stream *s, uint64_t seq, uint64_t end, uint6
 		}
 		cpu_relax();
 		if ((i & 63) == 0) {
+			spin_give_way(); /* a thread of this process may be waiting for the CPU */
 			now = garuda_now_ns();
 			if (now >= backstop_at) {
 				int q = s->seg->ops->query(s->seg->backend, s->native);

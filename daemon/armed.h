@@ -33,6 +33,8 @@ struct armed {
 	uint64_t arm_ns;      /* when the loop thread posted it (the wait's start) */
 	uint64_t deadline_ns; /* arm_ns + the point's predicted sleep (= arm_ns: cold) */
 	uint64_t sleep_ns;    /* that sleep */
+	uint64_t resume_ns;   /* >= deadline_ns: arm_ns + the exact records' sleep, the
+			       * second look after a censored halving (scanner.c) */
 	uint64_t point_key;   /* points.h */
 	uint32_t point_slot;  /* POINT_NONE: no point */
 };

@@ -46,10 +46,10 @@ static int new_slot(struct sink *sink, struct points *t, const struct config *cf
 }
 
 void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_gen, uint64_t key,
-		   uint32_t *slot, uint64_t *sleep_ns)
+		   uint32_t *slot, uint64_t *sleep_ns, uint64_t *exact_sleep_ns)
 {
 	*slot = POINT_NONE;
-	*sleep_ns = 0;
+	*sleep_ns = *exact_sleep_ns = 0;
 	struct points *t = table_of(sink);
 	if (!t)
 		return;
@@ -73,6 +73,7 @@ void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_ge
 	p->last_use = ++t->tick;
 	*slot = (uint32_t)i;
 	*sleep_ns = garuda_estimator_sleep_ns(&p->est);
+	*exact_sleep_ns = garuda_estimator_exact_sleep_ns(&p->est);
 out:
 	pthread_mutex_unlock(&t->lock);
 }

@@ -54,10 +54,11 @@ struct points {
 };
 
 /* Loop thread, at ARM: the point of key for sink (created, or the LRU one reused),
- * its slot in *slot and the estimator's sleep (0 = do not sleep) in *sleep_ns. With
- * no point to give (out of memory, or a quota of 0) *slot is POINT_NONE, *sleep_ns 0. */
+ * its slot in *slot, the estimator's sleep (0 = do not sleep) in *sleep_ns and its
+ * exact sleep (the second look, estimator.h) in *exact_sleep_ns. With no point to give
+ * (out of memory, or a quota of 0) *slot is POINT_NONE and both sleeps 0. */
 void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_gen, uint64_t key,
-		   uint32_t *slot, uint64_t *sleep_ns);
+		   uint32_t *slot, uint64_t *sleep_ns, uint64_t *exact_sleep_ns);
 
 /* Scanner thread: record a completion of the arm that got (slot, key): exact (ns =
  * completion - arm) or censored (ns = wake - arm). */

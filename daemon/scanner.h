@@ -43,6 +43,7 @@ struct arm_request {
 	uint8_t form;
 	uint64_t target, token;
 	uint64_t arm_ns, sleep_ns; /* the wait's start and its predicted sleep (0: none) */
+	uint64_t exact_sleep_ns;   /* the exact records' sleep: the second look (scanner.c) */
 	uint64_t point_key;
 	uint32_t point_slot;       /* POINT_NONE: no point */
 };
@@ -66,7 +67,7 @@ struct scanner_stats {
 	uint64_t completions;
 	uint64_t parks; /* times it parked with nothing armed */
 	uint64_t sleeps;      /* timed sleeps with something armed */
-	uint64_t spins;       /* spin steps (a pass, then cpu_relax) */
+	uint64_t spins;       /* spin steps (a pass, cpu_relax, sched_yield) */
 	uint64_t exact;       /* completions seen while spinning (exact residuals) */
 	uint64_t censored;    /* completions found after a sleep or a long gap */
 	uint64_t arm_wakes;   /* ARMs that woke it from a sleep (or park) */

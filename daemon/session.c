@@ -499,7 +499,7 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 	};
 	if (s->d->cfg.plan.predict)
 		points_lookup(s->sink, &s->d->cfg, s->d->plan_gen, req.point_key, &req.point_slot,
-			      &req.sleep_ns);
+			      &req.sleep_ns, &req.exact_sleep_ns);
 	scanner_arm(scanner_of(s, g), &req);
 	s->arms++;
 	s->d->arms_total++;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "harness.h"
 
 TestSuite(plan, .init = gd_test_init, .fini = gd_test_fini, .timeout = 180);
@@ -447,6 +448,65 @@ Test(plan, late_wake_not_censored)
 	cr_assert_eq(point_num(&d, "censored"), cens, "a late wake was recorded as censored");
 	cr_assert_eq(point_num(&d, "exact"), exact, "a late wake was recorded");
 	cr_assert_eq(point_num(&d, "prediction_ns"), pred, "a late wake changed the prediction");
+
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* ------------------------------------------------------- the second look ---- */
+
+/* After a censored record halves a point's prediction, the scanner spins park_us from
+ * the halved deadline, does not spin between that window and the exact records'
+ * deadline (the short schedule), and spins again from there: a kernel as long as
+ * before is found spinning, not after spinning through the half before it. Train word
+ * 0 to ~600 ms (exact), halve it (an ARM whose target the word already holds: the
+ * first pass after the scanner's park finds it, censored), then arm a 600 ms kernel
+ * and read the spin count in the gap and in the second window. */
+Test(plan, second_look_after_a_halving)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){
+			     .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=10000,backstop_us=200"
+				       "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=4\"}" });
+	struct gd_client c;
+	struct gd_seg s;
+	struct garuda_ready rd;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_MESSAGE)); /* cold */
+	usleep(600 * 1000);
+	gd_store(&s, 0, 1);
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(wait_scanner(&d, "completions", 1), 1);
+	cr_assert_eq(point_num(&d, "exact"), 1, "past park_us the cold arm records its lower bound");
+	double trained = point_num(&d, "prediction_ns");
+	cr_assert_geq(trained, 550e6, "the point learnt ~600 ms (%.0f ns)", trained);
+
+	gd_store(&s, 0, 2);
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE)); /* already reached */
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(wait_scanner(&d, "completions", 2), 2);
+	cr_assert_eq(point_num(&d, "censored"), 1, "found by the first pass after a park");
+	cr_assert_lt(point_num(&d, "prediction_ns"), trained / 2, "the censored record halved it");
+
+	uint64_t t0 = garuda_now_ns();
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 3, 3, GARUDA_FORM_MESSAGE));
+	usleep(150 * 1000); /* past the first window (10 ms) */
+	double gap0 = scanner_num(&d, "spins");
+	usleep(150 * 1000);
+	double gap1 = scanner_num(&d, "spins");
+	uint64_t in_gap = garuda_now_ns() - t0;
+	cr_assert_eq(gap1, gap0, "spun between the windows (%.0f spins)", gap1 - gap0);
+	cr_assert_lt(in_gap, (uint64_t)trained, "the test itself ran late: %llu ns", (unsigned long long)in_gap);
+	usleep((useconds_t)((trained - (double)in_gap) / 1e3) + 100 * 1000); /* in the second */
+	double win = scanner_num(&d, "spins");
+	cr_assert_gt(win, gap1, "no spinning from the exact records' deadline");
+	gd_store(&s, 0, 3);
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(wait_scanner(&d, "completions", 3), 3);
+	cr_assert_eq(point_num(&d, "exact"), 2, "found spinning: exact");
+	cr_assert_eq(point_num(&d, "censored"), 1);
 
 	gd_seg_unmap(&s);
 	gd_close(&c);
