@@ -464,16 +464,27 @@ Test(fallback, one_reactor_thread_per_process)
 #endif
 #endif
 
+/* Sanitizer runtimes whose child of a threaded fork cannot go on: TSan refuses to start
+ * threads there ("starting new threads after multi-threaded fork is not supported");
+ * GCC 12's ASan allocator takes no lock across fork(), so a size class a parent thread
+ * held at the fork (the I/O thread retrying its connect) stays locked in the child and
+ * every thread that allocates from it blocks for good (seen: the child's reactor, host
+ * worker and main thread all in SizeClassAllocator64::GetFromAllocator, 2 runs in 12).
+ * glibc's malloc is fork-safe, so the plain build runs the whole child. Said at info:
+ * Criterion exits 1 after a test that logged a warning, even when all tests pass. */
+#if defined(UNDER_TSAN) || defined(__SANITIZE_ADDRESS__)
+#define CHILD_CHECK_ONLY 1
+#endif
+
 /* The child of a fork() has no reactor thread (the parent's clients must not be used
  * there); a fallback client it connects gets the child's own, served and joined. The
- * child reports by exit status: 0 all good, else the step that failed. Under TSan
- * only the first check: TSan refuses to start threads in the child of a threaded
- * process ("starting new threads after multi-threaded fork is not supported"). */
+ * child reports by exit status: 0 all good, else the step that failed. Under TSan and
+ * ASan only the first check (CHILD_CHECK_ONLY). */
 static int child_runs_its_own_reactor(void)
 {
 	if (reactor_threads(NULL) != 0)
 		return 10;
-#ifdef UNDER_TSAN
+#ifdef CHILD_CHECK_ONLY
 	return 0;
 #endif
 	setenv("GARUDA_FALLBACK", "reactor", 1);
@@ -512,9 +523,9 @@ Test(fallback, forked_child_has_no_reactor_until_it_needs_one)
 	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
 	if (pid == 0)
 		_exit(child_runs_its_own_reactor());
-#ifdef UNDER_TSAN
-	cr_log_warn("TSan: the child only checks it has no reactor thread (TSan cannot start "
-		    "threads after a threaded fork)");
+#ifdef CHILD_CHECK_ONLY
+	cr_log_info("sanitizer build: the child only checks it has no reactor thread (its "
+		    "runtime cannot run a threaded fork's child: CHILD_CHECK_ONLY)");
 #endif
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
