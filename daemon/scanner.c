@@ -327,10 +327,12 @@ static bool take_commands(struct scanner *s)
 /* +predict: the spin windows of descriptor a. The first opens at its deadline; when
  * the exact records' deadline (resume_ns) lies past spin_ns after it (the prediction
  * was halved by a censored record), the first lasts spin_ns and a second opens at
- * resume_ns; the last lasts spin_ns + 2x its sleep. Before, between and after them:
- * no spinning (the short ladder). True when t is in one; else *open_at is the next
- * opening after t (UINT64_MAX: none). */
-static bool in_spin_window(const struct armed *a, uint64_t t, uint64_t spin_ns, uint64_t *open_at)
+ * resume_ns; the last lasts spin_ns + 2x its sleep (forever, poll+predict: one window
+ * from the deadline on). Before, between and after them: no spinning (the short
+ * ladder). True when t is in one; else *open_at is the next opening after t
+ * (UINT64_MAX: none). */
+static bool in_spin_window(const struct armed *a, uint64_t t, uint64_t spin_ns, bool forever,
+			   uint64_t *open_at)
 {
 	uint64_t d = a->deadline_ns, r = a->resume_ns;
 	*open_at = UINT64_MAX;
@@ -338,6 +340,8 @@ static bool in_spin_window(const struct armed *a, uint64_t t, uint64_t spin_ns, 
 		*open_at = d;
 		return false;
 	}
+	if (forever)
+		return true;
 	if (r > d + spin_ns) {
 		if (t < d + spin_ns)
 			return true;
@@ -353,7 +357,7 @@ static bool in_spin_window(const struct armed *a, uint64_t t, uint64_t spin_ns, 
 static bool given_up(const struct armed *a, uint64_t t, uint64_t spin_ns)
 {
 	uint64_t open;
-	return t >= a->deadline_ns && !in_spin_window(a, t, spin_ns, &open);
+	return t >= a->deadline_ns && !in_spin_window(a, t, spin_ns, false, &open);
 }
 
 /* Count f[0..nf) before anything is sent: whoever sees a readiness can already see
@@ -470,14 +474,13 @@ static uint64_t next_wait(const struct scanner *s, uint64_t now, uint64_t spin_n
 	for (unsigned i = 0; i < s->set.n; i++) {
 		const struct armed *a = &s->set.armed[i];
 		uint64_t open;
-		if (forever ? a->deadline_ns <= now + lead : in_spin_window(a, now, spin_ns, &open))
+		if (in_spin_window(a, now, spin_ns, forever, &open))
 			return 0;
-		if (forever)
-			open = a->deadline_ns;
-		if (open != UINT64_MAX && open <= now + lead)
-			return 0; /* a window opens within the lead: spin into it */
-		if (open != UINT64_MAX)
+		if (open != UINT64_MAX) {
+			if (open <= now + lead)
+				return 0; /* a window opens within the lead: spin into it */
 			next = open - early < next ? open - early : next;
+		}
 		overdue |= now >= a->deadline_ns;
 	}
 	if (overdue) {

@@ -14,7 +14,7 @@
  *   - sleep = prediction - margin; 0 (do not sleep) when there is no record, when
  *     prediction <= margin or when the result is below min_sleep; at most max_sleep.
  *   - exact sleep (an addition to the seed, for garudad's second look, docs/plans.md
- *     "After a halving"): the same rule over the exact records alone; 0 when the
+ *     "The second look"): the same rule over the exact records alone; 0 when the
  *     window holds none. It equals the sleep while no censored record is the minimum.
  *
  * Promises:

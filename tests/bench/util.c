@@ -234,14 +234,16 @@ int proc_read(pid_t pid, struct proc_sample *out)
 	 * cmajflt utime(14) stime(15) */
 	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -EINVAL;
-	long tck = sysconf(_SC_CLK_TCK);
-	out->cpu_ns = (ut + st) * (1000000000ull / (uint64_t)(tck > 0 ? tck : 100));
-	/* the process's CPU clock is the scheduler's own sum, in ns: a quick row's
-	 * ~40 ms of daemon CPU is only four 10 ms ticks, and ticks are sampled */
+	/* the process's CPU clock is the scheduler's own sum, in ns (a quick row's ~40 ms
+	 * of daemon CPU is only four 10 ms ticks, and ticks are sampled); the ticks only
+	 * where that clock cannot be read */
 	clockid_t clk;
 	struct timespec ts;
+	long tck = sysconf(_SC_CLK_TCK);
 	if (clock_getcpuclockid(pid, &clk) == 0 && clock_gettime(clk, &ts) == 0)
 		out->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	else
+		out->cpu_ns = (ut + st) * (1000000000ull / (uint64_t)(tck > 0 ? tck : 100));
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if ((n = read_text(path, buf, sizeof(buf))) < 0)

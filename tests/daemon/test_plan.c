@@ -350,12 +350,18 @@ Test(plan, points_bounded_and_charged)
 /* garudad whose plan sleeps a point's whole prediction (no margin, window 1, no spin),
  * a client with a segment of `lines`, and word 0 trained by one completion `ms` after
  * its arm (found by the short schedule: its point learns ~ms) */
+/* the plan of start_trained(): no spinning past a deadline, no margin, one record */
+#define TRAINED_PLAN "flag:park_us=0,backstop_us=200+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=1"
+
+/* Start garudad with plan (one scanner), open a segment of `lines` and train word 0
+ * with one cold completion stored after `ms` (found past park_us: its lower bound is
+ * recorded as exact). */
 static void start_trained(struct gd_daemon *d, struct gd_client *c, struct gd_seg *s, uint32_t lines,
-			  unsigned ms)
+			  unsigned ms, const char *plan)
 {
-	gd_start(d, &(struct gd_opts){
-			    .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=0,backstop_us=200"
-				      "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=1\"}" });
+	char config[256];
+	snprintf(config, sizeof(config), "{\"scanners\": 1, \"plan\": \"%s\"}", plan);
+	gd_start(d, &(struct gd_opts){ .config = config });
 	gd_ok(gd_open(c, d->sock));
 	gd_ok(gd_segment_open(c, lines, -1, s));
 	gd_ok(gd_arm(c, gd_slot(s, 0), 1, 1, GARUDA_FORM_MESSAGE));
@@ -371,7 +377,7 @@ Test(plan, arm_wakes_only_if_earlier)
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	start_trained(&d, &c, &s, 2, 2000);
+	start_trained(&d, &c, &s, 2, 2000, TRAINED_PLAN);
 	cr_assert_eq(scanner_num(&d, "censored"), 1);
 
 	/* the scanner is parked: this ARM wakes it; it then sleeps until the deadline */
@@ -429,7 +435,7 @@ Test(plan, late_wake_not_censored)
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	start_trained(&d, &c, &s, 1, 300);
+	start_trained(&d, &c, &s, 1, 300, TRAINED_PLAN);
 	cr_assert_eq(wait_scanner(&d, "completions", 1), 1);
 	double pred = point_num(&d, "prediction_ns"), cens = point_num(&d, "censored");
 	double exact = point_num(&d, "exact");
@@ -466,18 +472,12 @@ Test(plan, late_wake_not_censored)
 Test(plan, second_look_after_a_halving)
 {
 	struct gd_daemon d = { 0 };
-	gd_start(&d, &(struct gd_opts){
-			     .config = "{\"scanners\": 1, \"plan\": \"flag:park_us=10000,backstop_us=200"
-				       "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=4\"}" });
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	gd_ok(gd_open(&c, d.sock));
-	gd_ok(gd_segment_open(&c, 1, -1, &s));
-	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 1, GARUDA_FORM_MESSAGE)); /* cold */
-	usleep(600 * 1000);
-	gd_store(&s, 0, 1);
-	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	start_trained(&d, &c, &s, 1, 600,
+		      "flag:park_us=10000,backstop_us=200"
+		      "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=4");
 	cr_assert_eq(wait_scanner(&d, "completions", 1), 1);
 	cr_assert_eq(point_num(&d, "exact"), 1, "past park_us the cold arm records its lower bound");
 	double trained = point_num(&d, "prediction_ns");
