@@ -4,7 +4,10 @@
  * with group socket_group, control socket 0600 (or 0660 with control_group).
  * One garudad per socket path: before it creates a socket, garudad takes an flock on
  * "<client socket path>.lock" (mode 0600, holds the holder's pid) and keeps it for its
- * life; a second garudad is refused there. The lock, not a connect() probe, decides
+ * life; a second garudad is refused there. A clean exit unlinks the file while still
+ * holding the lock, so a locker re-checks after its flock that the path still names
+ * the file it locked (else it opens the new one: two lockers of two inodes would both
+ * win). The lock, not a connect() probe, decides
  * whether a socket file is stale: a killed garudad's io_uring can keep its listening
  * socket accepting for a few milliseconds after the process is gone, and a probe then
  * refused the restart. Under the lock, a socket file is replaced when nothing accepts
@@ -71,28 +74,45 @@ static pid_t socket_listener(const char *path)
 }
 
 #define LOCK_WAIT_MS 2000u
+#define LOCK_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) + 8)
+
+static void lock_path(const struct daemon *d, char path[LOCK_PATH_MAX])
+{
+	snprintf(path, LOCK_PATH_MAX, "%s.lock", d->cfg.socket_path);
+}
 
 /* Take the single-instance lock (see the head comment); *prev gets the pid the
  * previous holder recorded (0: none). */
 static int lock_instance(struct daemon *d, pid_t *prev)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8], buf[24] = "";
-	snprintf(path, sizeof(path), "%s.lock", d->cfg.socket_path);
+	char path[LOCK_PATH_MAX], buf[24] = "";
+	lock_path(d, path);
 	int r = mkdir_parents(path);
 	if (r < 0) {
 		log_err("lock file %s: cannot create its directory: %s", path, strerror(-r));
 		return r;
 	}
-	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-	if (fd < 0) {
-		r = -errno;
-		log_err("lock file %s: %s", path, strerror(-r));
-		return r;
-	}
+	_cleanup_close_ int fd = -1;
 	/* a garudad that was just killed holds the lock until the kernel has torn it
 	 * down (tens of milliseconds for a large one): a restart started at once waits
 	 * for that, at most LOCK_WAIT_MS */
-	for (unsigned waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += 10) {
+	for (unsigned waited = 0;; waited += 10) {
+		if (fd < 0)
+			fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+		if (fd < 0) {
+			r = -errno;
+			log_err("lock file %s: %s", path, strerror(-r));
+			return r;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			struct stat held, named;
+			if (fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
+			    held.st_ino == named.st_ino)
+				break;
+			/* its holder unlinked it as it exited: lock the file the path names now */
+			close(TAKE_FD(fd));
+			continue;
+		}
 		r = -errno;
 		if (r != -EWOULDBLOCK) {
 			log_err("lock file %s: flock: %s", path, strerror(-r));
@@ -270,8 +290,14 @@ void server_close_sockets(struct daemon *d)
 		unlink(d->cfg.socket_path);
 	if (d->control_owned)
 		unlink(d->cfg.control_socket_path);
-	if (d->lock_fd >= 0)
-		close(d->lock_fd); /* after the unlinks: the next garudad finds no socket of ours */
+	if (d->lock_fd >= 0) {
+		/* after the socket unlinks (the next garudad finds no socket of ours), and
+		 * while still held (a waiting locker re-checks the path: see the head) */
+		char path[LOCK_PATH_MAX];
+		lock_path(d, path);
+		unlink(path);
+		close(d->lock_fd);
+	}
 	d->client_fd = d->control_fd = d->lock_fd = -1;
 }
 

@@ -93,10 +93,13 @@ static void stop_with(int sig)
 	while ((r = gd_recv(&c, &m, NULL, GD_DEADLINE_MS)) == 1)
 		;
 	cr_assert_eq(r, -EPIPE, "client after the daemon exited: %s", gd_strerr(r));
-	/* sockets the daemon created are gone, so a restart can bind them */
+	/* the socket and the lock file the daemon created are gone */
 	struct stat sb;
-	if (lstat(d.sock, &sb) == 0)
-		cr_log_warn("client socket %s left behind after %s", d.sock, strsignal(sig));
+	char lock[sizeof(d.sock) + 8];
+	snprintf(lock, sizeof(lock), "%s.lock", d.sock);
+	cr_assert_neq(lstat(d.sock, &sb), 0, "client socket %s left behind after %s", d.sock,
+		      strsignal(sig));
+	cr_assert_neq(lstat(lock, &sb), 0, "lock file %s left behind after %s", lock, strsignal(sig));
 	close(efd);
 	gd_seg_unmap(&s);
 	gd_close(&c);
