@@ -35,6 +35,7 @@ struct armed {
 	uint64_t sleep_ns;    /* that sleep */
 	uint64_t resume_ns;   /* >= deadline_ns: arm_ns + the exact records' sleep, the
 			       * second look after a censored halving (scanner.c) */
+	uint64_t taken_ns;    /* when the scanner took it into its set */
 	uint64_t point_key;   /* points.h */
 	uint32_t point_slot;  /* POINT_NONE: no point */
 };

@@ -13,16 +13,16 @@
  *     predicted sleep; a cold point's is its arm time). Sleep until the earliest
  *     deadline still ahead (an absolute FUTEX_WAIT_BITSET, so a post still wakes it);
  *     spin while some descriptor is in a spin window (in_spin_window(): from its
- *     deadline for spin_us + 2x its sleep; poll+predict: no bound); outside every
- *     window, the short ladder (32 us doubling up to max_sleep_us) until the next
- *     window opens.
+ *     deadline for spin_us + 2x its sleep; poll+predict: no bound); past some
+ *     descriptor's deadline and outside every window, the short ladder (32 us
+ *     doubling up to max_sleep_us) until the next window opens.
  *     The second look: after a censored record halved a point's prediction, its
- *     descriptor's first window lasts only a quarter of the way to the exact
- *     records' deadline (resume_ns), at most spin_us, and a second opens there: a
- *     kernel that really got shorter is found by the first window or the ladder, one
+ *     descriptor spins only from the exact records' deadline (resume_ns); from the
+ *     halved deadline to there the short ladder runs: a kernel that really got
+ *     shorter is found at most max_sleep_us late (and records its lower bound), one
  *     that only came a little early (the usual case) is not spun on for half its
  *     length. Measured: a 10 ms kernel's one halving cost 8 completions x ~5 ms of
- *     spinning, a 1 ms kernel's 8 x ~0.6 ms.
+ *     spinning (docs/plans.md, "The second look").
  * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
  * deadline is earlier. A completion seen while spinning (no sleep since the previous
  * pass) is exact: its residual is completion - arm, the completion taken as now when
@@ -282,12 +282,14 @@ static bool take_commands(struct scanner *s)
 	struct removal *rem = NULL;
 	const struct cmd **remcmd = NULL; /* the command of each removal */
 	unsigned nrem = 0;
+	uint64_t now = garuda_now_ns();
 	for (unsigned i = 0; i < n; i++) {
 		struct cmd *c = &cmds[i];
 		uint64_t gen = ++s->gen;
 		switch (c->kind) {
 		case CMD_ARM:
 			c->a.gen = gen;
+			c->a.taken_ns = now;
 			armed_push(&s->set, &c->a, s->index);
 			armed = true;
 			break;
@@ -325,34 +327,22 @@ static bool take_commands(struct scanner *s)
 	return armed;
 }
 
-/* +predict: the spin windows of descriptor a. The first opens at its deadline; when
- * the exact records' deadline (resume_ns) lies after it (the prediction was halved by
- * a censored record), the first lasts a quarter of the distance, at most spin_ns, and
- * a second opens at resume_ns; the last lasts spin_ns + 2x its sleep (forever,
- * poll+predict: one window from the deadline on). Before, between and after them: no
- * spinning (the short ladder). True when t is in one; else *open_at is the next
- * opening after t (UINT64_MAX: none). */
+/* +predict: the spin window of descriptor a. It opens at the exact records' deadline
+ * (resume_ns: its deadline, unless a censored record halved the prediction; then the
+ * short ladder runs from the halved deadline to there: the second look) and lasts
+ * spin_ns + 2x that sleep (forever, poll+predict: from the deadline on, no end).
+ * Outside it: no spinning. True when t is in it; else *open_at is its opening if that
+ * is after t (UINT64_MAX: none). */
 static bool in_spin_window(const struct armed *a, uint64_t t, uint64_t spin_ns, bool forever,
 			   uint64_t *open_at)
 {
-	uint64_t d = a->deadline_ns, r = a->resume_ns;
+	uint64_t opens = forever ? a->deadline_ns : a->resume_ns;
 	*open_at = UINT64_MAX;
-	if (t < d) {
-		*open_at = d;
+	if (t < opens) {
+		*open_at = opens;
 		return false;
 	}
-	if (forever)
-		return true;
-	if (r > d) {
-		uint64_t first = (r - d) / 4 < spin_ns ? (r - d) / 4 : spin_ns;
-		if (t < d + first)
-			return true;
-		if (t < r) {
-			*open_at = r;
-			return false;
-		}
-	}
-	return t < r + spin_ns + 2 * (r - a->arm_ns);
+	return forever || t < opens + spin_ns + 2 * (opens - a->arm_ns);
 }
 
 /* the scanner had stopped spinning on a at t: past its deadline, in no spin window */
@@ -380,8 +370,11 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 		 * unless it woke more than SCANNER_LATE_WAKE_NS past a predicted deadline:
 		 * then the store may have landed after the deadline, in the wake's lateness
 		 * (the timer's or the CPU's fault, not the prediction's), and nothing is
-		 * recorded. An early prediction is the safe one. */
-		bool lower = slept ? given_up(&f[i], prev_pass, spin_ns) : !close;
+		 * recorded. An early prediction is the safe one. The lower bound needs a pass
+		 * that saw it not done: one taken in after prev_pass (armed during a park or
+		 * a sleep) is censored. */
+		bool seen = f[i].taken_ns <= prev_pass;
+		bool lower = slept ? seen && given_up(&f[i], prev_pass, spin_ns) : !close;
 		if (slept && !lower && f[i].sleep_ns && now > f[i].deadline_ns + SCANNER_LATE_WAKE_NS) {
 			atomic_fetch_add_explicit(&s->st_late_wakes, 1, memory_order_relaxed);
 		} else {
@@ -483,7 +476,11 @@ static uint64_t next_wait(const struct scanner *s, uint64_t now, uint64_t spin_n
 				return 0; /* a window opens within the lead: spin into it */
 			next = open - early < next ? open - early : next;
 		}
-		overdue |= now >= a->deadline_ns;
+		/* its deadline starts the short ladder (before its window: a halved one) */
+		if (now + early >= a->deadline_ns)
+			overdue = true;
+		else if (a->deadline_ns - early < next)
+			next = a->deadline_ns - early;
 	}
 	if (overdue) {
 		*ladder_ns = *ladder_ns ? *ladder_ns * 2 : SLEEP_MIN_NS;

@@ -79,7 +79,8 @@ static double wait_scanner(struct gd_daemon *d, const char *key, double want)
 
 /* wait until the scanner has parked after its last completion: an ARM from then on is
  * found by a first pass after a park (censored), never by a spinning pass (the READY
- * can reach us before the scanner is back in its wait) */
+ * can reach us before the scanner is back in its wait). For a daemon started by
+ * start_trained(), with one descriptor armed at a time. */
 static void wait_parked(struct gd_daemon *d)
 {
 	double done = scanner_num(d, "completions");
@@ -373,6 +374,9 @@ static void start_trained(struct gd_daemon *d, struct gd_client *c, struct gd_se
 	gd_start(d, &(struct gd_opts){ .config = config });
 	gd_ok(gd_open(c, d->sock));
 	gd_ok(gd_segment_open(c, lines, -1, s));
+	/* its first park: from here each completion that empties the set adds one
+	 * (wait_parked()) */
+	cr_assert_geq(wait_scanner(d, "parks", 1), 1, "the scanner never parked");
 	gd_ok(gd_arm(c, gd_slot(s, 0), 1, 1, GARUDA_FORM_MESSAGE));
 	usleep(ms * 1000);
 	gd_store(s, 0, 1);
@@ -475,25 +479,35 @@ Test(plan, late_wake_not_censored)
 
 /* ------------------------------------------------------- the second look ---- */
 
-/* After a censored record halves a point's prediction, the scanner spins park_us from
- * the halved deadline, does not spin between that window and the exact records'
- * deadline (the short schedule), and spins again from there: a kernel as long as
- * before is found spinning, not after spinning through the half before it. Train word
- * 0 to ~600 ms (exact), halve it (an ARM whose target the word already holds: the
- * first pass after the scanner's park finds it, censored), then arm a 600 ms kernel
- * and read the spin count in the gap and in the second window. */
+/* the second-look tests' plan: no margin, no sleep floor, a long first spin (park_us) */
+#define LOOK_PLAN(window)                                                               \
+	"flag:park_us=10000,backstop_us=200"                                            \
+	"+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=" #window
+
+/* start_trained() word 0 to ~ms under LOOK_PLAN; its prediction (ns) */
+static double start_look(struct gd_daemon *d, struct gd_client *c, struct gd_seg *s, unsigned ms,
+			 const char *plan)
+{
+	start_trained(d, c, s, 1, ms, plan);
+	cr_assert_eq(wait_scanner(d, "completions", 1), 1);
+	return point_num(d, "prediction_ns");
+}
+
+/* After a censored record halves a point's prediction, the scanner does not spin
+ * between the halved deadline and the exact records' deadline (the short schedule),
+ * and spins from there: a kernel as long as before is found spinning, not after
+ * spinning through the half before it. Train word 0 to ~600 ms (exact), halve it (an
+ * ARM whose target the word already holds: the first pass after the scanner's park
+ * finds it, censored), then arm a 600 ms kernel and read the spin count in the gap and
+ * in the window. */
 Test(plan, second_look_after_a_halving)
 {
 	struct gd_daemon d = { 0 };
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	start_trained(&d, &c, &s, 1, 600,
-		      "flag:park_us=10000,backstop_us=200"
-		      "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=4");
-	cr_assert_eq(wait_scanner(&d, "completions", 1), 1);
+	double trained = start_look(&d, &c, &s, 600, LOOK_PLAN(4));
 	cr_assert_eq(point_num(&d, "exact"), 1, "past park_us the cold arm records its lower bound");
-	double trained = point_num(&d, "prediction_ns");
 	cr_assert_geq(trained, 550e6, "the point learnt ~600 ms (%.0f ns)", trained);
 
 	wait_parked(&d);
@@ -506,14 +520,14 @@ Test(plan, second_look_after_a_halving)
 
 	uint64_t t0 = garuda_now_ns();
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 3, 3, GARUDA_FORM_MESSAGE));
-	usleep(150 * 1000); /* past the first window (10 ms) */
+	usleep(150 * 1000);
 	double gap0 = scanner_num(&d, "spins");
 	usleep(150 * 1000);
 	double gap1 = scanner_num(&d, "spins");
 	uint64_t in_gap = garuda_now_ns() - t0;
-	cr_assert_eq(gap1, gap0, "spun between the windows (%.0f spins)", gap1 - gap0);
+	cr_assert_eq(gap1, gap0, "spun before the exact records' deadline (%.0f spins)", gap1 - gap0);
 	cr_assert_lt(in_gap, (uint64_t)trained, "the test itself ran late: %llu ns", (unsigned long long)in_gap);
-	usleep((useconds_t)((trained - (double)in_gap) / 1e3) + 100 * 1000); /* in the second */
+	usleep((useconds_t)((trained - (double)in_gap) / 1e3) + 100 * 1000); /* in the window */
 	double win = scanner_num(&d, "spins");
 	cr_assert_gt(win, gap1, "no spinning from the exact records' deadline");
 	gd_store(&s, 0, 3);
@@ -527,58 +541,112 @@ Test(plan, second_look_after_a_halving)
 	gd_stop(&d);
 }
 
-/* The first window after a halving lasts a quarter of the way to the exact records'
- * deadline when that is shorter than park_us: a ~14 ms point (park_us 10 ms), halved,
- * spins ~3.5 ms, then sleeps the short schedule until ~14 ms (before, it spun 10 ms,
- * and a 1 ms kernel's halving spun ~0.6 ms on each of the next 8 completions). The
- * spin count is read 4.5 to 7.5 ms after the ARM; an attempt whose reads came too late
- * (a loaded machine) is done again, at most five times. */
-Test(plan, second_look_first_window_is_a_quarter)
+/* The short ladder starts at the halved deadline: train word 0 to ~400 ms, halve it
+ * with a kernel done at 50 ms (found by the wake at ~400 ms: censored, the record
+ * ~200 ms), then a kernel that really got shorter (done at ~300 ms, between the halved
+ * deadline and the exact records' one) is found by the ladder within backstop_us, not
+ * by the window at ~400 ms, and records its lower bound as exact. */
+Test(plan, second_look_ladder_from_the_halved_deadline)
 {
 	struct gd_daemon d = { 0 };
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	start_trained(&d, &c, &s, 1, 14,
-		      "flag:park_us=10000,backstop_us=200"
-		      "+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=8");
-	cr_assert_eq(wait_scanner(&d, "completions", 1), 1);
+	double trained = start_look(&d, &c, &s, 400, LOOK_PLAN(8));
+	cr_assert_geq(trained, 350e6, "the point learnt ~400 ms (%.0f ns)", trained);
+	uint64_t v = 1;
+	/* a wake more than 50 us past the deadline records nothing (a loaded machine, a
+	 * daemon under valgrind): again, at most five times */
+	for (int i = 0; i < 5 && point_num(&d, "prediction_ns") > trained * 0.6; i++) {
+		wait_parked(&d);
+		gd_ok(gd_arm(&c, gd_slot(&s, 0), v + 1, v + 1, GARUDA_FORM_MESSAGE));
+		usleep(50 * 1000);
+		gd_store(&s, 0, ++v);
+		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	}
+	double halved = point_num(&d, "prediction_ns");
+	if (halved > trained * 0.6) {
+		cr_log_info("second_look_ladder_from_the_halved_deadline: five timed wakes came more "
+			    "than 50 us late; the machine is too loaded to halve the point");
+		goto out;
+	}
+	double exact = point_num(&d, "exact");
+	wait_parked(&d);
+	uint64_t t0 = garuda_now_ns();
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), v + 1, v + 1, GARUDA_FORM_MESSAGE));
+	usleep((useconds_t)((halved + (trained - halved) / 2) / 1e3));
+	uint64_t stored = garuda_now_ns();
+	gd_store(&s, 0, ++v);
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	uint64_t found = garuda_now_ns();
+	cr_assert_lt((double)(stored - t0), trained - 20e6, "the test itself ran late");
+	cr_assert_lt(found - stored, 50000000ull,
+		     "a kernel done between the deadlines was found %llu us after its store",
+		     (unsigned long long)((found - stored) / 1000));
+	cr_assert_eq(point_num(&d, "exact"), exact + 1, "found by the ladder: its lower bound, exact");
+out:
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* Below park_us too: a ~14 ms point (park_us 10 ms), halved, does not spin before its
+ * exact records' deadline (~14 ms); the short ladder runs from the halved deadline.
+ * Before, a halved point whose exact deadline lay within park_us of the halved one got
+ * one window from the halved deadline: a 1 ms kernel's halving spun ~0.6 ms on each of
+ * the next 8 completions. The spin count is read from 1 ms after the ARM to 1 ms
+ * before the exact deadline; an attempt whose reads came too late (a loaded machine)
+ * is done again, at most five times. */
+Test(plan, second_look_below_park_us)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client c;
+	struct gd_seg s;
+	struct garuda_ready rd;
 	/* the cold arm spun park_us, then found it by the short schedule: its lower bound
 	 * (a loaded machine's sleeps run long: the test adapts to what it learnt) */
-	double trained = point_num(&d, "prediction_ns");
+	double trained = start_look(&d, &c, &s, 14, LOOK_PLAN(8));
 	cr_assert(trained >= 8e6 && trained <= 30e6, "the point learnt ~14 ms (%.0f ns)", trained);
-	uint64_t v = 1, first = (uint64_t)(trained / 4), from = first + 1000000;
-	if (from < 4500000)
-		from = 4500000;
+	uint64_t v = 1;
 	bool measured = false;
 	for (int attempt = 0; attempt < 5 && !measured; attempt++) {
-		double cens = point_num(&d, "censored");
-		wait_parked(&d);
-		gd_store(&s, 0, ++v);
-		gd_ok(gd_arm(&c, gd_slot(&s, 0), v, v, GARUDA_FORM_MESSAGE)); /* already reached */
-		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
-		cr_assert_eq(point_num(&d, "censored"), cens + 1, "found by the first pass after a park");
+		/* (once halved, the next already-reached ARM's deadline is ~now: a wake more
+		 * than 50 us late finds it, and records nothing; the halved record stays) */
+		/* twice: the second's halved deadline is ~now, so its wake is past it */
+		for (int k = 0; k < 2; k++) {
+			double cens = point_num(&d, "censored"), exact = point_num(&d, "exact");
+			wait_parked(&d);
+			gd_store(&s, 0, ++v);
+			gd_ok(gd_arm(&c, gd_slot(&s, 0), v, v, GARUDA_FORM_MESSAGE)); /* already reached */
+			cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+			if (attempt == 0 && k == 0)
+				cr_assert_eq(point_num(&d, "censored"), cens + 1,
+					     "found by the first pass after a park");
+			/* no pass saw it not done: no lower bound to record as exact */
+			cr_assert_eq(point_num(&d, "exact"), exact, "an ARM found done at once recorded as exact");
+		}
+		cr_assert_lt(point_num(&d, "prediction_ns"), trained / 2, "the censored record halved it");
 		uint64_t t0 = garuda_now_ns();
 		gd_ok(gd_arm(&c, gd_slot(&s, 0), v + 1, v + 1, GARUDA_FORM_MESSAGE));
-		uint64_t t1 = garuda_now_ns();
-		usleep((useconds_t)(from / 1000));
+		usleep(1000);
 		double a = scanner_num(&d, "spins");
-		usleep(3000);
+		uint64_t t1 = garuda_now_ns();
+		if ((double)(t1 - t0) < trained - 3e6)
+			usleep((useconds_t)((trained - 2e6 - (double)(t1 - t0)) / 1e3));
 		double b = scanner_num(&d, "spins");
 		uint64_t t2 = garuda_now_ns();
-		/* both reads in the gap: the first window ends by t1 + trained/4 (the ARM came
-		 * before t1), the second opens after t0 + trained - 0.2 ms (its early wake) */
+		/* the window opens after t0 + trained - 0.2 ms (its early wake) */
 		if ((double)(t2 - t0) <= trained - 500000) {
 			measured = true;
-			cr_assert_eq(b, a, "spun %.0f times %.1f-%.1f ms after the ARM (first window ~%.1f ms)",
-				     b - a, (t1 - t0 + from) / 1e6, (t2 - t0) / 1e6, first / 1e6);
+			cr_assert_eq(b, a, "spun %.0f times 1-%.1f ms after the ARM (exact deadline ~%.1f ms)",
+				     b - a, (t2 - t0) / 1e6, trained / 1e6);
 		}
 		gd_store(&s, 0, ++v);
 		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
 	}
 	if (!measured)
-		cr_log_info("second_look_first_window_is_a_quarter: every attempt's reads came late; "
-			    "the machine is too loaded to time a 3 ms gap");
+		cr_log_info("second_look_below_park_us: every attempt's reads came late; "
+			    "the machine is too loaded to time a ~10 ms gap");
 	gd_seg_unmap(&s);
 	gd_close(&c);
 	gd_stop(&d);
