@@ -17,23 +17,26 @@
  *     descriptor's deadline and outside every window, the short ladder (32 us
  *     doubling up to max_sleep_us) until the next window opens.
  *     The second look: after a censored record halved a point's prediction, its
- *     descriptor spins only from the exact records' deadline (resume_ns); from the
- *     halved deadline to there the short ladder runs: a kernel that really got
- *     shorter is found at most max_sleep_us late (and records its lower bound), one
- *     that only came a little early (the usual case) is not spun on for half its
- *     length. Measured: a 10 ms kernel's one halving cost 8 completions x ~5 ms of
- *     spinning (docs/plans.md, "The second look").
+ *     descriptor spins only from the exact records' deadline (resume_ns; under
+ *     poll+predict from the halved one); from the halved deadline to there the short
+ *     ladder runs: a kernel that really got shorter is found at most max_sleep_us
+ *     late (and records its lower bound), one that only came a little early (the
+ *     usual case) is not spun on for half its length. Measured: a 10 ms kernel's one
+ *     halving cost 8 completions x ~5 ms of spinning (docs/plans.md, "The second
+ *     look").
  * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
- * deadline is earlier. A completion seen while spinning (no sleep since the previous
- * pass) is exact: its residual is completion - arm, the completion taken as now when
- * the previous pass began at most SCANNER_EXACT_GAP_NS earlier, else (the thread was
- * preempted) as the previous pass's start (a lower bound: the prediction stays early).
- * One found by the first pass after a sleep or park is censored (wake - arm), except
- * past its spin bound (found by the short ladder): its point records the lower bound
- * (the last pass that saw it not done) as exact; or one found by a wake more than
- * SCANNER_LATE_WAKE_NS past its predicted deadline: not recorded (late_wakes). All
- * others go into the arm's point. +predict sleeps toward a deadline end early by the
- * running mean of how late timed wakes come (wake_late_ns, thread-private).
+ * deadline is earlier. Only a descriptor some earlier pass saw unfinished can be
+ * recorded exact; one found done by its first pass is censored. A completion seen
+ * while spinning (no sleep since the previous pass) is exact: its residual is
+ * completion - arm, the completion taken as now when the previous pass began at most
+ * SCANNER_EXACT_GAP_NS earlier, else (the thread was preempted) as the previous
+ * pass's start (a lower bound: the prediction stays early). One found by the first
+ * pass after a sleep or park is censored (wake - arm), except when the scanner was
+ * not spinning on it (past its deadline, outside its window: found by the short
+ * ladder): its point records the lower bound (the last pass that saw it not done) as
+ * exact; or one found by a wake more than SCANNER_LATE_WAKE_NS past its predicted
+ * deadline: not recorded (late_wakes). +predict sleeps toward a deadline end early by
+ * the running mean of how late timed wakes come (wake_late_ns, thread-private).
  */
 #include "scanner.h"
 
@@ -345,11 +348,21 @@ static bool in_spin_window(const struct armed *a, uint64_t t, uint64_t spin_ns, 
 	return forever || t < opens + spin_ns + 2 * (opens - a->arm_ns);
 }
 
-/* the scanner had stopped spinning on a at t: past its deadline, in no spin window */
-static bool given_up(const struct armed *a, uint64_t t, uint64_t spin_ns)
+/* +predict sleeps end early by the running mean of how late timed wakes come (on a
+ * loaded or virtual machine tens of microseconds), at most this much */
+#define WAKE_LATE_MAX_NS 200000ull
+
+static uint64_t wake_early_ns(const struct scanner *s)
+{
+	return s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS;
+}
+
+/* the scanner was not spinning on a at t: past its deadline (less the early wake the
+ * short ladder starts by), outside its spin window */
+static bool given_up(const struct armed *a, uint64_t t, uint64_t spin_ns, uint64_t early)
 {
 	uint64_t open;
-	return t >= a->deadline_ns && !in_spin_window(a, t, spin_ns, false, &open);
+	return t + early >= a->deadline_ns && !in_spin_window(a, t, spin_ns, false, &open);
 }
 
 /* Count f[0..nf) before anything is sent: whoever sees a readiness can already see
@@ -361,26 +374,28 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 	atomic_fetch_add_explicit(slept ? &s->st_censored : &s->st_exact, nf, memory_order_relaxed);
 	bool close = now - prev_pass <= SCANNER_EXACT_GAP_NS;
 	uint64_t spin_ns = (uint64_t)atomic_load_explicit(&s->tuning->spin_us, memory_order_relaxed) * 1000;
+	uint64_t early = wake_early_ns(s);
 	for (unsigned i = 0; i < nf; i++) {
-		/* the store landed in (prev_pass, now]. Spinning: a long gap (the thread was
-		 * preempted) records the lower bound prev_pass. After a sleep: censored,
-		 * unless the scanner was not spinning on it before that sleep (past its
-		 * deadline, outside its spin windows): then too the lower bound, as exact (a
-		 * censored halving there would drive the prediction to 0 for good); or
-		 * unless it woke more than SCANNER_LATE_WAKE_NS past a predicted deadline:
-		 * then the store may have landed after the deadline, in the wake's lateness
-		 * (the timer's or the CPU's fault, not the prediction's), and nothing is
-		 * recorded. An early prediction is the safe one. The lower bound needs a pass
-		 * that saw it not done: one taken in after prev_pass (armed during a park or
-		 * a sleep) is censored. */
+		/* the store landed in (prev_pass, now]. Only a descriptor some pass saw
+		 * unfinished (taken in by prev_pass) can be exact; one found done by its
+		 * first pass is censored, spinning or not (an ARM for work already done).
+		 * Spinning: exact, and a long gap (the thread was preempted) records the
+		 * lower bound prev_pass. After a sleep: censored, unless the scanner was not
+		 * spinning on it before that sleep (past its deadline, outside its spin
+		 * window): then too the lower bound, as exact (a censored halving there
+		 * would drive the prediction to 0 for good). A censored one found by a wake
+		 * more than SCANNER_LATE_WAKE_NS past its predicted deadline is not
+		 * recorded: the store may have landed after the deadline, in the wake's
+		 * lateness (the timer's or the CPU's fault, not the prediction's). An
+		 * early prediction is the safe one. */
 		bool seen = f[i].taken_ns <= prev_pass;
-		bool lower = slept ? seen && given_up(&f[i], prev_pass, spin_ns) : !close;
-		if (slept && !lower && f[i].sleep_ns && now > f[i].deadline_ns + SCANNER_LATE_WAKE_NS) {
+		bool lower = seen && (slept ? given_up(&f[i], prev_pass, spin_ns, early) : !close);
+		bool exact = lower || (seen && !slept);
+		if (!exact && slept && f[i].sleep_ns && now > f[i].deadline_ns + SCANNER_LATE_WAKE_NS) {
 			atomic_fetch_add_explicit(&s->st_late_wakes, 1, memory_order_relaxed);
 		} else {
 			uint64_t at = !lower ? now : prev_pass > f[i].arm_ns ? prev_pass : f[i].arm_ns;
-			points_record(f[i].sink, f[i].point_slot, f[i].point_key, !slept || lower,
-				      at - f[i].arm_ns);
+			points_record(f[i].sink, f[i].point_slot, f[i].point_key, exact, at - f[i].arm_ns);
 		}
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
@@ -453,17 +468,13 @@ static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, boo
 
 #define SLEEP_MIN_NS 32000ull
 #define SPIN_AHEAD_NS 5000ull /* a deadline closer than this is spun to, not slept to */
-/* +predict sleeps end early by the running mean of how late timed wakes come (on a
- * loaded or virtual machine tens of microseconds), at most this much */
-#define WAKE_LATE_MAX_NS 200000ull
-
 /* +predict: spin now (0), or the absolute time of the next pass. *ladder_ns is the
- * short schedule's step once every descriptor is past its spin bound. */
+ * short schedule's step while some descriptor is past its deadline (less the early
+ * wake) and none is in its spin window. */
 static uint64_t next_wait(const struct scanner *s, uint64_t now, uint64_t spin_ns, bool forever,
 			  uint64_t max_ns, uint64_t *ladder_ns)
 {
-	/* wake early by what timed wakes are late by */
-	uint64_t early = s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS;
+	uint64_t early = wake_early_ns(s);
 	uint64_t lead = SPIN_AHEAD_NS + early, next = UINT64_MAX;
 	bool overdue = false;
 	for (unsigned i = 0; i < s->set.n; i++) {

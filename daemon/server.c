@@ -81,6 +81,14 @@ static void lock_path(const struct daemon *d, char path[LOCK_PATH_MAX])
 	snprintf(path, LOCK_PATH_MAX, "%s.lock", d->cfg.socket_path);
 }
 
+/* whether path names the file open at fd */
+static bool names_file(const char *path, int fd)
+{
+	struct stat held, named;
+	return fstat(fd, &held) == 0 && lstat(path, &named) == 0 && held.st_dev == named.st_dev &&
+	       held.st_ino == named.st_ino;
+}
+
 /* Take the single-instance lock (see the head comment); *prev gets the pid the
  * previous holder recorded (0: none). */
 static int lock_instance(struct daemon *d, pid_t *prev)
@@ -105,12 +113,15 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 			return r;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			struct stat held, named;
-			if (fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
-			    held.st_ino == named.st_ino)
+			if (names_file(path, fd))
 				break;
-			/* its holder unlinked it as it exited: lock the file the path names now */
+			/* its holder unlinked it as it exited: lock the file the path names now
+			 * (a path that keeps changing counts against the wait) */
 			close(TAKE_FD(fd));
+			if (waited >= LOCK_WAIT_MS) {
+				log_err("lock file %s keeps being replaced; giving up", path);
+				return -EBUSY;
+			}
 			continue;
 		}
 		r = -errno;
@@ -295,7 +306,8 @@ void server_close_sockets(struct daemon *d)
 		 * while still held (a waiting locker re-checks the path: see the head) */
 		char path[LOCK_PATH_MAX];
 		lock_path(d, path);
-		unlink(path);
+		if (names_file(path, d->lock_fd)) /* never another holder's file */
+			unlink(path);
 		close(d->lock_fd);
 	}
 	d->client_fd = d->control_fd = d->lock_fd = -1;

@@ -430,11 +430,15 @@ Test(plan, arm_wakes_only_if_earlier)
 
 /* ------------------------------------------------ late wakes are not censored ---- */
 
+/* a number of word 0's point (the first client's) */
 static double point_num(struct gd_daemon *d, const char *key)
 {
 	cJSON *j = points_of(d, first_client_id(d, 0));
-	const cJSON *pt = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "points"), 0);
-	cr_assert_not_null(pt, "no point");
+	const cJSON *pt = NULL, *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "points"))
+		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "index")) == 0)
+			pt = it;
+	cr_assert_not_null(pt, "no point for word 0");
 	double v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, key));
 	cJSON_Delete(j);
 	return v;
@@ -488,7 +492,7 @@ Test(plan, late_wake_not_censored)
 static double start_look(struct gd_daemon *d, struct gd_client *c, struct gd_seg *s, unsigned ms,
 			 const char *plan)
 {
-	start_trained(d, c, s, 1, ms, plan);
+	start_trained(d, c, s, 2, ms, plan);
 	cr_assert_eq(wait_scanner(d, "completions", 1), 1);
 	return point_num(d, "prediction_ns");
 }
@@ -542,10 +546,12 @@ Test(plan, second_look_after_a_halving)
 }
 
 /* The short ladder starts at the halved deadline: train word 0 to ~400 ms, halve it
- * with a kernel done at 50 ms (found by the wake at ~400 ms: censored, the record
- * ~200 ms), then a kernel that really got shorter (done at ~300 ms, between the halved
- * deadline and the exact records' one) is found by the ladder within backstop_us, not
- * by the window at ~400 ms, and records its lower bound as exact. */
+ * without relying on a timer (its kernel is done at 50 ms while the scanner sleeps
+ * toward ~400 ms; at ~200 ms an ARM on word 1, already reached and cold, wakes the
+ * scanner, whose pass finds word 0 done before its deadline: censored, the record
+ * ~100 ms), then a kernel that really got shorter (done between the halved deadline
+ * and the exact records' one) is found by the ladder within backstop_us, not by the
+ * window at ~400 ms, and records its lower bound as exact. */
 Test(plan, second_look_ladder_from_the_halved_deadline)
 {
 	struct gd_daemon d = { 0 };
@@ -554,24 +560,22 @@ Test(plan, second_look_ladder_from_the_halved_deadline)
 	struct garuda_ready rd;
 	double trained = start_look(&d, &c, &s, 400, LOOK_PLAN(8));
 	cr_assert_geq(trained, 350e6, "the point learnt ~400 ms (%.0f ns)", trained);
-	uint64_t v = 1;
-	/* a wake more than 50 us past the deadline records nothing (a loaded machine, a
-	 * daemon under valgrind): again, at most five times */
-	for (int i = 0; i < 5 && point_num(&d, "prediction_ns") > trained * 0.6; i++) {
-		wait_parked(&d);
-		gd_ok(gd_arm(&c, gd_slot(&s, 0), v + 1, v + 1, GARUDA_FORM_MESSAGE));
-		usleep(50 * 1000);
-		gd_store(&s, 0, ++v);
-		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
-	}
-	double halved = point_num(&d, "prediction_ns");
-	if (halved > trained * 0.6) {
-		cr_log_info("second_look_ladder_from_the_halved_deadline: five timed wakes came more "
-			    "than 50 us late; the machine is too loaded to halve the point");
-		goto out;
-	}
-	double exact = point_num(&d, "exact");
 	wait_parked(&d);
+	double parks = scanner_num(&d, "parks"), cens = point_num(&d, "censored");
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE));
+	usleep(50 * 1000);
+	gd_store(&s, 0, 2);
+	usleep(150 * 1000);
+	gd_store(&s, 1, 1);
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 100, GARUDA_FORM_MESSAGE));
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_geq(wait_scanner(&d, "parks", parks + 1), parks + 1, "the scanner did not park");
+	cr_assert_eq(point_num(&d, "censored"), cens + 1, "word 0's find was not censored");
+	double halved = point_num(&d, "prediction_ns");
+	cr_assert_lt(halved, trained * 0.6, "the censored record did not halve it (%.0f ns)", halved);
+	uint64_t v = 2;
+	double exact = point_num(&d, "exact");
 	uint64_t t0 = garuda_now_ns();
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), v + 1, v + 1, GARUDA_FORM_MESSAGE));
 	usleep((useconds_t)((halved + (trained - halved) / 2) / 1e3));
@@ -584,7 +588,36 @@ Test(plan, second_look_ladder_from_the_halved_deadline)
 		     "a kernel done between the deadlines was found %llu us after its store",
 		     (unsigned long long)((found - stored) / 1000));
 	cr_assert_eq(point_num(&d, "exact"), exact + 1, "found by the ladder: its lower bound, exact");
-out:
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* An ARM for work already done, taken in while the scanner spins for another word, is
+ * found by its first pass: censored (no pass saw it unfinished), never exact. Recorded
+ * exact (~0 us, as it once was) it would collapse the exact records' minimum and with
+ * it the second look. Word 1 is cold: the scanner spins park_us (10 ms) on it. */
+Test(plan, first_find_while_spinning_is_censored)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client c;
+	struct gd_seg s;
+	struct garuda_ready rd;
+	double trained = start_look(&d, &c, &s, 400, LOOK_PLAN(8));
+	cr_assert_geq(trained, 350e6, "the point learnt ~400 ms (%.0f ns)", trained);
+	wait_parked(&d);
+	double exact = point_num(&d, "exact"), cens = point_num(&d, "censored");
+	double spins = scanner_num(&d, "spins");
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 100, GARUDA_FORM_MESSAGE)); /* cold: spun on */
+	cr_assert_gt(wait_scanner(&d, "spins", spins + 1), spins);
+	gd_store(&s, 0, 2);
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE)); /* already reached */
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(rd.token, 2);
+	cr_assert_eq(point_num(&d, "exact"), exact, "a first find recorded as exact");
+	cr_assert_eq(point_num(&d, "censored"), cens + 1);
+	gd_store(&s, 1, 1);
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
 	gd_seg_unmap(&s);
 	gd_close(&c);
 	gd_stop(&d);
@@ -626,6 +659,7 @@ Test(plan, second_look_below_park_us)
 			cr_assert_eq(point_num(&d, "exact"), exact, "an ARM found done at once recorded as exact");
 		}
 		cr_assert_lt(point_num(&d, "prediction_ns"), trained / 2, "the censored record halved it");
+		wait_parked(&d); /* (each completion must be followed by its park) */
 		uint64_t t0 = garuda_now_ns();
 		gd_ok(gd_arm(&c, gd_slot(&s, 0), v + 1, v + 1, GARUDA_FORM_MESSAGE));
 		usleep(1000);
@@ -641,6 +675,12 @@ Test(plan, second_look_below_park_us)
 			cr_assert_eq(b, a, "spun %.0f times 1-%.1f ms after the ARM (exact deadline ~%.1f ms)",
 				     b - a, (t2 - t0) / 1e6, trained / 1e6);
 		}
+		/* done after the exact deadline: found spinning, an exact record >= trained
+		 * (done before it, the ladder's lower bound would move the window earlier
+		 * than the next attempt's reads assume) */
+		uint64_t t3 = garuda_now_ns();
+		if ((double)(t3 - t0) < trained + 1e6)
+			usleep((useconds_t)((trained + 1e6 - (double)(t3 - t0)) / 1e3));
 		gd_store(&s, 0, ++v);
 		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
 	}
