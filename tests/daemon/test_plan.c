@@ -494,6 +494,19 @@ static double start_look(struct gd_daemon *d, struct gd_client *c, struct gd_seg
 {
 	start_trained(d, c, s, 2, ms, plan);
 	cr_assert_eq(wait_scanner(d, "completions", 1), 1);
+	/* a scanner preempted across the end of its cold window (ASan, a loaded machine)
+	 * finds the training kernel after a sleep: censored. Train again: found spinning
+	 * from the censored record's deadline, exact (the word then holds more than 1) */
+	for (uint64_t v = 2; v <= 4 && point_num(d, "exact") == 0; v++) {
+		wait_parked(d);
+		gd_ok(gd_arm(c, gd_slot(s, 0), v, v, GARUDA_FORM_MESSAGE));
+		usleep(ms * 1000);
+		gd_store(s, 0, v);
+		struct garuda_ready rd;
+		cr_assert_eq(gd_wait_ready(c, &rd, GD_DEADLINE_MS), 1);
+		cr_assert_eq(wait_scanner(d, "completions", (double)v), (double)v);
+	}
+	cr_assert_geq(point_num(d, "exact"), 1, "no exact record after training");
 	return point_num(d, "prediction_ns");
 }
 
@@ -562,9 +575,10 @@ Test(plan, second_look_ladder_from_the_halved_deadline)
 	cr_assert_geq(trained, 350e6, "the point learnt ~400 ms (%.0f ns)", trained);
 	wait_parked(&d);
 	double parks = scanner_num(&d, "parks"), cens = point_num(&d, "censored");
-	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE));
+	uint64_t v = gd_load(&s, 0) + 1;
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), v, v, GARUDA_FORM_MESSAGE));
 	usleep(50 * 1000);
-	gd_store(&s, 0, 2);
+	gd_store(&s, 0, v);
 	usleep(150 * 1000);
 	gd_store(&s, 1, 1);
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 100, GARUDA_FORM_MESSAGE));
@@ -574,7 +588,6 @@ Test(plan, second_look_ladder_from_the_halved_deadline)
 	cr_assert_eq(point_num(&d, "censored"), cens + 1, "word 0's find was not censored");
 	double halved = point_num(&d, "prediction_ns");
 	cr_assert_lt(halved, trained * 0.6, "the censored record did not halve it (%.0f ns)", halved);
-	uint64_t v = 2;
 	double exact = point_num(&d, "exact");
 	uint64_t t0 = garuda_now_ns();
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), v + 1, v + 1, GARUDA_FORM_MESSAGE));
@@ -610,10 +623,11 @@ Test(plan, first_find_while_spinning_is_censored)
 	double spins = scanner_num(&d, "spins");
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 100, GARUDA_FORM_MESSAGE)); /* cold: spun on */
 	cr_assert_gt(wait_scanner(&d, "spins", spins + 1), spins);
-	gd_store(&s, 0, 2);
-	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE)); /* already reached */
+	uint64_t v = gd_load(&s, 0) + 1;
+	gd_store(&s, 0, v);
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), v, v, GARUDA_FORM_MESSAGE)); /* already reached */
 	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
-	cr_assert_eq(rd.token, 2);
+	cr_assert_eq(rd.token, v);
 	cr_assert_eq(point_num(&d, "exact"), exact, "a first find recorded as exact");
 	cr_assert_eq(point_num(&d, "censored"), cens + 1);
 	gd_store(&s, 1, 1);
@@ -639,8 +653,8 @@ Test(plan, second_look_below_park_us)
 	/* the cold arm spun park_us, then found it by the short schedule: its lower bound
 	 * (a loaded machine's sleeps run long: the test adapts to what it learnt) */
 	double trained = start_look(&d, &c, &s, 14, LOOK_PLAN(8));
-	cr_assert(trained >= 8e6 && trained <= 30e6, "the point learnt ~14 ms (%.0f ns)", trained);
-	uint64_t v = 1;
+	cr_assert(trained >= 4e6 && trained <= 30e6, "the point learnt ~14 ms (%.0f ns)", trained);
+	uint64_t v = gd_load(&s, 0);
 	bool measured = false;
 	for (int attempt = 0; attempt < 5 && !measured; attempt++) {
 		/* (once halved, the next already-reached ARM's deadline is ~now: a wake more
