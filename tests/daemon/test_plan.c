@@ -653,7 +653,8 @@ Test(plan, second_look_below_park_us)
 	/* the cold arm spun park_us, then found it by the short schedule: its lower bound
 	 * (a loaded machine's sleeps run long: the test adapts to what it learnt) */
 	double trained = start_look(&d, &c, &s, 14, LOOK_PLAN(8));
-	cr_assert(trained >= 4e6 && trained <= 30e6, "the point learnt ~14 ms (%.0f ns)", trained);
+	/* (no upper bound: under valgrind it learnt 37 ms; the reads adapt to it) */
+	cr_assert_geq(trained, 4e6, "the point learnt ~14 ms (%.0f ns)", trained);
 	uint64_t v = gd_load(&s, 0);
 	bool measured = false;
 	for (int attempt = 0; attempt < 5 && !measured; attempt++) {
