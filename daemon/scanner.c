@@ -390,7 +390,7 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 		 * early prediction is the safe one. */
 		bool seen = f[i].taken_ns <= prev_pass;
 		bool lower = seen && (slept ? given_up(&f[i], prev_pass, spin_ns, early) : !close);
-		bool exact = lower || (seen && !slept);
+		bool exact = seen && (!slept || lower);
 		if (!exact && slept && f[i].sleep_ns && now > f[i].deadline_ns + SCANNER_LATE_WAKE_NS) {
 			atomic_fetch_add_explicit(&s->st_late_wakes, 1, memory_order_relaxed);
 		} else {

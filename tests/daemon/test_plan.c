@@ -488,9 +488,10 @@ Test(plan, late_wake_not_censored)
 	"flag:park_us=10000,backstop_us=200"                                            \
 	"+predict:margin_us=0,min_sleep_us=0,max_sleep_us=60000000,window=" #window
 
-/* start_trained() word 0 to ~ms under LOOK_PLAN; its prediction (ns) */
+/* start_trained() word 0 to ~ms under LOOK_PLAN, with at least one exact record and a
+ * prediction of at least min_ns; returns it (ns) once the scanner has parked */
 static double start_look(struct gd_daemon *d, struct gd_client *c, struct gd_seg *s, unsigned ms,
-			 const char *plan)
+			 const char *plan, double min_ns)
 {
 	start_trained(d, c, s, 2, ms, plan);
 	cr_assert_eq(wait_scanner(d, "completions", 1), 1);
@@ -507,7 +508,10 @@ static double start_look(struct gd_daemon *d, struct gd_client *c, struct gd_seg
 		cr_assert_eq(wait_scanner(d, "completions", (double)v), (double)v);
 	}
 	cr_assert_geq(point_num(d, "exact"), 1, "no exact record after training");
-	return point_num(d, "prediction_ns");
+	double trained = point_num(d, "prediction_ns");
+	cr_assert_geq(trained, min_ns, "the point learnt ~%u ms (%.0f ns)", ms, trained);
+	wait_parked(d);
+	return trained;
 }
 
 /* After a censored record halves a point's prediction, the scanner does not spin
@@ -523,11 +527,9 @@ Test(plan, second_look_after_a_halving)
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	double trained = start_look(&d, &c, &s, 600, LOOK_PLAN(4));
+	double trained = start_look(&d, &c, &s, 600, LOOK_PLAN(4), 550e6);
 	cr_assert_eq(point_num(&d, "exact"), 1, "past park_us the cold arm records its lower bound");
-	cr_assert_geq(trained, 550e6, "the point learnt ~600 ms (%.0f ns)", trained);
 
-	wait_parked(&d);
 	gd_store(&s, 0, 2);
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE)); /* already reached */
 	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
@@ -571,9 +573,7 @@ Test(plan, second_look_ladder_from_the_halved_deadline)
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	double trained = start_look(&d, &c, &s, 400, LOOK_PLAN(8));
-	cr_assert_geq(trained, 350e6, "the point learnt ~400 ms (%.0f ns)", trained);
-	wait_parked(&d);
+	double trained = start_look(&d, &c, &s, 400, LOOK_PLAN(8), 350e6);
 	double parks = scanner_num(&d, "parks"), cens = point_num(&d, "censored");
 	uint64_t v = gd_load(&s, 0) + 1;
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), v, v, GARUDA_FORM_MESSAGE));
@@ -616,9 +616,7 @@ Test(plan, first_find_while_spinning_is_censored)
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	double trained = start_look(&d, &c, &s, 400, LOOK_PLAN(8));
-	cr_assert_geq(trained, 350e6, "the point learnt ~400 ms (%.0f ns)", trained);
-	wait_parked(&d);
+	start_look(&d, &c, &s, 400, LOOK_PLAN(8), 350e6);
 	double exact = point_num(&d, "exact"), cens = point_num(&d, "censored");
 	double spins = scanner_num(&d, "spins");
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 100, GARUDA_FORM_MESSAGE)); /* cold: spun on */
@@ -652,9 +650,8 @@ Test(plan, second_look_below_park_us)
 	struct garuda_ready rd;
 	/* the cold arm spun park_us, then found it by the short schedule: its lower bound
 	 * (a loaded machine's sleeps run long: the test adapts to what it learnt) */
-	double trained = start_look(&d, &c, &s, 14, LOOK_PLAN(8));
 	/* (no upper bound: under valgrind it learnt 37 ms; the reads adapt to it) */
-	cr_assert_geq(trained, 4e6, "the point learnt ~14 ms (%.0f ns)", trained);
+	double trained = start_look(&d, &c, &s, 14, LOOK_PLAN(8), 4e6);
 	uint64_t v = gd_load(&s, 0);
 	bool measured = false;
 	for (int attempt = 0; attempt < 5 && !measured; attempt++) {
