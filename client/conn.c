@@ -336,8 +336,12 @@ static void join_presenter(struct garuda_client *c)
 static void go_down(struct garuda_client *c)
 {
 	pthread_mutex_lock(&c->lock);
-	if (c->state != CONN_CLOSING)
+	if (c->state != CONN_CLOSING) {
 		set_state_locked(c, CONN_DOWN);
+		/* in the same critical section as the state: whoever sees the client down
+		 * sees why (docs/client.md); a strict client has no warning */
+		fallback_warn_locked(c, -GARUDA_E_DISCONNECTED);
+	}
 	fail_pending_locked(c, -GARUDA_E_DISCONNECTED);
 	pthread_mutex_unlock(&c->lock);
 	/* the presenter sends nothing in a state other than PRESENTING, and its requests

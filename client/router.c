@@ -86,10 +86,8 @@ static int present(struct garuda_client *c, uint64_t gen)
 static void session_lost_locked(struct garuda_client *c)
 {
 	nudge_all_locked(c);
-	if (c->fallback) {
-		fallback_warn_locked(c, -GARUDA_E_DISCONNECTED);
+	if (c->fallback) /* the warning was set with the state (conn.c go_down) */
 		reactor_session_lost_locked(c); /* the reactor takes over */
-	}
 }
 
 static void session_up_locked(struct garuda_client *c)

@@ -182,6 +182,8 @@ static cJSON *client_object(struct session *s)
 	ctl_add_uint(o, CTL_KEY_POINTS, atomic_load(&u->used[Q_POINTS]));
 	ctl_add_uint(o, CTL_KEY_COMPLETIONS, atomic_load(&s->sink->completions));
 	add_forms(o, CTL_KEY_READINESS, by_form);
+	ctl_add_uint(o, CTL_KEY_UNDELIVERED, atomic_load(&s->sink->undelivered));
+	ctl_add_uint(o, CTL_KEY_WRITE_RETRIES, atomic_load(&s->sink->write_retries));
 	ctl_add_uint(o, CTL_KEY_ERRORS, s->errors);
 	ctl_add_uint(o, CTL_KEY_OUTBOX_BYTES, atomic_load(&u->used[Q_OUTBOX]));
 	uint64_t hist[SCANNER_LAT_BUCKETS];

@@ -14,7 +14,11 @@
  * the guard is a periodic timer, ticking while the scanner works, so a write that
  * blocks is interrupted within one period however late it began), marks the session an offender (NOTICE_OFFENDER, once) and no eventfd of
  * that session is written again, so one session costs a scanner at most one guard
- * period (1 ms) however many slots it bound to the same eventfd; after a blocked
+ * period (1 ms) however many slots it bound to the same eventfd. EINTR alone is not a
+ * block: a write interrupted on an eventfd that is still O_NONBLOCK did not happen
+ * (valgrind ends it so before it starts) and is made again, up to 4 times; the sink
+ * counts those retries (write_retries) and the completions it could not write
+ * (undelivered), for garctl clients. After a blocked
  * write the rest of the pass runs under a 50 us guard (more sessions blocking in the
  * same pass cost 50 us each). A full socket sets the sink's overflow flag and posts one
  * NOTICE_OVERFLOW until the loop clears it.

@@ -30,6 +30,8 @@ struct sink {
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
 	atomic_bool eventfd_broken; /* one of its eventfds blocked a scanner: write none */
 	atomic_uint_fast64_t completions; /* readiness delivered */
+	atomic_uint_fast64_t undelivered; /* of those, eventfd readiness not written: broken */
+	atomic_uint_fast64_t write_retries; /* eventfd writes made again after EINTR (readiness.c) */
 	atomic_uint_fast64_t by_form[4];  /* indexed by enum garuda_form */
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
 	struct points *points;    /* deadline-estimator points (points.h), NULL until used */

@@ -50,13 +50,38 @@ struct phase_stats {
 
 struct good {
 	pthread_t th;
+	struct gd_daemon *d;
 	const char *sock;
 	uint8_t form;
 	atomic_int *phase; /* 0, 1: measure into stats[phase]; 2: stop */
 	struct phase_stats stats[2];
 	unsigned completions, lost, duplicated, errors;
-	char why[160];
+	char why[480];
 };
+
+/* A lost completion explains itself: what garudad did with the session's descriptor
+ * (its clients entry: armed still, fired and written, or fired and not written), and
+ * what the word holds. Asked while the session is still open. */
+static void explain_loss(struct good *g, struct gd_client *c, struct gd_seg *s)
+{
+	size_t at = strlen(g->why);
+	cJSON *rep = gd_control(g->d, "{\"request\":\"clients\"}");
+	cJSON *cl, *found = NULL, *list = rep ? cJSON_GetObjectItem(rep, "clients") : NULL;
+	cJSON_ArrayForEach(cl, list)
+		if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(cl, "id")) == c->welcome.session_id)
+			found = cl;
+	const char *num[] = { "armed", "arms", "completions", "undelivered", "write_retries", "errors" };
+	at += (size_t)snprintf(g->why + at, sizeof(g->why) - at, "; session %llu, form %u, word %llu",
+			       (unsigned long long)c->welcome.session_id, g->form,
+			       (unsigned long long)gd_load(s, 0));
+	for (size_t i = 0; found && i < sizeof(num) / sizeof(num[0]) && at < sizeof(g->why); i++)
+		at += (size_t)snprintf(g->why + at, sizeof(g->why) - at, ", %s %.0f", num[i],
+				       cJSON_GetNumberValue(cJSON_GetObjectItem(found, num[i])));
+	if (!found && at < sizeof(g->why))
+		snprintf(g->why + at, sizeof(g->why) - at, ", not among garudad's clients (%s)",
+			 rep ? "gone" : "no control reply");
+	cJSON_Delete(rep);
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -135,6 +160,7 @@ static void *good_main(void *arg)
 			g->lost++;
 			snprintf(g->why, sizeof(g->why), "completion %llu not delivered within %d ms",
 				 (unsigned long long)k, WAIT_MS);
+			explain_loss(g, &c, &s);
 			break;
 		}
 		g->completions++;
@@ -523,7 +549,7 @@ Test(soak, hostile_chaos)
 	static struct good g[NGOOD];
 	const uint8_t forms[3] = { GARUDA_FORM_EVENTFD, GARUDA_FORM_MESSAGE, GARUDA_FORM_DOORBELL };
 	for (int i = 0; i < NGOOD; i++) {
-		g[i] = (struct good){ .sock = d.sock, .form = forms[i % 3], .phase = &phase };
+		g[i] = (struct good){ .d = &d, .sock = d.sock, .form = forms[i % 3], .phase = &phase };
 		for (int p = 0; p < 2; p++)
 			g[i].stats[p].lat = calloc(LAT_MAX, sizeof(uint64_t));
 		cr_assert_eq(pthread_create(&g[i].th, NULL, good_main, &g[i]), 0);

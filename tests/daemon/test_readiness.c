@@ -1,0 +1,154 @@
+/* test_readiness.c — daemon/readiness.c's eventfd writes, as a unit (linked with the
+ * module itself, write() wrapped with -Wl,--wrap=write so that a test can make it end
+ * with EINTR before it started, as valgrind does when the write guard's signal lands at
+ * the syscall instruction; natively a non-blocking eventfd write never returns EINTR).
+ *
+ * Checked: a write interrupted before it started on a still non-blocking eventfd is
+ * made again: the client's eventfd counts its completions, the session is not taken
+ * for an offender, the sink counts one write retry (the chaos soak lost a completion
+ * when such an EINTR was taken for a blocked write); a write interrupted again and
+ * again is given up and its session disconnected, with its completions counted as
+ * undelivered; an eventfd without O_NONBLOCK is never written and its session is an
+ * offender, once; a broken session's eventfds are skipped, counted undelivered.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "errcode.h"
+#include "fdcheck.h"
+#include "readiness.h"
+
+static int eintr_fd = -1;     /* the fd whose writes are interrupted */
+static unsigned eintr_left;   /* how many more times */
+static unsigned writes_to_fd; /* writes that reached the kernel */
+
+ssize_t __real_write(int fd, const void *buf, size_t n);
+ssize_t __wrap_write(int fd, const void *buf, size_t n);
+ssize_t __wrap_write(int fd, const void *buf, size_t n)
+{
+	if (fd == eintr_fd && eintr_left) {
+		eintr_left--;
+		errno = EINTR;
+		return -1;
+	}
+	if (fd == eintr_fd)
+		writes_to_fd++;
+	return __real_write(fd, buf, n);
+}
+
+struct fixture {
+	struct notice_queue q;
+	struct readiness r;
+	struct sink sink;
+	struct binding bind;
+	struct armed fired[3];
+};
+
+static void setup(struct fixture *f, int efd_flags)
+{
+	cr_assert_eq(notice_queue_init(&f->q), 0);
+	readiness_install_guard_handler();
+	readiness_init(&f->r, 0, &f->q);
+	f->sink = (struct sink){ .fd = -1, .session_id = 7 };
+	f->bind = (struct binding){ .fd = eventfd(0, EFD_CLOEXEC | efd_flags) };
+	cr_assert_geq(f->bind.fd, 0);
+	for (unsigned i = 0; i < 3; i++)
+		f->fired[i] = (struct armed){ .sink = &f->sink, .bind = &f->bind, .index = i,
+					      .form = GARUDA_FORM_EVENTFD, .target = 1, .value = 1 };
+	eintr_fd = f->bind.fd;
+	eintr_left = 0;
+	writes_to_fd = 0;
+}
+
+/* The eventfd's count (0: nothing written), read without blocking. */
+static uint64_t count_of(struct fixture *f)
+{
+	int fl = fcntl(f->bind.fd, F_GETFL);
+	fcntl(f->bind.fd, F_SETFL, fl | O_NONBLOCK);
+	uint64_t v = 0;
+	if (read(f->bind.fd, &v, sizeof(v)) != sizeof(v))
+		v = 0;
+	return v;
+}
+
+/* The offender notices queued for the loop. */
+static unsigned offenders(struct fixture *f)
+{
+	struct notice *n;
+	unsigned k = notice_take(&f->q, &n), off = 0;
+	for (unsigned i = 0; i < k; i++)
+		off += n[i].kind == NOTICE_OFFENDER && n[i].session_id == 7 &&
+		       n[i].code == -GARUDA_E_BAD_FD;
+	free(n);
+	return off;
+}
+
+static void teardown(struct fixture *f)
+{
+	eintr_fd = -1;
+	close(f->bind.fd);
+	readiness_fini(&f->r);
+	notice_queue_destroy(&f->q);
+}
+
+TestSuite(readiness, .init = fdcheck_begin, .fini = fdcheck_end);
+
+Test(readiness, a_write_interrupted_before_it_started_is_made_again)
+{
+	struct fixture f;
+	setup(&f, EFD_NONBLOCK);
+	eintr_left = 2;
+	readiness_deliver(&f.r, f.fired, 3, 0);
+	cr_assert_eq(count_of(&f), 3, "the three completions reach the eventfd in one write");
+	cr_assert_eq(writes_to_fd, 1);
+	cr_assert_eq(offenders(&f), 0, "a good client taken for an offender");
+	cr_assert_eq(atomic_load(&f.sink.write_retries), 1);
+	cr_assert_eq(atomic_load(&f.sink.undelivered), 0);
+	cr_assert(!atomic_load(&f.sink.eventfd_broken));
+	teardown(&f);
+}
+
+Test(readiness, a_write_interrupted_again_and_again_disconnects_its_session)
+{
+	struct fixture f;
+	setup(&f, EFD_NONBLOCK);
+	eintr_left = 1000;
+	readiness_deliver(&f.r, f.fired, 3, 0);
+	cr_assert_eq(count_of(&f), 0);
+	cr_assert_eq(offenders(&f), 1);
+	cr_assert_eq(atomic_load(&f.sink.undelivered), 3);
+	cr_assert(atomic_load(&f.sink.eventfd_broken));
+	/* and nothing more is written to that session's eventfds, nor reported again */
+	eintr_left = 0;
+	readiness_deliver(&f.r, f.fired, 1, 0);
+	cr_assert_eq(writes_to_fd, 0);
+	cr_assert_eq(offenders(&f), 0);
+	cr_assert_eq(atomic_load(&f.sink.undelivered), 4);
+	teardown(&f);
+}
+
+Test(readiness, a_blocking_eventfd_is_never_written)
+{
+	struct fixture f;
+	setup(&f, 0);
+	readiness_deliver(&f.r, f.fired, 2, 0);
+	cr_assert_eq(writes_to_fd, 0, "a write that could block the scanner");
+	cr_assert_eq(offenders(&f), 1);
+	cr_assert_eq(atomic_load(&f.sink.undelivered), 2);
+	teardown(&f);
+}
+
+Test(readiness, a_plain_write_counts_no_retry)
+{
+	struct fixture f;
+	setup(&f, EFD_NONBLOCK);
+	readiness_deliver(&f.r, f.fired, 1, 0);
+	cr_assert_eq(count_of(&f), 1);
+	cr_assert_eq(offenders(&f), 0);
+	cr_assert_eq(atomic_load(&f.sink.write_retries), 0);
+	teardown(&f);
+}
