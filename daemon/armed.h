@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "notice.h"
+#include "policy.h"
 #include "segment.h"
 #include "sink.h"
 
@@ -30,12 +31,9 @@ struct armed {
 	uint8_t form;
 	uint64_t value; /* set when fired */
 	uint64_t gen;   /* sequence number of its ARM command */
-	uint64_t arm_ns;      /* when the loop thread posted it (the wait's start) */
-	uint64_t deadline_ns; /* arm_ns + the point's predicted sleep (= arm_ns: cold) */
-	uint64_t sleep_ns;    /* that sleep */
-	uint64_t resume_ns;   /* >= deadline_ns: arm_ns + the exact records' sleep, the
-			       * second look after a censored halving (scanner.c) */
-	uint64_t taken_ns;    /* when the scanner took it into its set */
+	/* the wait as the policy sees it (proto/policy.h): arm, when the scanner took it
+	 * in, its stream-order clock, its point's sleeps */
+	struct garuda_policy_wait wait;
 	uint64_t point_key;   /* points.h */
 	uint32_t point_slot;  /* POINT_NONE: no point */
 };

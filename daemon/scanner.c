@@ -1,42 +1,21 @@
-/* scanner.c — see scanner.h. Holds the command queue, the pass (scan_pass), the wait
- * policy, the thread's lifecycle and its stats; the armed set is armed.c's, every
- * write to a client readiness.c's.
- *
- * Wait policy (scanner_main(), next_wait(), scanner_wait()), from the plan
- * (docs/plans.md, "In garudad"): with nothing armed, park in FUTEX_WAIT on the command
- * sequence until the loop posts a command. With something armed:
+/* scanner.c — see scanner.h. Holds the command queue, the pass (scan_pass), the
+ * wait, the thread's lifecycle and its stats; the armed set is armed.c's, every write
+ * to a client readiness.c's, and every decision of the wait plan proto/policy.c's
+ * (docs/plans.md, "In garudad"):
+ *   - with nothing armed, park in FUTEX_WAIT on the command sequence until the loop
+ *     posts a command (every plan);
  *   - poll: spin (a pass, cpu_relax, then spin_give_way(): see util/cpu.h);
- *   - ladder (flag without +predict): spin while the last activity (a completion, or
- *     the first arm after idle) is younger than spin_us; then sleep between passes,
- *     32 us doubling up to max_sleep_us; a new arm restarts the sleeps at 32 us;
- *   - +predict: every descriptor has a deadline (its arm time plus its point's
- *     predicted sleep; a cold point's is its arm time). Sleep until the earliest
- *     deadline still ahead (an absolute FUTEX_WAIT_BITSET, so a post still wakes it);
- *     spin while some descriptor is in a spin window (in_spin_window(): from its
- *     deadline for spin_us + 2x its sleep; poll+predict: no bound); past some
- *     descriptor's deadline and outside every window, the short ladder (32 us
- *     doubling up to max_sleep_us) until the next window opens.
- *     The second look: after a censored record halved a point's prediction, its
- *     descriptor spins only from the exact records' deadline (resume_ns; under
- *     poll+predict from the halved one); from the halved deadline to there the short
- *     ladder runs: a kernel that really got shorter is found at most max_sleep_us
- *     late (and records its lower bound), one that only came a little early (the
- *     usual case) is not spun on for half its length. Measured: a 10 ms kernel's one
- *     halving cost 8 completions x ~5 ms of spinning (docs/plans.md, "The second
- *     look").
+ *   - flag without +predict: garuda_policy_ladder();
+ *   - +predict: garuda_policy_next() over the armed set's waits: spin, or sleep
+ *     until an absolute time (a FUTEX_WAIT_BITSET, so a post still wakes it);
+ *   - what each find records: garuda_policy_find();
+ *   - stream order: after every change of the set (commands taken, descriptors
+ *     fired) garuda_policy_order() queues a descriptor behind an armed predecessor on
+ *     its word, and the pass that finds the predecessor starts its clock.
  * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
- * deadline is earlier. Only a descriptor some earlier pass saw unfinished can be
- * recorded exact; one found done by its first pass is censored. A completion seen
- * while spinning (no sleep since the previous pass) is exact: its residual is
- * completion - arm, the completion taken as now when the previous pass began at most
- * SCANNER_EXACT_GAP_NS earlier, else (the thread was preempted) as the previous
- * pass's start (a lower bound: the prediction stays early). One found by the first
- * pass after a sleep or park is censored (wake - arm), except when the scanner was
- * not spinning on it (past its deadline, outside its window: found by the short
- * ladder): its point records the lower bound (the last pass that saw it not done) as
- * exact; or one found by a wake more than SCANNER_LATE_WAKE_NS past its predicted
- * deadline: not recorded (late_wakes). +predict sleeps toward a deadline end early by
- * the running mean of how late timed wakes come (wake_late_ns, thread-private).
+ * deadline is earlier. +predict sleeps toward a deadline end early by the running
+ * mean of how late timed wakes come (wake_late_ns, thread-private; the tuning's
+ * early_ns).
  */
 #include "scanner.h"
 
@@ -106,6 +85,9 @@ struct scanner {
 	struct readiness out;
 	uint64_t gen; /* commands applied so far */
 	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
+	struct garuda_policy_wait **waits; /* the set's waits, for the policy (gather_waits) */
+	uint64_t *scratch;                 /* garuda_policy_order()'s table */
+	size_t waits_cap, scratch_cap;
 	bool stop;
 
 	/* stats, written by the thread, read by anyone */
@@ -152,7 +134,7 @@ static void post(struct scanner *s, const struct cmd *c)
 		return;
 	/* an ARM wakes it only when its deadline is earlier than the wake time */
 	if (!backlog && c->kind == CMD_ARM) {
-		urgent = c->a.deadline_ns < atomic_load(&s->wake_at);
+		urgent = garuda_policy_deadline(&c->a.wait) < atomic_load(&s->wake_at);
 		atomic_fetch_add_explicit(urgent ? &s->st_arm_wakes : &s->st_arm_nowakes, 1,
 					  memory_order_relaxed);
 	}
@@ -172,13 +154,11 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 		.bind = r->binding,
 		.index = r->index,
 		.form = r->form,
-		.arm_ns = r->arm_ns,
-		.deadline_ns = r->arm_ns + r->sleep_ns,
-		.sleep_ns = r->sleep_ns,
-		.resume_ns = r->arm_ns + (r->exact_sleep_ns > r->sleep_ns ? r->exact_sleep_ns : r->sleep_ns),
 		.point_key = r->point_key,
 		.point_slot = r->point_slot,
 	};
+	garuda_policy_wait_init(&c.a.wait, (uintptr_t)c.a.word, r->target, r->arm_ns, r->arm_ns,
+				r->sleep_ns, r->exact_sleep_ns);
 	post(s, &c);
 }
 
@@ -269,6 +249,53 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	}
 }
 
+/* +predict sleeps end early by the running mean of how late timed wakes come (on a
+ * loaded or virtual machine tens of microseconds), at most this much */
+#define WAKE_LATE_MAX_NS 200000ull
+
+/* The plan's tuning as the policy takes it (proto/policy.h). */
+static struct garuda_policy_tuning tuning_of(const struct scanner *s)
+{
+	const struct scanner_tuning *t = s->tuning;
+	return (struct garuda_policy_tuning){
+		.spin_ns = (uint64_t)atomic_load_explicit(&t->spin_us, memory_order_relaxed) * 1000,
+		.forever = atomic_load_explicit(&t->spin_forever, memory_order_relaxed),
+		.max_step_ns = (uint64_t)atomic_load_explicit(&t->max_sleep_us, memory_order_relaxed) * 1000,
+		.early_ns = s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS,
+	};
+}
+
+/* The armed set's waits, for the policy: pointers into set->armed (valid until the
+ * set next changes). false when out of memory (the waits keep their clocks). */
+static bool gather_waits(struct scanner *s)
+{
+	unsigned n = s->set.n;
+	size_t scratch = garuda_policy_order_scratch(n);
+	if (n > s->waits_cap || scratch > s->scratch_cap) {
+		struct garuda_policy_wait **w = realloc(s->waits, (n ? n : 1) * sizeof(*w));
+		if (w)
+			s->waits = w;
+		uint64_t *sc = realloc(s->scratch, scratch * sizeof(*sc));
+		if (sc)
+			s->scratch = sc;
+		if (!w || !sc)
+			return false;
+		s->waits_cap = n;
+		s->scratch_cap = scratch;
+	}
+	for (unsigned i = 0; i < n; i++)
+		s->waits[i] = &s->set.armed[i].wait;
+	return true;
+}
+
+/* Stream order after the set changed (arms taken, descriptors fired): the pass that
+ * found a predecessor starts its successor's clock at landing_ns (policy.h). */
+static void order_set(struct scanner *s, uint64_t landing_ns)
+{
+	if (s->set.n && gather_waits(s))
+		garuda_policy_order(s->waits, s->set.n, landing_ns, s->scratch);
+}
+
 /* Apply queued commands. Returns true when something was armed. */
 static bool take_commands(struct scanner *s)
 {
@@ -292,7 +319,7 @@ static bool take_commands(struct scanner *s)
 		switch (c->kind) {
 		case CMD_ARM:
 			c->a.gen = gen;
-			c->a.taken_ns = now;
+			c->a.wait.taken_ns = now;
 			armed_push(&s->set, &c->a, s->index);
 			armed = true;
 			break;
@@ -326,43 +353,9 @@ static bool take_commands(struct scanner *s)
 			s->stop = true;
 	}
 	free(cmds);
+	order_set(s, now); /* new arms queue behind armed predecessors; removals start successors */
 	atomic_store_explicit(&s->st_armed, s->set.n, memory_order_relaxed);
 	return armed;
-}
-
-/* +predict: the spin window of descriptor a. It opens at the exact records' deadline
- * (resume_ns: its deadline, unless a censored record halved the prediction; then the
- * short ladder runs from the halved deadline to there: the second look) and lasts
- * spin_ns + 2x that sleep (forever, poll+predict: from the deadline on, no end).
- * Outside it: no spinning. True when t is in it; else *open_at is its opening if that
- * is after t (UINT64_MAX: none). */
-static bool in_spin_window(const struct armed *a, uint64_t t, uint64_t spin_ns, bool forever,
-			   uint64_t *open_at)
-{
-	uint64_t opens = forever ? a->deadline_ns : a->resume_ns;
-	*open_at = UINT64_MAX;
-	if (t < opens) {
-		*open_at = opens;
-		return false;
-	}
-	return forever || t < opens + spin_ns + 2 * (opens - a->arm_ns);
-}
-
-/* +predict sleeps end early by the running mean of how late timed wakes come (on a
- * loaded or virtual machine tens of microseconds), at most this much */
-#define WAKE_LATE_MAX_NS 200000ull
-
-static uint64_t wake_early_ns(const struct scanner *s)
-{
-	return s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS;
-}
-
-/* the scanner was not spinning on a at t: past its deadline (less the early wake the
- * short ladder starts by), outside its spin window */
-static bool given_up(const struct armed *a, uint64_t t, uint64_t spin_ns, uint64_t early)
-{
-	uint64_t open;
-	return t + early >= a->deadline_ns && !in_spin_window(a, t, spin_ns, false, &open);
 }
 
 /* Count f[0..nf) before anything is sent: whoever sees a readiness can already see
@@ -372,31 +365,16 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 			uint64_t now, uint64_t prev_pass, bool slept)
 {
 	atomic_fetch_add_explicit(slept ? &s->st_censored : &s->st_exact, nf, memory_order_relaxed);
-	bool close = now - prev_pass <= SCANNER_EXACT_GAP_NS;
-	uint64_t spin_ns = (uint64_t)atomic_load_explicit(&s->tuning->spin_us, memory_order_relaxed) * 1000;
-	uint64_t early = wake_early_ns(s);
+	struct garuda_policy_tuning t = tuning_of(s);
 	for (unsigned i = 0; i < nf; i++) {
-		/* the store landed in (prev_pass, now]. Only a descriptor some pass saw
-		 * unfinished (taken in by prev_pass) can be exact; one found done by its
-		 * first pass is censored, spinning or not (an ARM for work already done).
-		 * Spinning: exact, and a long gap (the thread was preempted) records the
-		 * lower bound prev_pass. After a sleep: censored, unless the scanner was not
-		 * spinning on it before that sleep (past its deadline, outside its spin
-		 * window): then too the lower bound, as exact (a censored halving there
-		 * would drive the prediction to 0 for good). A censored one found by a wake
-		 * more than SCANNER_LATE_WAKE_NS past its predicted deadline is not
-		 * recorded: the store may have landed after the deadline, in the wake's
-		 * lateness (the timer's or the CPU's fault, not the prediction's). An
-		 * early prediction is the safe one. */
-		bool seen = f[i].taken_ns <= prev_pass;
-		bool lower = seen && (slept ? given_up(&f[i], prev_pass, spin_ns, early) : !close);
-		bool exact = seen && (!slept || lower);
-		if (!exact && slept && f[i].sleep_ns && now > f[i].deadline_ns + SCANNER_LATE_WAKE_NS) {
+		/* the store landed in (prev_pass, now]: what that tells its point is the
+		 * policy's (garuda_policy_find) */
+		struct garuda_find fd = garuda_policy_find(&f[i].wait, &t, now, prev_pass, slept);
+		if (fd.kind == GARUDA_FIND_LATE)
 			atomic_fetch_add_explicit(&s->st_late_wakes, 1, memory_order_relaxed);
-		} else {
-			uint64_t at = !lower ? now : prev_pass > f[i].arm_ns ? prev_pass : f[i].arm_ns;
-			points_record(f[i].sink, f[i].point_slot, f[i].point_key, exact, at - f[i].arm_ns);
-		}
+		else if (fd.kind != GARUDA_FIND_UNKNOWN)
+			points_record(f[i].sink, f[i].point_slot, f[i].point_key,
+				      fd.kind == GARUDA_FIND_EXACT, fd.ns);
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
@@ -438,6 +416,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_quota(&set->fired[i]);
 	readiness_deliver(&s->out, set->fired, nf, now);
+	order_set(s, now); /* the successors of what landed start their clocks */
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_refs(&set->fired[i], s->notices);
 	return nf;
@@ -466,60 +445,14 @@ static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, boo
 	atomic_store(&s->sleeping, 0);
 }
 
-#define SLEEP_MIN_NS 32000ull
-#define SPIN_AHEAD_NS 5000ull /* a deadline closer than this is spun to, not slept to */
-/* +predict: spin now (0), or the absolute time of the next pass. *ladder_ns is the
- * short schedule's step while some descriptor is past its deadline (less the early
- * wake) and none is in its spin window. */
-static uint64_t next_wait(const struct scanner *s, uint64_t now, uint64_t spin_ns, bool forever,
-			  uint64_t max_ns, uint64_t *ladder_ns)
-{
-	uint64_t early = wake_early_ns(s);
-	uint64_t lead = SPIN_AHEAD_NS + early, next = UINT64_MAX;
-	bool overdue = false;
-	for (unsigned i = 0; i < s->set.n; i++) {
-		const struct armed *a = &s->set.armed[i];
-		uint64_t open;
-		if (in_spin_window(a, now, spin_ns, forever, &open))
-			return 0;
-		if (open != UINT64_MAX) {
-			if (open <= now + lead)
-				return 0; /* a window opens within the lead: spin into it */
-			next = open - early < next ? open - early : next;
-		}
-		/* its deadline starts the short ladder (before its window: a halved one) */
-		if (now + early >= a->deadline_ns)
-			overdue = true;
-		else if (a->deadline_ns - early < next)
-			next = a->deadline_ns - early;
-	}
-	if (overdue) {
-		*ladder_ns = *ladder_ns ? *ladder_ns * 2 : SLEEP_MIN_NS;
-		if (*ladder_ns > max_ns)
-			*ladder_ns = max_ns;
-		if (now + *ladder_ns < next)
-			next = now + *ladder_ns;
-	}
-	return next;
-}
-
-/* The plan's answer after a pass that fired nothing: 0 = spin, else sleep until. */
+/* The plan's answer after a pass that fired nothing: 0 = spin, else sleep until.
+ * +predict: the policy's look over the armed set (proto/policy.h); flag: the ladder. */
 static uint64_t plan_wait(struct scanner *s, uint64_t now, uint64_t last_active, uint64_t *sleep_ns)
 {
-	const struct scanner_tuning *t = s->tuning;
-	uint64_t spin_ns = (uint64_t)atomic_load_explicit(&t->spin_us, memory_order_relaxed) * 1000;
-	uint64_t max_ns = (uint64_t)atomic_load_explicit(&t->max_sleep_us, memory_order_relaxed) * 1000;
-	bool forever = atomic_load_explicit(&t->spin_forever, memory_order_relaxed);
-	if (atomic_load_explicit(&t->predict, memory_order_relaxed))
-		return next_wait(s, now, spin_ns, forever, max_ns ? max_ns : SLEEP_MIN_NS, sleep_ns);
-	if (forever || now - last_active < spin_ns)
-		return 0;
-	/* a timed futex wait costs ~15 us of CPU whatever its length: start at
-	 * SLEEP_MIN_NS, shorter steps only burn CPU */
-	*sleep_ns = *sleep_ns ? *sleep_ns * 2 : SLEEP_MIN_NS;
-	if (*sleep_ns > max_ns)
-		*sleep_ns = max_ns;
-	return now + *sleep_ns;
+	struct garuda_policy_tuning t = tuning_of(s);
+	if (atomic_load_explicit(&s->tuning->predict, memory_order_relaxed))
+		return gather_waits(s) ? garuda_policy_next(s->waits, s->set.n, &t, now, sleep_ns) : 0;
+	return garuda_policy_ladder(&t, now, last_active, sleep_ns);
 }
 
 static void *scanner_main(void *arg)
@@ -622,6 +555,8 @@ void scanner_stop(struct scanner *s)
 	pthread_join(s->thread, NULL);
 	take_commands(s); /* anything posted after the stop */
 	armed_set_free(&s->set);
+	free(s->waits);
+	free(s->scratch);
 	free(s->cmds);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -48,14 +48,6 @@ struct arm_request {
 	uint32_t point_slot;       /* POINT_NONE: no point */
 };
 
-/* A completion seen while spinning is exact (one found after a sleep is censored);
- * its completion time is the pass's when the previous pass began at most this long
- * before, else the previous pass's start (a lower bound). */
-#define SCANNER_EXACT_GAP_NS 20000ull
-/* A completion found by a wake later than this past its predicted deadline says
- * nothing of the prediction (it may have landed after the deadline): not recorded. */
-#define SCANNER_LATE_WAKE_NS 50000ull
-
 /* Detection delay bound: a completion found by a pass is counted in bucket
  * floor(log2(ns since the previous pass began)): its store landed in that window. */
 #define SCANNER_LAT_BUCKETS GARUDA_LAT_BUCKETS
@@ -73,7 +65,7 @@ struct scanner_stats {
 	uint64_t arm_wakes;   /* ARMs that woke it from a sleep (or park) */
 	uint64_t arm_nowakes; /* ARMs posted while it slept that did not: their deadline
 			       * was not earlier than its wake time */
-	uint64_t late_wakes;  /* completions found by a wake more than SCANNER_LATE_WAKE_NS
+	uint64_t late_wakes;  /* completions found by a wake more than GARUDA_POLICY_LATE_WAKE_NS
 			       * past their predicted deadline: not recorded in their point */
 	uint64_t wake_late_ns; /* how late timed wakes come (running mean): +predict
 				* sleeps end this much early */

@@ -1,0 +1,126 @@
+/* policy.h — the wait policy of a +predict plan: when a watcher (garudad's scanner,
+ * libgaruda's in-process reactor) spins, when it sleeps and until when, and what a
+ * find records into a point's estimator (estimator.h). docs/plans.md, "In garudad"
+ * and "Several outstanding sequences on one word", says why each rule is what it is.
+ *
+ * Values in, decisions out: arm, taken, the predecessor's landing, the previous pass,
+ * whether the watcher slept, now, the tuning. The watcher keeps the clock, the
+ * queue, the pass and the sleep; this module never reads a clock.
+ *
+ * Stream order is the clock. A sequence queued behind another armed sequence on the
+ * same word cannot start before that one lands, so garuda_policy_order() gives it no
+ * live deadline (QUEUED) until the pass that finds its predecessor starts its clock:
+ * start = max(arm, that landing). Its deadline is start + its point's sleep and its
+ * residual is completion - start. Waits on the same (word, target) share one start
+ * (the earliest). A wait whose lower sequences nobody waits on starts at its arm.
+ *
+ * Promises:
+ *   - Pure: no clock, no atomics, no I/O, no allocation; libc only. Deterministic:
+ *     the same inputs give the same decisions (the replay tool depends on it).
+ *   - No overflow: every uint64_t time is valid; sums saturate.
+ *   - A find never records an inflated exact residual: a wait found done by its first
+ *     look, after a sleep, or in the same pass as its predecessor (the word jumped)
+ *     records censored, a lower bound, or nothing.
+ *   - garuda_policy_next() returns 0 (spin) only while some wait is in its spin
+ *     window or one opens within GARUDA_POLICY_SPIN_AHEAD_NS (+ the early wake).
+ *
+ * Threads: none of its own; a struct belongs to whoever owns the wait. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A find whose previous pass began at most this long before it was spinning closely
+ * enough to take its time as the completion's. */
+#define GARUDA_POLICY_EXACT_GAP_NS 20000ull
+/* A censored find by a wake later than this past the deadline is not recorded. */
+#define GARUDA_POLICY_LATE_WAKE_NS 50000ull
+/* A deadline closer than this is spun to, not slept to. */
+#define GARUDA_POLICY_SPIN_AHEAD_NS 5000ull
+/* The short ladder's first step (a timed futex wait costs ~15 us of CPU: shorter
+ * steps only burn it). */
+#define GARUDA_POLICY_STEP_MIN_NS 32000ull
+
+struct garuda_policy_tuning {
+	uint64_t spin_ns;     /* park_us: the spin window's base length */
+	bool forever;         /* poll+predict: a window, once open, never closes */
+	uint64_t max_step_ns; /* backstop_us: the short ladder's longest step */
+	uint64_t early_ns;    /* sleeps toward a deadline end this early (timer lateness) */
+};
+
+enum garuda_policy_state {
+	GARUDA_POLICY_NEW,     /* not ordered yet: its clock is its arm */
+	GARUDA_POLICY_STARTED, /* start_ns is its clock */
+	GARUDA_POLICY_QUEUED,  /* behind an armed predecessor: no live deadline */
+};
+
+struct garuda_policy_wait {
+	uint64_t word;           /* which word (any key equal for waits on one word) */
+	uint64_t target;         /* the sequence it waits for */
+	uint64_t arm_ns;         /* when the waiter armed */
+	uint64_t taken_ns;       /* the watcher's first look at it */
+	uint64_t start_ns;       /* STARTED: max(arm, the predecessor's landing) */
+	uint64_t sleep_ns;       /* its point's sleep at arm (0: cold, no sleep) */
+	uint64_t exact_sleep_ns; /* its point's exact sleep (the second look) */
+	uint8_t state;           /* enum garuda_policy_state */
+};
+
+/* A new wait, its clock at its arm until garuda_policy_order() says otherwise. */
+void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64_t target,
+			     uint64_t arm_ns, uint64_t taken_ns, uint64_t sleep_ns,
+			     uint64_t exact_sleep_ns);
+
+/* Its clock: arm (NEW), start (STARTED); UINT64_MAX while QUEUED. */
+uint64_t garuda_policy_start(const struct garuda_policy_wait *w);
+/* start + sleep (UINT64_MAX: QUEUED). */
+uint64_t garuda_policy_deadline(const struct garuda_policy_wait *w);
+/* start + max(sleep, exact sleep): where its spin window opens (the second look). */
+uint64_t garuda_policy_resume(const struct garuda_policy_wait *w);
+
+/* Its spin window holds t; else *open_at is its opening if after t (UINT64_MAX:
+ * none). From resume for spin_ns + 2 x (resume - start); forever: no end, from the
+ * deadline. A QUEUED wait has no window. */
+bool garuda_policy_in_window(const struct garuda_policy_wait *w, const struct garuda_policy_tuning *t,
+			     uint64_t at, uint64_t *open_at);
+
+/* Stream order over the waits v[0..n) (the watcher's whole live set, any order): per
+ * word, the lowest target still armed is started (a NEW one at its arm, a QUEUED one
+ * at max(arm, landing_ns): its predecessor landed, or went away, by this pass), every
+ * higher one QUEUED; waits on the same (word, target) share the earliest start.
+ * scratch: room for garuda_policy_order_scratch(n) uint64_t. O(n). */
+size_t garuda_policy_order_scratch(unsigned n);
+void garuda_policy_order(struct garuda_policy_wait *const *v, unsigned n, uint64_t landing_ns,
+			 uint64_t *scratch);
+
+/* The look after a pass that found nothing: spin (returns 0) or the absolute time of
+ * the next pass. *ladder_ns: the short ladder's step while some wait is past its
+ * deadline (less the early wake) and none is in its window (the caller resets it to 0
+ * on activity). Over the waits v[0..n). */
+uint64_t garuda_policy_next(struct garuda_policy_wait *const *v, unsigned n,
+			    const struct garuda_policy_tuning *t, uint64_t now, uint64_t *ladder_ns);
+
+enum garuda_find_kind {
+	GARUDA_FIND_EXACT,    /* record ns exact (a completion, or a lower bound of it) */
+	GARUDA_FIND_CENSORED, /* record ns censored (the estimator halves it) */
+	GARUDA_FIND_LATE,     /* not recorded: found by a wake late past its deadline */
+	GARUDA_FIND_UNKNOWN,  /* not recorded: nothing is known (the word jumped) */
+};
+
+struct garuda_find {
+	enum garuda_find_kind kind;
+	uint64_t ns; /* EXACT, CENSORED: the residual from its start */
+};
+
+/* What a find of w at now records: prev_pass, when the previous pass began (the store
+ * landed in (prev_pass, now]); slept, the watcher slept since it. */
+struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
+				      const struct garuda_policy_tuning *t, uint64_t now,
+				      uint64_t prev_pass, bool slept);
+
+/* A flag plan without +predict (the old ladder): spin (0) while the last activity (a
+ * completion, or the first arm after idle) is younger than spin_ns (forever: always),
+ * then sleep GARUDA_POLICY_STEP_MIN_NS doubling up to max_step_ns per look (*step_ns:
+ * the caller resets it to 0 on activity); returns the next look's time. */
+uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now, uint64_t last_active,
+			      uint64_t *step_ns);
