@@ -49,8 +49,7 @@ struct config {
 #define CONFIG_DEFAULT_FILE "/etc/garuda/garudad.json"
 
 /* garudad's default plan: the best policy measured (tests/bench "plans" section). */
-#define CONFIG_DEFAULT_PLAN \
-	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=8"
+#define CONFIG_DEFAULT_PLAN GARUDA_PLAN_GARUDAD_DEFAULT
 
 /* Fill defaults. */
 void config_defaults(struct config *c);

@@ -34,7 +34,11 @@
 #define GARUDA_PLAN_PARK_US_MAX 10000u
 #define GARUDA_PLAN_BACKSTOP_US_MAX 1000000u
 #define GARUDA_PLAN_TEXT_MAX 192u          /* longest plan text + NUL (format never needs more) */
-#define GARUDA_PLAN_MSG_MAX 192u           /* a message buffer this size is never cut short */
+#define GARUDA_PLAN_MSG_MAX 192u
+/* garudad's default plan: the best policy measured (tests/bench "plans" section;
+ * garuda-replay's default too) */
+#define GARUDA_PLAN_GARUDAD_DEFAULT \
+	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=8"           /* a message buffer this size is never cut short */
 
 enum garuda_plan_kind {
 	GARUDA_PLAN_BLOCK = 1, /* the backend's synchronize */

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""gen-traces.py - write the synthetic completion traces of tests/traces/ (seeded:
+the same files every run). Each is a CSV that garuda-replay reads: word,point,
+arm_ns,store_ns per completion. A stream runs its kernels back to back in stream
+order; each round the host launches `depth` kernels, arms a wait for each right
+after its launch, awaits the last and launches the next round 50 us later.
+
+    python3 scripts/gen-traces.py [OUTDIR]     (default tests/traces)
+"""
+import os
+import random
+import sys
+
+US = 1000
+MS = 1000 * US
+
+
+def stream(rng, word, rounds, depth, length, point=lambda k: 0, t0=1 * MS, gap=50 * US):
+    rows, t, end = [], t0, t0
+    for r in range(rounds):
+        for k in range(depth):
+            launch = t + k * 5 * US
+            start = max(end, launch)
+            end = start + int(length(r, k)) + rng.randrange(5000)  # ns of phase
+            rows.append((word, point(k), launch + 2 * US, end))
+        t = end + gap
+    return rows
+
+
+def write(outdir, name, busy, about, rows):
+    rows.sort(key=lambda r: (r[2], r[0]))
+    with open(os.path.join(outdir, name + ".csv"), "w") as f:
+        f.write("# %s\n# busy<=%s\nword,point,arm_ns,store_ns\n" % (about, busy))
+        for w, p, a, s in rows:
+            f.write("%d,%d,%d,%d\n" % (w, p, a, s))
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/traces"
+    os.makedirs(outdir, exist_ok=True)
+    rng = random.Random(20261202)
+    fixed = lambda ms: (lambda r, k: ms * MS)
+    write(outdir, "single-1ms", "0.333", "one stream, one 1 ms kernel at a time",
+          stream(rng, 1, 1000, 1, fixed(1)))
+    write(outdir, "single-10ms", "0.1", "one stream, one 10 ms kernel at a time",
+          stream(rng, 1, 400, 1, fixed(10)))
+    write(outdir, "pipeline-4x2ms", "0.333", "one stream, 4 kernels of 2 ms queued per round",
+          stream(rng, 1, 250, 4, fixed(2)))
+    write(outdir, "pipeline-10x2ms", "0.333", "one stream, 10 kernels of 2 ms queued per round",
+          stream(rng, 1, 100, 10, fixed(2)))
+    write(outdir, "pipeline-4x2ms-4streams", "0.333", "4 streams, 4 kernels of 2 ms queued per round each",
+          sum((stream(rng, w, 100, 4, fixed(2), t0=MS + rng.randrange(2 * MS)) for w in range(1, 5)), []))
+    write(outdir, "jitter-2ms", "0.333", "one stream, 2 ms kernels +-10 % (uniform)",
+          stream(rng, 1, 1000, 1, lambda r, k: 2 * MS * rng.uniform(0.9, 1.1)))
+    write(outdir, "bimodal-30-8ms", "0.1",
+          "one word, a 30 ms prefill (point 1) then 3 decodes of 8 ms (point 2) queued per round",
+          stream(rng, 1, 150, 4, lambda r, k: 30 * MS if k == 0 else 8 * MS,
+                 point=lambda k: 1 if k == 0 else 2))
+    write(outdir, "shorter-10-to-5ms", "0.1", "one stream, 300 kernels of 10 ms, then 300 of 5 ms",
+          stream(rng, 1, 600, 1, lambda r, k: 10 * MS if r < 300 else 5 * MS))
+    write(outdir, "streams-4x2ms", "0.333", "4 streams, one 2 ms kernel at a time each",
+          sum((stream(rng, w, 300, 1, fixed(2), t0=MS + rng.randrange(2 * MS)) for w in range(1, 5)), []))
+
+
+if __name__ == "__main__":
+    main()
