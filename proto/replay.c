@@ -43,6 +43,7 @@ struct sim {
 	uint64_t *scratch;
 	size_t nwaits;
 	uint64_t *lateness;
+	size_t *finds; /* per point: finds so far (the first GARUDA_REPLAY_WARMUP not counted) */
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -86,6 +87,7 @@ static void sim_free(struct sim *s)
 	free(s->wv);
 	free(s->scratch);
 	free(s->lateness);
+	free(s->finds);
 }
 
 static int sim_init(struct sim *s, const struct garuda_plan *plan, const struct garuda_replay_row *rows, size_t n)
@@ -114,7 +116,8 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan, const struct 
 	s->nstores = calloc(s->nwords, sizeof(size_t));
 	s->cursor = calloc(s->nwords, sizeof(size_t));
 	s->est = calloc(s->npoints, sizeof(*s->est));
-	if (!s->stores || !s->nstores || !s->cursor || !s->est)
+	s->finds = calloc(s->npoints, sizeof(size_t));
+	if (!s->stores || !s->nstores || !s->cursor || !s->est || !s->finds)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		s->nstores[s->word_of[i]]++;
@@ -252,7 +255,9 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 			}
 			t.early_ns = wake_late < WAKE_LATE_MAX_NS ? wake_late : WAKE_LATE_MAX_NS;
 			record(&s, out, w->point, garuda_policy_find(&w->w, &t, now, prev_pass, slept), plan->predict);
-			s.lateness[done++] = now - rows[w->row].store_ns;
+			if (s.finds[w->point]++ >= GARUDA_REPLAY_WARMUP)
+				s.lateness[out->counted++] = now - rows[w->row].store_ns;
+			done++;
 			s.waits[i] = s.waits[--s.nwaits];
 			fired++;
 		}
@@ -301,11 +306,14 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 	}
 	out->completions = n;
 	out->span_ns = now - first;
-	qsort(s.lateness, n, sizeof(uint64_t), cmp_u64);
-	out->late_p50_ns = s.lateness[(n - 1) * 50 / 100];
-	out->late_p90_ns = s.lateness[(n - 1) * 90 / 100];
-	out->late_p99_ns = s.lateness[(n - 1) * 99 / 100];
-	out->late_max_ns = s.lateness[n - 1];
+	size_t c = out->counted;
+	qsort(s.lateness, c, sizeof(uint64_t), cmp_u64);
+	if (c) {
+		out->late_p50_ns = s.lateness[(c - 1) * 50 / 100];
+		out->late_p90_ns = s.lateness[(c - 1) * 90 / 100];
+		out->late_p99_ns = s.lateness[(c - 1) * 99 / 100];
+		out->late_max_ns = s.lateness[c - 1];
+	}
 	sim_free(&s);
 	return 0;
 }

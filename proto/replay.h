@@ -12,7 +12,9 @@
  * cost.wake_late_ns late; an arm whose deadline is earlier, or any arm under a plan
  * without +predict, wakes it cost.arm_wake_ns after it; with nothing armed it parks
  * until the next arm). Busy time is what the thread would be charged: passes, spin
- * steps and the CPU of each sleep. Lateness is (the pass that found it ends) - store.
+ * steps and the CPU of each sleep. Lateness is (the pass that found it ends) - store;
+ * the first GARUDA_REPLAY_WARMUP finds of each point are not counted in it (a cold
+ * point is learning), as the bench does.
  *
  * Promises: deterministic (the same rows, plan and costs give the same result); the
  * rows are not modified; O(rows x armed) time. */
@@ -22,6 +24,8 @@
 #include <stdint.h>
 
 #include "plan.h"
+
+#define GARUDA_REPLAY_WARMUP 10
 
 struct garuda_replay_row {
 	uint64_t word;
@@ -41,6 +45,7 @@ struct garuda_replay_cost {
 
 struct garuda_replay_result {
 	size_t completions;
+	size_t counted; /* in the lateness figures: all but each point's warm-up */
 	uint64_t late_p50_ns, late_p90_ns, late_p99_ns, late_max_ns;
 	uint64_t busy_ns;  /* CPU the watcher was charged */
 	uint64_t span_ns;  /* first arm to last find */

@@ -1,0 +1,348 @@
+/* test_policy.c — the wait policy (proto/policy.h) on synthetic timelines, with a
+ * simulated clock: no sleep, no wall clock, so every assertion holds on any machine.
+ *
+ * The find rules one by one (exact while spinning, a first find censored even while
+ * spinning, a lower bound after the scanner gave a wait up, a late wake not recorded,
+ * a word that jumps over a queued wait records censored or nothing); stream order
+ * (garuda_policy_order: the head of each word started, the rest queued with no
+ * deadline, the predecessor's landing starts the next clock, one start per (word,
+ * target), words independent); the look (queued waits drive no wake, the window, the
+ * short ladder). Then whole timelines through proto/replay.c, which runs the scanner's
+ * loop over the same module: one kernel at a time (1 and 10 ms), pipelines 4 and 10
+ * deep (the bug of issue 21: every queued sequence was predicted several kernels
+ * long and woke ms late), jittered lengths, a 30/8 ms prefill/decode mix on named
+ * points, a kernel that got shorter (a censored halving and the second look), late
+ * timer wakes, and several words on one scanner; each against `poll` on the same
+ * timeline: lateness p50 <= 1.3x and p99 <= 2x poll's (each point's first
+ * GARUDA_REPLAY_WARMUP finds not counted: a cold point is learning), busy time <= 1/3
+ * of poll's (1/10 at 10 ms and more).
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "fdcheck.h"
+#include "plan.h"
+#include "policy.h"
+#include "replay.h"
+
+TestSuite(policy, .init = fdcheck_begin, .fini = fdcheck_end);
+
+#define US 1000ull
+#define MS 1000000ull
+
+static const struct garuda_policy_tuning tune = { .spin_ns = 1000 * US, .max_step_ns = 200 * US };
+
+static struct garuda_policy_wait wait_at(uint64_t word, uint64_t target, uint64_t arm, uint64_t sleep)
+{
+	struct garuda_policy_wait w;
+	garuda_policy_wait_init(&w, word, target, arm, arm, sleep, sleep);
+	return w;
+}
+
+/* ------------------------------------------------------------------ finds */
+
+Test(policy, a_find_while_spinning_is_exact)
+{
+	struct garuda_policy_wait w = wait_at(1, 1, 0, 900 * US);
+	struct garuda_find f = garuda_policy_find(&w, &tune, 1000 * US + 2 * US, 1000 * US, false);
+	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
+	cr_assert_eq(f.ns, 1002 * US);
+}
+
+Test(policy, a_first_find_is_censored_even_while_spinning)
+{
+	/* taken in by this pass (an ARM for work already done): no pass saw it unfinished */
+	struct garuda_policy_wait w;
+	garuda_policy_wait_init(&w, 1, 1, 0, 500 * US, 900 * US, 900 * US);
+	struct garuda_find f = garuda_policy_find(&w, &tune, 501 * US, 499 * US, false);
+	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED);
+	cr_assert_eq(f.ns, 501 * US);
+}
+
+Test(policy, a_preempted_spin_records_the_lower_bound)
+{
+	struct garuda_policy_wait w = wait_at(1, 1, 0, 900 * US);
+	/* the previous pass began 300 us before this one: the store landed in between */
+	struct garuda_find f = garuda_policy_find(&w, &tune, 1300 * US, 1000 * US, false);
+	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
+	cr_assert_eq(f.ns, 1000 * US);
+}
+
+Test(policy, a_find_after_a_sleep_is_censored_and_a_late_wake_not_recorded)
+{
+	struct garuda_policy_wait w = wait_at(1, 1, 0, 900 * US);
+	/* slept from 100 us (spin window not open: not given up) to 905 us */
+	struct garuda_find f = garuda_policy_find(&w, &tune, 905 * US, 100 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED);
+	cr_assert_eq(f.ns, 905 * US);
+	/* the same wake, 60 us past the deadline: the store may have landed in the
+	 * wake's lateness */
+	f = garuda_policy_find(&w, &tune, 960 * US, 100 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_LATE);
+}
+
+Test(policy, a_wait_given_up_records_its_lower_bound_after_a_sleep)
+{
+	/* sleep 100 us: its window [100 us, 100 + 1000 + 200 us) is over at 2 ms */
+	struct garuda_policy_wait w = wait_at(1, 1, 0, 100 * US);
+	struct garuda_find f = garuda_policy_find(&w, &tune, 2200 * US, 2000 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
+	cr_assert_eq(f.ns, 2000 * US);
+}
+
+Test(policy, a_word_that_jumps_over_a_queued_wait_records_no_inflated_exact)
+{
+	struct garuda_policy_wait a = wait_at(1, 1, 0, 0), b = wait_at(1, 2, 0, 0);
+	struct garuda_policy_wait *v[] = { &a, &b };
+	uint64_t scratch[64];
+	garuda_policy_order(v, 2, 0, scratch);
+	cr_assert_eq(b.state, GARUDA_POLICY_QUEUED);
+	/* both landed between two close looks: b ran within them, censored */
+	struct garuda_find f = garuda_policy_find(&b, &tune, 2010 * US, 2000 * US, false);
+	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED);
+	cr_assert_eq(f.ns, 10 * US);
+	/* after a sleep nothing is known */
+	f = garuda_policy_find(&b, &tune, 4000 * US, 2000 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_UNKNOWN);
+}
+
+/* ------------------------------------------------------------- stream order */
+
+Test(policy, a_pipeline_queues_behind_its_head_and_each_landing_starts_the_next)
+{
+	struct garuda_policy_wait w[4];
+	struct garuda_policy_wait *v[4];
+	uint64_t scratch[64];
+	for (int i = 0; i < 4; i++) {
+		w[i] = wait_at(7, 10 + (uint64_t)i, 5 * US * (uint64_t)i, 1900 * US);
+		v[i] = &w[i];
+	}
+	garuda_policy_order(v, 4, 20 * US, scratch);
+	cr_assert_eq(w[0].state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(garuda_policy_deadline(&w[0]), 1900 * US);
+	for (int i = 1; i < 4; i++) {
+		cr_assert_eq(w[i].state, GARUDA_POLICY_QUEUED);
+		cr_assert_eq(garuda_policy_deadline(&w[i]), UINT64_MAX, "a queued wait has no live deadline");
+	}
+	/* the head lands at 2 ms: the next one's clock starts there, not at its arm */
+	v[0] = v[3];
+	garuda_policy_order(v, 3, 2000 * US, scratch);
+	cr_assert_eq(w[1].state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(garuda_policy_start(&w[1]), 2000 * US);
+	cr_assert_eq(garuda_policy_deadline(&w[1]), 3900 * US);
+	cr_assert_eq(w[2].state, GARUDA_POLICY_QUEUED);
+	cr_assert_eq(w[3].state, GARUDA_POLICY_QUEUED);
+	/* its residual counts from there: one kernel, not two */
+	struct garuda_find f = garuda_policy_find(&w[1], &tune, 4001 * US, 4000 * US, false);
+	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
+	cr_assert_eq(f.ns, 2001 * US);
+}
+
+Test(policy, waits_on_one_target_share_the_earliest_start_and_words_are_independent)
+{
+	struct garuda_policy_wait a = wait_at(1, 5, 100 * US, 1 * MS), b = wait_at(1, 5, 300 * US, 1 * MS);
+	struct garuda_policy_wait c = wait_at(2, 9, 400 * US, 1 * MS), d = wait_at(1, 6, 0, 1 * MS);
+	struct garuda_policy_wait *v[] = { &b, &c, &a, &d };
+	uint64_t scratch[64];
+	garuda_policy_order(v, 4, 500 * US, scratch);
+	cr_assert_eq(garuda_policy_deadline(&a), 1100 * US);
+	cr_assert_eq(garuda_policy_deadline(&b), 1100 * US, "one deadline for one target");
+	cr_assert_eq(garuda_policy_deadline(&c), 1400 * US, "another word starts at its own arm");
+	cr_assert_eq(d.state, GARUDA_POLICY_QUEUED);
+	/* a lower target armed later queues the started one behind it */
+	struct garuda_policy_wait e = wait_at(2, 8, 600 * US, 1 * MS);
+	struct garuda_policy_wait *v2[] = { &c, &e };
+	garuda_policy_order(v2, 2, 600 * US, scratch);
+	cr_assert_eq(e.state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(c.state, GARUDA_POLICY_QUEUED);
+}
+
+Test(policy, order_is_linear_and_handles_thousands_of_words)
+{
+	enum { N = 4096 };
+	struct garuda_policy_wait *w = calloc(N, sizeof(*w));
+	struct garuda_policy_wait **v = calloc(N, sizeof(*v));
+	uint64_t *scratch = calloc(garuda_policy_order_scratch(N), sizeof(uint64_t));
+	for (unsigned i = 0; i < N; i++) {
+		w[i] = wait_at(i / 2, 1 + i % 2, i, 1 * MS); /* two sequences per word */
+		v[i] = &w[i];
+	}
+	garuda_policy_order(v, N, 0, scratch);
+	for (unsigned i = 0; i < N; i++)
+		cr_assert_eq(w[i].state, i % 2 ? GARUDA_POLICY_QUEUED : GARUDA_POLICY_STARTED, "wait %u", i);
+	free(w);
+	free(v);
+	free(scratch);
+}
+
+/* ------------------------------------------------------------------ the look */
+
+Test(policy, queued_waits_drive_no_wake_and_the_head_its_deadline)
+{
+	struct garuda_policy_wait a = wait_at(1, 1, 0, 2 * MS), b = wait_at(1, 2, 0, 2 * MS);
+	struct garuda_policy_wait *v[] = { &a, &b };
+	uint64_t scratch[64], ladder = 0;
+	garuda_policy_order(v, 2, 0, scratch);
+	struct garuda_policy_tuning t = tune;
+	t.early_ns = 30 * US;
+	cr_assert_eq(garuda_policy_next(v, 2, &t, 10 * US, &ladder), 2 * MS - 30 * US);
+	cr_assert_eq(garuda_policy_next(v, 2, &t, 2 * MS, &ladder), 0, "in the head's window: spin");
+	/* past the window: the short ladder, doubling to backstop */
+	uint64_t after = 2 * MS + 1000 * US + 4 * MS + 1;
+	cr_assert_eq(garuda_policy_next(v, 2, &t, after, &ladder), after + GARUDA_POLICY_STEP_MIN_NS);
+	for (int i = 0; i < 8; i++)
+		garuda_policy_next(v, 2, &t, after, &ladder);
+	cr_assert_eq(ladder, 200 * US);
+}
+
+/* ---------------------------------------------------------- whole timelines */
+
+/* A stream: `rounds` rounds of `depth` kernels queued back to back, each armed right
+ * after its launch; the next round 50 us after the last lands. len(r, k) in ns. */
+struct gen {
+	struct garuda_replay_row *rows;
+	size_t n;
+	uint64_t rng;
+};
+
+static uint64_t rnd(struct gen *g, uint64_t below)
+{
+	g->rng = g->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (g->rng >> 33) % below;
+}
+
+typedef uint64_t (*len_fn)(struct gen *g, unsigned r, unsigned k);
+
+static void stream(struct gen *g, uint64_t word, unsigned rounds, unsigned depth, len_fn len,
+		   bool named, uint64_t t0)
+{
+	uint64_t t = t0, end = t0;
+	for (unsigned r = 0; r < rounds; r++) {
+		for (unsigned k = 0; k < depth; k++) {
+			uint64_t launch = t + 5 * US * k;
+			end = (end > launch ? end : launch) + len(g, r, k) + rnd(g, 5000);
+			g->rows[g->n++] = (struct garuda_replay_row){ .word = word, .point = named ? (k ? 2 : 1) : 0,
+								      .arm_ns = launch + 2 * US, .store_ns = end };
+		}
+		t = end + 50 * US;
+	}
+}
+
+static uint64_t len_1ms(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; (void)k; return 1 * MS; }
+static uint64_t len_2ms(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; (void)k; return 2 * MS; }
+static uint64_t len_10ms(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; (void)k; return 10 * MS; }
+static uint64_t len_jitter(struct gen *g, unsigned r, unsigned k) { (void)r; (void)k; return 1800 * US + rnd(g, 400 * US); }
+static uint64_t len_bimodal(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; return k ? 8 * MS : 30 * MS; }
+static uint64_t len_shorter(struct gen *g, unsigned r, unsigned k) { (void)g; (void)k; return r < 300 ? 10 * MS : 5 * MS; }
+
+static struct garuda_replay_result run(const char *plan_text, const struct gen *g,
+				       const struct garuda_replay_cost *cost)
+{
+	struct garuda_plan p;
+	cr_assert_eq(garuda_plan_parse(plan_text, &p, NULL, 0), 0);
+	struct garuda_replay_result r;
+	cr_assert_eq(garuda_replay_run(&p, g->rows, g->n, cost, &r), 0);
+	return r;
+}
+
+/* the default plan against poll on g: the targets of issue 21 */
+static struct garuda_replay_result against_poll(const struct gen *g, double busy_max, const char *what)
+{
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	struct garuda_replay_result poll = run("poll", g, &cost);
+	struct garuda_replay_result def = run(GARUDA_PLAN_GARUDAD_DEFAULT, g, &cost);
+	cr_assert_eq(def.completions, g->n);
+	cr_assert_leq(def.late_p50_ns, poll.late_p50_ns * 13 / 10, "%s: p50 %lu ns vs poll's %lu", what,
+		      (unsigned long)def.late_p50_ns, (unsigned long)poll.late_p50_ns);
+	cr_assert_leq(def.late_p99_ns, poll.late_p99_ns * 2, "%s: p99 %lu ns vs poll's %lu", what,
+		      (unsigned long)def.late_p99_ns, (unsigned long)poll.late_p99_ns);
+	cr_assert_leq((double)def.busy_ns, busy_max * (double)poll.busy_ns, "%s: busy %lu ns vs poll's %lu", what,
+		      (unsigned long)def.busy_ns, (unsigned long)poll.busy_ns);
+	return def;
+}
+
+static struct gen gen_new(size_t cap)
+{
+	return (struct gen){ .rows = calloc(cap, sizeof(struct garuda_replay_row)), .rng = 42 };
+}
+
+Test(policy, timeline_one_kernel_at_a_time)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 600, 1, len_1ms, false, 0);
+	struct garuda_replay_result r = against_poll(&g, 1.0 / 3, "1 ms");
+	cr_assert_geq(r.exact, g.n - 2, "after its first completions every find is exact");
+	g.n = 0;
+	stream(&g, 1, 200, 1, len_10ms, false, 0);
+	against_poll(&g, 1.0 / 10, "10 ms");
+	free(g.rows);
+}
+
+Test(policy, timeline_pipelines_4_and_10_deep_wake_on_time)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 200, 4, len_2ms, false, 0);
+	struct garuda_replay_result r = against_poll(&g, 1.0 / 3, "4 deep");
+	cr_assert_eq(r.censored + r.late + r.unknown, 0, "every queued sequence predicted one kernel");
+	g.n = 0;
+	stream(&g, 1, 80, 10, len_2ms, false, 0);
+	against_poll(&g, 1.0 / 3, "10 deep");
+	free(g.rows);
+}
+
+Test(policy, timeline_jittered_lengths)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 800, 1, len_jitter, false, 0);
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	struct garuda_replay_result poll = run("poll", &g, &cost);
+	struct garuda_replay_result def = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
+	/* kernels up to 10 % shorter than the window's minimum come before the deadline
+	 * (found by the wake: censored, halved, then the second look) */
+	cr_assert_gt(def.censored, 0);
+	cr_assert_leq(def.late_p50_ns, poll.late_p50_ns * 13 / 10);
+	cr_assert_leq(def.busy_ns * 3, poll.busy_ns);
+	free(g.rows);
+}
+
+Test(policy, timeline_prefill_decode_mix_learns_both_on_named_points)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 100, 4, len_bimodal, true, 0); /* a prefill then three decodes per round */
+	struct garuda_replay_result r = against_poll(&g, 1.0 / 10, "30/8 ms");
+	cr_assert_eq(r.censored + r.late + r.unknown, 0);
+	free(g.rows);
+}
+
+Test(policy, timeline_a_kernel_that_got_shorter)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 600, 1, len_shorter, false, 0);
+	struct garuda_replay_result r = against_poll(&g, 1.0 / 10, "10 -> 5 ms");
+	cr_assert_geq(r.censored, 1, "the first short kernel is found by the wake");
+	free(g.rows);
+}
+
+Test(policy, timeline_late_timer_wakes_do_not_collapse_the_prediction)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 300, 1, len_2ms, false, 0);
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	cost.wake_late_ns = 150 * US; /* a loaded machine: every timed wake 150 us late */
+	struct garuda_replay_result poll = run("poll", &g, &cost);
+	struct garuda_replay_result def = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
+	/* the early wake learns the lateness: sleeps end early, finds stay exact */
+	cr_assert_geq(def.exact, g.n - 10);
+	cr_assert_leq(def.late_p50_ns, poll.late_p50_ns * 13 / 10);
+	cr_assert_leq(def.busy_ns * 3, poll.busy_ns);
+	free(g.rows);
+}
+
+Test(policy, timeline_several_words_on_one_scanner)
+{
+	struct gen g = gen_new(2000);
+	for (uint64_t w = 1; w <= 4; w++)
+		stream(&g, w, 100, 4, len_2ms, false, 300 * US * w);
+	against_poll(&g, 1.0 / 3, "4 streams x 4 deep");
+	free(g.rows);
+}
