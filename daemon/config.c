@@ -49,9 +49,12 @@ static const char *const config_keys[] = {
 
 /* Keys kept from before wait plans: when set they override the plan's park_us and
  * backstop_us (the sleep ladder's spin window and longest sleep). Accepted, documented
- * in garudad(8), but neither listed by --list-config-keys nor in the example config:
- * listing them there would silently override the plan a user edits. */
+ * in garudad(8), listed by --list-config-keys marked legacy ("KEY (legacy: ...)": the
+ * key is the line's first word), but not in the example config: setting them there
+ * would silently override the plan a user edits. */
 static const char *const config_override_keys[] = { "spin_us", "max_sleep_us" };
+static const char *const config_override_what[] = { "park_us", "backstop_us" };
+_Static_assert(sizeof(config_override_keys) == sizeof(config_override_what), "one per key");
 
 static bool key_known(const char *path)
 {
@@ -419,7 +422,8 @@ static void usage(FILE *out)
 		"      --control-socket=PATH  control socket (default " GARUDA_CONTROL_SOCKET_NAME " beside the\n"
 		"                             client socket)\n"
 		"      --check-config         read the configuration, report, exit 0 (valid) or 2\n"
-		"      --list-config-keys     print every key the config file accepts\n"
+		"      --list-config-keys     print every key the config file accepts (legacy ones\n"
+		"                             marked so)\n"
 		"      --event-loop=KIND      auto, io_uring or epoll (default auto)\n"
 		"      --scanners=N           scanner threads (0 = one per NUMA node)\n"
 		"      --plan=TEXT            the scanners' wait plan (docs/plans.md; default\n"
@@ -525,6 +529,9 @@ int config_from_args(struct config *c, int argc, char **argv)
 		case O_KEYS:
 			for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
 				printf("%s\n", config_keys[i]);
+			for (size_t i = 0; i < sizeof(config_override_keys) / sizeof(config_override_keys[0]); i++)
+				printf("%s (legacy: when set, overrides the plan's %s)\n", config_override_keys[i],
+				       config_override_what[i]);
 			return 1;
 		case '?':
 			fprintf(stderr, "Try 'garudad --help' for more information.\n");

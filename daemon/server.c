@@ -33,6 +33,7 @@
 #include "cleanup.h"
 #include "fdio.h"
 #include "log.h"
+#include "paths.h"
 #include "server.h"
 #include "service.h"
 #include "session.h"
@@ -73,6 +74,33 @@ static pid_t socket_listener(const char *path)
 	return uc.pid;
 }
 
+/* What to say after a runtime directory, socket or lock file garudad may not create
+ * (EACCES, EPERM, EROFS at path); "" for any other error. A user's garudad listens in
+ * $XDG_RUNTIME_DIR/garuda; where XDG_RUNTIME_DIR is unset (sudo -u, su, cron) its
+ * default is root's /run/garuda, which a user cannot write: say so, and how to choose.
+ * The lock is the first file created, so its failure is where this is usually said. */
+static const char *rundir_hint(const char *path, int err)
+{
+	if (err != -EACCES && err != -EPERM && err != -EROFS)
+		return "";
+	if (geteuid() == 0)
+		return "; choose a directory you can write with --runtime-dir=DIR (or --socket=PATH "
+		       "and --control-socket=PATH); see garudad(8)";
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	bool no_xdg = !x || x[0] != '/';
+	size_t n = no_xdg && garuda_runtime_dir(def, sizeof(def)) == 0 ? strlen(def) : 0;
+	if (n && strncmp(path, def, n) == 0 && path[n] == '/') /* in the default directory */
+		return "; XDG_RUNTIME_DIR is not set to an absolute path (sudo -u, su and cron do "
+		       "not set it), so this "
+		       "user's garudad tried the system directory " GARUDA_SOCKET_DIR ": start it with "
+		       "--runtime-dir=DIR, a directory you can write (or --socket=PATH and "
+		       "--control-socket=PATH), or set XDG_RUNTIME_DIR; see garudad(8)";
+	return "; choose a directory you can write with --runtime-dir=DIR (or --socket=PATH and "
+	       "--control-socket=PATH; without them a user's garudad listens in "
+	       "$XDG_RUNTIME_DIR/garuda); see garudad(8)";
+}
+
 #define LOCK_WAIT_MS 2000u
 #define LOCK_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) + 8)
 
@@ -97,7 +125,8 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 	lock_path(d, path);
 	int r = mkdir_parents(path);
 	if (r < 0) {
-		log_err("lock file %s: cannot create its directory: %s", path, strerror(-r));
+		log_err("lock file %s: cannot create its directory: %s%s", path, strerror(-r),
+			rundir_hint(path, r));
 		return r;
 	}
 	_cleanup_close_ int fd = -1;
@@ -109,7 +138,7 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 			fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
 		if (fd < 0) {
 			r = -errno;
-			log_err("lock file %s: %s", path, strerror(-r));
+			log_err("lock file %s: %s%s", path, strerror(-r), rundir_hint(path, r));
 			return r;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
@@ -151,10 +180,6 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 	return 0;
 }
 
-#define RUNDIR_HINT                                                                   \
-	"; choose a directory you can write with --runtime-dir=DIR (or --socket=PATH and " \
-	"--control-socket=PATH); see garudad(8)"
-
 static int make_socket(struct daemon *d, const char *path, mode_t mode, const char *group,
 		       const char *what, pid_t prev)
 {
@@ -163,7 +188,7 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 	int r = mkdir_parents(path);
 	if (r < 0) {
 		log_err("%s socket %s: cannot create its directory: %s%s", what, path, strerror(-r),
-			r == -EACCES || r == -EPERM || r == -EROFS ? RUNDIR_HINT : "");
+			rundir_hint(path, r));
 		return r;
 	}
 	if (lstat(path, &st) == 0) {
@@ -192,8 +217,7 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 	umask(old);
 	if (r < 0) {
 		r = -errno;
-		log_err("%s socket %s: bind: %s%s", what, path, strerror(-r),
-			r == -EACCES || r == -EPERM || r == -EROFS ? RUNDIR_HINT : "");
+		log_err("%s socket %s: bind: %s%s", what, path, strerror(-r), rundir_hint(path, r));
 		return r;
 	}
 	if (group && *group) {

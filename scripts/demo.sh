@@ -3,10 +3,14 @@
 # processes (examples/workload: simulated GPU streams on the host backend, waiting
 # through garudad in one epoll loop each), and a live `garctl top`. Ctrl-C stops
 # everything cleanly and prints each client's summary, with garctl's latency for the
-# same client (`garctl -o json clients`) under it and why the two differ.
+# same client (`garctl -o json clients`) under it and why the two differ. A stop by
+# Ctrl-C is the demo's normal end: it says so, removes its runtime directory and exits
+# 0 (garudad's log is kept only when something failed).
 #   DEMO_CLIENTS  client processes (default 4)      DEMO_STREAMS  streams each (default 4)
 #   DEMO_SECONDS  stop by itself after this long (default: until Ctrl-C; 20 without a TTY)
 #   BUILD_DIR     build directory (default build)
+#   DEMO_NO_BUILD=1  use garudad, garctl and the workload already built in BUILD_DIR: no
+#                 package check, no meson, no ninja (tests/control/demo_ctrl_c.py)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,20 +20,27 @@ streams=${DEMO_STREAMS:-4}
 seconds=${DEMO_SECONDS:-}
 [[ -t 1 ]] || seconds=${seconds:-20}
 
-bash scripts/deps.sh
-if [[ -f $build/meson-private/coredata.dat ]]; then
-	meson setup --reconfigure "$build" >/dev/null
-else
-	meson setup "$build" >/dev/null
+if [[ -z ${DEMO_NO_BUILD:-} ]]; then
+	bash scripts/deps.sh
+	if [[ -f $build/meson-private/coredata.dat ]]; then
+		meson setup --reconfigure "$build" >/dev/null
+	else
+		meson setup "$build" >/dev/null
+	fi
+	echo "demo: building garudad, garctl and the workload in $build (log: $build/demo-build.log)"
+	ninja -C "$build" daemon/garudad client/garctl/garctl examples/workload >"$build/demo-build.log" 2>&1 ||
+		{ tail -30 "$build/demo-build.log"; echo "demo: the build failed" >&2; exit 1; }
 fi
-echo "demo: building garudad, garctl and the workload in $build (log: $build/demo-build.log)"
-ninja -C "$build" daemon/garudad client/garctl/garctl examples/workload >"$build/demo-build.log" 2>&1 ||
-	{ tail -30 "$build/demo-build.log"; echo "demo: the build failed" >&2; exit 1; }
+for b in daemon/garudad client/garctl/garctl examples/workload; do
+	[[ -x $build/$b ]] || { echo "demo: no $build/$b (build it, or leave DEMO_NO_BUILD unset)" >&2; exit 1; }
+done
 
 rt=$(mktemp -d /tmp/garuda-demo.XXXXXX)
 export GARUDA_SOCKET=$rt/garuda.sock GARUDA_CONTROL_SOCKET=$rt/control.sock
 pids=()
 daemon_pid=
+up=         # set once garudad listens and the demo is announced
+stopped_by= # INT or TERM when a signal stopped the demo
 garctl=("$build/client/garctl/garctl" --socket="$GARUDA_CONTROL_SOCKET")
 
 # garctl's view of the clients while they still run (their sessions end with them)
@@ -96,7 +107,11 @@ cleanup() {
 	else
 		echo "demo: something failed; garudad's log is kept in $rt/garudad.log" >&2
 	fi
-	echo "demo: stopped"
+	case $stopped_by in
+	INT) echo "demo: stopped by Ctrl-C (the demo's normal end)" ;;
+	TERM) echo "demo: stopped by SIGTERM" ;;
+	*) echo "demo: stopped" ;;
+	esac
 	echo
 	echo "Next steps:"
 	echo "  - your own garudad: $build/daemon/garudad   (as a user it listens in \$XDG_RUNTIME_DIR/garuda;"
@@ -105,13 +120,33 @@ cleanup() {
 	echo "  - inspect: $build/client/garctl/garctl status | clients | top   (garctl help COMMAND)"
 	echo "  - system service: systemctl enable --now garuda.socket garuda-control.socket"
 }
-trap cleanup INT TERM EXIT
+# Ctrl-C (SIGINT) or SIGTERM: the demo's end, not a failure (a failure already
+# recorded in demo_failed still counts). The trap runs once garctl top, which the
+# terminal's SIGINT ends too, has returned, before the line after it could record
+# the run as good: so it decides here. Ctrl-C exits 0 once the demo is up.
+on_stop() {
+	stopped_by=$1
+	demo_failed=${demo_failed:-0}
+	cleanup
+	if [[ $1 == INT ]]; then
+		[[ -n $up ]] && exit 0
+		exit 130
+	fi
+	exit 143
+}
+trap 'on_stop INT' INT
+trap 'on_stop TERM' TERM
+trap cleanup EXIT
 
-"$build/daemon/garudad" --runtime-dir="$rt" --log-level=notice 2>"$rt/garudad.log" &
+# garudad and the workloads run in sessions of their own (setsid: no fork, $! is
+# theirs): the terminal's Ctrl-C reaches garctl top and this script only, and
+# cleanup() samples the clients (garctl clients) before it stops them
+setsid "$build/daemon/garudad" --runtime-dir="$rt" --log-level=notice 2>"$rt/garudad.log" &
 daemon_pid=$!
 for _ in $(seq 100); do [[ -S $GARUDA_SOCKET ]] && break; sleep 0.05; done
 [[ -S $GARUDA_SOCKET ]] || { cat "$rt/garudad.log"; echo "demo: garudad did not start" >&2; exit 1; }
 echo "demo: garudad pid $daemon_pid on $rt; $clients clients x $streams simulated streams"
+up=1
 echo
 echo "Legend (garctl top): COMPL/S completions per second; CPU% a scanner's share of one core;"
 echo "  P50/P99 wake latency (word reached -> scanner saw it), shown as <=EDGE: the upper edge of a"
@@ -124,7 +159,7 @@ echo
 
 for i in $(seq "$clients"); do
 	# the summary goes to a file: printed at the end beside garctl's figures
-	"$build/examples/workload" -s "$streams" ${seconds:+-t "$seconds"} >"$rt/workload.$i.out" &
+	setsid "$build/examples/workload" -s "$streams" ${seconds:+-t "$seconds"} >"$rt/workload.$i.out" &
 	pids+=($!)
 done
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "ctl_harness.h"
+#include "paths.h"
 
 TestSuite(firstrun, .init = ctl_test_init, .fini = ctl_test_fini, .timeout = 120);
 
@@ -216,6 +218,112 @@ Test(firstrun, nonroot_default_runtime_dir)
 	rmdir(dir);
 }
 
+/* Run a copy of garudad (bin) as uid/gid NOBODY with no socket flag and xdg as
+ * XDG_RUNTIME_DIR (NULL: unset); its output into out. A garudad that starts (it
+ * should not) is stopped after a few seconds: exit status -1. */
+static int run_garudad_nobody(const char *bin, const char *xdg, char *out, size_t cap)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+			_exit(126);
+		unsetenv("GARUDA_SOCKET");
+		unsetenv("GARUDA_CONTROL_SOCKET");
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_FDNAMES");
+		if (xdg)
+			setenv("XDG_RUNTIME_DIR", xdg, 1);
+		else
+			unsetenv("XDG_RUNTIME_DIR");
+		setenv("GARUDAD_DEFAULT_CONFIG", "", 1);
+		execl(bin, "garudad", "--scanners=1", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	size_t len = 0;
+	int ws = 0;
+	bool done = false;
+	bool eof = false;
+	for (int i = 0; i < CTL_DEADLINE_MS / 20 && !done; i++) {
+		if (eof) { /* its output ended: it is exiting */
+			struct timespec ts = { .tv_nsec = 20000000L };
+			nanosleep(&ts, NULL);
+		} else {
+			struct pollfd pf = { .fd = p[0], .events = POLLIN };
+			poll(&pf, 1, 20);
+		}
+		ssize_t r = 0;
+		while (len + 1 < cap && (r = read(p[0], out + len, cap - 1 - len)) > 0)
+			len += (size_t)r;
+		eof = eof || r == 0;
+		done = waitpid(pid, &ws, WNOHANG) == pid;
+	}
+	if (!done) {
+		kill(pid, SIGTERM);
+		cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	}
+	ssize_t r;
+	while (len + 1 < cap && (r = read(p[0], out + len, cap - 1 - len)) > 0)
+		len += (size_t)r;
+	out[len] = '\0';
+	close(p[0]);
+	if (!done)
+		return -1;
+	return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+/* A user's garudad without XDG_RUNTIME_DIR (sudo -u, su, cron) and no socket flag
+ * falls back to the system directory /run/garuda, which it cannot write: it exits 1
+ * and says why and what to do (--runtime-dir, XDG_RUNTIME_DIR), though the first file
+ * it fails to create is the single-instance lock, before any socket (issue "first
+ * hour", round 2, item 5). With XDG_RUNTIME_DIR naming a directory it cannot write,
+ * it names --runtime-dir too. */
+Test(firstrun, nonroot_without_xdg_runtime_dir_hints)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run garudad as uid %d", NOBODY);
+	if (!getgrgid(NOBODY))
+		cr_skip_test("no group with gid %d", NOBODY);
+	if (access("/run", F_OK) == 0) {
+		struct stat rs;
+		cr_assert_eq(stat("/run", &rs), 0);
+		if ((rs.st_mode & S_IWOTH) || rs.st_uid == (uid_t)NOBODY)
+			cr_skip_test("uid %d may write /run here", NOBODY);
+	}
+	char dir[] = "/tmp/garuda-noxdg.XXXXXX", bin[96], out[8192];
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	snprintf(bin, sizeof(bin), "%s/garudad", dir);
+	copy_file(getenv("GARUDAD"), bin);
+
+	int st = run_garudad_nobody(bin, NULL, out, sizeof(out));
+	cr_assert_eq(st, 1, "exit %d (-1: it started): %s", st, out);
+	cr_assert_not_null(strstr(out, GARUDA_SOCKET_DIR "/"), "%s", out);
+	cr_assert_not_null(strstr(out, "Permission denied"), "%s", out);
+	cr_assert_not_null(strstr(out, "--runtime-dir=DIR"), "no --runtime-dir hint: %s", out);
+	cr_assert_not_null(strstr(out, "XDG_RUNTIME_DIR is not set"), "no XDG_RUNTIME_DIR hint: %s", out);
+	cr_assert_not_null(strstr(out, "garudad(8)"), "%s", out);
+
+	/* XDG_RUNTIME_DIR set, but to a directory this user cannot write */
+	st = run_garudad_nobody(bin, dir, out, sizeof(out));
+	cr_assert_eq(st, 1, "exit %d (-1: it started): %s", st, out);
+	cr_assert_not_null(strstr(out, dir), "%s", out);
+	cr_assert_not_null(strstr(out, "Permission denied"), "%s", out);
+	cr_assert_not_null(strstr(out, "--runtime-dir=DIR"), "no --runtime-dir hint: %s", out);
+	cr_assert_not_null(strstr(out, "$XDG_RUNTIME_DIR/garuda"), "%s", out);
+	cr_assert_null(strstr(out, "is not set"), "%s", out);
+	unlink(bin);
+	rmdir(dir);
+}
+
 static void flatten(const cJSON *o, const char *prefix, char *out, size_t cap)
 {
 	const cJSON *it;
@@ -251,8 +359,26 @@ static void sort_lines(char *text)
 	free(copy);
 }
 
+/* Drop the lines marked "(legacy" from text (in place). */
+static void drop_legacy(char *text)
+{
+	char *w = text;
+	for (char *l = text, *e; *l; l = e) {
+		e = strchr(l, '\n');
+		e = e ? e + 1 : l + strlen(l);
+		size_t n = (size_t)(e - l);
+		if (!memmem(l, n, " (legacy", strlen(" (legacy"))) {
+			memmove(w, l, n);
+			w += n;
+		}
+	}
+	*w = '\0';
+}
+
 /* systemd/garudad.json.example lists exactly the keys the parser accepts (its table,
- * printed by --list-config-keys), and --check-config accepts it. */
+ * printed by --list-config-keys), and --check-config accepts it. The legacy keys the
+ * parser still accepts (spin_us, max_sleep_us: they override the plan) are listed too,
+ * marked legacy, and are not in the example. */
 Test(firstrun, config_example_matches_the_parser)
 {
 	const char *path = getenv("GARUDAD_CONFIG_EXAMPLE");
@@ -270,6 +396,11 @@ Test(firstrun, config_example_matches_the_parser)
 	cJSON_Delete(j);
 	const char *a1[] = { "--list-config-keys", NULL };
 	cr_assert_eq(run_garudad(a1, parser, sizeof(parser)), 0, "%s", parser);
+	static const char *const legacy[] = { "\nspin_us (legacy", "\nmax_sleep_us (legacy" };
+	for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++)
+		cr_assert_not_null(strstr(parser, legacy[i]), "--list-config-keys does not list %s):\n%s",
+				   legacy[i] + 1, parser);
+	drop_legacy(parser);
 	sort_lines(listed);
 	sort_lines(parser);
 	cr_assert_str_eq(listed, parser, "the example lists:\n%s\nthe parser accepts:\n%s", listed, parser);
@@ -279,6 +410,67 @@ Test(firstrun, config_example_matches_the_parser)
 	char out[4096];
 	int st = run_garudad(a2, out, sizeof(out));
 	cr_assert_eq(st, 0, "--check-config on the example: exit %d: %s", st, out);
+}
+
+/* garctl(1)'s SYNOPSIS names every command of garctl --help's "Commands:" list (the
+ * command table; it lacked points and help). */
+Test(firstrun, garctl_man_synopsis_lists_every_command)
+{
+	const char *man = getenv("GARCTL_MAN");
+	cr_assert(man && *man, "GARCTL_MAN is not set");
+	FILE *f = fopen(man, "re");
+	cr_assert_not_null(f, "%s: %s", man, strerror(errno));
+	static char text[131072];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char *syn = strstr(text, "\n.SH SYNOPSIS\n");
+	cr_assert_not_null(syn, "%s has no SYNOPSIS", man);
+	syn += strlen("\n.SH SYNOPSIS\n");
+	char *end = strstr(syn, "\n.SH ");
+	cr_assert_not_null(end);
+	*end = '\0';
+	/* the first word of each .B/.BI/.BR line, "\-" read as "-", between spaces */
+	char words[2048] = " ";
+	for (char *l = syn; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, ".B", 2) != 0)
+			continue;
+		const char *w = l + 2;
+		while (*w && *w != ' ' && *w != '\n')
+			w++; /* the rest of the macro's name */
+		while (*w == ' ')
+			w++;
+		size_t k = strlen(words);
+		for (; *w && *w != ' ' && *w != '\n' && *w != '"' && k + 2 < sizeof(words); w++)
+			if (!(w[0] == '\\' && w[1] == '-'))
+				words[k++] = *w;
+		words[k++] = ' ';
+		words[k] = '\0';
+	}
+
+	const char *args[] = { "--help", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, args);
+	cr_assert_eq(r.status, 0, "garctl --help: exit %d: %s", r.status, r.err);
+	const char *c = strstr(r.out, "Commands:\n");
+	cr_assert_not_null(c, "%s", r.out);
+	int count = 0;
+	for (c += strlen("Commands:\n"); *c == ' '; c = strchr(c, '\n') + 1) {
+		while (*c == ' ')
+			c++;
+		char cmd[40], want[48];
+		size_t k = 0;
+		while (*c && *c != ' ' && *c != '\n' && k + 1 < sizeof(cmd))
+			cmd[k++] = *c++;
+		cmd[k] = '\0';
+		snprintf(want, sizeof(want), " %s ", cmd);
+		cr_assert_not_null(strstr(words, want), "garctl(1) SYNOPSIS lacks %s (it names:%s)", cmd, words);
+		count++;
+		if (!strchr(c, '\n'))
+			break;
+	}
+	cr_assert_geq(count, 12, "garctl --help lists %d commands: %s", count, r.out);
+	ctl_run_free(&r);
 }
 
 /* garctl aimed at the client socket says so and names the control socket. */

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""demo_ctrl_c.py — scripts/demo.sh stopped by Ctrl-C, as the README says to stop it.
+
+Runs the demo's interactive path (stdout a terminal: a pseudo-terminal here, so no
+DEMO_SECONDS and a live `garctl top`) on the binaries of this build (DEMO_NO_BUILD=1),
+waits until garudad is up and top has drawn a frame, types ^C on the terminal (the
+kernel sends SIGINT to the foreground process group, as a real Ctrl-C), and checks
+that the demo calls that its normal end: exit status 0, no "something failed", the
+workloads' figures printed with garctl's under each (as the README promises), its
+runtime directory removed and garudad gone.
+(Issue "First hour, round 2", item 13: the INT trap ran the cleanup before the line
+after `garctl top` recorded the run as good, so every Ctrl-C said "something failed"
+and kept the runtime directory; and the terminal's SIGINT stopped garudad and the
+workloads before garctl could sample them, so garctl's figures were never printed.)
+
+    demo_ctrl_c.py SOURCE_ROOT BUILD_ROOT
+"""
+import errno
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import sys
+import termios
+import time
+
+DEADLINE_UP_S = 60  # garudad up, a first frame of top
+DEADLINE_END_S = 60  # after ^C: the demo's cleanup done
+
+
+def fail(msg, out):
+    sys.stderr.write("FAIL: %s\n--- the demo's output:\n%s\n" % (msg, out))
+    sys.exit(1)
+
+
+def main():
+    src, build = sys.argv[1], sys.argv[2]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DEMO_SECONDS", "GARUDA_SOCKET", "GARUDA_CONTROL_SOCKET",
+                        "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_FDNAMES")}
+    env.update(BUILD_DIR=build, DEMO_NO_BUILD="1", DEMO_CLIENTS="2", DEMO_STREAMS="2",
+               TERM="xterm", GARUDAD_DEFAULT_CONFIG="")
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.execvpe("bash", ["bash", os.path.join(src, "scripts", "demo.sh")], env)
+        finally:
+            os._exit(127)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+
+    buf = bytearray()
+
+    def read_some(timeout):
+        """Read what the terminal has; False at its end (every writer gone)."""
+        r, _, _ = select.select([fd], [], [], timeout)
+        if not r:
+            return True
+        try:
+            data = os.read(fd, 65536)
+        except OSError as e:
+            if e.errno == errno.EIO:
+                return False
+            raise
+        if not data:
+            return False
+        buf.extend(data)
+        return True
+
+    def text():
+        return buf.decode("utf-8", "replace")
+
+    # up: garudad announced, the workloads started, and top drew a frame (its
+    # client table's header) after the announcement
+    rt = None
+    end = time.monotonic() + DEADLINE_UP_S
+    open_ = True
+    while time.monotonic() < end and open_:
+        open_ = read_some(0.2)
+        m = re.search(r"demo: garudad pid (\d+) on (\S+);", text())
+        if m:
+            rt = m.group(2)
+            after = text()[m.end():]
+            if "COMPL/S" in after and "CLIENT" in after:
+                break
+    if rt is None or not open_ or time.monotonic() >= end:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        fail("the demo did not come up (garudad announced and a frame of garctl top)", text())
+    daemon_pid = int(re.search(r"demo: garudad pid (\d+)", text()).group(1))
+    if not os.path.isdir(rt):
+        fail("the runtime directory %s is not there while the demo runs" % rt, text())
+    time.sleep(1.0)  # a few completions, a second frame
+
+    mark = len(buf)
+    os.write(fd, b"\x03")  # Ctrl-C: ISIG turns it into SIGINT for the foreground group
+    end = time.monotonic() + DEADLINE_END_S
+    while time.monotonic() < end and read_some(0.2):
+        pass
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if not done:
+        # the terminal closed but the shell is still there, or the deadline passed
+        for _ in range(50):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+    if not done:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        fail("the demo did not end within %d s of Ctrl-C" % DEADLINE_END_S, text())
+    os.close(fd)
+    out = text()
+    tail = buf[mark:].decode("utf-8", "replace")
+
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        fail("exit status %s after Ctrl-C, not 0" % (
+            os.WEXITSTATUS(status) if os.WIFEXITED(status) else
+            "signal %d" % os.WTERMSIG(status)), out)
+    if "something failed" in out:
+        fail("Ctrl-C was reported as a failure", out)
+    if "stopped by Ctrl-C" not in tail:
+        fail("the demo does not say that Ctrl-C stopped it", out)
+    if "workload[" not in tail:
+        fail("the workloads' figures are not printed", out)
+    if "garctl clients, pid" not in tail:
+        fail("garctl's figures are not printed under the workloads' (garudad or the "
+             "workloads ended on the terminal's SIGINT before garctl sampled them?)", out)
+    if os.path.exists(rt):
+        fail("the runtime directory %s was left behind" % rt, out)
+    try:
+        os.kill(daemon_pid, 0)
+        fail("garudad (pid %d) still runs" % daemon_pid, out)
+    except ProcessLookupError:
+        pass
+    print("ok: Ctrl-C ended the demo with exit 0, figures printed, %s removed" % rt)
+
+
+if __name__ == "__main__":
+    main()
