@@ -23,13 +23,15 @@
  *    (a signal on such a stream, a lost session, a refused segment, the last release)
  *    unparks it. A kick between its look and its wait is not lost: the wait is on the
  *    kick count it read before looking.
- *  - With outstanding sequences it sleeps until the earliest completion the streams'
- *    estimators predict (proto/estimator.h, the seed's parameters: margin 150 us,
- *    min_sleep 20 us, max_sleep 50 ms, window 8; the point is the stream), then spins
- *    on the words for at most REACTOR_SPIN_NS, then polls on a growing schedule
- *    (REACTOR_STEP_MIN_NS .. REACTOR_STEP_MAX_NS). A word seen moving while spinning
- *    records an exact residual (completion - signal), one seen after a sleep a
- *    censored one, so late wakes only lower a prediction.
+ *  - With outstanding sequences it waits as garudad's scanner does, by the same
+ *    policy (proto/policy.h, reactor_tuning): it sleeps until the earliest deadline
+ *    the streams' estimators predict (proto/estimator.h, the seed's parameters:
+ *    margin 150 us, min_sleep 20 us, max_sleep 50 ms, window 8; the point is the
+ *    stream), spins in the window from there, then polls on the short ladder; what
+ *    a find records is garuda_policy_find()'s. Stream order: the clock of a stream's
+ *    oldest outstanding sequence starts at its signal, or at the landing of the
+ *    sequence before it (rarm_ns), so a stream with several sequences queued learns
+ *    one kernel, not several.
  *  - It reads a client's streams only under that client's c->lock (garuda_stream_free()
  *    takes a stream out of the table under it) and never sends.
  *  - fork(): the child has no reactor thread (threads do not survive fork) and starts
@@ -59,10 +61,14 @@
 
 #include "clock.h"
 #include "cpu.h"
+#include "policy.h"
 
-#define REACTOR_SPIN_NS 300000ull     /* twice the margin: the spin after a sleep */
-#define REACTOR_STEP_MIN_NS 20000ull  /* polls after a spin ran out */
-#define REACTOR_STEP_MAX_NS 1000000ull
+/* The reactor's wait is the policy's (proto/policy.h) with this tuning: a spin window
+ * from a stream's deadline of twice the margin plus twice its sleep, then the short
+ * ladder up to 1 ms. */
+static const struct garuda_policy_tuning reactor_tuning = {
+	.spin_ns = 300000ull, .max_step_ns = 1000000ull,
+};
 #define REACTOR_RELAX_PASSES 64       /* cpu_relax()es between two looks while spinning */
 
 static const struct garuda_plan_predict reactor_pred = {
@@ -78,6 +84,9 @@ static struct {
 	bool running;                    /* a thread exists (under life) */
 	pthread_t thread;                /* under life */
 	_Atomic uint32_t kick;           /* the futex word the thread parks on */
+	struct garuda_policy_wait *waits;  /* the thread's: this look's outstanding waits */
+	struct garuda_policy_wait **wv;
+	size_t nwaits, cap;
 } reactor = {
 	.life = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -157,16 +166,44 @@ void fallback_session_up_locked(struct garuda_client *c)
 	}
 }
 
-/* One look at every stream of c (c->lock held): nudge those whose words moved and
- * record their residuals. Returns the earliest predicted completion of an outstanding
- * sequence (<= now: unknown, look now), or UINT64_MAX when nothing is outstanding;
- * *moved tells whether a word moved. */
-static uint64_t scan_locked(struct garuda_client *c, uint64_t now, bool spinning, bool *moved)
+/* The wait of s's oldest outstanding sequence, for the policy: its clock is rarm_ns
+ * (stream order: the signal, or the landing of the sequence before it), when the
+ * reactor also began to look at it. */
+static struct garuda_policy_wait stream_wait(const struct garuda_stream *s, uint64_t target)
 {
-	uint64_t next = UINT64_MAX;
-	*moved = false;
+	struct garuda_policy_wait w;
+	garuda_policy_wait_init(&w, (uintptr_t)s->word, target, s->rarm_ns, s->rarm_ns,
+				garuda_estimator_sleep_ns(&s->rest), garuda_estimator_exact_sleep_ns(&s->rest));
+	return w;
+}
+
+/* Keep w for this look's garuda_policy_next() (reactor.lock held). */
+static void keep_wait(const struct garuda_policy_wait *w)
+{
+	if (reactor.nwaits == reactor.cap) {
+		size_t cap = reactor.cap ? 2 * reactor.cap : 16;
+		struct garuda_policy_wait *nw = realloc(reactor.waits, cap * sizeof(*nw));
+		if (nw)
+			reactor.waits = nw;
+		struct garuda_policy_wait **nv = realloc(reactor.wv, cap * sizeof(*nv));
+		if (nv)
+			reactor.wv = nv;
+		if (!nw || !nv)
+			return; /* out of memory: the look goes by the waits it has */
+		reactor.cap = cap;
+	}
+	reactor.waits[reactor.nwaits++] = *w;
+}
+
+/* One look at every stream of c (c->lock held): nudge those whose words moved, record
+ * what the find tells each stream's estimator (garuda_policy_find: prev_look, when the
+ * previous look began; slept, the reactor waited since), keep each outstanding wait.
+ * Returns whether a word moved. */
+static bool scan_locked(struct garuda_client *c, uint64_t now, uint64_t prev_look, bool slept)
+{
+	bool moved = false;
 	if (c->state == CONN_CLOSING)
-		return next; /* its garuda_disconnect() is releasing it */
+		return false; /* its garuda_disconnect() is releasing it */
 	bool up = c->state == CONN_UP;
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
@@ -179,44 +216,42 @@ static uint64_t scan_locked(struct garuda_client *c, uint64_t now, bool spinning
 		uint64_t v = word_load(s->word);
 		uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_acquire);
 		if (v != s->polled) {
-			s->polled = v;
-			*moved = true;
+			moved = true;
 			stream_nudge_locked(s);
 			if (s->rarm_ns && now > s->rarm_ns) {
-				if (spinning)
-					garuda_estimator_record_exact_ns(&s->rest, now - s->rarm_ns);
-				else
-					garuda_estimator_record_censored_ns(&s->rest, now - s->rarm_ns);
+				struct garuda_policy_wait w = stream_wait(s, s->polled + 1);
+				struct garuda_find f = garuda_policy_find(&w, &reactor_tuning, now, prev_look, slept);
+				if (f.kind == GARUDA_FIND_EXACT)
+					garuda_estimator_record_exact_ns(&s->rest, f.ns);
+				else if (f.kind == GARUDA_FIND_CENSORED)
+					garuda_estimator_record_censored_ns(&s->rest, f.ns);
 			}
-			/* the next outstanding sequence's wait starts here */
+			s->polled = v;
+			/* stream order: the next outstanding sequence's clock starts here */
 			s->rarm_ns = garuda_reached(v, sig) ? 0 : now;
 		}
 		if (garuda_reached(v, sig))
 			continue;
 		if (!s->rarm_ns)
 			s->rarm_ns = now; /* signalled while a session was up that died since */
-		uint64_t at = s->rarm_ns + garuda_estimator_sleep_ns(&s->rest);
-		if (at < next)
-			next = at;
+		struct garuda_policy_wait w = stream_wait(s, v + 1);
+		keep_wait(&w);
 	}
-	return next;
+	return moved;
 }
 
-/* One look at every registered client (reactor.lock held). */
-static uint64_t scan_all(uint64_t now, bool spinning, bool *moved)
+/* One look at every registered client (reactor.lock held); this look's waits are
+ * left in reactor.waits. */
+static bool scan_all(uint64_t now, uint64_t prev_look, bool slept)
 {
-	uint64_t next = UINT64_MAX;
-	*moved = false;
+	bool moved = false;
+	reactor.nwaits = 0;
 	for (struct garuda_client *c = reactor.clients; c; c = c->reactor_next) {
-		bool m;
 		pthread_mutex_lock(&c->lock);
-		uint64_t at = scan_locked(c, now, spinning, &m);
+		moved |= scan_locked(c, now, prev_look, slept);
 		pthread_mutex_unlock(&c->lock);
-		if (at < next)
-			next = at;
-		*moved |= m;
 	}
-	return next;
+	return moved;
 }
 
 /* Drop reactor.lock for a wait (on the kick count read before the look) or a spin. */
@@ -230,25 +265,30 @@ static void reactor_wait(uint32_t seen, uint64_t when)
 static void *reactor_main(void *arg)
 {
 	(void)arg;
-	uint64_t spin_end = 0, step = REACTOR_STEP_MIN_NS;
+	uint64_t prev_look = garuda_now_ns(), ladder = 0;
+	bool slept = true;
 	pthread_mutex_lock(&reactor.lock);
 	while (!reactor.stop) {
 		uint32_t seen = atomic_load_explicit(&reactor.kick, memory_order_acquire);
 		uint64_t now = garuda_now_ns();
-		bool spinning = spin_end && now < spin_end;
-		bool moved;
-		uint64_t next = scan_all(now, spinning, &moved);
-		if (moved) {
-			spin_end = spinning ? spin_end : 0;
-			step = REACTOR_STEP_MIN_NS;
-		}
-		if (next == UINT64_MAX) {
-			spin_end = 0; /* parked: nothing outstanding */
-			step = REACTOR_STEP_MIN_NS;
-			reactor_wait(seen, UINT64_MAX);
+		bool moved = scan_all(now, prev_look, slept);
+		prev_look = now;
+		slept = false;
+		if (!reactor.nwaits) {
+			ladder = 0;
+			reactor_wait(seen, UINT64_MAX); /* parked: nothing outstanding */
+			slept = true;
 			continue;
 		}
-		if (spinning) {
+		if (moved) {
+			ladder = 0;
+			continue; /* look again at once, as the scanner does after a find */
+		}
+		for (size_t i = 0; i < reactor.nwaits; i++)
+			reactor.wv[i] = &reactor.waits[i];
+		uint64_t until = garuda_policy_next(reactor.wv, (unsigned)reactor.nwaits, &reactor_tuning,
+						    now, &ladder);
+		if (!until) {
 			pthread_mutex_unlock(&reactor.lock);
 			for (int k = 0; k < REACTOR_RELAX_PASSES; k++)
 				cpu_relax();
@@ -256,20 +296,14 @@ static void *reactor_main(void *arg)
 			pthread_mutex_lock(&reactor.lock);
 			continue;
 		}
-		if (next > now && !spin_end) {
-			reactor_wait(seen, next); /* the predicted completion, or a kick */
-			if (garuda_now_ns() >= next)
-				spin_end = garuda_now_ns() + REACTOR_SPIN_NS;
-			continue;
-		}
-		if (!spin_end) {
-			spin_end = now + REACTOR_SPIN_NS; /* no prediction: spin first */
-			continue;
-		}
-		/* the spin ran out: poll on the growing schedule until a word moves */
-		reactor_wait(seen, now + step);
-		step = step * 2 > REACTOR_STEP_MAX_NS ? REACTOR_STEP_MAX_NS : step * 2;
+		reactor_wait(seen, until); /* the policy's time, or a kick */
+		slept = true;
 	}
+	free(reactor.waits);
+	free(reactor.wv);
+	reactor.waits = NULL;
+	reactor.wv = NULL;
+	reactor.nwaits = reactor.cap = 0;
 	pthread_mutex_unlock(&reactor.lock);
 	return NULL;
 }

@@ -58,6 +58,7 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "cpu.h"
+#include "policy.h"
 
 #define DEFAULT_SPIN_NS 20000ull
 #define DEFAULT_BACKSTOP_NS 1000000ull
@@ -757,8 +758,28 @@ static int spin_until(struct garuda_stream *s, uint64_t seq, uint64_t end, uint6
 	return 1;
 }
 
-/* +predict: sleep to margin before the predicted completion, then spin. Records the
- * estimator's sample. 0 reached, 1 go on with the kind's wait, or a negative code. */
+/* What a find of seq at `at` (clock started at t0, the sleep it was given) tells the
+ * stream's estimator: the policy's rule (proto/policy.h), as garudad's scanner and the
+ * in-process reactor apply it. prev: the look before (the spin looks continuously:
+ * at itself), slept: found by the look after a sleep. */
+static void record_find(struct garuda_stream *s, uint64_t seq, uint64_t t0, uint64_t sleep_ns,
+			uint64_t at, uint64_t prev, bool slept)
+{
+	struct garuda_policy_tuning t = { .spin_ns = 0 };
+	struct garuda_policy_wait w;
+	garuda_policy_wait_init(&w, (uintptr_t)s->word, seq, t0, t0, sleep_ns, sleep_ns);
+	struct garuda_find f = garuda_policy_find(&w, &t, at, prev, slept);
+	pthread_mutex_lock(&s->plan_lock);
+	if (s->plan.predict && f.kind == GARUDA_FIND_EXACT)
+		garuda_estimator_record_exact_ns(&s->est, f.ns);
+	else if (s->plan.predict && f.kind == GARUDA_FIND_CENSORED)
+		garuda_estimator_record_censored_ns(&s->est, f.ns);
+	pthread_mutex_unlock(&s->plan_lock);
+}
+
+/* +predict: sleep to margin before the predicted completion of seq (its clock started
+ * at t0), then spin. Records the estimator's sample. 0 reached, 1 go on with the
+ * kind's wait, or a negative code. */
 static int predict_phase(struct garuda_stream *s, const struct garuda_plan *p, uint64_t seq,
 			 uint64_t t0, uint64_t deadline, uint64_t sleep_ns, uint64_t backstop_ns)
 {
@@ -771,11 +792,13 @@ static int predict_phase(struct garuda_stream *s, const struct garuda_plan *p, u
 		bool done = garuda_reached(word_load(s->word), seq);
 		pthread_mutex_lock(&s->plan_lock);
 		s->sleeps++;
-		if (done && s->plan.predict) /* a wake that finds the work done: censored */
-			garuda_estimator_record_censored_ns(&s->est, wake - t0);
 		pthread_mutex_unlock(&s->plan_lock);
-		if (done)
+		if (done) { /* a wake that finds the work done: found at the time it asked to
+			     * wake (the timer's lateness is not the prediction's fault; garudad's
+			     * scanner takes it out by waking early) */
+			record_find(s, seq, t0, sleep_ns, until, t0, true);
 			return 0;
+		}
 		if (wake >= deadline)
 			return -GARUDA_E_TIMEOUT;
 	}
@@ -791,13 +814,37 @@ static int predict_phase(struct garuda_stream *s, const struct garuda_plan *p, u
 	uint64_t end = budget > deadline - now ? deadline : now + budget;
 	uint64_t seen;
 	int r = spin_until(s, seq, end, backstop_ns, &seen);
-	pthread_mutex_lock(&s->plan_lock);
-	if (r == 0 && s->plan.predict) /* the spin ran when the word moved: exact */
-		garuda_estimator_record_exact_ns(&s->est, seen - t0);
-	else if (r == 1)
+	if (r == 0) /* the spin ran when the word moved */
+		record_find(s, seq, t0, sleep_ns, seen, seen, false);
+	if (r == 1) {
+		pthread_mutex_lock(&s->plan_lock);
 		s->spin_outs++;
-	pthread_mutex_unlock(&s->plan_lock);
+		pthread_mutex_unlock(&s->plan_lock);
+	}
 	return r;
+}
+
+/* +predict in stream order: a sequence queued behind others on the stream cannot start
+ * before they land, so wait for each in turn, each with its own clock (its
+ * predecessor's landing as seen here; the first from the call), and the estimator
+ * learns one kernel, not several (docs/plans.md, "Several outstanding sequences on
+ * one word"). Returns as predict_phase() for seq. */
+static int predict_in_order(struct garuda_stream *s, const struct garuda_plan *p, uint64_t seq,
+			    uint64_t t0, uint64_t deadline, uint64_t backstop_ns)
+{
+	for (;;) {
+		uint64_t v = word_load(s->word);
+		if (garuda_reached(v, seq))
+			return 0;
+		uint64_t head = v + 1; /* the next sequence to land: its clock runs from t0 */
+		pthread_mutex_lock(&s->plan_lock);
+		uint64_t sleep_ns = garuda_estimator_sleep_ns(&s->est);
+		pthread_mutex_unlock(&s->plan_lock);
+		int r = predict_phase(s, p, head, t0, deadline, sleep_ns, backstop_ns);
+		if (r != 0 || head == seq)
+			return r;
+		t0 = garuda_now_ns(); /* head landed: the next one's clock starts */
+	}
 }
 
 /* block: the backend's synchronize, when it has one and the wait has no limit. 0
@@ -831,12 +878,11 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	pthread_mutex_lock(&s->plan_lock);
 	struct garuda_plan plan = s->plan;
 	uint64_t spin_ns = s->spin_ns, backstop_ns = s->backstop_ns, park_ns = s->park_ns;
-	uint64_t sleep_ns = plan.predict ? garuda_estimator_sleep_ns(&s->est) : 0;
 	pthread_mutex_unlock(&s->plan_lock);
 
 	int r;
 	if (plan.predict) {
-		if ((r = predict_phase(s, &plan, seq, now, deadline, sleep_ns, backstop_ns)) <= 0)
+		if ((r = predict_in_order(s, &plan, seq, now, deadline, backstop_ns)) <= 0)
 			return r;
 	} else if (plan.kind == GARUDA_PLAN_BLOCK) {
 		if ((r = sync_phase(s, seq, timeout_ns)) <= 0)

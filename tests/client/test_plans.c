@@ -275,6 +275,74 @@ Test(plans, predict_learns_exact_and_censored)
 	fx_down(&f);
 }
 
+/* Opens gates g[0..n) one at a time: gate k once the stream has recorded base + k
+ * samples and the waiting thread sleeps in front of sequence k (events, not time). */
+struct in_order {
+	struct garuda_stream *s;
+	struct gate *g;
+	unsigned n;
+	uint64_t base;
+	pid_t waiter;
+	pthread_t t;
+};
+
+static uint64_t samples(struct garuda_stream *s)
+{
+	struct garuda_stream_stats st;
+	garuda_stream_stats(s, &st);
+	return st.exact + st.censored;
+}
+
+static void *in_order_main(void *arg)
+{
+	struct in_order *o = arg;
+	for (unsigned k = 0; k < o->n; k++) {
+		for (int i = 0; i < 200000 && (samples(o->s) != o->base + k ||
+					       blocked_in(o->waiter) != SYS_clock_nanosleep); i++)
+			usleep(100);
+		gate_open(&o->g[k]);
+	}
+	return NULL;
+}
+
+Test(plans, predict_waits_in_stream_order)
+{
+	/* four sequences queued on one stream, one wait for the last: each sequence is
+	 * waited for with its own clock (its predecessor's landing), so each gives the
+	 * estimator a sample of one kernel; a wait from the call to the last landing
+	 * would have given one sample of four (docs/plans.md, "Several outstanding
+	 * sequences on one word") */
+	struct fixture f = { 0 };
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	fx_up(&f, NULL, 1);
+	ok(garuda_host_stream_new(NULL, &hs));
+	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	ok(garuda_stream_set_plan(
+		s, "flag:park_us=10000,backstop_us=1000000+predict:margin_us=200,min_sleep_us=20,"
+		   "max_sleep_us=200000,window=4"));
+	gated_round(s, hs, 20000, false); /* a prediction to sleep by */
+	struct gate g[4];
+	uint64_t seq = 0;
+	for (int k = 0; k < 4; k++) {
+		gate_init(&g[k]);
+		gate_enqueue(&g[k], hs);
+		ok(garuda_stream_signal(s, &seq));
+	}
+	struct in_order o = { .s = s, .g = g, .n = 4, .base = samples(s),
+			      .waiter = (pid_t)syscall(SYS_gettid) };
+	cr_assert_eq(pthread_create(&o.t, NULL, in_order_main, &o), 0);
+	ok(garuda_stream_wait(s, seq, -1));
+	pthread_join(o.t, NULL);
+	cr_assert_eq(samples(s), o.base + 4, "one sample per queued sequence (%llu)",
+		     (unsigned long long)(samples(s) - o.base));
+	for (int k = 0; k < 4; k++)
+		gate_destroy(&g[k]);
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	fx_down(&f);
+}
+
 Test(plans, wait_plan_environment)
 {
 	struct gd_daemon d;
