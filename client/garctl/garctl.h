@@ -83,6 +83,11 @@ void fmt_ns(char *buf, size_t len, double ns);
  * bucket that holds it, written as text ("-" with no samples, ">8.4ms" in the open
  * last bucket). counts may be NULL: then the object's own counts are used. */
 void fmt_percentile(char *buf, size_t len, const cJSON *latency, const double *counts, double p);
+/* The same percentile as a number: PCT_LE when it is at most *ns (the upper edge of
+ * its bucket, in ns), PCT_GT when it lies in the open last bucket, above *ns (the last
+ * finite edge), PCT_NONE (and *ns = 0) with no samples. */
+enum pct_bound { PCT_NONE, PCT_LE, PCT_GT };
+enum pct_bound percentile_bound(const cJSON *latency, const double *counts, double p, double *ns);
 
 /* ---- commands.c, top.c ---- */
 

@@ -224,17 +224,16 @@ void fmt_ns(char *buf, size_t len, double ns)
 		snprintf(buf, len, "%.1fs", ns / 1e9);
 }
 
-void fmt_percentile(char *buf, size_t len, const cJSON *latency, const double *counts, double p)
+enum pct_bound percentile_bound(const cJSON *latency, const double *counts, double p, double *ns)
 {
 	const cJSON *buckets = jarr(latency, CTL_KEY_BUCKETS);
 	int n = buckets ? cJSON_GetArraySize(buckets) : 0;
 	double total = 0;
+	*ns = 0;
 	for (int i = 0; i < n; i++)
 		total += counts ? counts[i] : jnum(cJSON_GetArrayItem(buckets, i), "count");
-	if (total <= 0) {
-		snprintf(buf, len, "-");
-		return;
-	}
+	if (total <= 0)
+		return PCT_NONE;
 	double rank = ceil(p * total), cum = 0, prev_le = 0;
 	if (rank < 1)
 		rank = 1;
@@ -245,18 +244,32 @@ void fmt_percentile(char *buf, size_t len, const cJSON *latency, const double *c
 		if (cum >= rank) {
 			if (cJSON_IsNumber(le)) {
 				/* an upper bound, said as one: the bucket's upper edge */
-				char t[32];
-				fmt_ns(t, sizeof(t), le->valuedouble);
-				snprintf(buf, len, "<=%s", t);
-			} else {
-				char t[32];
-				fmt_ns(t, sizeof(t), prev_le);
-				snprintf(buf, len, ">%s", t);
+				*ns = le->valuedouble;
+				return PCT_LE;
 			}
-			return;
+			*ns = prev_le; /* the open last bucket: above the last edge */
+			return PCT_GT;
 		}
 		if (cJSON_IsNumber(le))
 			prev_le = le->valuedouble;
 	}
-	snprintf(buf, len, "-");
+	return PCT_NONE;
+}
+
+void fmt_percentile(char *buf, size_t len, const cJSON *latency, const double *counts, double p)
+{
+	double ns;
+	char t[32];
+	switch (percentile_bound(latency, counts, p, &ns)) {
+	case PCT_LE:
+		fmt_ns(t, sizeof(t), ns);
+		snprintf(buf, len, "<=%s", t);
+		break;
+	case PCT_GT:
+		fmt_ns(t, sizeof(t), ns);
+		snprintf(buf, len, ">%s", t);
+		break;
+	default:
+		snprintf(buf, len, "-");
+	}
 }

@@ -8,10 +8,21 @@
  * Promises: the first frame has no previous sample, so its rates print as "-" and its
  * percentiles cover everything since the daemon started; later frames cover only the
  * interval since the previous one. Per-client percentiles show when the daemon's
- * clients reply carries a per-client "wake_latency" histogram, else "-". */
+ * clients reply carries a per-client "wake_latency" histogram, else "-" (null in -j).
+ * In -j the percentiles are numbers: p50_ns/p99_ns, the bucket bound in ns, with
+ * p50_bound/p99_bound saying which bound ("le" or, in the open last bucket, "gt").
+ *
+ * Keys: when stdin and stdout are both a terminal, top puts the terminal in
+ * non-canonical mode without echo while it runs and `q` quits (exit 0) at once, even
+ * between refreshes. The terminal's settings are restored on every way out: q, -n,
+ * an error, and SIGINT/SIGTERM/SIGHUP/SIGQUIT (restored, then the signal's default
+ * action); SIGTSTP restores them while stopped and SIGCONT sets them again. */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +99,24 @@ static int latency_delta(const cJSON *cur, const cJSON *prev, double *out, int c
 			out[i] = 0; /* the daemon restarted between samples */
 	}
 	return n;
+}
+
+/* Add "<name>_ns" and "<name>_bound" for percentile p of cur's wake_latency over the
+ * interval since prev: numbers, or both null with no histogram or no samples. */
+static void percentile_json(cJSON *o, const char *name, const cJSON *cur, const cJSON *prev, double p)
+{
+	const cJSON *lat = cJSON_GetObjectItemCaseSensitive(cur, CTL_KEY_WAKE_LATENCY);
+	double counts[64], ns = 0;
+	enum pct_bound b = PCT_NONE;
+	char key[32];
+	if (lat) {
+		latency_delta(cur, prev, counts, 64);
+		b = percentile_bound(lat, counts, p, &ns);
+	}
+	snprintf(key, sizeof(key), "%s_ns", name);
+	cJSON_AddItemToObject(o, key, b == PCT_NONE ? cJSON_CreateNull() : cJSON_CreateNumber(ns));
+	snprintf(key, sizeof(key), "%s_bound", name);
+	cJSON_AddItemToObject(o, key, b == PCT_NONE ? cJSON_CreateNull() : cJSON_CreateString(b == PCT_LE ? "le" : "gt"));
 }
 
 static void percentiles(const cJSON *cur, const cJSON *prev, char *p50, char *p99, size_t len)
@@ -227,7 +256,7 @@ static cJSON *rate_json(const cJSON *cur, const cJSON *prev, const char *key, do
 static void frame_json(const struct sample *cur, const struct sample *prev)
 {
 	double dt = prev ? cur->t - prev->t : 0;
-	char when[32], p50[32], p99[32];
+	char when[32];
 	utc_now(when, sizeof(when));
 	cJSON *f = cJSON_CreateObject();
 	cJSON_AddNumberToObject(f, "version", 1);
@@ -248,9 +277,8 @@ static void frame_json(const struct sample *cur, const struct sample *prev)
 		cJSON_AddItemToObject(o, "completions_per_s", rate_json(sc, ps, "completions", dt));
 		cJSON_AddItemToObject(o, "cpu_percent", ps && dt > 0 ? cJSON_CreateNumber(100 * (jnum(sc, CTL_KEY_CPU_S) - jnum(ps, CTL_KEY_CPU_S)) / dt)
 								: cJSON_CreateNull());
-		percentiles(sc, ps, p50, p99, sizeof(p50));
-		cJSON_AddStringToObject(o, "p50", p50);
-		cJSON_AddStringToObject(o, "p99", p99);
+		percentile_json(o, "p50", sc, ps, 0.50);
+		percentile_json(o, "p99", sc, ps, 0.99);
 		cJSON_AddItemToArray(scs, o);
 	}
 	cJSON *cls = cJSON_AddArrayToObject(f, "clients_detail");
@@ -264,9 +292,8 @@ static void frame_json(const struct sample *cur, const struct sample *prev)
 		cJSON_AddStringToObject(o, "comm", jstr(cl, CTL_KEY_COMM));
 		cJSON_AddNumberToObject(o, "armed", jnum(cl, CTL_KEY_ARMED));
 		cJSON_AddItemToObject(o, "completions_per_s", rate_json(cl, pc, "completions", dt));
-		percentiles(cl, pc, p50, p99, sizeof(p50));
-		cJSON_AddStringToObject(o, "p50", p50);
-		cJSON_AddStringToObject(o, "p99", p99);
+		percentile_json(o, "p50", cl, pc, 0.50);
+		percentile_json(o, "p99", cl, pc, 0.99);
 		cJSON_AddItemToArray(cls, o);
 	}
 	char *text = cJSON_PrintUnformatted(f);
@@ -276,11 +303,135 @@ static void frame_json(const struct sample *cur, const struct sample *prev)
 	cJSON_Delete(f);
 }
 
-static void sleep_s(double s)
+/* ------------------------------------------------------------------ keys ---- */
+
+static struct termios term_saved, term_keys;
+static volatile sig_atomic_t term_wanted; /* top reads keys: set its mode when in the foreground */
+static volatile sig_atomic_t term_set;    /* stdin is in top's mode now */
+
+static void term_restore(void)
 {
-	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9) };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	if (term_set) {
+		tcsetattr(STDIN_FILENO, TCSANOW, &term_saved);
+		term_set = 0;
+	}
+}
+
+/* Only in the foreground: a background process group changing the terminal's settings
+ * is stopped (SIGTTOU), and reading it too (SIGTTIN). */
+static void term_apply(void)
+{
+	if (term_wanted && tcgetpgrp(STDIN_FILENO) == getpgrp() &&
+	    tcsetattr(STDIN_FILENO, TCSANOW, &term_keys) == 0)
+		term_set = 1;
+}
+
+static const int term_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT };
+#define N_TERM_SIGNALS (sizeof(term_signals) / sizeof(term_signals[0]))
+
+static void term_on_signal(int sig)
+{
+	int saved_errno = errno;
+	if (sig == SIGCONT) { /* after a stop (^Z, then fg or bg), or a fg of a job started with & */
+		term_apply();
+		errno = saved_errno;
+		return;
+	}
+	term_restore();
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, self = { .sa_handler = term_on_signal, .sa_flags = SA_RESTART };
+	sigemptyset(&dfl.sa_mask);
+	sigemptyset(&self.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	raise(sig);
+	/* the signal is blocked in its handler: unblocking it runs its default action now
+	 * (terminate; or, for SIGTSTP, stop until SIGCONT, whose handler sets the mode
+	 * again, and come back here) */
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	sigaction(sig, &self, NULL); /* continued */
+	errno = saved_errno;
+}
+
+/* Keys when stdin and stdout are a terminal: non-canonical, no echo (signals from the
+ * keyboard stay on: ^C, ^Z, ^\). Returns whether top reads keys. */
+static bool keys_start(void)
+{
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO) || tcgetattr(STDIN_FILENO, &term_saved) < 0)
+		return false;
+	term_keys = term_saved;
+	term_keys.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	term_keys.c_cc[VMIN] = 1;
+	term_keys.c_cc[VTIME] = 0;
+	struct sigaction sa = { .sa_handler = term_on_signal, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < N_TERM_SIGNALS; i++) {
+		struct sigaction old;
+		/* a signal ignored by whoever started garctl (nohup) stays ignored */
+		if (sigaction(term_signals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(term_signals[i], &sa, NULL);
+	}
+	term_wanted = 1;
+	term_apply();
+	return true;
+}
+
+static void keys_stop(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigemptyset(&dfl.sa_mask);
+	sigset_t all, old;
+	sigemptyset(&all);
+	for (size_t i = 0; i < N_TERM_SIGNALS; i++)
+		sigaddset(&all, term_signals[i]);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	term_wanted = 0;
+	term_restore();
+	for (size_t i = 0; i < N_TERM_SIGNALS; i++) {
+		struct sigaction cur;
+		if (sigaction(term_signals[i], NULL, &cur) == 0 && cur.sa_handler == term_on_signal)
+			sigaction(term_signals[i], &dfl, NULL);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Wait s seconds. With keys, read the terminal meanwhile (while top is in the
+ * foreground and the terminal in its mode): true as soon as q (or Q) is typed; other
+ * keys are ignored; at the terminal's end (hangup) stop reading it. */
+static bool wait_or_quit(double s, bool *keys)
+{
+	double end = now_s() + s;
+	for (;;) {
+		double left = end - now_s();
+		if (left <= 0)
+			return false;
+		if (!*keys || !term_set) {
+			/* with keys but in the background: slices of at most 0.25 s, so that
+			 * keys are read soon after a SIGCONT that lands just before the sleep */
+			double nap = *keys && left > 0.25 ? 0.25 : left;
+			struct timespec ts = { .tv_sec = (time_t)nap,
+					       .tv_nsec = (long)((nap - (double)(time_t)nap) * 1e9) };
+			nanosleep(&ts, NULL); /* EINTR: the loop sleeps what is left */
+			continue;
+		}
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		int n = poll(&p, 1, (int)(left * 1000) + 1);
+		if (n < 0 && errno != EINTR)
+			*keys = false;
+		if (n <= 0)
+			continue;
+		char buf[64];
+		ssize_t r = read(STDIN_FILENO, buf, sizeof(buf));
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			*keys = false;
+			continue;
+		}
+		if (memchr(buf, 'q', (size_t)r) || memchr(buf, 'Q', (size_t)r))
+			return true;
+	}
 }
 
 int cmd_top(struct conn *c, const struct options *o, char **args)
@@ -289,14 +440,14 @@ int cmd_top(struct conn *c, const struct options *o, char **args)
 	bool batch = o->batch || !isatty(STDOUT_FILENO);
 	struct sample prev = { 0 }, cur;
 	bool have_prev = false;
+	bool keys = keys_start();
+	int rc = 0;
 	for (long i = 1; o->iterations <= 0 || i <= o->iterations; i++) {
-		if (i > 1)
-			sleep_s(o->delay_s);
-		int rc = sample_take(c, &cur);
-		if (rc) {
-			sample_free(&prev);
-			return rc;
-		}
+		if (i > 1 && wait_or_quit(o->delay_s, &keys))
+			break;
+		rc = sample_take(c, &cur);
+		if (rc)
+			break;
 		if (o->json != JSON_OFF) {
 			frame_json(&cur, have_prev ? &prev : NULL);
 		} else {
@@ -315,5 +466,6 @@ int cmd_top(struct conn *c, const struct options *o, char **args)
 		have_prev = true;
 	}
 	sample_free(&prev);
-	return 0;
+	keys_stop();
+	return rc;
 }
