@@ -3,7 +3,8 @@
 # host gets them: dpkg-buildpackage -b on a copy of the source tree, lintian on the
 # result (fails on any error or warning tag), then dpkg -i into a debootstrap'd
 # Debian root (chroot). In that root: group and user garuda exist (sysusers), both
-# sockets are enabled (dh_installsystemd), garudad started from the installed unit's
+# sockets are enabled (dh_installsystemd), the postinst says how to start garudad
+# (systemd is not PID 1 there), garudad started from the installed unit's
 # ExecStart behind systemd-socket-activate (the sockets as the units declare them,
 # the daemon as User=garuda with CAP_IPC_LOCK) is reached by a client (python3-garuda
 # over libgaruda0) and `garctl status` and `garctl clients` answer; then dpkg --purge
@@ -89,6 +90,16 @@ mkdir "$root/debs"
 cp "${debs[@]}" "$root/debs/"
 in_root sh -c 'dpkg -i /debs/*.deb' >"$work/dpkg-i.log" 2>&1 || { cat "$work/dpkg-i.log"; exit 1; }
 rm -rf "$root/debs"
+# systemd is not PID 1 in the chroot: the postinst enabled the units, started nothing,
+# and has to say so, with how to start garudad (debian/garuda.postinst)
+if [[ ! -d $root/run/systemd/system ]]; then
+	grep -q 'systemd is not running as PID 1' "$work/dpkg-i.log" &&
+		grep -q 'systemctl start garuda.socket' "$work/dpkg-i.log" &&
+		grep -q 'garudad --runtime-dir=/run/garuda' "$work/dpkg-i.log" ||
+		{ cat "$work/dpkg-i.log"; echo "the postinst does not say how to start garudad without systemd as PID 1"; exit 1; }
+	echo "postinst without systemd as PID 1:"
+	sed -n '/^garuda: systemd is not running/,/garudad --runtime-dir/p' "$work/dpkg-i.log"
+fi
 in_root getent group garuda >/dev/null || { echo "no group garuda after install"; exit 1; }
 in_root getent passwd garuda >/dev/null || { echo "no user garuda after install"; exit 1; }
 for u in garuda.socket garuda-control.socket; do
