@@ -385,10 +385,9 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 
 /* One pass over the armed set: O(armed). Returns completions delivered. slept: the
  * thread slept since the previous pass (its completions are censored). */
-static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
+/* Move every descriptor whose word reached its target into set->fired[nf..). */
+static unsigned sweep(struct armed_set *set, unsigned nf)
 {
-	struct armed_set *set = &s->set;
-	unsigned nf = 0;
 	for (unsigned i = 0; i < set->n;) {
 		uint64_t v = __atomic_load_n(set->hot[i].word, __ATOMIC_ACQUIRE);
 		if (garuda_reached(v, set->hot[i].target)) {
@@ -399,9 +398,23 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 			i++;
 		}
 	}
+	return nf;
+}
+
+static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
+{
+	struct armed_set *set = &s->set;
+	unsigned nf = sweep(set, 0);
 	atomic_fetch_add_explicit(&s->st_passes, 1, memory_order_relaxed);
 	if (!nf)
 		return 0;
+	/* a store that landed during the sweep fired the descriptors read after it, not
+	 * those read before: one more sweep, so that whatever a readiness of this pass
+	 * tells a client (a word reached v) holds for all its descriptors (their quota
+	 * and count released before it is sent; a 65,536-descriptor pass left ~40,000
+	 * armed behind its READY) */
+	if (set->n)
+		nf = sweep(set, nf);
 	uint64_t now = garuda_now_ns();
 	/* the stores landed within (prev_pass, now]: record that bound */
 	uint64_t d = now - prev_pass;

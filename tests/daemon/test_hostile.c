@@ -312,6 +312,53 @@ Test(hostile, quota_released_before_ready)
 	gd_stop(&d);
 }
 
+/* The big pass (first hour round 2, item 11): 65,535 DOORBELL arms and one MESSAGE
+ * arm, last, on one word. The store lands while a pass reads the set: before the fix
+ * the descriptors read before it stayed armed behind the READY (QUERY counted
+ * 39,352-44,264). Now the READY comes after every descriptor of the word was released:
+ * QUERY counts 0, and the next ARM is accepted at the quota. */
+#define BIG_ARMS 65536
+
+Test(hostile, big_pass_released_before_ready)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"connection\":{\"armed\":65536}}}" });
+	/* rounds: the store must land during a pass to show the lag (without the fix 1
+	 * round in 3-5 did) */
+	for (unsigned round = 0; round < 4; round++) {
+		struct gd_client c;
+		struct gd_seg s;
+		gd_ok(gd_open(&c, d.sock));
+		gd_ok(gd_segment_open(&c, 1, -1, &s));
+		struct garuda_msg m;
+		for (unsigned b = 0; b < BIG_ARMS; b += GARUDA_BATCH_MAX) {
+			unsigned n = BIG_ARMS - b < GARUDA_BATCH_MAX ? BIG_ARMS - b : GARUDA_BATCH_MAX;
+			garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+			m.flags = GARUDA_F_NOREPLY;
+			m.arm_batch.count = n;
+			for (unsigned i = 0; i < n; i++)
+				m.arm_batch.arm[i] = (struct garuda_arm){
+					.slot = gd_slot(&s, 0), .target = 1, .token = b + i,
+					.form = b + i == BIG_ARMS - 1 ? GARUDA_FORM_MESSAGE : GARUDA_FORM_DOORBELL };
+			gd_ok(gd_request(&c, &m, NULL, 0, NULL, NULL));
+		}
+		cr_assert_eq(gd_wait_status(&d, "armed", BIG_ARMS), BIG_ARMS);
+		gd_store(&s, 0, 1);
+		struct garuda_ready rd;
+		int r = gd_wait_ready(&c, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "round %u: READY: %s", round, gd_strerr(r));
+		cr_assert_eq(rd.token, BIG_ARMS - 1);
+		long long armed = query_armed(&c);
+		cr_assert_eq(armed, 0, "round %u: QUERY counts %lld armed after the READY of the word they all "
+			     "wait on", round, armed);
+		gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 0, GARUDA_FORM_MESSAGE));
+		gd_seg_unmap(&s);
+		gd_close(&c);
+		cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
+	}
+	gd_stop(&d);
+}
+
 /* --------------------------------------------------------------- items 2, 8 ---- */
 
 static int attach(struct gd_client *c, int fd, uint32_t lines)
