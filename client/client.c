@@ -163,16 +163,30 @@ static int connect_wait(const char *path, const char *why, int timeout_ms,
 
 int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out)
 {
-	char buf[108];
-	const char *why = "the path given";
-	if (!path) {
-		if (garuda_socket_path(GARUDA_SOCKET_CLIENT, buf, sizeof(buf), &why) < 0) {
-			set_error("cannot connect to garudad: the socket path from $GARUDA_SOCKET is longer than 107 bytes");
-			return -EINVAL;
-		}
-		path = buf;
+	char buf[108], next[108];
+	const char *why = "the path given", *next_why;
+	if (path)
+		return connect_wait(path, why, timeout_ms, out);
+	if (garuda_socket_path(GARUDA_SOCKET_CLIENT, buf, sizeof(buf), &why) < 0) {
+		set_error("cannot connect to garudad: the socket path from $GARUDA_SOCKET is longer than 107 bytes");
+		return -EINVAL;
 	}
-	return connect_wait(path, why, timeout_ms, out);
+	/* the user's own socket, left by a garudad that is gone, must not hide the
+	 * system garudad: on a refusal try the next place (proto/paths.h) */
+	bool has_next = garuda_socket_path_next(GARUDA_SOCKET_CLIENT, why, next, sizeof(next), &next_why) == 0;
+	int r = connect_wait(buf, why, has_next ? 0 : timeout_ms, out);
+	if (r < 0 && has_next && connect_retryable(r)) {
+		char first[512];
+		snprintf(first, sizeof(first), "%s", garuda_last_error());
+		r = connect_wait(next, next_why, timeout_ms, out);
+		if (r < 0)
+			client_append_error("; before that: %s", first);
+		else
+			buf[0] = '\0', why = next_why;
+	}
+	if (r >= 0)
+		client_debug("connected to garudad at %s (%s)", buf[0] ? buf : next, why);
+	return r;
 }
 
 static int connect_once(const char *path, struct garuda_client **out)

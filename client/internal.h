@@ -360,3 +360,5 @@ void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /* Add to it; clear it (lasterr.c). */
 void client_append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void client_clear_error(void);
+/* One line "libgaruda: ..." on stderr when $GARUDA_DEBUG is set (lasterr.c). */
+void client_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

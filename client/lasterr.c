@@ -4,11 +4,13 @@
  * on it instead of on each other.
  *
  * Promises: never NULL, always NUL-terminated, truncated (never overrun) at 767 bytes;
- * a thread only ever sees its own text. */
+ * a thread only ever sees its own text. client_debug() writes one line to stderr when
+ * $GARUDA_DEBUG is set (and not "0"): what the library chose (docs/client.md). */
 #include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local char last_error[768];
@@ -38,4 +40,17 @@ void client_append_error(const char *fmt, ...)
 void client_clear_error(void)
 {
 	last_error[0] = '\0';
+}
+
+void client_debug(const char *fmt, ...)
+{
+	const char *env = getenv("GARUDA_DEBUG");
+	if (!env || !*env || strcmp(env, "0") == 0)
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "libgaruda: %s\n", line);
 }

@@ -14,6 +14,9 @@ static int put(char *buf, size_t len, const char *a, const char *b)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+#define WHY_PRIVATE "your own garudad in $XDG_RUNTIME_DIR/garuda"
+#define WHY_SYSTEM "the system default"
+
 static const char *xdg_runtime_dir(void)
 {
 	const char *x = getenv("XDG_RUNTIME_DIR");
@@ -57,10 +60,21 @@ int garuda_socket_path(enum garuda_socket_kind kind, char *buf, size_t len, cons
 		struct stat st;
 		int n = snprintf(buf, len, "%s/garuda/%s", x, name);
 		if (n >= 0 && (size_t)n < len && stat(buf, &st) == 0) {
-			*why = "your own garudad in $XDG_RUNTIME_DIR/garuda";
+			*why = WHY_PRIVATE;
 			return 0;
 		}
 	}
-	*why = "the system default";
+	*why = WHY_SYSTEM;
 	return put(buf, len, GARUDA_SOCKET_DIR "/", name);
+}
+
+int garuda_socket_path_next(enum garuda_socket_kind kind, const char *first_why, char *buf, size_t len,
+			    const char **why)
+{
+	if (!first_why || strcmp(first_why, WHY_PRIVATE) != 0)
+		return -ENOENT;
+	if (why)
+		*why = "the system default, after your own garudad's socket refused";
+	return put(buf, len, GARUDA_SOCKET_DIR "/",
+		   kind == GARUDA_SOCKET_CONTROL ? GARUDA_CONTROL_SOCKET_NAME : GARUDA_SOCKET_NAME);
 }

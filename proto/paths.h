@@ -31,8 +31,18 @@ int garuda_runtime_dir(char *buf, size_t len);
  *     garudad, started without flags);
  *  4. /run/garuda/NAME (the system garudad).
  * *why (may be NULL) gets a static phrase naming the rule that chose it, for error
- * messages ("$GARUDA_SOCKET", "default"...). Returns 0 or -ENAMETOOLONG. */
+ * messages ("$GARUDA_SOCKET", "default"...). Returns 0 or -ENAMETOOLONG.
+ * The search order is written here once; README.md, docs/python.md, garudad(8) and
+ * garctl(1) repeat it. */
 int garuda_socket_path(enum garuda_socket_kind kind, char *buf, size_t len, const char **why);
+
+/* The next place to try when the connect to the one garuda_socket_path() chose
+ * (rule 3, the user's own socket) finds nobody listening (ECONNREFUSED, ENOENT: a
+ * killed garudad left its socket behind): rule 4's, the system garudad. Returns 0
+ * with it in buf (and *why), or -ENOENT when there is no next place (the first choice
+ * came from the environment, or was already rule 4). */
+int garuda_socket_path_next(enum garuda_socket_kind kind, const char *first_why, char *buf, size_t len,
+			    const char **why);
 
 /* The path of NAME in the directory of PATH ("/a/b.sock", "c.sock" -> "/a/c.sock").
  * Returns 0 or -ENAMETOOLONG. */

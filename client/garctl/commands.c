@@ -76,6 +76,7 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 		char up[64];
 		fmt_duration(up, sizeof(up), N(r, CTL_KEY_UPTIME_S));
 		const cJSON *rd = cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_READINESS);
+		table_cell(t, "Socket:"), table_cell(t, "%s (%s)", o->socket, o->socket_why ? o->socket_why : "default");
 		table_cell(t, "Version:"), table_cell(t, "%s", jstr(r, CTL_KEY_DAEMON_VERSION));
 		table_cell(t, "PID:"), table_cell(t, "%.0f", N(r, CTL_KEY_PID));
 		table_cell(t, "Event loop:"), table_cell(t, "%s", jstr(r, CTL_KEY_EVENT_LOOP));

@@ -17,16 +17,30 @@
 #include "control_names.h"
 #include "fdio.h"
 #include "garctl.h"
+#include "paths.h"
 
 #define PERMISSION_HINT                                                                      \
 	"the control socket admits root, and members of the admin group that garudad's config " \
 	"key control_group names (none by default); run garctl as root or join that group"
 
-int conn_open(struct conn *c, const struct options *o)
+int conn_open(struct conn *c, struct options *o)
 {
 	c->o = o;
 	c->answered = false;
 	c->fd = fdio_connect(o->socket);
+	/* the user's own socket, left by a garudad that is gone, must not hide the system
+	 * garudad: on a refusal try the next place (proto/paths.h) */
+	static char next[108];
+	const char *next_why;
+	if ((c->fd == -ECONNREFUSED || c->fd == -ENOENT) &&
+	    garuda_socket_path_next(GARUDA_SOCKET_CONTROL, o->socket_why, next, sizeof(next), &next_why) == 0) {
+		int fd = fdio_connect(next);
+		if (fd >= 0 || fd != -ENOENT) { /* found, or an error worth its own words */
+			o->socket = next;
+			o->socket_why = next_why;
+			c->fd = fd;
+		}
+	}
 	if (c->fd >= 0)
 		return 0;
 	int e = -c->fd;

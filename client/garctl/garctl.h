@@ -37,8 +37,10 @@ struct conn {
 	bool answered; /* a JSON reply came: this is a control socket */
 };
 
-/* Connect to o->socket. 0, or 1 after printing why (not running, permission). */
-int conn_open(struct conn *c, const struct options *o);
+/* Connect to o->socket (or, when that was the user's own socket and nobody listens
+ * there, to the system one: o->socket and o->socket_why then name it). 0, or 1 after
+ * printing why (not running, permission). */
+int conn_open(struct conn *c, struct options *o);
 void conn_close(struct conn *c);
 /* Send req (not consumed) and read the reply into *reply. 0, or 1 after printing the
  * daemon's error or the failure. */
