@@ -9,7 +9,10 @@
  * t1 - t0 (store -> wake). The producer's CPU is the "GPU's" and is not counted.
  *
  * Kernels: fixed 100 us, 1 ms, 2 ms, 10 ms; 2 ms +-10 % (uniform); a bimodal mix (a
- * 30 ms prefill then three 8 ms decodes, repeated). 1 stream and 16 streams.
+ * 30 ms prefill then three 8 ms decodes, repeated). 1 stream and 16 streams. Pipelined
+ * (garudad's poll and +predict rows): 2 ms kernels, 4 and 10 queued per stream per
+ * round (armed together, launched together, run back to back by the producer, their
+ * readiness taken in order), 1 and 4 streams.
  *
  * Rows, in one run:
  *   spin      the stream spins on the word itself (the floor of detection)
@@ -117,6 +120,7 @@ struct pcell {
 	enum prow row;
 	enum kernel k;
 	unsigned streams, n;
+	unsigned depth; /* kernels queued per stream per round (1: one at a time) */
 	const char *sock;
 	struct pstream *st[PLAN_MAX_STREAMS];
 	size_t bytes;
@@ -291,49 +295,66 @@ static int stream_main(void *arg)
 		return 1;
 	}
 	int rc_ = 0;
-	for (uint32_t i = 1; i <= n && !rc_; i++) {
-		/* the bimodal mix names its two kernel kinds as two points */
-		uint32_t point = c->k == K_BIMODAL ? (kns_of(s, n)[i] > 10000000 ? 1 : 2) : 0;
-		if (garuda && (e = rc_arm_point(&rc, 0, i, i, GARUDA_FORM_EVENTFD, point))) {
-			pfail(s, "stream: ARM failed", e);
-			rc_ = 1;
-			break;
+	uint64_t readiness = 0; /* eventfd counts so far */
+	/* a round: arm `depth` sequences, launch them all (the producer runs them back to
+	 * back, in stream order), then take their readiness in order: one wake may cover
+	 * several (the eventfd counts), each is timed from its own store */
+	for (uint32_t i = 1; i <= n && !rc_; i += c->depth) {
+		uint32_t last = i + c->depth - 1 <= n ? i + c->depth - 1 : n;
+		for (uint32_t j = i; j <= last && garuda; j++) {
+			/* the bimodal mix names its two kernel kinds as two points */
+			uint32_t point = c->k == K_BIMODAL ? (kns_of(s, n)[j] > 10000000 ? 1 : 2) : 0;
+			if ((e = rc_arm_point(&rc, 0, j, j, GARUDA_FORM_EVENTFD, point))) {
+				pfail(s, "stream: ARM failed", e);
+				rc_ = 1;
+				break;
+			}
 		}
+		if (rc_)
+			break;
 		if (c->row == R_REACTOR) {
-			mr.target = i;
+			mr.target = last;
 			__atomic_fetch_add(&mr.armed_seq, 1, __ATOMIC_RELEASE);
 			futex_wake(&mr.armed_seq, 1);
 		}
-		futex_set(&s->go, i); /* launch the kernel */
-		if (c->row == R_SPIN) {
-			uint64_t dl = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
-			while (!garuda_reached(__atomic_load_n(word, __ATOMIC_ACQUIRE), i)) {
-				cpu_relax();
-				if (now_ns() > dl || __atomic_load_n(&s->err, __ATOMIC_RELAXED)) {
-					rc_ = 1;
-					break;
+		futex_set(&s->go, last); /* launch the kernels */
+		for (uint32_t j = i; j <= last && !rc_;) {
+			if (c->row == R_SPIN) {
+				uint64_t dl = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
+				while (!garuda_reached(__atomic_load_n(word, __ATOMIC_ACQUIRE), j)) {
+					cpu_relax();
+					if (now_ns() > dl || __atomic_load_n(&s->err, __ATOMIC_RELAXED)) {
+						rc_ = 1;
+						break;
+					}
 				}
-			}
-		} else if (wait_in(efd) < 0) {
-			pfail(s, "stream: no readiness", (long)i);
-			rc_ = 1;
-		}
-		uint64_t t1 = now_ns();
-		if (rc_)
-			break;
-		if (efd >= 0) {
-			uint64_t v;
-			if (read(efd, &v, sizeof(v)) != sizeof(v)) {
-				pfail(s, "stream: eventfd read", errno);
+			} else if (wait_in(efd) < 0) {
+				pfail(s, "stream: no readiness", (long)j);
 				rc_ = 1;
 			}
+			uint64_t t1 = now_ns();
+			if (rc_)
+				break;
+			if (efd >= 0) {
+				uint64_t v;
+				if (read(efd, &v, sizeof(v)) != sizeof(v)) {
+					pfail(s, "stream: eventfd read", errno);
+					rc_ = 1;
+				}
+				readiness += v;
+			}
+			/* every +1 is one fired target, in order: the word has reached them all.
+			 * A count may come after its sequence was taken (its landing seen with
+			 * an earlier one): the next wake then finds nothing new */
+			uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+			if (efd >= 0 && !garuda_reached(w, readiness)) {
+				pfail(s, "stream: readiness before the store", (long)readiness);
+				rc_ = 1;
+			}
+			/* the producer's t0 is written before its store; wait for it to be visible */
+			for (; j <= last && garuda_reached(w, j); j++)
+				lat[j] = t1 - __atomic_load_n(&t0[j], __ATOMIC_ACQUIRE);
 		}
-		if (!garuda_reached(__atomic_load_n(word, __ATOMIC_ACQUIRE), i)) {
-			pfail(s, "stream: readiness before the store", (long)i);
-			rc_ = 1;
-		}
-		/* the producer's t0 is written before its store; wait for it to be visible */
-		lat[i] = t1 - __atomic_load_n(&t0[i], __ATOMIC_ACQUIRE);
 	}
 	if (c->row == R_REACTOR) {
 		__atomic_store_n(&mr.stop, 1, __ATOMIC_RELEASE);
@@ -414,8 +435,10 @@ struct presult {
 	double daemon_us, total_us; /* CPU per completion */
 };
 
-static unsigned cell_n(const struct bench *b, enum kernel k, unsigned streams)
+static unsigned cell_n(const struct bench *b, enum kernel k, unsigned streams, unsigned depth)
 {
+	if (depth > 1) /* pipelined rows: whole rounds */
+		return (b->o.quick ? 160 : 480) / streams / depth * depth + depth * (WARMUP / depth + 1);
 	unsigned n = k == K_10MS || k == K_BIMODAL ? 120 : k == K_100US ? 2000 : 600;
 	if (b->o.quick)
 		n = k == K_10MS || k == K_BIMODAL ? 48 : k == K_100US ? 400 : 150;
@@ -425,11 +448,11 @@ static unsigned cell_n(const struct bench *b, enum kernel k, unsigned streams)
 }
 
 static int run_cell(struct bench *b, struct gd_daemon *d, enum prow row, enum kernel k, unsigned streams,
-		    struct presult *out)
+		    unsigned depth, struct presult *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct pcell c = { .row = row, .k = k, .streams = streams, .n = cell_n(b, k, streams),
-			   .sock = d ? d->sock : NULL };
+	struct pcell c = { .row = row, .k = k, .streams = streams, .n = cell_n(b, k, streams, depth),
+			   .depth = depth, .sock = d ? d->sock : NULL };
 	c.bytes = sizeof(struct pstream) + 3 * (c.n + 1) * sizeof(uint64_t);
 	for (unsigned i = 0; i < streams; i++) {
 		c.st[i] = shm_alloc(c.bytes);
@@ -501,6 +524,56 @@ out:
 
 /* ---------------------------------------------------------------- the section */
 
+/* One cell's line and its JSON object (cells[]): kernel kname, depth queued per round. */
+static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned streams, enum prow row,
+		      const struct presult *r, bool dp)
+{
+	char kd[24];
+	if (depth > 1)
+		snprintf(kd, sizeof(kd), "%s x%u", kname, depth);
+	else
+		snprintf(kd, sizeof(kd), "%s", kname);
+	printf("  %-9s %-3u %-27s %10.1f %10.1f %12.1f %12.1f", kd, streams, row_name[row], r->lat.p50 / 1e3,
+	       r->lat.p99 / 1e3, r->daemon_us, r->total_us);
+	if (dp)
+		printf("   %.1f %.0f %.2f %.2f %.2f %.2f %.2f detect-p50<=%.0fus", r->waits.sleeps, r->waits.spins,
+		       r->waits.exact, r->waits.censored, r->waits.late_wakes, r->waits.arm_wakes,
+		       r->waits.arm_nowakes, r->detect_p50_us);
+	if (row == R_LGPREDICT)
+		printf(" [client: %.2f %.2f %.2f %.2f]", r->lg[2], r->lg[3], r->lg[0], r->lg[1]);
+	printf("\n");
+	fflush(stdout);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "kernel", kname);
+	cJSON_AddNumberToObject(o, "queued_per_stream", depth);
+	cJSON_AddNumberToObject(o, "streams", streams);
+	cJSON_AddStringToObject(o, "row", row_name[row]);
+	cJSON_AddItemToObject(o, "store_to_wake", lat_json(&r->lat));
+	cJSON_AddNumberToObject(o, "daemon_cpu_us_per_completion", r->daemon_us);
+	cJSON_AddNumberToObject(o, "total_cpu_us_per_completion", r->total_us);
+	if (dp) {
+		cJSON *wj = cJSON_AddObjectToObject(o, "scanner_per_completion");
+		cJSON_AddNumberToObject(wj, "sleeps", r->waits.sleeps);
+		cJSON_AddNumberToObject(wj, "spins", r->waits.spins);
+		cJSON_AddNumberToObject(wj, "exact", r->waits.exact);
+		cJSON_AddNumberToObject(wj, "censored", r->waits.censored);
+		cJSON_AddNumberToObject(wj, "late_wakes", r->waits.late_wakes);
+		cJSON_AddNumberToObject(wj, "arm_wakes", r->waits.arm_wakes);
+		cJSON_AddNumberToObject(wj, "arm_nowakes", r->waits.arm_nowakes);
+		if (!isnan(r->detect_p50_us))
+			cJSON_AddNumberToObject(o, "detect_p50_us_le", r->detect_p50_us);
+	}
+	if (row == R_LGPREDICT) {
+		cJSON *lj = cJSON_AddObjectToObject(o, "client_per_completion");
+		cJSON_AddStringToObject(lj, "plan", LG_PLAN);
+		cJSON_AddNumberToObject(lj, "sleeps", r->lg[2]);
+		cJSON_AddNumberToObject(lj, "spin_outs", r->lg[3]);
+		cJSON_AddNumberToObject(lj, "exact", r->lg[0]);
+		cJSON_AddNumberToObject(lj, "censored", r->lg[1]);
+	}
+	cJSON_AddItemToArray(cells, o);
+}
+
 static double ratio(const struct presult *a, const struct presult *b, double av, double bv)
 {
 	return a->ok && b->ok && bv > 0 ? av / bv : NAN;
@@ -533,8 +606,11 @@ static void compare(cJSON *arr, const char *what, double v)
 int bench_plans(struct bench *b)
 {
 	static const unsigned stream_counts[2] = { 1, 16 };
+	static const unsigned pipe_depths[2] = { 4, 10 }, pipe_streams[2] = { 1, 4 };
 	struct presult res[2][K_N_][R_N_];
+	struct presult pipe[2][2][2]; /* [depth][streams][poll, +predict] */
 	memset(res, 0, sizeof(res));
+	memset(pipe, 0, sizeof(pipe));
 	cJSON *sec = cJSON_AddObjectToObject(b->json, "plans");
 	cJSON *cells = cJSON_AddArrayToObject(sec, "cells");
 	printf("\nWait plans (issue 11): store -> wake, CPU per completion; host backend, producer process stores after the kernel\n");
@@ -573,51 +649,20 @@ int bench_plans(struct bench *b)
 				continue;
 			for (enum kernel k = 0; k < K_N_; k++) {
 				struct presult *r = &res[si][k][row];
-				if (run_cell(b, dp, row, k, stream_counts[si], r) < 0)
+				if (run_cell(b, dp, row, k, stream_counts[si], 1, r) < 0)
 					continue;
-				printf("  %-9s %-3u %-27s %10.1f %10.1f %12.1f %12.1f", kernel_name[k],
-				       stream_counts[si], row_name[row], r->lat.p50 / 1e3, r->lat.p99 / 1e3,
-				       r->daemon_us, r->total_us);
-				if (dp)
-					printf("   %.1f %.0f %.2f %.2f %.2f %.2f %.2f detect-p50<=%.0fus", r->waits.sleeps,
-					       r->waits.spins, r->waits.exact, r->waits.censored, r->waits.late_wakes,
-					       r->waits.arm_wakes,
-					       r->waits.arm_nowakes, r->detect_p50_us);
-				if (row == R_LGPREDICT)
-					printf(" [client: %.2f %.2f %.2f %.2f]", r->lg[2], r->lg[3], r->lg[0],
-					       r->lg[1]);
-				printf("\n");
-				fflush(stdout);
-				cJSON *o = cJSON_CreateObject();
-				cJSON_AddStringToObject(o, "kernel", kernel_name[k]);
-				cJSON_AddNumberToObject(o, "streams", stream_counts[si]);
-				cJSON_AddStringToObject(o, "row", row_name[row]);
-				cJSON_AddItemToObject(o, "store_to_wake", lat_json(&r->lat));
-				cJSON_AddNumberToObject(o, "daemon_cpu_us_per_completion", r->daemon_us);
-				cJSON_AddNumberToObject(o, "total_cpu_us_per_completion", r->total_us);
-				if (dp) {
-					cJSON *wj = cJSON_AddObjectToObject(o, "scanner_per_completion");
-					cJSON_AddNumberToObject(wj, "sleeps", r->waits.sleeps);
-					cJSON_AddNumberToObject(wj, "spins", r->waits.spins);
-					cJSON_AddNumberToObject(wj, "exact", r->waits.exact);
-					cJSON_AddNumberToObject(wj, "censored", r->waits.censored);
-					cJSON_AddNumberToObject(wj, "late_wakes", r->waits.late_wakes);
-					cJSON_AddNumberToObject(wj, "arm_wakes", r->waits.arm_wakes);
-					cJSON_AddNumberToObject(wj, "arm_nowakes", r->waits.arm_nowakes);
-					if (!isnan(r->detect_p50_us))
-						cJSON_AddNumberToObject(o, "detect_p50_us_le", r->detect_p50_us);
-				}
-				if (row == R_LGPREDICT) {
-					cJSON *lj = cJSON_AddObjectToObject(o, "client_per_completion");
-					cJSON_AddStringToObject(lj, "plan", LG_PLAN);
-					cJSON_AddNumberToObject(lj, "sleeps", r->lg[2]);
-					cJSON_AddNumberToObject(lj, "spin_outs", r->lg[3]);
-					cJSON_AddNumberToObject(lj, "exact", r->lg[0]);
-					cJSON_AddNumberToObject(lj, "censored", r->lg[1]);
-				}
-				cJSON_AddItemToArray(cells, o);
+				emit_cell(cells, kernel_name[k], 1, stream_counts[si], row, r, dp != NULL);
 			}
 		}
+		/* pipelined: 2 ms kernels, PIPE_DEPTHS queued per stream per round, 1 and 4
+		 * streams, garudad's rows (the targets compare +predict with poll) */
+		for (unsigned di = 0; dp && (row == R_GPOLL || row == R_GPREDICT) && di < 2; di++)
+			for (unsigned si = 0; si < 2; si++) {
+				struct presult *r = &pipe[di][si][row == R_GPREDICT];
+				if (run_cell(b, dp, row, K_2MS, pipe_streams[si], pipe_depths[di], r) == 0)
+					emit_cell(cells, kernel_name[K_2MS], pipe_depths[di], pipe_streams[si], row, r,
+						  true);
+			}
 		if (dp)
 			bd_stop(b, dp);
 	}
@@ -632,6 +677,19 @@ int bench_plans(struct bench *b)
 		snprintf(what, sizeof(what), "+predict / poll store->wake p99, %s, 1 stream", kernel_name[k]);
 		verdict(tg, what, ratio(p, s, p->lat.p99, s->lat.p99), 2.0);
 	}
+	for (unsigned di = 0; di < 2; di++)
+		for (unsigned si = 0; si < 2; si++) {
+			const struct presult *p = &pipe[di][si][1], *q = &pipe[di][si][0];
+			snprintf(what, sizeof(what), "+predict / poll p50, 2ms x%u queued, %u stream(s)", pipe_depths[di],
+				 pipe_streams[si]);
+			verdict(tg, what, ratio(p, q, p->lat.p50, q->lat.p50), 1.3);
+			snprintf(what, sizeof(what), "+predict / poll p99, 2ms x%u queued, %u stream(s)", pipe_depths[di],
+				 pipe_streams[si]);
+			verdict(tg, what, ratio(p, q, p->lat.p99, q->lat.p99), 2.0);
+			snprintf(what, sizeof(what), "+predict / poll daemon CPU, 2ms x%u queued, %u stream(s)",
+				 pipe_depths[di], pipe_streams[si]);
+			verdict(tg, what, ratio(p, q, p->daemon_us, q->daemon_us), 1.0 / 3);
+		}
 	const struct presult *p1 = &res[0][K_1MS][R_GPREDICT], *s1 = &res[0][K_1MS][R_GPOLL];
 	verdict(tg, "+predict / poll daemon CPU per completion, 1 ms", ratio(p1, s1, p1->daemon_us, s1->daemon_us),
 		0.2);
