@@ -34,11 +34,13 @@
 #define GARUDA_PLAN_PARK_US_MAX 10000u
 #define GARUDA_PLAN_BACKSTOP_US_MAX 1000000u
 #define GARUDA_PLAN_TEXT_MAX 192u          /* longest plan text + NUL (format never needs more) */
-#define GARUDA_PLAN_MSG_MAX 192u
-/* garudad's default plan: the best policy measured (tests/bench "plans" section;
- * garuda-replay's default too) */
+#define GARUDA_PLAN_MSG_MAX 192u           /* a message buffer this size is never cut short */
+/* garudad's default plan: the best policy measured (tests/bench "plans" section, and
+ * garuda-replay over tests/traces: window 16 meets the p99 target on 2 ms +-10 %
+ * kernels, where window 8 gave 5.6x poll's, for ~5 % more scanner time;
+ * docs/plans.md). garuda-replay's default too. */
 #define GARUDA_PLAN_GARUDAD_DEFAULT \
-	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=8"           /* a message buffer this size is never cut short */
+	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=16"
 
 enum garuda_plan_kind {
 	GARUDA_PLAN_BLOCK = 1, /* the backend's synchronize */

@@ -574,7 +574,7 @@ Test(garctl, config_json_and_table)
 	cr_assert_eq(num(j, "scanners"), 2);
 	/* the default plan, and the spin budget / sleep cap it gives (park_us, backstop_us) */
 	cr_assert_str_eq(str(j, "plan"),
-			 "flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=8");
+			 "flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=16");
 	cr_assert_eq(num(j, "spin_us"), 1000);
 	cr_assert_eq(num(j, "max_sleep_us"), 200);
 	cr_assert_str_eq(str(j, "log_level"), "info");
