@@ -20,6 +20,9 @@
  * store means the observer was descheduled: it is left out and counted as "late".
  *
  * Single process (default): --iterations kernels of --kernel-us, after --warmup.
+ * --queued=N (pipelined): each iteration queues N kernels, each signalled behind the
+ * one before, then waits for each sequence in order (garuda modes: one wake, one sample
+ * per sequence; cudaStreamSynchronize: one sync, a sample of the last).
  * Prints mode, n (kept), late, p50, p99, mean, min, max in microseconds.
  *
  * Several processes (--procs=N): the program forks N children before touching CUDA;
@@ -61,6 +64,7 @@
 #define WAIT_TIMEOUT_NS 5000000000ll /* 5 s: far beyond any kernel we launch */
 #define OBSERVER_SLACK_NS 5000        /* a spinning observer is never later than this */
 #define MAX_PROCS 256
+#define MAX_QUEUED 64 /* --queued */
 #define START_TIMEOUT_NS 120000000000ull /* children's CUDA init + warm-up */
 
 struct mode {
@@ -82,6 +86,7 @@ static const struct mode modes[] = {
 struct opts {
 	const struct mode *m;
 	long iterations, warmup, kernel_us, device, procs;
+	long queued; /* kernels queued per round (1: one at a time) */
 	double seconds;
 	long daemon_pid;
 	const char *json;
@@ -244,24 +249,10 @@ static void waiter_close(struct waiter *w)
 		gk_stream_free(w->cs);
 }
 
-/* One kernel, one signal, one wait; records the latency when record and there is an
- * observer with room. Returns 0, or 1 (printed why); 2 when the observer's stamps are
- * used up (the caller stops). */
-static int iterate(struct waiter *w, long kernel_us, int record)
+/* The latency of sequence seq, woken at woke: recorded when record and there is an
+ * observer with room. 0, 1 (printed why) or 2 (the observer's stamps are used up). */
+static int record_wake(struct waiter *w, uint64_t seq, uint64_t woke, int record)
 {
-	uint64_t seq;
-	int r;
-	if ((r = gk_launch_sleep(w->cs, (uint64_t)kernel_us * 1000)))
-		FAIL("kernel launch", r, gk_error_string(r));
-	if ((r = garuda_stream_signal(w->gs, &seq)) < 0)
-		FAIL("garuda_stream_signal", r, garuda_strerror(r));
-	if (w->m->garuda) {
-		if ((r = garuda_stream_wait(w->gs, seq, WAIT_TIMEOUT_NS)) < 0)
-			FAIL("garuda_stream_wait", r, garuda_strerror(r));
-	} else if ((r = gk_stream_sync(w->cs))) {
-		FAIL("cudaStreamSynchronize", r, gk_error_string(r));
-	}
-	uint64_t woke = now_ns();
 	w->completions++;
 	if (!w->obs)
 		return 0;
@@ -281,6 +272,37 @@ static int iterate(struct waiter *w, long kernel_us, int record)
 		w->late++;
 	else
 		w->lat[w->kept++] = d;
+	return 0;
+}
+
+/* One round: `queued` kernels, each launched and signalled behind the one before (a
+ * pipeline on the stream), then waited for in order: garuda modes wait for each
+ * sequence (each wake is a sample), cudaStreamSynchronize once for all (its one wake
+ * is a sample of the last). Returns 0, or 1 (printed why); 2 when the observer's
+ * stamps are used up (the caller stops). */
+static int iterate(struct waiter *w, long kernel_us, long queued, int record)
+{
+	uint64_t seq[MAX_QUEUED];
+	int r;
+	for (long k = 0; k < queued; k++) {
+		if ((r = gk_launch_sleep(w->cs, (uint64_t)kernel_us * 1000)))
+			FAIL("kernel launch", r, gk_error_string(r));
+		if ((r = garuda_stream_signal(w->gs, &seq[k])) < 0)
+			FAIL("garuda_stream_signal", r, garuda_strerror(r));
+	}
+	for (long k = 0; k < queued; k++) {
+		if (w->m->garuda) {
+			if ((r = garuda_stream_wait(w->gs, seq[k], WAIT_TIMEOUT_NS)) < 0)
+				FAIL("garuda_stream_wait", r, garuda_strerror(r));
+		} else if (k < queued - 1) {
+			w->completions++; /* covered by the one synchronize below */
+			continue;
+		} else if ((r = gk_stream_sync(w->cs))) {
+			FAIL("cudaStreamSynchronize", r, gk_error_string(r));
+		}
+		if ((r = record_wake(w, seq[k], now_ns(), record)))
+			return r;
+	}
 	return 0;
 }
 
@@ -319,9 +341,9 @@ static int run_single(const struct opts *o)
 {
 	struct waiter w;
 	size_t total = (size_t)(o->warmup + o->iterations);
-	int status = waiter_open(&w, o->m, (int)o->device, total + 1);
+	int status = waiter_open(&w, o->m, (int)o->device, total * (size_t)o->queued + 1);
 	if (status == 0) {
-		w.cap = (size_t)o->iterations;
+		w.cap = (size_t)(o->iterations * o->queued);
 		w.lat = calloc(w.cap, sizeof(*w.lat));
 		if (!w.lat) {
 			fprintf(stderr, "gpu_latency: out of memory\n");
@@ -329,7 +351,7 @@ static int run_single(const struct opts *o)
 		}
 	}
 	for (size_t i = 0; status == 0 && i < total; i++)
-		status = iterate(&w, o->kernel_us, i >= (size_t)o->warmup);
+		status = iterate(&w, o->kernel_us, o->queued, i >= (size_t)o->warmup);
 	if (status == 0 && w.kept == 0 && !o->check) {
 		fprintf(stderr, "gpu_latency: every sample had a late observer\n");
 		status = 1;
@@ -341,10 +363,10 @@ static int run_single(const struct opts *o)
 		FILE *f = json_open(o);
 		if (f) {
 			fprintf(f,
-				"{\"kind\":\"single\",\"mode\":\"%s\",\"kernel_us\":%ld,\"n\":%zu,"
+				"{\"kind\":\"single\",\"mode\":\"%s\",\"kernel_us\":%ld,\"queued\":%ld,\"n\":%zu,"
 				"\"late\":%zu,\"p50_us\":%.3f,\"p99_us\":%.3f,\"mean_us\":%.3f,"
 				"\"min_us\":%.3f,\"max_us\":%.3f}\n",
-				o->m->name, o->kernel_us, w.kept, w.late, s.p50, s.p99, s.mean,
+				o->m->name, o->kernel_us, o->queued, w.kept, w.late, s.p50, s.p99, s.mean,
 				s.min, s.max);
 			status = fclose(f) ? 1 : 0;
 		} else if (o->json) {
@@ -404,14 +426,14 @@ static int child_main(const struct opts *o, struct shared *sh, int idx, size_t c
 {
 	struct waiter w;
 	/* the observer's stamps bound a run: kernels never end faster than kernel_us */
-	uint64_t max_seq = idx == 0 ? (uint64_t)o->warmup + cap + 1 : 0;
+	uint64_t max_seq = idx == 0 ? (uint64_t)(o->warmup * o->queued) + cap + 1 : 0;
 	int status = waiter_open(&w, o->m, (int)o->device, max_seq);
 	if (status == 0) {
 		w.lat = sh->lat;
 		w.cap = cap;
 	}
 	for (long i = 0; status == 0 && i < o->warmup; i++)
-		status = iterate(&w, o->kernel_us, 0);
+		status = iterate(&w, o->kernel_us, o->queued, 0);
 	atomic_fetch_add(&sh->ready, 1);
 	uint64_t give_up = now_ns() + START_TIMEOUT_NS;
 	while (status == 0 && !atomic_load_explicit(&sh->go, memory_order_acquire)) {
@@ -425,7 +447,7 @@ static int child_main(const struct opts *o, struct shared *sh, int idx, size_t c
 	uint64_t end = now_ns() + (uint64_t)(o->seconds * 1e9);
 	w.completions = 0;
 	while (status == 0 && now_ns() < end) {
-		status = iterate(&w, o->kernel_us, 1);
+		status = iterate(&w, o->kernel_us, o->queued, 1);
 		if (status == 2) /* child 0 ran out of stamps: stop measuring there */
 			status = 0, end = 0;
 	}
@@ -553,7 +575,7 @@ static int run_multi(const struct opts *o)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpu_latency --mode=MODE [--iterations=N] [--warmup=N] [--kernel-us=N]\n"
-		   "                   [--device=N] [--json=FILE] [--check] [--header]\n"
+		   "                   [--queued=N] [--device=N] [--json=FILE] [--check] [--header]\n"
 		   "       gpu_latency --mode=MODE --procs=N [--seconds=S] [--daemon-pid=PID]\n"
 		   "                   [--warmup=N] [--kernel-us=N] [--device=N] [--json=FILE]\n"
 		   "                   [--check] [--header]\nmodes:");
@@ -575,7 +597,7 @@ static int number(const char *text, double lo, double hi, double *out)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .iterations = 1000, .warmup = 50, .kernel_us = 100, .seconds = 5 };
+	struct opts o = { .iterations = 1000, .warmup = 50, .kernel_us = 100, .seconds = 5, .queued = 1 };
 	int header = 0;
 	static const struct option lopts[] = {
 		{ "mode", required_argument, NULL, 'm' },
@@ -586,6 +608,7 @@ int main(int argc, char **argv)
 		{ "procs", required_argument, NULL, 'p' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ "daemon-pid", required_argument, NULL, 'D' },
+		{ "queued", required_argument, NULL, 'q' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "header", no_argument, NULL, 'H' },
@@ -601,7 +624,7 @@ int main(int argc, char **argv)
 			double lo, hi;
 		} bounds[] = { { 'n', 1, 1e8 }, { 'w', 0, 1e6 },     { 'k', 0, 1e7 },
 			       { 'd', 0, 1024 }, { 'p', 1, MAX_PROCS }, { 's', 0.001, 3600 },
-			       { 'D', 1, 1e9 } };
+			       { 'D', 1, 1e9 },  { 'q', 1, MAX_QUEUED } };
 		for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++)
 			if (c == bounds[i].opt && number(optarg, bounds[i].lo, bounds[i].hi, &v)) {
 				fprintf(stderr, "gpu_latency: bad value '%s' for option %s\n", optarg,
@@ -626,6 +649,7 @@ int main(int argc, char **argv)
 		case 'p': o.procs = (long)v; break;
 		case 's': o.seconds = v; break;
 		case 'D': o.daemon_pid = (long)v; break;
+		case 'q': o.queued = (long)v; break;
 		case 'j': o.json = optarg; break;
 		case 'c': o.check = 1; break;
 		case 'H': header = 1; break;

@@ -7,6 +7,7 @@
 #   tests/gpu/run.sh [--out=DIR] [--build-dir=DIR] [--device=N]
 #                    [--iterations=N] [--kernel-us=N] [--modes=M1,M2,...]
 #                    [--procs=N] [--multi-kernel-us=US1,US2] [--seconds=S]
+#                    [--queued=D1,D2] [--pipe-kernel-us=N] [--pipe-rounds=N]
 #   tests/gpu/run.sh --check [--no-build] [--build-dir=DIR]
 #
 # It builds garudad, libgaruda and gpu-latency (meson, into DIR, default build-gpu;
@@ -18,8 +19,13 @@
 #     --multi-kernel-us (default 2000,10000) for --seconds (default 5) per mode:
 #     completions/s, wake latency of process 0, client CPU seconds per 1,000
 #     completions (and as cores), garudad CPU seconds per 1,000 completions.
-# Tables and JSON lines (single.jsonl, multi.jsonl), the GPU's name and garudad's log
-# go to --out (default DIR/gpu-results).
+#  3. pipelined, single process: --pipe-rounds rounds (default 100) of each --queued
+#     (default 4,10) kernels of --pipe-kernel-us (default 2000) queued on the stream,
+#     each signalled behind the one before, then waited for in order (garuda modes: a
+#     sample per sequence; cudaStreamSynchronize: one per round, the last);
+#     kernel end to wake as in table 1.
+# Tables and JSON lines (single.jsonl, multi.jsonl, pipelined.jsonl), the GPU's name and
+# garudad's log go to --out (default DIR/gpu-results).
 #
 # Needs: an NVIDIA driver (libcuda.so.1), the CUDA toolkit (nvcc, lib64/libcudart_static.a,
 # lib64/stubs), a C compiler, meson, ninja, pkg-config, python3 and garuda's build
@@ -42,6 +48,9 @@ device=0
 procs=8
 multi_kernel_us=2000,10000
 seconds=5
+queued=4,10
+pipe_kernel_us=2000
+pipe_rounds=100
 build_dir=$repo/build-gpu
 out=
 check=0
@@ -56,13 +65,16 @@ for arg in "$@"; do
 	--procs=*) procs=${arg#*=} ;;
 	--multi-kernel-us=*) multi_kernel_us=${arg#*=} ;;
 	--seconds=*) seconds=${arg#*=} ;;
+	--queued=*) queued=${arg#*=} ;;
+	--pipe-kernel-us=*) pipe_kernel_us=${arg#*=} ;;
+	--pipe-rounds=*) pipe_rounds=${arg#*=} ;;
 	--build-dir=*) build_dir=${arg#*=} ;;
 	--out=*) out=${arg#*=} ;;
 	--modes=*) IFS=, read -r -a modes <<<"${arg#*=}" ;;
 	--check) check=1 ;;
 	--no-build) build=0 ;;
 	-h | --help)
-		sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -82,6 +94,7 @@ if ((check)); then
 	# the latency numbers mean nothing over the fake; a loaded machine may leave no
 	# sample whose observer was on time, which gpu_latency --check accepts
 	iterations=50 warmup=0 kernel_us=100 procs=2 multi_kernel_us=1000 seconds=0.1
+	queued=4 pipe_kernel_us=100 pipe_rounds=5
 fi
 build_dir=$(cd "$(dirname "$build_dir")" && pwd)/$(basename "$build_dir")
 out=${out:-$build_dir/gpu-results}
@@ -115,7 +128,7 @@ fi
 [[ -x $latency ]] || die "no $latency (build it first)"
 
 mkdir -p "$out"
-rm -f "$out/single.jsonl" "$out/multi.jsonl" "$out/tables.txt"
+rm -f "$out/single.jsonl" "$out/multi.jsonl" "$out/pipelined.jsonl" "$out/tables.txt"
 tmp=$(mktemp -d /tmp/garuda-gpu.XXXXXX)
 daemon_pid=
 # shellcheck disable=SC2317 # invoked through the EXIT trap
@@ -189,6 +202,18 @@ for k in "${kernels[@]}"; do
 	done
 done
 
+IFS=, read -r -a depths <<<"$queued"
+step "pipelined: ${pipe_rounds} rounds of ${queued} kernels of ${pipe_kernel_us} us queued, single process"
+echo | tee -a "$out/tables.txt"
+for q in "${depths[@]}"; do
+	echo "queued per round: $q" | tee -a "$out/tables.txt"
+	"$latency" --header | tee -a "$out/tables.txt"
+	for mode in "${modes[@]}"; do
+		measure --mode="$mode" --iterations="$pipe_rounds" --warmup=$((check ? 0 : 5)) \
+			--kernel-us="$pipe_kernel_us" --queued="$q" --json="$out/pipelined.jsonl"
+	done
+done
+
 # the Python package's real-torch checks (docs/python.md), where torch with CUDA,
 # pytest and pytest-asyncio are importable; they start their own garudad
 if ((!check)) && python3 -c 'import sys, pytest, pytest_asyncio, torch
@@ -214,9 +239,9 @@ fi
 # every run must have left one well-formed JSON line with sane numbers
 # (a wake may precede the observer's stamp by its slack, 5 us: see gpu_latency.c);
 # under --check every sample may be late, but there must be samples
-python3 - "$out" "${#modes[@]}" "$((${#modes[@]} * ${#kernels[@]}))" "$procs" "$check" <<'EOF' || status=1
+python3 - "$out" "${#modes[@]}" "$((${#modes[@]} * ${#kernels[@]}))" "$procs" "$check" "$((${#modes[@]} * ${#depths[@]}))" <<'EOF' || status=1
 import json, sys
-out, n_single, n_multi, procs, check = sys.argv[1], *map(int, sys.argv[2:])
+out, n_single, n_multi, procs, check, n_pipe = sys.argv[1], *map(int, sys.argv[2:])
 def sampled(r):
     return r["n"] + (r["late"] if check else 0) >= 1 and (r["n"] == 0 or r["p50_us"] <= r["p99_us"])
 def rows(name):
@@ -224,16 +249,17 @@ def rows(name):
         return [json.loads(line) for line in open(f"{out}/{name}")]
     except (OSError, ValueError) as e:
         sys.exit(f"run.sh: {name}: {e}")
-single, multi = rows("single.jsonl"), rows("multi.jsonl")
-if len(single) != n_single or len(multi) != n_multi:
-    sys.exit(f"run.sh: expected {n_single} single and {n_multi} multi results, got {len(single)} and {len(multi)}")
-for r in single:
+single, multi, pipe = rows("single.jsonl"), rows("multi.jsonl"), rows("pipelined.jsonl")
+if len(single) != n_single or len(multi) != n_multi or len(pipe) != n_pipe:
+    sys.exit(f"run.sh: expected {n_single} single, {n_multi} multi and {n_pipe} pipelined results, "
+             f"got {len(single)}, {len(multi)} and {len(pipe)}")
+for r in single + pipe:
     if not sampled(r) or (r["n"] and not -5 <= r["min_us"] <= r["p50_us"] <= r["max_us"]):
         sys.exit(f"run.sh: implausible single result {r}")
 for r in multi:
     if (r["procs"] != procs or r["completions"] < procs or not sampled(r)
             or r["client_cpu_s"] <= 0 or r["garudad_cpu_s"] < 0):
         sys.exit(f"run.sh: implausible multi result {r}")
-print(f"results: {out}/tables.txt, single.jsonl, multi.jsonl", file=sys.stderr)
+print(f"results: {out}/tables.txt, single.jsonl, multi.jsonl, pipelined.jsonl", file=sys.stderr)
 EOF
 exit $status
