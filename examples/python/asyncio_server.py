@@ -5,7 +5,17 @@ stream's completion in the event loop — no thread per request, no core spinnin
 synchronize call. The GPU here is garuda's host backend (a host stream per request
 slot simulates a kernel); examples/python/torch_server.py is the same with PyTorch.
 
-    GARUDA_SOCKET=/run/garuda/garuda.sock python3 asyncio_server.py --requests 1000
+Installed (python3-garuda or pip, libgaruda0, garudad running on the default socket):
+
+    python3 asyncio_server.py --requests 1000
+
+From a build tree (build/), against a garudad you started there: the package from
+the source tree (PYTHONPATH), the built library (GARUDA_LIBRARY; else libgaruda.so.0
+through the loader), the daemon's socket (GARUDA_SOCKET; else /run/garuda/garuda.sock):
+
+    build/daemon/garudad --no-config --runtime-dir=/tmp/garuda &
+    PYTHONPATH=python GARUDA_LIBRARY=build/client/libgaruda.so.0 \\
+        GARUDA_SOCKET=/tmp/garuda/garuda.sock python3 examples/python/asyncio_server.py --requests 1000
 
 With --requests N it serves itself N concurrent requests (each asks for a kernel of
 --kernel-us microseconds), prints one line of results and exits 0 when every reply

@@ -2,20 +2,33 @@
 """torch_server.py — asyncio_server.py with PyTorch: each request runs a matmul on a
 CUDA stream of its own, then awaits that stream through garudad
 (garuda.torch.synchronize_async) instead of blocking the event loop in
-torch.cuda.synchronize(). Needs torch with CUDA and a GPU.
+torch.cuda.synchronize(). Needs torch with CUDA and a GPU: a torch without CUDA (a
+CPU-only build, no driver) stops it with garuda.torch.NoCudaError, which says so and
+what still works (host streams: asyncio_server.py), exit status 1.
 
-    GARUDA_SOCKET=/run/garuda/garuda.sock python3 torch_server.py --requests 256
+Installed (python3-garuda or pip, libgaruda0, garudad running on the default socket):
+
+    python3 torch_server.py --requests 256
+
+From a build tree (build/), against a garudad you started there: the package from
+the source tree (PYTHONPATH), the built library (GARUDA_LIBRARY; else libgaruda.so.0
+through the loader), the daemon's socket (GARUDA_SOCKET; else /run/garuda/garuda.sock):
+
+    build/daemon/garudad --no-config --runtime-dir=/tmp/garuda &
+    PYTHONPATH=python GARUDA_LIBRARY=build/client/libgaruda.so.0 \\
+        GARUDA_SOCKET=/tmp/garuda/garuda.sock python3 examples/python/torch_server.py --requests 256
 """
 import argparse
 import asyncio
 import sys
 import time
 
+import garuda
 import garuda.torch as gt
 
 
 async def main(args):
-    import torch
+    torch = gt.require_cuda()  # NoCudaError, not torch's AssertionError, without CUDA
     streams = asyncio.Queue()
     for _ in range(args.slots):
         streams.put_nowait(torch.cuda.Stream())
@@ -46,4 +59,9 @@ if __name__ == "__main__":
     p.add_argument("--slots", type=int, default=16)
     p.add_argument("--requests", type=int, default=256)
     p.add_argument("--n", type=int, default=1024, help="matrix size")
-    sys.exit(asyncio.run(main(p.parse_args())))
+    args = p.parse_args()
+    try:
+        sys.exit(asyncio.run(main(args)))
+    except garuda.Error as e:
+        print(f"torch_server.py: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -7,6 +7,13 @@ dynamic loader's search path. Every function gets its exact argument and return 
 no call goes through ctypes' int defaults. Optional entry points of newer libraries
 (``garuda_stream_set_plan``) are bound only when the loaded library exports them.
 
+Every call that returns a negative code on failure has an ``errcheck``: the failure
+is raised as the garuda.Error of its code (errors.from_code), carrying libgaruda's own
+explanation (``Error.detail``): garuda_last_error(), read by the errcheck right after the
+failing call on the calling thread (the library keeps it per thread), and, for BAD_PLAN,
+garuda_plan_message(). Call sites never test return codes; the query calls return
+-EAGAIN ("still running") instead of raising it.
+
 ctypes releases the GIL around every call, so a blocking ``garuda_stream_wait`` or
 ``garuda_host_stream_drain`` lets other Python threads run.
 """
@@ -15,6 +22,8 @@ import os
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char_p, c_int, c_int64,
                     c_size_t, c_uint, c_uint32, c_uint64, c_void_p)
+
+from . import errors
 
 SONAME = "libgaruda.so.0"
 
@@ -41,6 +50,8 @@ _PROTOTYPES = {
     "garuda_strerror": (c_char_p, [c_int]),
     "garuda_connect": (c_int, [_PH]),
     "garuda_connect_to": (c_int, [c_char_p, _PH]),
+    "garuda_last_error": (c_char_p, []),
+    "garuda_client_warning": (c_int, [_H, c_char_p, c_size_t]),
     "garuda_disconnect": (None, [_H]),
     "garuda_client_connected": (c_int, [_H]),
     "garuda_client_session": (c_uint64, [_H]),
@@ -82,9 +93,84 @@ _OPTIONAL = {
 }
 
 
+EAGAIN = 11
+_BAD_PLAN = 1022
+# the calls that set or clear garuda_last_error() every time (header: "the text of the
+# calling thread's last failed garuda_connect*()"; "" after a successful connect)
+_CONNECTS = frozenset({"garuda_connect", "garuda_connect_to"})
+# calls whose non-negative results are values that are never failures, and the query
+# calls (-EAGAIN: still running)
+_NO_CHECK = frozenset({"garuda_segment_numa_node"})
+_QUERIES = frozenset({"garuda_stream_query", "garuda_host_stream_query"})
+
+# per thread, as libgaruda's buffer is: (text, call, code) of the last explanation
+# attached to an exception on this thread
+_tls = threading.local()
+
+
+def _explanation(name, code):
+    """libgaruda's words for the failure of `name` with `code` that the calling thread
+    just got ("" when it gave none).
+
+    garuda_last_error() is written only by the calls that explain a failure (connect,
+    segment open, stream creation, a request garudad refused with words) and is not
+    cleared by the others, so after a failure of a call that wrote nothing it still
+    holds an older failure's text. The connects write or clear it every time: their
+    text is always this failure's. For any other call, a text that differs from the last
+    one attached on this thread is new; the same text again belongs to this failure only
+    when the same call failed with the same code (a repeated refusal), and is otherwise
+    an older failure's and left out."""
+    lib = _lib
+    text = lib.garuda_last_error()
+    text = text.decode(errors="replace") if text else ""
+    seen = getattr(_tls, "seen", None)
+    if text and (name in _CONNECTS or seen is None or seen[0] != text
+                 or seen[1:] == (name, code)):
+        _tls.seen = (text, name, code)
+    else:
+        text = ""
+    if code == _BAD_PLAN and hasattr(lib, "garuda_plan_message"):
+        why = lib.garuda_plan_message()
+        why = why.decode(errors="replace") if why else ""
+        if why and why not in text:
+            text = f"{text}; {why}" if text else why
+    return text
+
+
+def _raise(result, func):
+    name = func.__name__
+    code = -result
+    what = name[len("garuda_"):] if name.startswith("garuda_") else name
+    raise errors.from_code(code, what, _explanation(name, code))
+
+
+def _check(result, func, _args):
+    """errcheck: a negative result raises; anything else is the call's value."""
+    if result < 0:
+        _raise(result, func)
+    return result
+
+
+def _check_connect(result, func, _args):
+    if result < 0:
+        _raise(result, func)
+    _tls.seen = None  # a successful connect cleared the thread's text
+    return result
+
+
+def _check_query(result, func, _args):
+    """errcheck of the query calls: 0 done, -EAGAIN running (returned), else raises."""
+    if result < 0 and result != -EAGAIN:
+        _raise(result, func)
+    return result
+
+
 def _declare(lib, name, proto):
     fn = getattr(lib, name)
     fn.restype, fn.argtypes = proto
+    if proto[0] is c_int and name not in _NO_CHECK:
+        fn.errcheck = (_check_connect if name in _CONNECTS else
+                       _check_query if name in _QUERIES else _check)
     return fn
 
 

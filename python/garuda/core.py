@@ -8,6 +8,10 @@ Promises:
    HostStream), so collection frees children first. Closing a parent closes its
    children first; a closed object raises garuda.ClosedError.
  - Every failure is a garuda.Error (see errors.py); nothing returns an error code.
+   The libgaruda calls raise by themselves (their ctypes ``errcheck``, _lib.py), with
+   libgaruda's explanation in ``Error.detail``.
+ - A client that runs but not as asked (GARUDA_FALLBACK=reactor without garudad) has
+   a coded warning: Client.warning, and a GarudaWarning issued by the connect.
  - Times are seconds (float); None means "no limit".
  - asyncio: Stream.wait_async() puts the stream's eventfd in the running loop with
    loop.add_reader() — one reader per stream however many awaits are pending, no
@@ -28,11 +32,13 @@ import heapq
 import json
 import os
 import threading
+import warnings
 import weakref
 from ctypes import byref, c_uint64, c_void_p
 
 from . import _lib
-from .errors import ClosedError, Error, TimeoutError as GTimeoutError, check, from_code
+from .errors import (ClosedError, Error, GarudaWarning, TimeoutError as GTimeoutError,
+                     from_code)
 
 _MASK = (1 << 64) - 1
 _HALF = 1 << 63
@@ -107,21 +113,27 @@ class _Owned:
 
 class Client(_Owned):
     """One connection to garudad: $GARUDA_SOCKET (default /run/garuda/garuda.sock), or
-    `path`. The library reconnects in the background when garudad restarts."""
+    `path`. The library reconnects in the background when garudad restarts.
+
+    A failed connect raises with libgaruda's words (which socket, how it was chosen,
+    what to do). A connect that succeeds with a coded warning (GARUDA_FALLBACK=reactor
+    and no garudad: an in-process reactor stands in) issues a garuda.GarudaWarning."""
     _kind = "client"
 
     def __init__(self, path=None):
         lib = _lib.load()
         h = c_void_p()
         if path is None:
-            rc = lib.garuda_connect(byref(h))
+            lib.garuda_connect(byref(h))
         else:
-            rc = lib.garuda_connect_to(os.fsencode(path), byref(h))
-        check(rc, "connect")
+            lib.garuda_connect_to(os.fsencode(path), byref(h))
         self._h = h.value
         self._lib = lib
         self._segments = weakref.WeakSet()
         self._lock = threading.Lock()
+        w = self.warning
+        if w is not None:
+            warnings.warn(GarudaWarning(*w), stacklevel=2)
 
     def close(self):
         """Close every segment and stream of this client, then disconnect."""
@@ -137,7 +149,18 @@ class Client(_Owned):
     @property
     def connected(self):
         """True while the client has a session (False while it reconnects)."""
-        return check(self._lib.garuda_client_connected(self._handle())) == 1
+        return self._lib.garuda_client_connected(self._handle()) == 1
+
+    @property
+    def warning(self):
+        """The client's coded warning as (code, text), or None: (1035, "requested:
+        ...; unavailable: ...; running: ...") while a GARUDA_FALLBACK=reactor client
+        runs without garudad (garuda_client_warning(); cleared when garudad is back)."""
+        buf = ctypes.create_string_buffer(512)
+        code = self._lib.garuda_client_warning(self._handle(), buf, len(buf))
+        if code == 0:
+            return None
+        return code, buf.value.decode(errors="replace")
 
     @property
     def session(self):
@@ -153,16 +176,16 @@ class Client(_Owned):
         """garudad's view of this client's own session, as a dict (docs/protocol.md
         §4.14: id, pid, uid, segments, bindings, armed, arms, completions, ...)."""
         buf = ctypes.create_string_buffer(4096)
-        n = check(self._lib.garuda_client_query(self._handle(), buf, len(buf)), "query")
+        n = self._lib.garuda_client_query(self._handle(), buf, len(buf))
         return json.loads(buf.raw[:n].decode())
 
     def fileno(self):
         """An fd readable when dispatch() has callbacks to run (message form)."""
-        return check(self._lib.garuda_client_fd(self._handle()))
+        return self._lib.garuda_client_fd(self._handle())
 
     def dispatch(self):
         """Run pending callbacks of message-form streams; returns how many ran."""
-        return check(self._lib.garuda_dispatch(self._handle()), "dispatch")
+        return self._lib.garuda_dispatch(self._handle())
 
     def segment(self, backend="host", device=0, lines=1):
         """Segment(self, backend, device, lines)."""
@@ -182,8 +205,8 @@ class Segment(_Owned):
             raise TypeError("client must be a garuda.Client")
         ch = client._handle()
         h = c_void_p()
-        check(client._lib.garuda_segment_open(ch, backend.encode(), int(device), int(lines),
-                                              byref(h)), f"segment_open({backend})")
+        client._lib.garuda_segment_open(ch, backend.encode(), int(device), int(lines),
+                                        byref(h))
         self._h = h.value
         self._lib = client._lib
         self.client = client
@@ -223,7 +246,7 @@ class Segment(_Owned):
         for st in list(self._streams):
             st.close()
         self._settle_hosts()
-        check(self._lib.garuda_segment_close(h), "segment_close")
+        self._lib.garuda_segment_close(h)
         self._h = None
         self.client._segments.discard(self)
 
@@ -252,7 +275,7 @@ class HostStream(_Owned):
         lib = _lib.load()
         cfg = _lib.HostStreamConfig(int(depth), int(spin * 1e9), 1 if nonblock else 0)
         h = c_void_p()
-        check(lib.garuda_host_stream_new(byref(cfg), byref(h)), "host_stream_new")
+        lib.garuda_host_stream_new(byref(cfg), byref(h))
         self._h = h.value
         self._lib = lib
         self._keep = []  # stamps and callbacks the worker may still touch
@@ -271,19 +294,17 @@ class HostStream(_Owned):
 
     def enqueue_work(self, seconds):
         """A simulated kernel that keeps the stream busy for `seconds`."""
-        check(self._lib.garuda_host_stream_enqueue_work(self._handle(), int(seconds * 1e9)),
-              "enqueue_work")
+        self._lib.garuda_host_stream_enqueue_work(self._handle(), int(seconds * 1e9))
 
     def enqueue_fault(self):
         """A failed context: later items never run, later enqueues fail."""
-        check(self._lib.garuda_host_stream_enqueue_fault(self._handle()), "enqueue_fault")
+        self._lib.garuda_host_stream_enqueue_fault(self._handle())
 
     def enqueue_stamp(self):
         """Returns a ctypes c_uint64 that gets the monotonic time (ns) when the worker
         reaches this item (0 until then)."""
         cell = c_uint64(0)
-        check(self._lib.garuda_host_stream_enqueue_stamp(self._handle(), byref(cell)),
-              "enqueue_stamp")
+        self._lib.garuda_host_stream_enqueue_stamp(self._handle(), byref(cell))
         self._keep.append(cell)
         return cell
 
@@ -292,22 +313,17 @@ class HostStream(_Owned):
         def tramp(_arg):
             fn()
         cb = _lib.HOST_CALL(tramp)
-        check(self._lib.garuda_host_stream_enqueue_call(self._handle(), cb, None),
-              "enqueue_call")
+        self._lib.garuda_host_stream_enqueue_call(self._handle(), cb, None)
         self._keep.append(cb)
 
     def query(self):
         """True when every item so far finished, False while some run; raises
         StreamFaultError on a faulted stream."""
-        rc = self._lib.garuda_host_stream_query(self._handle())
-        if rc == -11:  # -EAGAIN
-            return False
-        check(rc, "host_stream_query")
-        return True
+        return self._lib.garuda_host_stream_query(self._handle()) != -_lib.EAGAIN
 
     def drain(self):
         """Block until every item so far finished (raises StreamFaultError)."""
-        check(self._lib.garuda_host_stream_drain(self._handle()), "host_stream_drain")
+        self._lib.garuda_host_stream_drain(self._handle())
 
 
 def _native_pointer(native):
@@ -338,8 +354,7 @@ class Stream(_Owned):
         form = Readiness(form)
         sh = segment._handle()
         h = c_void_p()
-        check(segment._lib.garuda_stream_new(sh, _native_pointer(native), int(form), byref(h)),
-              "stream_new")
+        segment._lib.garuda_stream_new(sh, _native_pointer(native), int(form), byref(h))
         self._h = h.value
         self._lib = segment._lib
         self.segment = segment
@@ -372,7 +387,7 @@ class Stream(_Owned):
     def signal(self):
         """Enqueue the store of the next sequence behind the native stream's queued
         work and arm it; returns the sequence."""
-        check(self._lib.garuda_stream_signal(self._handle(), byref(self._seq)), "signal")
+        self._lib.garuda_stream_signal(self._handle(), byref(self._seq))
         return self._seq.value
 
     @property
@@ -395,7 +410,7 @@ class Stream(_Owned):
         h = self._handle()
         if seq is None:
             seq = self._lib.garuda_stream_last(h)
-        check(self._lib.garuda_stream_wait(h, int(seq), _ns(timeout, "timeout")), "wait")
+        self._lib.garuda_stream_wait(h, int(seq), _ns(timeout, "timeout"))
 
     def synchronize(self, timeout=None):
         """signal() then wait() for that sequence; returns it."""
@@ -405,29 +420,24 @@ class Stream(_Owned):
 
     def fileno(self):
         """The stream's eventfd (EVENTFD form), owned by the stream."""
-        return check(self._lib.garuda_stream_fd(self._handle()), "stream_fd")
+        return self._lib.garuda_stream_fd(self._handle())
 
     def drain(self):
         """Clear the eventfd; returns (moved, value): moved is True when the word moved
         since the previous drain."""
         v = c_uint64(0)
-        rc = check(self._lib.garuda_stream_drain(self._handle(), byref(v)), "drain")
+        rc = self._lib.garuda_stream_drain(self._handle(), byref(v))
         return rc == 1, v.value
 
     def query(self):
         """Ask the native stream: True all queued work done, False running; raises
         StreamFaultError."""
-        rc = self._lib.garuda_stream_query(self._handle())
-        if rc == -11:  # -EAGAIN
-            return False
-        check(rc, "stream_query")
-        return True
+        return self._lib.garuda_stream_query(self._handle()) != -_lib.EAGAIN
 
     def set_wait(self, spin=20e-6, backstop=1e-3):
         """The blocking wait's plan: spin `spin` seconds, then block, querying the
         native stream every `backstop` seconds (at least 10 us)."""
-        check(self._lib.garuda_stream_set_wait(self._handle(), int(spin * 1e9),
-                                               int(backstop * 1e9)), "set_wait")
+        self._lib.garuda_stream_set_wait(self._handle(), int(spin * 1e9), int(backstop * 1e9))
 
     def set_plan(self, text):
         """The wait plan as text ("block", "poll", "flag:park_us=N,backstop_us=N"...).
@@ -436,11 +446,9 @@ class Stream(_Owned):
         h = self._handle()
         if not _lib.has("garuda_stream_set_plan"):
             raise NotImplementedError("garuda: this libgaruda has no garuda_stream_set_plan")
-        rc = self._lib.garuda_stream_set_plan(h, text.encode())
-        if rc < 0 and _lib.has("garuda_plan_message"):
-            # the offending key, as libgaruda words it ("window: 17 exceeds 16")
-            check(rc, "set_plan: " + self._lib.garuda_plan_message().decode(errors="replace"))
-        check(rc, "set_plan")
+        # a refusal's detail is the offending key, as libgaruda words it
+        # (garuda_plan_message(): "window: 17 exceeds 16")
+        self._lib.garuda_stream_set_plan(h, text.encode())
 
     @property
     def plan(self):
@@ -449,7 +457,7 @@ class Stream(_Owned):
         if not _lib.has("garuda_stream_get_plan"):
             raise NotImplementedError("garuda: this libgaruda has no garuda_stream_get_plan")
         buf = ctypes.create_string_buffer(192)
-        n = check(self._lib.garuda_stream_get_plan(h, buf, len(buf)), "get_plan")
+        n = self._lib.garuda_stream_get_plan(h, buf, len(buf))
         return buf.raw[:n].decode()
 
     def set_callback(self, fn):
@@ -466,7 +474,7 @@ class Stream(_Owned):
                 if me is not None:
                     fn(me, seq)
             cb = _lib.STREAM_CB(tramp)
-        check(self._lib.garuda_stream_set_callback(h, cb, None), "set_callback")
+        self._lib.garuda_stream_set_callback(h, cb, None)
         self._cb = cb if fn is not None else None
 
     # --- asyncio -------------------------------------------------------------------
@@ -573,9 +581,10 @@ class _Waiters:
             self.backstop = self.loop.call_later(interval, self.on_backstop)
 
     def on_ready(self):
-        rc = self.lib.garuda_stream_drain(self.h, byref(self.v))
-        if rc < 0:
-            self.fail_all(from_code(-rc, "drain"))
+        try:
+            self.lib.garuda_stream_drain(self.h, byref(self.v))
+        except Error as e:
+            self.fail_all(e)
             return
         self.resolve(self.v.value)
 
@@ -585,12 +594,13 @@ class _Waiters:
         self.resolve(value)
         if not self.live:
             return
-        rc = self.lib.garuda_stream_query(self.h)
-        if rc < 0 and rc != -11:
+        try:
+            self.lib.garuda_stream_query(self.h)  # 0 or -EAGAIN: fine
+        except Error as e:
             # the native stream failed: the stores will never come. Re-read first: a
             # store that landed before the fault still completes its awaits.
             self.resolve(self.lib.garuda_stream_value(self.h))
-            self.fail_all(from_code(-rc, "wait_async"))
+            self.fail_all(e)
             return
         self.arm_backstop()
 

@@ -7,6 +7,11 @@ table does not know yet (a newer library) raises ``Error`` itself with name ``E<
 A negative errno raises ``ErrnoError``, which is also a built-in ``OSError`` (``errno``,
 ``strerror``) and carries ``code`` = errno and ``name`` = its symbolic name ("ENOENT").
 ``garuda.TimeoutError`` is also a built-in ``TimeoutError``.
+An exception raised from a libgaruda call carries libgaruda's own explanation in
+``detail`` (garuda_last_error(): the socket path and what to do, a quota's key, limit
+and usage, the driver library that is missing; "" when the call gave none) and its
+message ends with it. Coded warnings (garuda_client_warning()) are issued as
+``GarudaWarning`` with the same ``code`` / ``name`` / ``text``.
 
 REGISTRY below is a copy of the C registry; tests/test_errors.py compares it with
 proto/errcode.h and with the library's garuda_strerror(), so the two cannot drift.
@@ -62,11 +67,14 @@ class Error(Exception):
     """A failure reported by libgaruda (or by this package for a closed object).
 
     code: the registry code (>= 1000) or the errno; name: "QUOTA", "ENOENT"...;
-    text: the library's message for it."""
+    text: the library's message for the code (garuda_strerror); what: the call;
+    detail: libgaruda's explanation of this failure (garuda_last_error(), e.g.
+    "garudad refused SEGMENT_CREATE: quota.connection.segments ..."), "" if none.
+    str(): "what: text (NAME): detail"."""
     code = 0
     name = ""
 
-    def __init__(self, code=None, text=None, what=None):
+    def __init__(self, code=None, text=None, what=None, detail=None):
         if code is None:
             code = type(self).code
         self.code = code
@@ -74,17 +82,19 @@ class Error(Exception):
             self.name = _name_of(code)
         self.text = text if text is not None else _text_of(code)
         self.what = what
-        super().__init__(f"{what + ': ' if what else ''}{self.text} ({self.name})")
+        self.detail = detail or ""
+        super().__init__(f"{what + ': ' if what else ''}{self.text} ({self.name})"
+                         f"{': ' + self.detail if self.detail else ''}")
 
     def __reduce__(self):
-        return (type(self), (self.code, self.text, self.what))
+        return (type(self), (self.code, self.text, self.what, self.detail))
 
 
 class ErrnoError(Error, builtins.OSError):
     """A system failure: libgaruda forwarded a negative errno."""
 
-    def __init__(self, code, text=None, what=None):
-        Error.__init__(self, code, text, what)
+    def __init__(self, code, text=None, what=None, detail=None):
+        Error.__init__(self, code, text, what, detail)
         self.errno = code
         self.strerror = self.text
         if what:
@@ -116,7 +126,7 @@ def _class_name(name):
 
 _NAMES = dict(REGISTRY)
 BY_CODE = {}
-__all__ = ["Error", "ErrnoError", "REGISTRY", "from_code", "check"]
+__all__ = ["Error", "ErrnoError", "GarudaWarning", "REGISTRY", "from_code", "check"]
 for _code, _name in REGISTRY:
     _bases = (Error,)
     if _name == "TIMEOUT":
@@ -125,8 +135,8 @@ for _code, _name in REGISTRY:
                                              "__doc__": f"Registry code {_code} ({_name})."})
     if _name == "TIMEOUT":
         # a built-in TimeoutError is an OSError: keep Error's message and attributes
-        _cls.__init__ = lambda self, code=None, text=None, what=None: Error.__init__(
-            self, code, text, what)
+        _cls.__init__ = lambda self, code=None, text=None, what=None, detail=None: \
+            Error.__init__(self, code, text, what, detail)
         _cls.__str__ = Error.__str__
     _cls.__module__ = "garuda"
     globals()[_cls.__name__] = _cls
@@ -135,11 +145,31 @@ for _code, _name in REGISTRY:
 del _code, _name, _bases, _cls
 
 
-def from_code(code, what=None):
+def from_code(code, what=None, detail=None):
     """The exception for a positive code (registry code or errno)."""
     if code >= ERR_BASE:
-        return BY_CODE.get(code, Error)(code, what=what)
-    return ErrnoError(code, what=what)
+        return BY_CODE.get(code, Error)(code, what=what, detail=detail)
+    return ErrnoError(code, what=what, detail=detail)
+
+
+class GarudaWarning(UserWarning):
+    """A coded warning of libgaruda (garuda_client_warning()): the client runs, but not
+    as asked — FALLBACK_REACTOR (1035): GARUDA_FALLBACK=reactor and garudad could not be
+    reached, so an in-process reactor delivers readiness until garudad is back.
+    code: the registry code; name: "FALLBACK_REACTOR"; text: libgaruda's words
+    ("requested: ...; unavailable: ...; running: ...")."""
+
+    def __init__(self, code, text=""):
+        self.code = code
+        self.name = _name_of(code)
+        self.text = text
+        super().__init__(code, text)
+
+    def __str__(self):
+        return f"garuda: {self.name} ({self.code}): {self.text or _text_of(self.code)}"
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.text))
 
 
 def check(rc, what=None):

@@ -8,9 +8,11 @@ garudad, with no core spinning in cudaStreamSynchronize.
 
 Promises:
  - torch is imported only when a function needs it (no stream given: the current
-   stream); without torch that is an ImportError saying so. A stream given as any
-   object with an int ``cuda_stream`` (torch.cuda.Stream, or a stand-in) needs no
-   torch at all.
+   stream; require_cuda()); without torch that is an ImportError saying so, and with
+   a torch that has no CUDA (a CPU-only build, no driver or GPU) a NoCudaError (a
+   garuda.NoDriverError) saying so and what still works: host streams. A stream given
+   as any object with an int ``cuda_stream`` (torch.cuda.Stream, or a stand-in) needs
+   no torch at all.
  - signal() enqueues, through libgaruda's cuda backend, a cuStreamWriteValue64 of the
    next sequence on the stream's CUstream (``torch_stream.cuda_stream``), behind the
    work queued there. Call it after ``graph.replay()``: the store goes on the stream,
@@ -23,12 +25,26 @@ one thread at a time (libgaruda's rule).
 import threading
 
 from . import core
+from .errors import NoDriverError
 
 _lock = threading.Lock()
 _client = None
 _segments = {}  # device -> [Segment]
 _streams = {}   # (device, handle) -> Stream
 _LINES = 8      # 64 words per segment
+
+
+class NoCudaError(NoDriverError):
+    """torch is there but has no CUDA (torch.cuda.is_available() is False): a CPU-only
+    build, or no NVIDIA driver or GPU. A garuda.NoDriverError (code 1024)."""
+
+    def __init__(self, code=None, text="torch has no CUDA", what="garuda.torch",
+                 detail=None):
+        super().__init__(code, text, what, detail)
+
+_STILL_WORKS = ("garuda.torch needs CUDA streams. Without CUDA, host streams still work: "
+                "garuda.HostStream on a client.segment(\"host\") — signal(), wait(), "
+                "await wait_async() — as examples/python/asyncio_server.py does")
 
 
 def _torch():
@@ -40,9 +56,29 @@ def _torch():
     return torch
 
 
+def require_cuda():
+    """torch, when it has CUDA; else NoCudaError saying so and what still works (host
+    streams) — instead of torch's own AssertionError or TypeError from the first CUDA
+    call. ImportError without torch."""
+    torch = _torch()
+    try:
+        ok = bool(torch.cuda.is_available())
+    except Exception as e:  # a torch too broken to say
+        raise NoCudaError(detail=f"torch.cuda.is_available() failed ({e!r}); "
+                          + _STILL_WORKS) from e
+    if not ok:
+        version = getattr(torch, "__version__", "?")
+        cuda = getattr(getattr(torch, "version", None), "cuda", None)
+        built = (f"built for CUDA {cuda}, but no NVIDIA driver or GPU is usable" if cuda else
+                 "a CPU-only build")
+        raise NoCudaError(detail=f"torch {version} ({built}): torch.cuda.is_available() is "
+                          f"False. {_STILL_WORKS}")
+    return torch
+
+
 def _resolve(torch_stream):
     if torch_stream is None:
-        torch_stream = _torch().cuda.current_stream()
+        torch_stream = require_cuda().cuda.current_stream()
     handle = getattr(torch_stream, "cuda_stream", None)
     if not isinstance(handle, int):
         raise TypeError("garuda.torch: expected a torch.cuda.Stream (an object with an int "

@@ -147,6 +147,58 @@ def test_without_torch_current_stream_is_clear_importerror():
         gt.signal()
 
 
+def cpu_only_torch():
+    """A stand-in for a CPU-only torch: cuda.is_available() is False and the CUDA calls
+    fail as torch's own do (AssertionError, TypeError)."""
+    import types
+    torch = types.ModuleType("torch")
+    torch.__version__ = "2.1.0+cpu"
+    torch.version = types.SimpleNamespace(cuda=None)
+
+    def not_compiled(*_a, **_k):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    class Stream:
+        def __new__(cls, *a, **k):
+            raise TypeError("cannot create 'torch._C._CudaStreamBase' instances")
+    torch.cuda = types.SimpleNamespace(is_available=lambda: False,
+                                       current_stream=not_compiled, Stream=Stream)
+    return torch
+
+
+def test_cpu_only_torch_is_garuda_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", cpu_only_torch())
+    for call in (gt.signal, gt.stream_for, gt.synchronize, gt.require_cuda):
+        with pytest.raises(gt.NoCudaError) as e:
+            call()
+        err = e.value
+        assert isinstance(err, garuda.NoDriverError) and isinstance(err, garuda.Error)
+        assert err.code == 1024
+        msg = str(err)
+        assert msg.startswith("garuda.torch: torch has no CUDA"), msg
+        assert "2.1.0+cpu" in msg and "CPU-only" in msg
+        assert "host streams still work" in msg and "garuda.HostStream" in msg
+    with pytest.raises(gt.NoCudaError):
+        asyncio.run(gt.synchronize_async())
+    # torch built for CUDA but no usable driver or GPU: said so too
+    t = cpu_only_torch()
+    t.version.cuda = "12.1"
+    monkeypatch.setitem(sys.modules, "torch", t)
+    with pytest.raises(gt.NoCudaError, match="built for CUDA 12.1, but no NVIDIA driver"):
+        gt.signal()
+
+
+@needs_fake
+def test_stand_in_needs_no_cuda_torch(fake, monkeypatch):
+    """An object with an int .cuda_stream needs no torch, CUDA-less or not."""
+    monkeypatch.setitem(sys.modules, "torch", cpu_only_torch())
+    h = fake.stream()
+    ts = StandIn(h)
+    gt.synchronize(ts, timeout=30)
+    gt.reset()
+    fake.destroy(h)
+
+
 def _torch_cuda():
     try:
         import torch

@@ -1,0 +1,86 @@
+"""The pip route (docs/python.md, "pip"): python/pyproject.toml builds with setuptools,
+offline, into a fresh venv —
+
+    python3 -m venv --system-site-packages v
+    v/bin/pip install --no-build-isolation --no-index ./python
+
+— and the installed package (not the source tree: no PYTHONPATH) loads the build
+tree's libgaruda named by GARUDA_LIBRARY and runs one completion through a garudad
+this test starts. The install runs on a copy of python/ (pip's setuptools build
+writes build/ and garuda.egg-info/ into the tree it builds), in a temporary
+directory. Skips, saying why, without the venv module or ensurepip (Debian
+python3-venv) or without the wheel package (python3-wheel: Debian 12's setuptools
+needs it to build and its venvs carry none)."""
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+LIBRARY = os.environ.get("GARUDA_LIBRARY")
+
+PROBE = r"""
+import os, sys, garuda
+assert garuda.__file__.startswith(sys.prefix), (garuda.__file__, sys.prefix)
+with garuda.Client() as c, c.segment() as seg, seg.stream() as s:
+    seq = s.signal()
+    s.wait(seq, timeout=30)
+    assert s.reached(seq)
+print("pip garuda", garuda.__version__, "libgaruda", garuda.version(),
+      "from", os.path.dirname(garuda.__file__))
+"""
+
+
+def _missing():
+    for mod, pkg in (("venv", "python3-venv"), ("ensurepip", "python3-venv"),
+                     ("setuptools", "python3-setuptools"), ("wheel", "python3-wheel")):
+        if importlib.util.find_spec(mod) is None:
+            return f"the {mod} module is not available to {sys.executable} (install {pkg})"
+    return None
+
+
+@pytest.mark.skipif(not LIBRARY, reason="GARUDA_LIBRARY is not set (meson test sets it "
+                    "to the build tree's libgaruda)")
+def test_pip_install_into_venv(make_daemon):
+    why = _missing()
+    if why:
+        pytest.skip(why)
+    d = make_daemon()
+    with tempfile.TemporaryDirectory(prefix="garuda-py-pip.") as tmp:
+        shutil.copytree(PYTHON_DIR, os.path.join(tmp, "python"),
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__",
+                                                      "tests", "bench"))
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
+        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+
+        def run(*cmd, **kw):
+            r = subprocess.run(cmd, cwd=tmp, env=kw.pop("env", env), capture_output=True,
+                               text=True, timeout=240, **kw)
+            assert r.returncode == 0, f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}"
+            return r
+
+        r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "v"],
+                           cwd=tmp, env=env, capture_output=True, text=True, timeout=240)
+        if r.returncode != 0 and "ensurepip" in r.stdout + r.stderr:
+            pytest.skip(f"{sys.executable} -m venv cannot install pip (python3-venv's "
+                        f"ensurepip): {(r.stdout + r.stderr).strip()[-300:]}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        pip = os.path.join(tmp, "v", "bin", "pip")
+        run(pip, "install", "--no-build-isolation", "--no-index", "./python")
+        run(pip, "show", "garuda")
+        probe_env = dict(env, GARUDA_LIBRARY=LIBRARY, GARUDA_SOCKET=d.sock)
+        r = run(os.path.join(tmp, "v", "bin", "python"), "-c", PROBE, env=probe_env)
+        assert r.stdout.startswith("pip garuda 0.1.0 libgaruda 0.1.0 from " + tmp), r.stdout
+        # without GARUDA_LIBRARY the package asks the loader for libgaruda.so.0: an
+        # installed libgaruda, or an ImportError that says what to set
+        bare = {k: v for k, v in probe_env.items() if k not in ("GARUDA_LIBRARY",)}
+        r = subprocess.run([os.path.join(tmp, "v", "bin", "python"), "-c",
+                            "import garuda; print(garuda.version())"],
+                           cwd=tmp, env=bare, capture_output=True, text=True, timeout=60)
+        assert (r.returncode == 0 and r.stdout.strip() or
+                "ImportError" in r.stderr and "GARUDA_LIBRARY" in r.stderr), r.stdout + r.stderr
