@@ -11,6 +11,7 @@ packages=(
 	systemd valgrind
 	spin # the models suite (tests/models)
 	python3-pytest python3-pytest-asyncio python3-uvloop
+	python3-venv python3-setuptools python3-wheel # the python suite's pip route (test_pip.py)
 	procps util-linux # the systemd suite: ps; unshare, nsenter, setpriv
 	# the deploy suite (tests/deploy): the Debian packages built, linted and installed
 	# into a debootstrap'd root; promtool (prometheus: ~96 MB installed, the smallest
