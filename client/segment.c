@@ -273,6 +273,15 @@ uint32_t garuda_segment_free_words(const struct garuda_seg *seg)
 	return n;
 }
 
+int garuda_segment_doorbell(const struct garuda_seg *seg, uint32_t **word, uint32_t *value)
+{
+	if (!seg || !word || !value)
+		return -EINVAL;
+	*word = &seg->map->hdr.doorbell;
+	*value = __atomic_load_n(*word, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
 int seg_present(struct garuda_seg *seg, uint64_t gen)
 {
 	struct garuda_client *c = seg->client;

@@ -63,3 +63,24 @@ Test(examples, epoll)
 	cr_assert_not_null(strstr(out, "30 completions from 5 streams"));
 	td_stop(&d);
 }
+
+/* the io_uring loop: 3 streams, 40 sequences each, through the doorbell's
+ * IORING_OP_FUTEX_WAIT where the kernel has it, else (and when the probe is made to
+ * say no) through eventfd reads; every sequence reported once either way */
+Test(examples, uring)
+{
+	struct gd_daemon d;
+	char out[4096];
+	td_start(&d, NULL);
+	const char *argv[] = { EXAMPLE_URING, "40", NULL };
+	cr_assert_eq(run(&d, argv, out, sizeof(out)), 0, "uring failed:\n%s", out);
+	cr_assert_not_null(strstr(out, "120 sequences on 3 streams, reported once each"), "%s", out);
+	cr_assert(strstr(out, "IORING_OP_FUTEX_WAIT") != NULL, "%s", out);
+	setenv("URING_NO_FUTEX", "1", 1);
+	cr_assert_eq(run(&d, argv, out, sizeof(out)), 0, "uring (eventfd fallback) failed:\n%s", out);
+	unsetenv("URING_NO_FUTEX");
+	cr_assert_not_null(strstr(out, "with IORING_OP_READ (the probe says this kernel has no "
+				       "IORING_OP_FUTEX_WAIT"), "the fallback was not taken:\n%s", out);
+	cr_assert_not_null(strstr(out, "120 sequences on 3 streams, reported once each"), "%s", out);
+	td_stop(&d);
+}

@@ -267,6 +267,18 @@ int garuda_segment_numa_node(const struct garuda_seg *seg);
 /* Words of the segment not used by a stream. Thread-safe. */
 uint32_t garuda_segment_free_words(const struct garuda_seg *seg);
 
+/* The segment's doorbell, for a program that waits on it itself (io_uring's
+ * IORING_OP_FUTEX_WAIT, futex(2), futex_waitv(2)) instead of in garuda_stream_wait():
+ * *word gets the address of the 32-bit futex word garudad bumps (+1, wrapping) and
+ * wakes for every DOORBELL-form readiness of the segment's streams; it is in shared
+ * memory, so wait without FUTEX_PRIVATE_FLAG / FUTEX2_PRIVATE. *value gets its value
+ * now (an acquire load). The rule that misses no ring: take *value, then check your
+ * streams (garuda_stream_drain(), garuda_stream_reached()), then wait while the word
+ * still holds *value; a wait that finds it changed returns at once (EAGAIN); after
+ * any return take the value again. docs/client.md, "io_uring".
+ * Errors: -EINVAL (seg, word or value NULL). Thread-safe. */
+int garuda_segment_doorbell(const struct garuda_seg *seg, uint32_t **word, uint32_t *value);
+
 /* ------------------------------------------------------------------------------
  * Streams: one word signalled by one native stream
  */
