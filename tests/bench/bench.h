@@ -104,6 +104,11 @@ int futex_wait_ge(uint32_t *addr, uint32_t want, uint64_t timeout_ns);
 /* *addr = v (release) and wake all waiters. */
 void futex_set(uint32_t *addr, uint32_t v);
 
+/* The same wait in an io_uring ring: one IORING_OP_FUTEX_WAIT (Linux 6.7;
+ * examples/uring_futex.h) for *addr == val, at most timeout_ns (then cancelled). */
+struct io_uring;
+void uring_bell_wait(struct io_uring *ring, uint32_t *addr, uint32_t val, uint64_t timeout_ns);
+
 /* ------------------------------------------------------------------ children */
 
 /* Fork a child that runs fn(arg) and exits with its return value (0 = ok). The child

@@ -13,7 +13,8 @@
  * right after the store; (c) a per-process reactor thread (reactor.h) that spins
  * while anything is armed; then garuda across processes — waiter and storer are two
  * forked processes, the daemon a third — in each readiness form over the raw protocol
- * (eventfd, READY message, doorbell futex); and libgaruda's garuda_stream_wait()
+ * (eventfd, READY message, doorbell futex, and the doorbell awaited in an io_uring ring
+ * with IORING_OP_FUTEX_WAIT where the kernel has it); and libgaruda's garuda_stream_wait()
  * (spin, then block) on a host stream, when libgaruda is built (lgwait.c). A
  * diagnostic row runs (c) with garudad's eventfd delivery sequence (write guard timer
  * armed and disarmed around the write), to show what that sequence costs.
@@ -39,6 +40,7 @@
 #include "raw.h"
 #include "reactor.h"
 #include "seq.h"
+#include "uring_futex.h"
 
 enum row {
 	ROW_SPIN,
@@ -48,6 +50,7 @@ enum row {
 	ROW_G_EVENTFD,
 	ROW_G_MESSAGE,
 	ROW_G_DOORBELL,
+	ROW_G_URING,
 	ROW_LIBGARUDA,
 	ROW_N_,
 };
@@ -55,13 +58,14 @@ enum row {
 static const char *const row_key[ROW_N_] = {
 	"a_spin_same_process", "b_eventfd_from_storer", "c_reactor_per_process",
 	"c_reactor_with_garudad_write_guard", "garuda_eventfd",
-	"garuda_message",      "garuda_doorbell",       "libgaruda_wait",
+	"garuda_message",      "garuda_doorbell",       "garuda_doorbell_uring_futex_wait",
+	"libgaruda_wait",
 };
 static const char *const row_label[ROW_N_] = {
 	"(a) spin reader, storing process", "(b) eventfd from storing thread", "(c) per-process reactor",
 	"  (c) + garudad's write guard [diag]",
 	"garuda eventfd",                   "garuda READY message",           "garuda doorbell futex",
-	"libgaruda spin-then-block",
+	"garuda doorbell, io_uring FUTEX_WAIT", "libgaruda spin-then-block",
 };
 
 static int lat_run_init(struct lat_run *r, unsigned n, uint64_t gap_ns)
@@ -251,6 +255,13 @@ static int gwaiter_main(void *arg)
 	uint8_t form = g->row == ROW_G_EVENTFD ? GARUDA_FORM_EVENTFD
 		       : g->row == ROW_G_MESSAGE ? GARUDA_FORM_MESSAGE
 						 : GARUDA_FORM_DOORBELL;
+	struct io_uring ring;
+	bool uring = g->row == ROW_G_URING;
+	if (uring && (e = io_uring_queue_init(4, &ring, 0))) {
+		lat_side_fail(r, "waiter: %s failed (%ld)", "io_uring_queue_init", e);
+		rc_close(&c);
+		return 1;
+	}
 	int efd = -1;
 	if (form == GARUDA_FORM_EVENTFD) {
 		efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -313,7 +324,10 @@ static int gwaiter_main(void *arg)
 				uint64_t now = now_ns();
 				if (now > deadline)
 					break;
-				futex_wait(bell, bell0, deadline - now);
+				if (uring)
+					uring_bell_wait(&ring, bell, bell0, deadline - now);
+				else
+					futex_wait(bell, bell0, deadline - now);
 			}
 			t1 = now_ns();
 			if (__atomic_load_n(bell, __ATOMIC_ACQUIRE) == bell0) {
@@ -331,10 +345,11 @@ static int gwaiter_main(void *arg)
 	}
 	if (efd >= 0)
 		close(efd);
+	if (uring)
+		io_uring_queue_exit(&ring);
 	rc_close(&c);
 	return rc;
 }
-
 
 /* ------------------------------------------------------------------ section */
 
@@ -401,7 +416,7 @@ static int run_chunk(struct bench *b, enum row row, struct lat_run *r, const cha
 	int rc;
 	if (row <= ROW_REACTOR_GUARD) {
 		rc = run_baseline(r, row);
-	} else if (row <= ROW_G_DOORBELL) {
+	} else if (row <= ROW_G_URING) {
 		struct gwaiter g = { .r = r, .sock = sock, .row = row };
 		pid_t w = child_start(gwaiter_main, &g);
 		rc = w < 0 ? (int)w : child_wait(w, limit) == 0 ? 0 : -EIO;
@@ -467,14 +482,24 @@ int bench_latency(struct bench *b)
 	if (!daemon)
 		for (enum row row = ROW_G_EVENTFD; row < ROW_N_; row++)
 			acc[row].skipped = "garudad did not start";
+	struct io_uring probe_ring;
+	if (io_uring_queue_init(2, &probe_ring, 0) == 0) {
+		if (!uring_futex_wait_supported(&probe_ring))
+			acc[ROW_G_URING].skipped = "this kernel has no IORING_OP_FUTEX_WAIT (Linux 6.7)";
+		io_uring_queue_exit(&probe_ring);
+	} else {
+		acc[ROW_G_URING].skipped = "io_uring refused here";
+	}
 	for (unsigned round = 0; round < rounds; round++)
 		for (enum row row = 0; row < ROW_N_; row++)
 			if (!acc[row].skipped)
 				run_chunk(b, row, &r, d.sock, &acc[row]);
 
 	printf("  %-36s %7s %8s %8s %8s %9s %9s\n", "", "n", "p50", "p99", "p99.9", "max", "arm>store");
+	double bell_p50 = NAN, uring_p50 = NAN;
 	double *p50[ROW_N_] = { [ROW_EFD] = &b->keys.lat_p50_b, [ROW_REACTOR] = &b->keys.lat_p50_c,
-				[ROW_G_EVENTFD] = &b->keys.lat_p50_efd };
+				[ROW_G_EVENTFD] = &b->keys.lat_p50_efd, [ROW_G_DOORBELL] = &bell_p50,
+				[ROW_G_URING] = &uring_p50 };
 	for (enum row row = 0; row < ROW_N_; row++)
 		print_row(rows, row, &acc[row],
 			  row == ROW_LIBGARUDA ? "host stream (a worker thread of the waiter's process) stamps and "
@@ -485,6 +510,14 @@ int bench_latency(struct bench *b)
 			  p50[row]);
 	printf("  (arm>store: p50 us from the arm to the store; garudad's scanner spins spin_us after\n"
 	       "   the first arm or a completion, then sleeps 32, 64, ... us up to max_sleep_us)\n");
+	/* the io_uring doorbell: the same garudad delivery as the doorbell futex row, so
+	 * their ratio is the cost of the client's wait alone */
+	double r_bell = uring_p50 / bell_p50, r_efd = uring_p50 / b->keys.lat_p50_efd;
+	printf("  io_uring doorbell p50 / doorbell futex p50 %.2fx, / garuda eventfd p50 %.2fx\n", r_bell, r_efd);
+	if (!isnan(r_bell))
+		cJSON_AddNumberToObject(sec, "uring_doorbell_over_doorbell_p50", r_bell);
+	if (!isnan(r_efd))
+		cJSON_AddNumberToObject(sec, "uring_doorbell_over_eventfd_p50", r_efd);
 	ret = 0;
 out:
 	if (d.pid > 0)

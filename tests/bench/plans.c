@@ -25,6 +25,9 @@
  *   g-poll    garudad with plan poll (a scanner that always spins)
  *   g-ladder  garudad with flag:park_us=50,backstop_us=1000 (the old ladder)
  *   g-predict garudad with its default plan (+predict)
+ *   g-uring   garudad with its default plan, the stream arming the DOORBELL form and
+ *             awaiting the segment's doorbell in an io_uring ring (IORING_OP_FUTEX_WAIT,
+ *             Linux 6.7; skipped where the kernel lacks it): no eventfd at all
  *   lg-predict libgaruda's client-side +predict: the stream is a libgaruda client of
  *             the g-predict daemon with an eventfd stream whose plan is LG_PLAN
  *             (flag, +predict with the seed's parameters), waiting with
@@ -44,7 +47,7 @@
  * are not counted: a cold point is learning), daemon CPU per completion (garudad's
  * /proc delta) and total CPU per completion (daemon + stream processes, producers
  * excluded). Targets are ratios of cells of this run. GARUDA_BENCH_PLAN_ROWS (row
- * numbers 0-6, e.g. "3,5") runs only some rows, GARUDA_BENCH_PREDICT_PLAN replaces
+ * numbers 0-7, e.g. "3,5") runs only some rows, GARUDA_BENCH_PREDICT_PLAN replaces
  * the +predict row's plan (the daemon's default) to compare plans (development).
  */
 #include <errno.h>
@@ -65,6 +68,7 @@
 #include "lat.h"
 #include "raw.h"
 #include "seq.h"
+#include "uring_futex.h"
 
 #define PLAN_MAX_STREAMS 16
 #define WARMUP 16
@@ -72,10 +76,10 @@
 enum kernel { K_100US, K_1MS, K_2MS, K_10MS, K_JITTER, K_BIMODAL, K_N_ };
 static const char *const kernel_name[K_N_] = { "100us", "1ms", "2ms", "10ms", "2ms+-10%", "30ms/8ms" };
 
-enum prow { R_SPIN, R_EFD, R_REACTOR, R_GPOLL, R_GLADDER, R_GPREDICT, R_LGPREDICT, R_N_ };
+enum prow { R_SPIN, R_EFD, R_REACTOR, R_GPOLL, R_GLADDER, R_GPREDICT, R_LGPREDICT, R_GURING, R_N_ };
 static const char *const row_name[R_N_] = { "spin reader",     "eventfd x-process", "reactor (cuda-async)",
 					    "garuda poll",     "garuda ladder",     "garuda +predict",
-					    "libgaruda +predict (client)" };
+					    "libgaruda +predict (client)", "garuda +predict, io_uring bell" };
 /* the libgaruda row's stream plan: flag (park on the eventfd, backstop 1 s) and the
  * seed's +predict parameters, as the reactor and garudad use them */
 #define LG_PLAN                                                                              \
@@ -85,6 +89,7 @@ static const char *const row_plan[R_N_] = {
 	[R_GPOLL] = "poll",
 	[R_GLADDER] = "flag:park_us=50,backstop_us=1000",
 	[R_GPREDICT] = NULL, /* the daemon's default */
+	[R_GURING] = NULL,   /* the daemon's default; the stream awaits the doorbell */
 };
 
 static uint64_t kernel_ns(enum kernel k, unsigned i, uint64_t *rng)
@@ -266,16 +271,23 @@ static int stream_main(void *arg)
 	uint64_t *lat = lat_of(s, n), *t0 = t0_of(s);
 	uint64_t cpu0 = process_cpu_ns();
 	bool garuda = c->row >= R_GPOLL;
+	bool bell = c->row == R_GURING; /* the doorbell form, awaited in an io_uring ring */
+	uint8_t form = bell ? GARUDA_FORM_DOORBELL : GARUDA_FORM_EVENTFD;
 	struct rc rc = { .raw.fd = -1 };
 	int efd = -1, e;
 	uint64_t *word = &s->word;
-	if (c->row != R_SPIN && (efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	struct io_uring ring;
+	if (bell && (e = io_uring_queue_init(4, &ring, 0))) {
+		pfail(s, "io_uring_queue_init", e);
+		return 1;
+	}
+	if (c->row != R_SPIN && !bell && (efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		pfail(s, "eventfd", errno);
 		return 1;
 	}
 	if (garuda) {
 		if ((e = rc_connect_features(&rc, c->sock, GARUDA_FEATURE_POINTS)) || (e = rc_segment_open(&rc, 1, true, NULL)) ||
-		    (e = rc_bind(&rc, 0, efd))) {
+		    (!bell && (e = rc_bind(&rc, 0, efd)))) {
 			pfail(s, "stream: garudad set-up failed", e);
 			return 1;
 		}
@@ -304,7 +316,7 @@ static int stream_main(void *arg)
 		for (uint32_t j = i; j <= last && garuda; j++) {
 			/* the bimodal mix names its two kernel kinds as two points */
 			uint32_t point = c->k == K_BIMODAL ? (kns_of(s, n)[j] > 10000000 ? 1 : 2) : 0;
-			if ((e = rc_arm_point(&rc, 0, j, j, GARUDA_FORM_EVENTFD, point))) {
+			if ((e = rc_arm_point(&rc, 0, j, j, form, point))) {
 				pfail(s, "stream: ARM failed", e);
 				rc_ = 1;
 				break;
@@ -319,14 +331,25 @@ static int stream_main(void *arg)
 		}
 		futex_set(&s->go, last); /* launch the kernels */
 		for (uint32_t j = i; j <= last && !rc_;) {
-			if (c->row == R_SPIN) {
+			if (c->row == R_SPIN || bell) {
+				/* spin on the word, or (bell) take the doorbell's value, look at the
+				 * word, wait in the ring while the doorbell holds that value */
+				uint32_t *db = bell ? &rc.seg.map->hdr.doorbell : NULL;
 				uint64_t dl = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
-				while (!garuda_reached(__atomic_load_n(word, __ATOMIC_ACQUIRE), j)) {
-					cpu_relax();
-					if (now_ns() > dl || __atomic_load_n(&s->err, __ATOMIC_RELAXED)) {
+				for (;;) {
+					uint32_t v = db ? __atomic_load_n(db, __ATOMIC_ACQUIRE) : 0;
+					if (garuda_reached(__atomic_load_n(word, __ATOMIC_ACQUIRE), j))
+						break;
+					uint64_t now = now_ns();
+					if (now > dl || __atomic_load_n(&s->err, __ATOMIC_RELAXED)) {
+						pfail(s, "stream: no completion", (long)j);
 						rc_ = 1;
 						break;
 					}
+					if (db)
+						uring_bell_wait(&ring, db, v, dl - now);
+					else
+						cpu_relax();
 				}
 			} else if (wait_in(efd) < 0) {
 				pfail(s, "stream: no readiness", (long)j);
@@ -367,6 +390,8 @@ static int stream_main(void *arg)
 		rc_ = 1;
 	}
 	s->cpu_ns = process_cpu_ns() - cpu0;
+	if (bell)
+		io_uring_queue_exit(&ring);
 	if (garuda)
 		rc_close(&rc);
 	if (efd >= 0)
@@ -623,6 +648,18 @@ int bench_plans(struct bench *b)
 		struct gd_daemon d, *dp = NULL;
 		if (only_rows && !strchr(only_rows, '0' + (int)row))
 			continue;
+		if (row == R_GURING) {
+			struct io_uring pr;
+			bool have = io_uring_queue_init(2, &pr, 0) == 0;
+			bool futex = have && uring_futex_wait_supported(&pr);
+			if (have)
+				io_uring_queue_exit(&pr);
+			if (!futex) {
+				printf("  (%s: skipped, this kernel has no IORING_OP_FUTEX_WAIT: Linux 6.7)\n",
+				       row_name[row]);
+				continue;
+			}
+		}
 #ifndef HAVE_LIBGARUDA
 		if (row == R_LGPREDICT) {
 			printf("  (%s: skipped, garuda-bench built without libgaruda)\n", row_name[row]);
@@ -727,6 +764,18 @@ int bench_plans(struct bench *b)
 		snprintf(what, sizeof(what), "client / garuda +predict total CPU per completion, %s, 1 stream",
 			 kernel_name[k]);
 		compare(cmp, what, ratio(l, p, l->total_us, p->total_us));
+	}
+	/* the io_uring doorbell row: the same daemon and plan as +predict's, so the ratio is
+	 * the cost of the client's wait (FUTEX_WAIT in a ring, doorbell form) alone */
+	cJSON *ur = cJSON_AddArrayToObject(sec, "uring_doorbell");
+	printf("\nio_uring doorbell (FUTEX_WAIT) against +predict's eventfd, compared (no target)\n");
+	for (enum kernel k = 0; k < K_N_; k++) {
+		const struct presult *u = &res[0][k][R_GURING], *p = &res[0][k][R_GPREDICT];
+		snprintf(what, sizeof(what), "io_uring bell / eventfd store->wake p50, %s, 1 stream", kernel_name[k]);
+		compare(ur, what, ratio(u, p, u->lat.p50, p->lat.p50));
+		snprintf(what, sizeof(what), "io_uring bell / eventfd total CPU per completion, %s, 1 stream",
+			 kernel_name[k]);
+		compare(ur, what, ratio(u, p, u->total_us, p->total_us));
 	}
 	for (enum kernel k = 0; k < K_N_; k++) {
 		const struct presult *l = &res[1][k][R_LGPREDICT], *c = &res[1][k][R_REACTOR];

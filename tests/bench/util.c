@@ -1,6 +1,8 @@
 /* util.c — see bench.h: timing, statistics, shared memory, futexes, children, /proc. */
 #include "bench.h"
 
+#include "uring_futex.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -280,3 +282,29 @@ unsigned long raise_nofile(void)
 	}
 	return (unsigned long)rl.rlim_cur;
 }
+
+/* The doorbell awaited in an io_uring ring (IORING_OP_FUTEX_WAIT, Linux 6.7;
+ * examples/uring_futex.h): one wait for `value`, at most timeout_ns. */
+void uring_bell_wait(struct io_uring *ring, uint32_t *bell, uint32_t value, uint64_t timeout_ns)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	if (!sqe)
+		return;
+	uring_prep_futex_wait(sqe, bell, value);
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts = { .tv_sec = (long long)(timeout_ns / 1000000000ull),
+					.tv_nsec = (long long)(timeout_ns % 1000000000ull) };
+	if (io_uring_submit_and_wait_timeout(ring, &cqe, 1, &ts, NULL) >= 0 || io_uring_peek_cqe(ring, &cqe) == 0) {
+		io_uring_cqe_seen(ring, cqe);
+		return;
+	}
+	/* timed out: take the wait back before the next one */
+	struct io_uring_sqe *c = io_uring_get_sqe(ring);
+	if (c) {
+		io_uring_prep_cancel64(c, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_submit_and_wait(ring, 2);
+		while (io_uring_peek_cqe(ring, &cqe) == 0)
+			io_uring_cqe_seen(ring, cqe);
+	}
+}
+
