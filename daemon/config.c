@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "paths.h"
+#include "wordwait.h"
 
 
 static const struct quota_limits default_quota_connection = {
@@ -38,7 +39,7 @@ static const struct quota_limits default_quota_cgroup = {
  * key goes here and into apply_json()/load_quota(). */
 static const char *const config_keys[] = {
 	"socket", "control_socket", "socket_group", "control_group", "event_loop", "scanners",
-	"plan", "log_level",
+	"plan", "log_level", "wordwait",
 	"quota.connection.segments", "quota.connection.lines", "quota.connection.bindings",
 	"quota.connection.armed", "quota.connection.outbox_bytes", "quota.connection.points",
 	"quota.uid.segments", "quota.uid.lines", "quota.uid.bindings", "quota.uid.armed",
@@ -97,6 +98,7 @@ void config_defaults(struct config *c)
 	garuda_plan_parse(CONFIG_DEFAULT_PLAN, &c->plan, NULL, 0);
 	config_settle(c);
 	c->log_level = LOG_INFO;
+	c->wordwait = true;
 	c->quota_connection = default_quota_connection;
 	c->quota_uid = default_quota_uid;
 	c->quota_cgroup = default_quota_cgroup;
@@ -289,6 +291,11 @@ static int apply_json(struct config *c, const cJSON *root, char **err)
 			if (l < 0)
 				return fail(err, "config key \"log_level\": must be err, warning, notice, info or debug");
 			c->log_level = l;
+		} else if (strcmp(k, "wordwait") == 0) {
+			if (json_string(it, k, &s, err))
+				return -1;
+			if (wordwait_mode_parse(s, &c->wordwait))
+				return fail(err, "config key \"wordwait\": must be auto or off");
 		} else if (strcmp(k, "quota") == 0) {
 			if (!cJSON_IsObject(it))
 				return fail(err, "config key \"quota\": expected an object");
@@ -429,6 +436,8 @@ static void usage(FILE *out)
 		"      --plan=TEXT            the scanners' wait plan (docs/plans.md; default\n"
 		"                             " CONFIG_DEFAULT_PLAN ")\n"
 		"      --spin-us=N            scanner spin budget, microseconds (overrides park_us)\n"
+		"      --wordwait=MODE        auto (default): a scanner's spin step parks in a hardware\n"
+		"                             word wait (umwait, mwaitx, wfe) where it can; off\n"
 		"      --log-level=LEVEL      err, warning, notice, info or debug\n"
 		"  -h, --help                 show this help\n"
 		"      --version              show the version\n\n"
@@ -477,7 +486,7 @@ static int load_default_file(struct config *c)
 int config_from_args(struct config *c, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
-	       O_CHECK, O_KEYS, O_PLAN, O_NOCONFIG };
+	       O_CHECK, O_KEYS, O_PLAN, O_NOCONFIG, O_WORDWAIT };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -493,6 +502,7 @@ int config_from_args(struct config *c, int argc, char **argv)
 		{ "check-config", no_argument, NULL, O_CHECK },
 		{ "list-config-keys", no_argument, NULL, O_KEYS },
 		{ "no-config", no_argument, NULL, O_NOCONFIG },
+		{ "wordwait", required_argument, NULL, O_WORDWAIT },
 		{ 0 },
 	};
 	/* pass 1: --config and --help, so the file is applied before the other flags */
@@ -594,6 +604,12 @@ int config_from_args(struct config *c, int argc, char **argv)
 			}
 			break;
 		}
+		case O_WORDWAIT:
+			if (wordwait_mode_parse(optarg, &c->wordwait)) {
+				fprintf(stderr, "garudad: --wordwait: must be auto or off, got \"%s\"\n", optarg);
+				return -1;
+			}
+			break;
 		case O_LEVEL: {
 			int l = log_level_from_string(optarg);
 			if (l < 0) {

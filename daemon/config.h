@@ -38,6 +38,10 @@ struct config {
 	unsigned max_sleep_us;
 	bool spin_us_set, max_sleep_us_set;
 	int log_level;
+	/* The scanners' spin step idles in a hardware word wait where the CPU has one
+	 * (util/wordwait.h) and every armed descriptor is on one cache line: true (key
+	 * wordwait "auto", the default) or false ("off"); reloadable. */
+	bool wordwait;
 	struct quota_limits quota_connection;
 	struct quota_limits quota_uid;
 	struct quota_limits quota_cgroup; /* per peer cgroup v2 path (quota.h) */

@@ -19,6 +19,7 @@
 #include "control_internal.h"
 #include "control_names.h"
 #include "session.h"
+#include "wordwait.h"
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -94,6 +95,11 @@ char *ctl_metrics_text(struct daemon *d)
 	fprintf(f, "garuda_info{version=\"");
 	label_value(f, GARUDA_VERSION);
 	fprintf(f, "\",event_loop=\"%s\"} 1\n", event_loop_name(loop_kind(d->loop)));
+	const struct wordwait *ww = scanner_wordwait(&d->tuning);
+	family(f, "garuda_wordwait_info", "gauge",
+	       "The hardware word wait of the scanners' spin steps (spin: none) and config wordwait (always 1).");
+	fprintf(f, "garuda_wordwait_info{variant=\"%s\",mode=\"%s\"} 1\n", wordwait_variant_name(ww->variant),
+		d->cfg.wordwait ? "auto" : "off");
 	family(f, "garuda_uptime_seconds", "gauge", "Seconds since garudad started.");
 	fprintf(f, "garuda_uptime_seconds %.3f\n", (double)(garuda_now_ns() - d->started_ns) / 1e9);
 
@@ -170,6 +176,9 @@ char *ctl_metrics_text(struct daemon *d)
 		  offsetof(struct scanner_stats, sleeps) },
 		{ "garuda_scanner_spins_total", "Spin steps (a pass, then a pause), by scanner.",
 		  offsetof(struct scanner_stats, spins) },
+		{ "garuda_scanner_wordwait_steps_total",
+		  "Spin steps that idled in a hardware word wait (umwait, mwaitx, wfe), by scanner.",
+		  offsetof(struct scanner_stats, wordwait_steps) },
 		{ "garuda_scanner_exact_total", "Completions seen while spinning (exact residuals).",
 		  offsetof(struct scanner_stats, exact) },
 		{ "garuda_scanner_censored_total", "Completions found after a sleep (censored).",

@@ -19,6 +19,7 @@
 #include "points.h"
 #include "service.h"
 #include "session.h"
+#include "wordwait.h"
 
 #define LIST_ARMED_PER_WORD 64 /* armed targets listed per word; "armed_count" has all */
 
@@ -389,6 +390,7 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 				segs[g->scanner]++;
 	cJSON *r = ctl_reply_new();
 	cJSON *arr = cJSON_AddArrayToObject(r, CTL_KEY_SCANNERS);
+	const struct wordwait *ww = scanner_wordwait(&d->tuning);
 	for (unsigned i = 0; i < d->nscanners; i++) {
 		struct scanner_stats st;
 		scanner_get_stats(d->scanner[i], &st);
@@ -401,6 +403,9 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		ctl_add_uint(o, CTL_KEY_PARKS, st.parks);
 		ctl_add_uint(o, CTL_KEY_SLEEPS, st.sleeps);
 		ctl_add_uint(o, CTL_KEY_SPINS, st.spins);
+		cJSON_AddStringToObject(o, CTL_KEY_WORDWAIT, wordwait_variant_name(ww->variant));
+		cJSON_AddStringToObject(o, CTL_KEY_WORDWAIT_DETAIL, ww->detail);
+		ctl_add_uint(o, CTL_KEY_WORDWAIT_STEPS, st.wordwait_steps);
 		ctl_add_uint(o, CTL_KEY_EXACT, st.exact);
 		ctl_add_uint(o, CTL_KEY_CENSORED, st.censored);
 		ctl_add_uint(o, CTL_KEY_LATE_WAKES, st.late_wakes);
@@ -488,6 +493,7 @@ cJSON *ctl_req_config(struct daemon *d, const cJSON *req)
 	ctl_add_uint(r, CTL_KEY_SPIN_US, c->spin_us);
 	ctl_add_uint(r, CTL_KEY_MAX_SLEEP_US, c->max_sleep_us);
 	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(c->log_level));
+	cJSON_AddStringToObject(r, CTL_KEY_WORDWAIT, c->wordwait ? "auto" : "off");
 	cJSON *q = cJSON_AddObjectToObject(r, CTL_KEY_QUOTA);
 	add_quota(q, CTL_KEY_CONNECTION, &c->quota_connection);
 	add_quota(q, CTL_KEY_UID, &c->quota_uid);

@@ -23,6 +23,7 @@
 #include "server.h"
 #include "service.h"
 #include "session.h"
+#include "wordwait.h"
 
 static void on_signal(struct loop_watch *w, void *data, uint32_t events)
 {
@@ -103,6 +104,8 @@ static void setup_reattach(struct daemon *d)
 
 static int start_scanners(struct daemon *d)
 {
+	/* the word wait is detected once, here, before a scanner may need it */
+	const struct wordwait *w = wordwait_system();
 	numa_discover(&d->topo);
 	d->nscanners = d->cfg.scanners ? d->cfg.scanners : (unsigned)d->topo.nnodes;
 	if (d->nscanners > NUMA_MAX_NODES)
@@ -118,6 +121,8 @@ static int start_scanners(struct daemon *d)
 		}
 	}
 	log_info("%u scanner(s) over %d NUMA node(s)", d->nscanners, d->topo.nnodes);
+	log_info("word wait: %s (%s)%s", wordwait_variant_name(w->variant), w->detail,
+		 d->cfg.wordwait ? "" : "; turned off by config wordwait: off");
 	return 0;
 }
 

@@ -5,6 +5,11 @@
  *   - with nothing armed, park in FUTEX_WAIT on the command sequence until the loop
  *     posts a command (every plan);
  *   - poll: spin (a pass, cpu_relax, then spin_give_way(): see util/cpu.h);
+ *   - every spin step (poll's, the ladder's, +predict's): where the CPU has a hardware
+ *     word wait (util/wordwait.h), config wordwait is auto and every armed descriptor
+ *     is on one cache line, the step idles parked on that line (at most
+ *     SCANNER_WORDWAIT_STEP_NS, a store to the line ends it) instead of in cpu_relax;
+ *     the plan decides as before, only how a step idles changes;
  *   - flag without +predict: garuda_policy_ladder();
  *   - +predict: garuda_policy_next() over the armed set's waits: spin, or sleep
  *     until an absolute time (a FUTEX_WAIT_BITSET, so a post still wakes it);
@@ -38,6 +43,14 @@
 #include "points.h"
 #include "readiness.h"
 #include "seq.h"
+#include "wordwait.h"
+
+/* The longest a spin step parks in a hardware word wait. Only a store to the watched
+ * line ends it early: a command posted meanwhile (an ARM on another line, a DISARM)
+ * waits for its end, as it waits for a spin step's end today (~2 us here), so this
+ * stays a few microseconds. A variant that cannot wait this short (wfe: the event
+ * stream's 100 us) is not used by the scanner. */
+#define SCANNER_WORDWAIT_STEP_NS 8000u
 
 enum cmd_kind { CMD_ARM, CMD_DISARM, CMD_DROP_SEGMENT, CMD_DROP_BINDING, CMD_DROP_SINK, CMD_LIST, CMD_STOP };
 
@@ -85,6 +98,8 @@ struct scanner {
 	struct readiness out;
 	uint64_t gen; /* commands applied so far */
 	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
+	uintptr_t line; /* the cache line every armed descriptor's word is on; 0: nothing
+			 * armed, or several lines (note_line, after every change of the set) */
 	struct garuda_policy_wait **waits; /* the set's waits, for the policy (gather_waits) */
 	uint64_t *scratch;                 /* garuda_policy_order()'s table */
 	size_t waits_cap, scratch_cap;
@@ -92,7 +107,7 @@ struct scanner {
 
 	/* stats, written by the thread, read by anyone */
 	atomic_uint_fast64_t st_armed, st_passes, st_completions, st_parks;
-	atomic_uint_fast64_t st_sleeps, st_spins, st_exact, st_censored, st_arm_wakes, st_arm_nowakes;
+	atomic_uint_fast64_t st_sleeps, st_spins, st_ww_steps, st_exact, st_censored, st_arm_wakes, st_arm_nowakes;
 	atomic_uint_fast64_t st_late_wakes, st_wake_late_ns;
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
 	atomic_uint_fast64_t st_detect_ns_sum;
@@ -296,6 +311,18 @@ static void order_set(struct scanner *s, uint64_t landing_ns)
 		garuda_policy_order(s->waits, s->set.n, landing_ns, s->scratch);
 }
 
+/* The set changed: is every armed word on one cache line? O(armed) at most, and it
+ * stops at the second line it finds (one busy stream: its descriptors share a word). */
+static void note_line(struct scanner *s)
+{
+	const uintptr_t mask = ~(uintptr_t)63;
+	uintptr_t line = s->set.n ? (uintptr_t)s->set.hot[0].word & mask : 0;
+	for (unsigned i = 1; line && i < s->set.n; i++)
+		if (((uintptr_t)s->set.hot[i].word & mask) != line)
+			line = 0;
+	s->line = line;
+}
+
 /* Apply queued commands. Returns true when something was armed. */
 static bool take_commands(struct scanner *s)
 {
@@ -354,6 +381,7 @@ static bool take_commands(struct scanner *s)
 	}
 	free(cmds);
 	order_set(s, now); /* new arms queue behind armed predecessors; removals start successors */
+	note_line(s);
 	atomic_store_explicit(&s->st_armed, s->set.n, memory_order_relaxed);
 	return armed;
 }
@@ -415,6 +443,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 	 * armed behind its READY) */
 	if (set->n)
 		nf = sweep(set, nf);
+	note_line(s);
 	uint64_t now = garuda_now_ns();
 	/* the stores landed within (prev_pass, now]: record that bound */
 	uint64_t d = now - prev_pass;
@@ -468,6 +497,35 @@ static uint64_t plan_wait(struct scanner *s, uint64_t now, uint64_t last_active,
 	return garuda_policy_ladder(&t, now, last_active, sleep_ns);
 }
 
+const struct wordwait *scanner_wordwait(const struct scanner_tuning *tuning)
+{
+	return atomic_load_explicit(&tuning->wordwait, memory_order_relaxed) ? wordwait_system()
+									     : wordwait_off();
+}
+
+/* A spin step's idle in a hardware word wait (util/wordwait.h): when every armed
+ * descriptor is on one line, watch it, look once more at what the pass looked at
+ * (a store that landed since, a command posted since the loop took them: the step
+ * ends at once), then park until a store to the line or SCANNER_WORDWAIT_STEP_NS.
+ * false: no hardware wait here; the caller idles as before (cpu_relax). */
+static bool wordwait_step(struct scanner *s, unsigned seq)
+{
+	if (!s->line)
+		return false;
+	const struct wordwait *w = scanner_wordwait(s->tuning);
+	if (w->variant == WORDWAIT_SPIN || w->min_park_ns > SCANNER_WORDWAIT_STEP_NS)
+		return false;
+	wordwait_arm(w, (const void *)s->line);
+	if (atomic_load(&s->seq) != seq)
+		return true;
+	for (unsigned i = 0; i < s->set.n; i++)
+		if (garuda_reached(__atomic_load_n(s->set.hot[i].word, __ATOMIC_ACQUIRE), s->set.hot[i].target))
+			return true;
+	if (wordwait_park(w, SCANNER_WORDWAIT_STEP_NS))
+		atomic_fetch_add_explicit(&s->st_ww_steps, 1, memory_order_relaxed);
+	return true;
+}
+
 static void *scanner_main(void *arg)
 {
 	struct scanner *s = arg;
@@ -516,8 +574,9 @@ static void *scanner_main(void *arg)
 		uint64_t until = plan_wait(s, now, last_active, &sleep_ns);
 		if (!until) {
 			atomic_fetch_add_explicit(&s->st_spins, 1, memory_order_relaxed);
-			for (int i = 0; i < 16; i++)
-				cpu_relax();
+			if (!wordwait_step(s, seq))
+				for (int i = 0; i < 16; i++)
+					cpu_relax();
 			spin_give_way();
 			continue;
 		}
@@ -601,6 +660,7 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 	o->parks = atomic_load_explicit(&s->st_parks, memory_order_relaxed);
 	o->sleeps = atomic_load_explicit(&s->st_sleeps, memory_order_relaxed);
 	o->spins = atomic_load_explicit(&s->st_spins, memory_order_relaxed);
+	o->wordwait_steps = atomic_load_explicit(&s->st_ww_steps, memory_order_relaxed);
 	o->exact = atomic_load_explicit(&s->st_exact, memory_order_relaxed);
 	o->censored = atomic_load_explicit(&s->st_censored, memory_order_relaxed);
 	o->arm_wakes = atomic_load_explicit(&s->st_arm_wakes, memory_order_relaxed);

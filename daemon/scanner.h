@@ -33,6 +33,8 @@ struct scanner_tuning {
 	atomic_uint max_sleep_us; /* then sleep, doubling from 32 us up to this */
 	atomic_bool predict;      /* +predict: sleep until the earliest deadline */
 	atomic_bool spin_forever; /* poll: never sleep while something is armed */
+	atomic_bool wordwait;     /* config wordwait auto: a spin step may park in a
+				   * hardware word wait (scanner.c, wordwait_step) */
 };
 
 struct arm_request {
@@ -60,6 +62,8 @@ struct scanner_stats {
 	uint64_t parks; /* times it parked with nothing armed */
 	uint64_t sleeps;      /* timed sleeps with something armed */
 	uint64_t spins;       /* spin steps (a pass, cpu_relax, sched_yield) */
+	uint64_t wordwait_steps; /* spin steps that idled in a hardware word wait (umwait,
+				  * mwaitx, wfe) instead of cpu_relax */
 	uint64_t exact;       /* completions seen while spinning (exact residuals) */
 	uint64_t censored;    /* completions found after a sleep or a long gap */
 	uint64_t arm_wakes;   /* ARMs that woke it from a sleep (or park) */
@@ -97,6 +101,12 @@ void scanner_drop_binding(struct scanner *s, struct binding *b, const struct sca
 void scanner_drop_sink(struct scanner *s, struct sink *sink);
 
 void scanner_get_stats(struct scanner *s, struct scanner_stats *out);
+
+/* The word wait the scanners' spin steps use under this tuning: the process's
+ * hardware variant (util/wordwait.h: wordwait_system()) when tuning->wordwait is on,
+ * else wordwait_off(). */
+struct wordwait;
+const struct wordwait *scanner_wordwait(const struct scanner_tuning *tuning);
 
 /* One armed descriptor as the control plane shows it. */
 struct armed_view {

@@ -71,6 +71,7 @@ void service_apply_tuning(struct daemon *d)
 	atomic_store(&d->tuning.max_sleep_us, d->cfg.max_sleep_us);
 	atomic_store(&d->tuning.predict, d->cfg.plan.predict);
 	atomic_store(&d->tuning.spin_forever, d->cfg.plan.kind == GARUDA_PLAN_POLL);
+	atomic_store(&d->tuning.wordwait, d->cfg.wordwait);
 	log_set_level(d->cfg.log_level);
 }
 

@@ -286,12 +286,15 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 	if (rc)
 		return rc;
 	if (!maybe_json(o, r)) {
+		/* WORDWAIT: the hardware word wait of spin steps (spin: none), HWSTEPS: the
+		 * spin steps that parked in it */
 		static const char *const hdr[] = { "INDEX", "NODE", "SEGMENTS", "ARMED", "PASSES", "PARKS",
-						   "SLEEPS", "SPINS", "EXACT", "CENSORED", "LATE",
-						   "COMPLETIONS", "CPU", "P50", "P99" };
-		struct table *t = table_new(15, hdr);
-		for (unsigned i = 0; i < 15; i++)
-			table_right(t, i);
+						   "SLEEPS", "SPINS", "WORDWAIT", "HWSTEPS", "EXACT",
+						   "CENSORED", "LATE", "COMPLETIONS", "CPU", "P50", "P99" };
+		struct table *t = table_new(17, hdr);
+		for (unsigned i = 0; i < 17; i++)
+			if (i != 8)
+				table_right(t, i);
 		const cJSON *it;
 		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_SCANNERS))
 		{
@@ -308,6 +311,9 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_PARKS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_SLEEPS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_SPINS));
+			const cJSON *ww = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_WORDWAIT);
+			table_cell(t, "%s", cJSON_IsString(ww) ? ww->valuestring : "-");
+			table_cell(t, "%.0f", N(it, CTL_KEY_WORDWAIT_STEPS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_EXACT));
 			table_cell(t, "%.0f", N(it, CTL_KEY_CENSORED));
 			table_cell(t, "%.0f", N(it, CTL_KEY_LATE_WAKES));

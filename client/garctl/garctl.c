@@ -29,7 +29,7 @@ static const struct command commands[] = {
 	{ "lines", 2, 2, cmd_lines, true, "cs",
 	  "lines CLIENT SEGMENT\nThe words of segment SEGMENT of client CLIENT: values, bindings, armed targets.\nOptions: -j[MODE], --no-legend, --no-pager." },
 	{ "scanners", 0, 0, cmd_scanners, true, "",
-	  "scanners\nScanner threads: load, CPU time, wake latency.\nOptions: -j[MODE], --no-legend, --no-pager." },
+	  "scanners\nScanner threads: load, CPU time, wake latency, the hardware word wait of spin\nsteps and how many parked in it.\nOptions: -j[MODE], --no-legend, --no-pager." },
 	{ "points", 1, 1, cmd_points, true, "c",
 	  "points CLIENT\nThe deadline-estimator points of client CLIENT: key, samples, exact/censored,\nprediction and next sleep.\nOptions: -j[MODE], --no-legend, --no-pager." },
 	{ "config", 0, 0, cmd_config, true, "",
@@ -56,7 +56,7 @@ static void usage(FILE *f)
 		"  clients                connected clients\n"
 		"  segments CLIENT        segments of a client\n"
 		"  lines CLIENT SEGMENT   words of a segment: values, bindings, armed targets\n"
-		"  scanners               scanner threads: load, sleeps/spins, exact/censored, CPU, latency\n"
+		"  scanners               scanner threads: load, sleeps/spins, word wait, exact/censored, CPU, latency\n"
 		"  points CLIENT          a client's deadline-estimator points and their predictions\n"
 		"  config                 the running configuration\n"
 		"  metrics                counters, gauges and histograms as Prometheus text\n"

@@ -14,6 +14,7 @@
 
 #include "cgroup.h"
 #include "ctl_harness.h"
+#include "wordwait.h"
 
 TestSuite(garctl, .init = ctl_test_init, .fini = ctl_test_fini, .timeout = 240);
 
@@ -443,6 +444,16 @@ Test(garctl, scanners_json)
 		cr_assert_geq(num(s, "cpu_s"), 0);
 		cr_assert_geq(num(s, "sleeps"), 0);
 		cr_assert_geq(num(s, "spins"), 0);
+		/* the hardware word wait (util/wordwait.h), as this process detects it on the
+		 * same CPU; a CPU without one (the development machine) parks no step */
+		const struct wordwait *ww = wordwait_system();
+		cr_assert_str_eq(str(s, "wordwait"), wordwait_variant_name(ww->variant));
+		cr_assert_neq(str(s, "wordwait_detail")[0], '\0');
+		cr_assert_geq(num(s, "wordwait_steps"), 0);
+		if (ww->variant == WORDWAIT_SPIN) {
+			cr_assert_str_eq(str(s, "wordwait_detail"), ww->detail);
+			cr_assert_eq(num(s, "wordwait_steps"), 0);
+		}
 		cr_assert_geq(num(s, "arm_wakes"), 0);
 		cr_assert_geq(num(s, "arm_nowakes"), 0);
 		exact += num(s, "exact");
@@ -493,6 +504,8 @@ Test(garctl, scanners_table)
 		const char *idx = i ? "1" : "0";
 		double c = atof(cell(t, idx, "COMPLETIONS"));
 		compl += c;
+		cr_assert_str_eq(cell(t, idx, "WORDWAIT"), wordwait_variant_name(wordwait_system()->variant));
+		cr_assert_geq(atof(cell(t, idx, "HWSTEPS")), 0);
 		const char *p50 = cell(t, idx, "P50"), *p99 = cell(t, idx, "P99");
 		if (c > 0)
 			cr_assert(strcmp(p50, "-") && strcmp(p99, "-"), "scanner %s completed %g but shows no latency", idx, c);
@@ -503,6 +516,58 @@ Test(garctl, scanners_table)
 	ctl_table_free(t);
 	ctl_run_free(&r);
 	ctl_fixture_down(&f);
+}
+
+/* config wordwait: "off" shows spin everywhere (scanners' JSON and table, config,
+ * metrics); a reload to "auto" shows this CPU's variant (spin here: no WAITPKG, no
+ * MONITORX) without a restart. */
+static void expect_wordwait(struct gd_daemon *d, const char *mode, const char *variant)
+{
+	struct ctl_run r;
+	GARCTL(&r, d, "-j", "config");
+	cJSON *j = ctl_run_json(&r);
+	cr_assert_str_eq(str(j, "wordwait"), mode);
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+	GARCTL(&r, d, "-j", "scanners");
+	j = ctl_run_json(&r);
+	const cJSON *list = arr(j, "scanners", 2), *it;
+	cJSON_ArrayForEach(it, list)
+	{
+		cr_assert_str_eq(str(it, "wordwait"), variant, "mode %s", mode);
+		if (strcmp(mode, "off") == 0)
+			cr_assert_str_eq(str(it, "wordwait_detail"), "turned off");
+		cr_assert_geq(num(it, "wordwait_steps"), 0);
+	}
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+	GARCTL(&r, d, "scanners");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char ***t = ctl_table(r.out);
+	cr_assert_str_eq(cell(t, "0", "WORDWAIT"), variant);
+	cr_assert_str_eq(cell(t, "1", "WORDWAIT"), variant);
+	ctl_table_free(t);
+	ctl_run_free(&r);
+	cJSON *m = ctl_json(d->ctl, "{\"request\":\"metrics\"}");
+	char info[128];
+	snprintf(info, sizeof(info), "\ngaruda_wordwait_info{variant=\"%s\",mode=\"%s\"} 1\n", variant, mode);
+	cr_assert_not_null(strstr(str(m, "text"), info), "metrics lack %s", info + 1);
+	cr_assert_not_null(strstr(str(m, "text"), "\ngaruda_scanner_wordwait_steps_total{scanner=\"1\","));
+	cJSON_Delete(m);
+}
+
+Test(garctl, wordwait_off_then_reloaded_on)
+{
+	struct gd_daemon d;
+	ctl_start(&d, "{\"wordwait\":\"off\"}");
+	expect_wordwait(&d, "off", "spin");
+	ctl_write_config(&d, "{\"wordwait\":\"auto\"}");
+	struct ctl_run r;
+	GARCTL(&r, &d, "reload");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	ctl_run_free(&r);
+	expect_wordwait(&d, "auto", wordwait_variant_name(wordwait_system()->variant));
+	ctl_stop(&d);
 }
 
 /* ---------------------------------------------------------------- points ---- */
@@ -577,6 +642,7 @@ Test(garctl, config_json_and_table)
 			 "flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=16");
 	cr_assert_eq(num(j, "spin_us"), 1000);
 	cr_assert_eq(num(j, "max_sleep_us"), 200);
+	cr_assert_str_eq(str(j, "wordwait"), "auto");
 	cr_assert_str_eq(str(j, "log_level"), "info");
 	const cJSON *q = get(j, "quota");
 	cr_assert_eq(num(get(q, "connection"), "segments"), 2);

@@ -499,6 +499,8 @@ Test(lifecycle, config_errors)
 		{ "{\"event_loop\": \"select\"}", "event_loop" },
 		{ "{\"quota\": {\"connection\": {\"segments\": -1}}}", "segments" },
 		{ "{\"log_level\": 7}", "log_level" },
+		{ "{\"wordwait\": \"on\"}", "wordwait" },
+		{ "{\"wordwait\": true}", "wordwait" },
 		{ "{\"spin_us\": 1", NULL }, /* not JSON */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -520,6 +522,10 @@ Test(lifecycle, config_errors)
 		 d.ctl);
 	st = run_garudad(&d, args, out, sizeof(out));
 	cr_assert(st != 0 && st != 124, "--event-loop=bogus: exit status %d", st);
+	snprintf(args, sizeof(args), "--wordwait=umwait --socket=%s --control-socket=%s", d.sock, d.ctl);
+	st = run_garudad(&d, args, out, sizeof(out));
+	cr_assert(st != 0 && st != 124, "--wordwait=umwait: exit status %d", st);
+	cr_assert_not_null(strstr(out, "--wordwait"), "%s", out);
 	st = run_garudad(&d, "--no-such-flag", out, sizeof(out));
 	cr_assert(st != 0 && st != 124, "--no-such-flag: exit status %d", st);
 	gd_cleanup(&d);
