@@ -258,6 +258,24 @@ static long long query_armed(struct gd_client *c)
  * first and released the 16384 units after, so both saw the quota still full. */
 #define QUOTA_ARMS 16384
 
+/* n NOREPLY arms of target 1 on word 0 in ARM_BATCHes, tokens 0..n-1: every one in
+ * `form` but the last, a MESSAGE (the READY the test waits for) */
+static void arm_word0(struct gd_client *c, struct gd_seg *s, unsigned n, uint8_t form)
+{
+	struct garuda_msg m;
+	for (unsigned b = 0; b < n; b += GARUDA_BATCH_MAX) {
+		unsigned k = n - b < GARUDA_BATCH_MAX ? n - b : GARUDA_BATCH_MAX;
+		garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
+		m.flags = GARUDA_F_NOREPLY;
+		m.arm_batch.count = k;
+		for (unsigned i = 0; i < k; i++)
+			m.arm_batch.arm[i] = (struct garuda_arm){
+				.slot = gd_slot(s, 0), .target = 1, .token = b + i,
+				.form = b + i == n - 1 ? GARUDA_FORM_MESSAGE : form };
+		gd_ok(gd_request(c, &m, NULL, 0, NULL, NULL));
+	}
+}
+
 Test(hostile, quota_released_before_ready)
 {
 	struct gd_daemon d = { 0 };
@@ -269,17 +287,7 @@ Test(hostile, quota_released_before_ready)
 		struct gd_seg s;
 		gd_ok(gd_open(&c, d.sock));
 		gd_ok(gd_segment_open(&c, 1, -1, &s));
-		struct garuda_msg m;
-		for (unsigned b = 0; b < QUOTA_ARMS; b += GARUDA_BATCH_MAX) {
-			unsigned n = QUOTA_ARMS - b < GARUDA_BATCH_MAX ? QUOTA_ARMS - b : GARUDA_BATCH_MAX;
-			garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
-			m.flags = GARUDA_F_NOREPLY;
-			m.arm_batch.count = n;
-			for (unsigned i = 0; i < n; i++)
-				m.arm_batch.arm[i] = (struct garuda_arm){ .slot = gd_slot(&s, 0),
-					.target = 1, .token = b + i, .form = GARUDA_FORM_MESSAGE };
-			gd_ok(gd_request(&c, &m, NULL, 0, NULL, NULL));
-		}
+		arm_word0(&c, &s, QUOTA_ARMS, GARUDA_FORM_MESSAGE);
 		/* the limit is reached: one more is refused */
 		cr_assert_eq(gd_arm(&c, gd_slot(&s, 1), 1, 0, GARUDA_FORM_MESSAGE), GARUDA_E_QUOTA);
 		/* every arm is in the scanner's set, so that one pass fires them all */
@@ -330,18 +338,7 @@ Test(hostile, big_pass_released_before_ready)
 		struct gd_seg s;
 		gd_ok(gd_open(&c, d.sock));
 		gd_ok(gd_segment_open(&c, 1, -1, &s));
-		struct garuda_msg m;
-		for (unsigned b = 0; b < BIG_ARMS; b += GARUDA_BATCH_MAX) {
-			unsigned n = BIG_ARMS - b < GARUDA_BATCH_MAX ? BIG_ARMS - b : GARUDA_BATCH_MAX;
-			garuda_msg_init(&m, GARUDA_MSG_ARM_BATCH, 0);
-			m.flags = GARUDA_F_NOREPLY;
-			m.arm_batch.count = n;
-			for (unsigned i = 0; i < n; i++)
-				m.arm_batch.arm[i] = (struct garuda_arm){
-					.slot = gd_slot(&s, 0), .target = 1, .token = b + i,
-					.form = b + i == BIG_ARMS - 1 ? GARUDA_FORM_MESSAGE : GARUDA_FORM_DOORBELL };
-			gd_ok(gd_request(&c, &m, NULL, 0, NULL, NULL));
-		}
+		arm_word0(&c, &s, BIG_ARMS, GARUDA_FORM_DOORBELL);
 		cr_assert_eq(gd_wait_status(&d, "armed", BIG_ARMS), BIG_ARMS);
 		gd_store(&s, 0, 1);
 		struct garuda_ready rd;
