@@ -56,6 +56,8 @@ static void client_free(struct garuda_client *c)
 
 #define set_error client_set_error
 
+static const char *env_refused(void);
+
 /* Words for a failed connect to `path` (chosen by `why`): what is wrong and the remedy. */
 static void explain_connect(int r, const char *path, const char *why)
 {
@@ -88,6 +90,10 @@ static void explain_connect(int r, const char *path, const char *why)
 		return;
 	}
 	case EINVAL:
+		if (env_refused()) {
+			set_error("cannot connect to garudad: %s", env_refused());
+			return;
+		}
 		set_error("cannot connect to garudad at %s (%s): the path is empty or longer than "
 			  "107 bytes", path, why);
 		return;
@@ -109,6 +115,33 @@ static int fallback_policy(void)
 	if (strcmp(env, "reactor") == 0)
 		return 1;
 	return -EINVAL;
+}
+
+/* GARUDA_WORDWAIT, resolved once per connect: 1 auto (unset, empty, "auto"), 0 off,
+ * -EINVAL anything else. */
+static int wordwait_policy(void)
+{
+	const char *env = getenv("GARUDA_WORDWAIT");
+	bool on = true;
+	if (env && *env && wordwait_mode_parse(env, &on) < 0)
+		return -EINVAL;
+	return on;
+}
+
+/* What makes a connect fail with -EINVAL before any socket: a bad environment
+ * variable (NULL: none) */
+static const char *env_refused(void)
+{
+	static const char *const names[] = { "GARUDA_FALLBACK", "GARUDA_WORDWAIT" };
+	static const char *const allowed[] = { "strict or reactor", "auto or off" };
+	if (fallback_policy() < 0 || wordwait_policy() < 0) {
+		static __thread char text[256];
+		int i = fallback_policy() < 0 ? 0 : 1;
+		snprintf(text, sizeof(text), "$%s=\"%.64s\": must be %s (or unset)", names[i],
+			 getenv(names[i]), allowed[i]);
+		return text;
+	}
+	return NULL;
 }
 
 /* A connect failure that means "garudad cannot be reached" (nobody listens, it went
@@ -198,6 +231,9 @@ static int connect_once(const char *path, struct garuda_client **out)
 	int fallback = fallback_policy();
 	if (fallback < 0)
 		return fallback;
+	int wordwait = wordwait_policy();
+	if (wordwait < 0)
+		return wordwait;
 	struct garuda_plan plan;
 	const char *env = getenv("GARUDA_WAIT_PLAN");
 	bool has_plan = env && *env;
@@ -209,6 +245,8 @@ static int connect_once(const char *path, struct garuda_client **out)
 	struct garuda_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->ww = wordwait ? wordwait_system() : wordwait_off();
+	client_debug("word wait: %s (%s)", wordwait_variant_name(c->ww->variant), c->ww->detail);
 	c->has_plan = has_plan;
 	if (has_plan)
 		c->default_plan = plan;
@@ -292,6 +330,9 @@ void garuda_disconnect(struct garuda_client *c)
 {
 	if (!c)
 		return;
+	client_debug("word wait %s: %llu of %llu spin steps were hardware waits",
+		     wordwait_variant_name(c->ww->variant), (unsigned long long)atomic_load(&c->ww_steps),
+		     (unsigned long long)atomic_load(&c->spin_steps));
 	io_stop(c); /* state CLOSING: nothing is sent from here on */
 	reactor_release(c); /* the process's reactor never looks at c again */
 	seg_close_all(c);

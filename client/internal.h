@@ -51,6 +51,7 @@
 #include "plan.h"
 #include "segment_layout.h"
 #include "wire.h"
+#include "wordwait.h"
 
 enum conn_state {
 	CONN_DOWN = 0,       /* no socket; the I/O thread retries with backoff */
@@ -179,6 +180,12 @@ struct garuda_client {
 	struct garuda_stream *cbq_head, *cbq_tail;
 	int last_error;     /* last connection-level error (ERROR cookie 0, protocol) */
 	_Atomic uint64_t reconnects;
+	/* GARUDA_WORDWAIT, read at connect: how a spin step of a wait idles
+	 * (util/wordwait.h): the process's hardware word wait ("auto", the default) or
+	 * wordwait_off() ("off"). The counts: spin steps of spin_until(), and those that
+	 * parked in the hardware wait (GARUDA_DEBUG prints them at disconnect). */
+	const struct wordwait *ww;
+	_Atomic uint64_t spin_steps, ww_steps;
 	/* GARUDA_WAIT_PLAN, parsed at connect (has_plan false: the built-in default) */
 	bool has_plan;
 	struct garuda_plan default_plan;

@@ -725,37 +725,71 @@ static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_
 	}
 }
 
+/* The longest a spin step parks in a hardware word wait: then, as after 64
+ * cpu_relax()es, spin_give_way() and a look at the clock and the backstop. */
+#define SPIN_WORDWAIT_STEP_NS 20000u
+
 /* Spin on the word until it reaches seq or `end`; every backstop_ns, query the native
  * stream. 0 reached (*seen_ns: the clock right after the load that saw it), 1 ran
- * out, or -GARUDA_E_STREAM_FAULT. */
+ * out, or -GARUDA_E_STREAM_FAULT. A step idles in cpu_relax(), or, where the client
+ * has a hardware word wait (GARUDA_WORDWAIT, util/wordwait.h), parked on the word's
+ * line until a store to it, the end, the backstop or SPIN_WORDWAIT_STEP_NS. */
 static int spin_until(struct garuda_stream *s, uint64_t seq, uint64_t end, uint64_t backstop_ns,
 		      uint64_t *seen_ns)
 {
+	const struct wordwait *ww = s->client->ww;
+	uint64_t step_ns = ww->min_park_ns > SPIN_WORDWAIT_STEP_NS ? ww->min_park_ns : SPIN_WORDWAIT_STEP_NS;
 	uint64_t now = garuda_now_ns();
 	uint64_t backstop_at = now + backstop_ns;
+	uint64_t steps = 0, parks = 0;
+	int r = 1;
 	for (unsigned i = 1; now < end; i++) {
-		if (garuda_reached(word_load(s->word), seq)) {
+		uint64_t v = word_load(s->word);
+		if (garuda_reached(v, seq)) {
 			*seen_ns = garuda_now_ns();
-			return 0;
+			r = 0;
+			goto out;
 		}
-		cpu_relax();
-		if ((i & 63) == 0) {
+		bool hw = false;
+		if (ww->variant != WORDWAIT_SPIN) {
+			uint64_t t = garuda_now_ns();
+			uint64_t until = end < backstop_at ? end : backstop_at;
+			if (until > t + step_ns)
+				until = t + step_ns;
+			hw = until > t && until - t >= ww->min_park_ns;
+			if (hw) {
+				wordwait_arm(ww, s->word);
+				if (word_load(s->word) == v) /* after the arm: nothing landed since */
+					parks += (unsigned)wordwait_park(ww, until - t);
+			}
+		}
+		if (!hw)
+			cpu_relax();
+		if (hw || (i & 63) == 0) {
+			steps++;
 			spin_give_way(); /* a thread of this process may be waiting for the CPU */
 			now = garuda_now_ns();
 			if (now >= backstop_at) {
 				int q = s->seg->ops->query(s->seg->backend, s->native);
 				if (q == -GARUDA_E_STREAM_FAULT &&
-				    !garuda_reached(word_load(s->word), seq))
-					return q;
+				    !garuda_reached(word_load(s->word), seq)) {
+					r = q;
+					goto out;
+				}
 				backstop_at = now + backstop_ns;
 			}
 		}
 	}
 	if (garuda_reached(word_load(s->word), seq)) {
 		*seen_ns = garuda_now_ns();
-		return 0;
+		r = 0;
 	}
-	return 1;
+out:
+	if (steps)
+		atomic_fetch_add_explicit(&s->client->spin_steps, steps, memory_order_relaxed);
+	if (parks)
+		atomic_fetch_add_explicit(&s->client->ww_steps, parks, memory_order_relaxed);
+	return r;
 }
 
 /* What a find of seq at `at` (clock started at t0, the sleep it was given) tells the

@@ -5,7 +5,7 @@
  * host streams in every readiness form, times out, and reports a faulted stream; the
  * +predict estimator learns (exact samples from a running spin, censored ones from a
  * late wake, visible through garuda_stream_stats()); GARUDA_WAIT_PLAN sets the default
- * or fails the connect; garuda_segment_close() refuses while a freed stream's store
+ * or fails the connect; GARUDA_WORDWAIT's values; garuda_segment_close() refuses while a freed stream's store
  * has still to land. No timing assertions: gates decide when work completes. */
 #include <errno.h>
 #include <pthread.h>
@@ -382,6 +382,63 @@ Test(plans, wait_plan_environment)
 	ok(garuda_segment_close(seg));
 	garuda_disconnect(c);
 	unsetenv("GARUDA_WAIT_PLAN");
+	td_stop(&d);
+}
+
+/* GARUDA_WORDWAIT (read at connect): unset, "", "auto" and "off" connect, and a wait
+ * whose spin phase sees the word land completes under each (the spin step idles in
+ * the hardware word wait where the CPU has one: here, no WAITPKG nor MONITORX, the
+ * cpu_relax step); anything else fails the connect with -EINVAL and a message naming
+ * the variable */
+Test(plans, wordwait_environment)
+{
+	struct gd_daemon d;
+	td_start(&d, NULL);
+	static const char *const good[] = { NULL, "", "auto", "off" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (good[i])
+			setenv("GARUDA_WORDWAIT", good[i], 1);
+		else
+			unsetenv("GARUDA_WORDWAIT");
+		struct garuda_client *c;
+		struct garuda_seg *seg;
+		struct garuda_host_stream *hs;
+		struct garuda_stream *s;
+		ok(garuda_connect_to(d.sock, &c));
+		ok(garuda_segment_open(c, "host", 0, 1, &seg));
+		ok(garuda_host_stream_new(NULL, &hs));
+		ok(garuda_stream_new(seg, hs, GARUDA_READINESS_EVENTFD, &s));
+		/* a spin of 60 s: the wait is over in its spin phase */
+		ok(garuda_stream_set_wait(s, 60 * NS_PER_S, 1 * NS_PER_MS));
+		for (int round = 0; round < 3; round++) {
+			struct gate g;
+			gate_init(&g);
+			uint64_t seq;
+			gate_enqueue(&g, hs);
+			ok(garuda_stream_signal(s, &seq));
+			struct opener o;
+			open_later(&o, &g, 2000, 0);
+			int r = garuda_stream_wait(s, seq, -1);
+			cr_assert_eq(r, 0, "GARUDA_WORDWAIT=%s round %d: %d (%s)", good[i] ? good[i] : "(unset)",
+				     round, r, garuda_strerror(r));
+			pthread_join(o.t, NULL);
+			gate_destroy(&g);
+		}
+		garuda_stream_free(s);
+		garuda_host_stream_free(hs);
+		ok(garuda_segment_close(seg));
+		garuda_disconnect(c);
+	}
+	static const char *const bad[] = { "on", "Auto", "umwait", "off ", "0" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("GARUDA_WORDWAIT", bad[i], 1);
+		struct garuda_client *c = (struct garuda_client *)1;
+		fails(garuda_connect_to(d.sock, &c), -EINVAL);
+		cr_assert_null(c);
+		cr_assert(strstr(garuda_last_error(), "GARUDA_WORDWAIT") &&
+			  strstr(garuda_last_error(), "auto or off"), "'%s': %s", bad[i], garuda_last_error());
+	}
+	unsetenv("GARUDA_WORDWAIT");
 	td_stop(&d);
 }
 
