@@ -280,9 +280,9 @@ static struct garuda_policy_tuning tuning_of(const struct scanner *s)
 	};
 }
 
-/* The armed set's waits, for the policy: pointers into set->armed (valid until the
- * set next changes). false when out of memory (the waits keep their clocks). */
-static bool gather_waits(struct scanner *s)
+/* Room for the armed set's waits and the policy's scratch. false when out of memory
+ * (the waits keep their clocks). */
+static bool waits_room(struct scanner *s)
 {
 	unsigned n = s->set.n;
 	size_t scratch = garuda_policy_order_scratch(n);
@@ -298,17 +298,62 @@ static bool gather_waits(struct scanner *s)
 		s->waits_cap = n;
 		s->scratch_cap = scratch;
 	}
-	for (unsigned i = 0; i < n; i++)
+	return true;
+}
+
+/* The armed set's waits, for the policy: pointers into set->armed (valid until the
+ * set next changes). */
+static bool gather_waits(struct scanner *s)
+{
+	if (!waits_room(s))
+		return false;
+	for (unsigned i = 0; i < s->set.n; i++)
 		s->waits[i] = &s->set.armed[i].wait;
 	return true;
 }
 
-/* Stream order after the set changed (arms taken, descriptors fired): the pass that
- * found a predecessor starts its successor's clock at landing_ns (policy.h). */
-static void order_set(struct scanner *s, uint64_t landing_ns)
+/* The words a change of the set touched (arms taken, descriptors fired): stream order
+ * is per word, so only the waits on them need ordering again. Up to TOUCH_MAX words,
+ * else all (a removal, a big batch). */
+#define TOUCH_MAX 8
+struct touched {
+	unsigned n;
+	bool all;
+	const uint64_t *word[TOUCH_MAX];
+};
+
+static void touch(struct touched *t, const uint64_t *word)
 {
-	if (s->set.n && gather_waits(s))
-		garuda_policy_order(s->waits, s->set.n, landing_ns, s->scratch);
+	for (unsigned i = 0; i < t->n && !t->all; i++)
+		if (t->word[i] == word)
+			return;
+	if (t->n == TOUCH_MAX)
+		t->all = true;
+	else if (!t->all)
+		t->word[t->n++] = word;
+}
+
+static bool touched(const struct touched *t, const uint64_t *word)
+{
+	for (unsigned i = 0; i < t->n && !t->all; i++)
+		if (t->word[i] == word)
+			return true;
+	return t->all;
+}
+
+/* Stream order on the touched words: the pass that found a predecessor starts its
+ * successor's clock at landing_ns (policy.h). O(armed) pointer compares, the policy's
+ * O(waits on those words). */
+static void order_touched(struct scanner *s, const struct touched *t, uint64_t landing_ns)
+{
+	if ((!t->n && !t->all) || !s->set.n || !waits_room(s))
+		return;
+	unsigned k = 0;
+	for (unsigned i = 0; i < s->set.n; i++)
+		if (touched(t, s->set.hot[i].word))
+			s->waits[k++] = &s->set.armed[i].wait;
+	if (k)
+		garuda_policy_order(s->waits, k, landing_ns, s->scratch);
 }
 
 /* The set changed: is every armed word on one cache line? O(armed) at most, and it
@@ -339,6 +384,7 @@ static bool take_commands(struct scanner *s)
 	struct removal *rem = NULL;
 	const struct cmd **remcmd = NULL; /* the command of each removal */
 	unsigned nrem = 0;
+	struct touched words = { 0 };
 	uint64_t now = garuda_now_ns();
 	for (unsigned i = 0; i < n; i++) {
 		struct cmd *c = &cmds[i];
@@ -348,6 +394,7 @@ static bool take_commands(struct scanner *s)
 			c->a.gen = gen;
 			c->a.wait.taken_ns = now;
 			armed_push(&s->set, &c->a, s->index);
+			touch(&words, c->a.word);
 			armed = true;
 			break;
 		case CMD_DISARM:
@@ -363,6 +410,7 @@ static bool take_commands(struct scanner *s)
 						      .segment_id = c->segment_id, .index = c->index,
 						      .token = c->token, .gen = gen };
 			remcmd[nrem++] = c;
+			words.all = true; /* a successor of what goes may start */
 			break;
 		case CMD_LIST:
 		case CMD_STOP:
@@ -380,7 +428,7 @@ static bool take_commands(struct scanner *s)
 			s->stop = true;
 	}
 	free(cmds);
-	order_set(s, now); /* new arms queue behind armed predecessors; removals start successors */
+	order_touched(s, &words, now); /* new arms queue behind armed predecessors; removals start successors */
 	note_line(s);
 	atomic_store_explicit(&s->st_armed, s->set.n, memory_order_relaxed);
 	return armed;
@@ -413,10 +461,15 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 
 /* One pass over the armed set: O(armed). Returns completions delivered. slept: the
  * thread slept since the previous pass (its completions are censored). */
-/* Move every descriptor whose word reached its target into set->fired[nf..). */
-static unsigned sweep(struct armed_set *set, unsigned nf)
+/* Move every descriptor whose word reached its target into set->fired[nf..); only
+ * those on the words t names, when t is given. */
+static unsigned sweep(struct armed_set *set, unsigned nf, const struct touched *t)
 {
 	for (unsigned i = 0; i < set->n;) {
+		if (t && !touched(t, set->hot[i].word)) {
+			i++;
+			continue;
+		}
 		uint64_t v = __atomic_load_n(set->hot[i].word, __ATOMIC_ACQUIRE);
 		if (garuda_reached(v, set->hot[i].target)) {
 			set->fired[nf] = set->armed[i];
@@ -432,17 +485,20 @@ static unsigned sweep(struct armed_set *set, unsigned nf)
 static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 {
 	struct armed_set *set = &s->set;
-	unsigned nf = sweep(set, 0);
+	unsigned nf = sweep(set, 0, NULL);
 	atomic_fetch_add_explicit(&s->st_passes, 1, memory_order_relaxed);
 	if (!nf)
 		return 0;
 	/* a store that landed during the sweep fired the descriptors read after it, not
-	 * those read before: one more sweep, so that whatever a readiness of this pass
-	 * tells a client (a word reached v) holds for all its descriptors (their quota
-	 * and count released before it is sent; a 65,536-descriptor pass left ~40,000
-	 * armed behind its READY) */
+	 * those read before: the words that fired are looked at once more, so that
+	 * whatever a readiness of this pass tells a client (a word reached v) holds for
+	 * all its descriptors (their quota and count released before it is sent; a
+	 * 65,536-descriptor pass left ~40,000 armed behind its READY) */
+	struct touched words = { 0 };
+	for (unsigned i = 0; i < nf; i++)
+		touch(&words, set->fired[i].word);
 	if (set->n)
-		nf = sweep(set, nf);
+		nf = sweep(set, nf, &words);
 	note_line(s);
 	uint64_t now = garuda_now_ns();
 	/* the stores landed within (prev_pass, now]: record that bound */
@@ -458,7 +514,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_quota(&set->fired[i]);
 	readiness_deliver(&s->out, set->fired, nf, now);
-	order_set(s, now); /* the successors of what landed start their clocks */
+	order_touched(s, &words, now); /* the successors of what landed start their clocks */
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_refs(&set->fired[i], s->notices);
 	return nf;
