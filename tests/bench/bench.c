@@ -3,6 +3,7 @@
  *   1. wake latency (lat.c)      2. CPU per completion (cpu.c)
  *   3. throughput (thru.c)       4. scale: pass cost, memory, idle (scale.c)
  *   5. wait plans against real kernel lengths (plans.c, issue 11)
+ *   6. a spin step: hardware word wait vs pause (wordwait.c, issue 25)
  *
  * Each section starts its own garudad from the build tree (benchd.h) with the tuning
  * it states, prints its table, and adds its numbers to one JSON document. At the end
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "wordwait.h"
 
 #ifndef GARUDAD_PATH
 #define GARUDAD_PATH "garudad"
@@ -41,7 +43,8 @@ static void usage(FILE *f)
 		"  --quick               short run (under 2 minutes; fewer samples and clients)\n"
 		"  --json=PATH           JSON output (default %s)\n"
 		"  --daemon=PATH         garudad to run (default %s)\n"
-		"  --only=LIST           sections to run: latency,cpu,throughput,scale,plans (default all)\n"
+		"  --only=LIST           sections to run: latency,cpu,throughput,scale,plans,wordwait\n"
+		"                        (default all)\n"
 		"  --gap-us=N            simulated kernel time between arm and store, latency (default 20)\n"
 		"  --spin-us=N           garudad spin_us for the latency-tuned daemon (default 100)\n"
 		"  --max-sleep-us=N      garudad max_sleep_us (default 1000)\n"
@@ -249,8 +252,14 @@ int main(int argc, char **argv)
 		fclose(lf);
 	}
 	cJSON_AddStringToObject(b.json, "loadavg_at_start", load);
-	printf("garuda-bench (%s mode): %ld CPUs, kernel %s, %s, load average %s\n", b.o.quick ? "quick" : "full",
-	       cpus, u.release, when, load);
+	/* the spin steps' hardware word wait (util/wordwait.h): libgaruda's in this
+	 * environment, and garudad's under its default config (wordwait auto) */
+	const struct wordwait *ww = bench_wordwait();
+	cJSON_AddStringToObject(b.json, "wordwait_variant", wordwait_variant_name(ww->variant));
+	cJSON_AddStringToObject(b.json, "wordwait_detail", ww->detail);
+	printf("garuda-bench (%s mode): %ld CPUs, kernel %s, %s, load average %s, word wait %s (%s)\n",
+	       b.o.quick ? "quick" : "full", cpus, u.release, when, load, wordwait_variant_name(ww->variant),
+	       ww->detail);
 
 	uint64_t t0 = now_ns();
 	if (want(&b, "latency"))
@@ -263,6 +272,8 @@ int main(int argc, char **argv)
 		bench_plans(&b);
 	if (want(&b, "scale"))
 		bench_scale(&b);
+	if (want(&b, "wordwait"))
+		bench_wordwait_section(&b);
 	targets(&b);
 	double secs = (double)(now_ns() - t0) / 1e9;
 	cJSON_AddNumberToObject(b.json, "seconds", secs);

@@ -139,3 +139,9 @@ int bench_cpu(struct bench *b);
 int bench_throughput(struct bench *b);
 int bench_scale(struct bench *b);
 int bench_plans(struct bench *b);
+/* 6. the row "spin step: hardware wait vs pause" (wordwait.c) */
+int bench_wordwait_section(struct bench *b);
+/* The hardware word wait libgaruda would use here (util/wordwait.h; GARUDA_WORDWAIT=off:
+ * none), for the header line */
+struct wordwait;
+const struct wordwait *bench_wordwait(void);
