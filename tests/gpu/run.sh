@@ -24,6 +24,9 @@
 #     each signalled behind the one before, then waited for in order (garuda modes: a
 #     sample per sequence; cudaStreamSynchronize: one per round, the last);
 #     kernel end to wake as in table 1.
+# Then one line: the spin steps' hardware word wait (umwait, mwaitx, wfe, or spin for
+# none: util/wordwait.h, garudad(8) wordwait) and how many of garudad's spin steps
+# parked in it (garctl scanners), and libgaruda's GARUDA_WORDWAIT.
 # Tables and JSON lines (single.jsonl, multi.jsonl, pipelined.jsonl), the GPU's name and
 # garudad's log go to --out (default DIR/gpu-results).
 #
@@ -109,7 +112,7 @@ if ((build)); then
 	if [[ ! -f $build_dir/meson-private/coredata.dat ]]; then
 		meson setup "$build_dir" "$repo" --buildtype=release >/dev/null
 	fi
-	targets=(garudad garuda:shared_library gpu-latency-fake cuda)
+	targets=(garudad garctl garuda:shared_library gpu-latency-fake cuda)
 	grep -q '^build tests/gpu/gpu-latency:' "$build_dir/build.ninja" && targets+=(gpu-latency)
 	meson compile -C "$build_dir" "${targets[@]}" >/dev/null
 fi
@@ -230,6 +233,21 @@ fi
 if ! kill -0 "$daemon_pid" 2>/dev/null; then
 	cat "$tmp/garudad.log" >&2
 	die "garudad died during the run"
+fi
+
+# the word wait: garudad's (its scanners, over the run) and libgaruda's setting
+garctl=$build_dir/client/garctl/garctl
+if ! "$garctl" --socket="$tmp/control.sock" --no-pager -j scanners >"$tmp/scanners.json" ||
+	! python3 - "$tmp/scanners.json" "${GARUDA_WORDWAIT:-auto}" <<'EOF' | tee -a "$out/tables.txt"; then
+import json, sys
+sc = json.load(open(sys.argv[1]))["scanners"]
+steps = sum(s["spins"] for s in sc)
+hw = sum(s["wordwait_steps"] for s in sc)
+print(f"word wait: {sc[0]['wordwait']} ({sc[0]['wordwait_detail']}); garudad: {hw} of {steps} "
+      f"scanner spin steps were hardware waits; libgaruda: GARUDA_WORDWAIT={sys.argv[2]}")
+EOF
+	echo "run.sh: garctl scanners gave no word wait" >&2
+	status=1
 fi
 if [[ -s $tmp/garudad.log ]]; then
 	echo "-- garudad log" >&2
