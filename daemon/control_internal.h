@@ -56,7 +56,7 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req);
 /* Shared by status, scanners and metrics. */
 struct ctl_totals {
 	uint64_t armed, completions, passes, parks, cpu_ns;
-	uint64_t by_form[4];
+	uint64_t by_form[GARUDA_FORM_COUNT];
 	unsigned bindings;
 };
 void ctl_totals(struct daemon *d, struct ctl_totals *t);

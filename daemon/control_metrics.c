@@ -156,48 +156,20 @@ char *ctl_metrics_text(struct daemon *d)
 	for (unsigned i = 0; i < d->nscanners; i++)
 		fprintf(f, "garuda_scanner_armed{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i, st[i].numa_node,
 			(unsigned long long)st[i].armed);
-	family(f, "garuda_scanner_completions_total", "counter", "Readiness delivered, by scanner.");
-	for (unsigned i = 0; i < d->nscanners; i++)
-		fprintf(f, "garuda_scanner_completions_total{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
-			st[i].numa_node, (unsigned long long)st[i].completions);
-	family(f, "garuda_scanner_passes_total", "counter", "Scan passes over the armed set, by scanner.");
-	for (unsigned i = 0; i < d->nscanners; i++)
-		fprintf(f, "garuda_scanner_passes_total{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
-			st[i].numa_node, (unsigned long long)st[i].passes);
-	family(f, "garuda_scanner_parks_total", "counter", "Times a scanner parked with nothing armed.");
-	for (unsigned i = 0; i < d->nscanners; i++)
-		fprintf(f, "garuda_scanner_parks_total{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
-			st[i].numa_node, (unsigned long long)st[i].parks);
+	/* every counter of proto/counters.h's table: its family, help text and samples */
 	static const struct {
 		const char *name, *help;
-		size_t off;
-	} waits[] = {
-		{ "garuda_scanner_sleeps_total", "Timed sleeps with something armed, by scanner.",
-		  offsetof(struct scanner_stats, sleeps) },
-		{ "garuda_scanner_spins_total", "Spin steps (a pass, then a pause), by scanner.",
-		  offsetof(struct scanner_stats, spins) },
-		{ "garuda_scanner_wordwait_steps_total",
-		  "Spin steps that idled in a hardware word wait (umwait, mwaitx, wfe), by scanner.",
-		  offsetof(struct scanner_stats, wordwait_steps) },
-		{ "garuda_scanner_exact_total", "Completions seen while spinning (exact residuals).",
-		  offsetof(struct scanner_stats, exact) },
-		{ "garuda_scanner_censored_total", "Completions found after a sleep (censored).",
-		  offsetof(struct scanner_stats, censored) },
-		{ "garuda_scanner_late_wakes_total",
-		  "Completions found by a wake over 50 us past their predicted deadline (not recorded).",
-		  offsetof(struct scanner_stats, late_wakes) },
-		{ "garuda_scanner_arm_wakes_total", "ARMs that woke a sleeping scanner.",
-		  offsetof(struct scanner_stats, arm_wakes) },
-		{ "garuda_scanner_arm_nowakes_total",
-		  "ARMs posted to a sleeping scanner that did not wake it (deadline not earlier).",
-		  offsetof(struct scanner_stats, arm_nowakes) },
+		enum garuda_scanner_counter c;
+	} counters[] = {
+#define SCANNER_COUNTER_METRIC_(field, key, metric, help) { metric, help, SC_##field },
+		GARUDA_SCANNER_COUNTERS(SCANNER_COUNTER_METRIC_)
+#undef SCANNER_COUNTER_METRIC_
 	};
-	for (unsigned k = 0; k < sizeof(waits) / sizeof(waits[0]); k++) {
-		family(f, waits[k].name, "counter", waits[k].help);
+	for (unsigned k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
+		family(f, counters[k].name, "counter", counters[k].help);
 		for (unsigned i = 0; i < d->nscanners; i++)
-			fprintf(f, "%s{scanner=\"%u\",numa_node=\"%d\"} %llu\n", waits[k].name, i,
-				st[i].numa_node,
-				(unsigned long long)*(const uint64_t *)((const char *)&st[i] + waits[k].off));
+			fprintf(f, "%s{scanner=\"%u\",numa_node=\"%d\"} %llu\n", counters[k].name, i,
+				st[i].numa_node, (unsigned long long)st[i].counters[counters[k].c]);
 	}
 	family(f, "garuda_scanner_cpu_seconds_total", "counter", "CPU time used by a scanner thread.");
 	for (unsigned i = 0; i < d->nscanners; i++)

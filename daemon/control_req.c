@@ -66,11 +66,11 @@ void ctl_totals(struct daemon *d, struct ctl_totals *t)
 		struct scanner_stats st;
 		scanner_get_stats(d->scanner[i], &st);
 		t->armed += st.armed;
-		t->completions += st.completions;
-		t->passes += st.passes;
-		t->parks += st.parks;
+		t->completions += st.counters[SC_completions];
+		t->passes += st.counters[SC_passes];
+		t->parks += st.counters[SC_parks];
 		t->cpu_ns += st.cpu_ns;
-		for (int f = 0; f < 4; f++)
+		for (int f = 0; f < GARUDA_FORM_COUNT; f++)
 			t->by_form[f] += st.by_form[f];
 	}
 	for (struct session *s = d->sessions; s; s = s->next)
@@ -78,7 +78,7 @@ void ctl_totals(struct daemon *d, struct ctl_totals *t)
 			t->bindings++;
 }
 
-static void add_forms(cJSON *o, const char *key, const uint64_t by_form[4])
+static void add_forms(cJSON *o, const char *key, const uint64_t by_form[GARUDA_FORM_COUNT])
 {
 	cJSON *f = cJSON_AddObjectToObject(o, key);
 	for (unsigned i = GARUDA_FORM_EVENTFD; i <= GARUDA_FORM_DOORBELL; i++)
@@ -164,8 +164,8 @@ static cJSON *client_object(struct session *s)
 	for (struct binding *b = s->bindings; b; b = b->next)
 		nbind++;
 	const struct quota_usage *u = &s->sink->usage;
-	uint64_t by_form[4];
-	for (int f = 0; f < 4; f++)
+	uint64_t by_form[GARUDA_FORM_COUNT];
+	for (int f = 0; f < GARUDA_FORM_COUNT; f++)
 		by_form[f] = atomic_load_explicit(&s->sink->by_form[f], memory_order_relaxed);
 	cJSON *o = cJSON_CreateObject();
 	ctl_add_uint(o, CTL_KEY_ID, s->id);
@@ -399,20 +399,13 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		ctl_add_int(o, CTL_KEY_NUMA_NODE, st.numa_node);
 		ctl_add_uint(o, CTL_KEY_ARMED, st.armed);
 		ctl_add_uint(o, CTL_KEY_SEGMENTS, segs[i]);
-		ctl_add_uint(o, CTL_KEY_PASSES, st.passes);
-		ctl_add_uint(o, CTL_KEY_PARKS, st.parks);
-		ctl_add_uint(o, CTL_KEY_SLEEPS, st.sleeps);
-		ctl_add_uint(o, CTL_KEY_SPINS, st.spins);
+		/* every counter of proto/counters.h's table under its key */
+#define SCANNER_COUNTER_JSON_(field, key, metric, help) ctl_add_uint(o, key, st.counters[SC_##field]);
+		GARUDA_SCANNER_COUNTERS(SCANNER_COUNTER_JSON_)
+#undef SCANNER_COUNTER_JSON_
 		cJSON_AddStringToObject(o, CTL_KEY_WORDWAIT, wordwait_variant_name(ww->variant));
 		cJSON_AddStringToObject(o, CTL_KEY_WORDWAIT_DETAIL, ww->detail);
-		ctl_add_uint(o, CTL_KEY_WORDWAIT_STEPS, st.wordwait_steps);
-		ctl_add_uint(o, CTL_KEY_EXACT, st.exact);
-		ctl_add_uint(o, CTL_KEY_CENSORED, st.censored);
-		ctl_add_uint(o, CTL_KEY_LATE_WAKES, st.late_wakes);
 		ctl_add_uint(o, CTL_KEY_WAKE_LATE_NS, st.wake_late_ns);
-		ctl_add_uint(o, CTL_KEY_ARM_WAKES, st.arm_wakes);
-		ctl_add_uint(o, CTL_KEY_ARM_NOWAKES, st.arm_nowakes);
-		ctl_add_uint(o, CTL_KEY_COMPLETIONS, st.completions);
 		add_forms(o, CTL_KEY_READINESS, st.by_form);
 		cJSON_AddNumberToObject(o, CTL_KEY_CPU_S, (double)st.cpu_ns / 1e9);
 		add_latency(o, st.detect_hist);

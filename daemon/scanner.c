@@ -106,13 +106,18 @@ struct scanner {
 	bool stop;
 
 	/* stats, written by the thread, read by anyone */
-	atomic_uint_fast64_t st_armed, st_passes, st_completions, st_parks;
-	atomic_uint_fast64_t st_sleeps, st_spins, st_ww_steps, st_exact, st_censored, st_arm_wakes, st_arm_nowakes;
-	atomic_uint_fast64_t st_late_wakes, st_wake_late_ns;
+	atomic_uint_fast64_t st_armed, st_wake_late_ns;
+	atomic_uint_fast64_t st_count[SC_COUNT_]; /* proto/counters.h's table */
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
 	atomic_uint_fast64_t st_detect_ns_sum;
-	atomic_uint_fast64_t st_by_form[4];
+	atomic_uint_fast64_t st_by_form[GARUDA_FORM_COUNT];
 };
+
+/* Add n to one of the table's counters (proto/counters.h). */
+static void count(struct scanner *s, enum garuda_scanner_counter c, uint64_t n)
+{
+	atomic_fetch_add_explicit(&s->st_count[c], n, memory_order_relaxed);
+}
 
 static long futex(atomic_uint *uaddr, int op, unsigned val, const struct timespec *ts)
 {
@@ -150,8 +155,7 @@ static void post(struct scanner *s, const struct cmd *c)
 	/* an ARM wakes it only when its deadline is earlier than the wake time */
 	if (!backlog && c->kind == CMD_ARM) {
 		urgent = garuda_policy_deadline(&c->a.wait) < atomic_load(&s->wake_at);
-		atomic_fetch_add_explicit(urgent ? &s->st_arm_wakes : &s->st_arm_nowakes, 1,
-					  memory_order_relaxed);
+		count(s, urgent ? SC_arm_wakes : SC_arm_nowakes, 1);
 	}
 	if (urgent)
 		futex(&s->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
@@ -440,23 +444,24 @@ static bool take_commands(struct scanner *s)
 static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, unsigned bucket,
 			uint64_t now, uint64_t prev_pass, bool slept)
 {
-	atomic_fetch_add_explicit(slept ? &s->st_censored : &s->st_exact, nf, memory_order_relaxed);
+	count(s, slept ? SC_censored : SC_exact, nf);
 	struct garuda_policy_tuning t = tuning_of(s);
 	for (unsigned i = 0; i < nf; i++) {
 		/* the store landed in (prev_pass, now]: what that tells its point is the
 		 * policy's (garuda_policy_find) */
 		struct garuda_find fd = garuda_policy_find(&f[i].wait, &t, now, prev_pass, slept);
 		if (fd.kind == GARUDA_FIND_LATE)
-			atomic_fetch_add_explicit(&s->st_late_wakes, 1, memory_order_relaxed);
+			count(s, SC_late_wakes, 1);
 		else if (fd.kind != GARUDA_FIND_UNKNOWN)
 			points_record(f[i].sink, f[i].point_slot, f[i].point_key,
 				      fd.kind == GARUDA_FIND_EXACT, fd.ns);
 		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&f[i].sink->by_form[f[i].form & 3], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->st_by_form[f[i].form & 3], 1, memory_order_relaxed);
+		unsigned form = garuda_form_index(f[i].form);
+		atomic_fetch_add_explicit(&f[i].sink->by_form[form], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->st_by_form[form], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->detect_hist[bucket], 1, memory_order_relaxed);
 	}
-	atomic_fetch_add_explicit(&s->st_completions, nf, memory_order_relaxed);
+	count(s, SC_completions, nf);
 }
 
 /* One pass over the armed set: O(armed). Returns completions delivered. slept: the
@@ -486,7 +491,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 {
 	struct armed_set *set = &s->set;
 	unsigned nf = sweep(set, 0, NULL);
-	atomic_fetch_add_explicit(&s->st_passes, 1, memory_order_relaxed);
+	count(s, SC_passes, 1);
 	if (!nf)
 		return 0;
 	/* a store that landed during the sweep fired the descriptors read after it, not
@@ -578,7 +583,7 @@ static bool wordwait_step(struct scanner *s, unsigned seq)
 		if (garuda_reached(__atomic_load_n(s->set.hot[i].word, __ATOMIC_ACQUIRE), s->set.hot[i].target))
 			return true;
 	if (wordwait_park(w, SCANNER_WORDWAIT_STEP_NS))
-		atomic_fetch_add_explicit(&s->st_ww_steps, 1, memory_order_relaxed);
+		count(s, SC_wordwait_steps, 1);
 	return true;
 }
 
@@ -610,7 +615,7 @@ static void *scanner_main(void *arg)
 		if (s->stop)
 			break;
 		if (s->set.n == 0) {
-			atomic_fetch_add_explicit(&s->st_parks, 1, memory_order_relaxed);
+			count(s, SC_parks, 1);
 			scanner_wait(s, seq, UINT64_MAX, true);
 			prev_pass = last_active = garuda_now_ns();
 			sleep_ns = 0;
@@ -629,7 +634,7 @@ static void *scanner_main(void *arg)
 		}
 		uint64_t until = plan_wait(s, now, last_active, &sleep_ns);
 		if (!until) {
-			atomic_fetch_add_explicit(&s->st_spins, 1, memory_order_relaxed);
+			count(s, SC_spins, 1);
 			if (!wordwait_step(s, seq))
 				for (int i = 0; i < 16; i++)
 					cpu_relax();
@@ -637,7 +642,7 @@ static void *scanner_main(void *arg)
 			continue;
 		}
 		bool predict = atomic_load_explicit(&s->tuning->predict, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->st_sleeps, 1, memory_order_relaxed);
+		count(s, SC_sleeps, 1);
 		scanner_wait(s, seq, until, !predict);
 		slept = true;
 		uint64_t woke = garuda_now_ns();
@@ -711,22 +716,13 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 	memset(o, 0, sizeof(*o));
 	o->numa_node = s->numa_node;
 	o->armed = atomic_load_explicit(&s->st_armed, memory_order_relaxed);
-	o->passes = atomic_load_explicit(&s->st_passes, memory_order_relaxed);
-	o->completions = atomic_load_explicit(&s->st_completions, memory_order_relaxed);
-	o->parks = atomic_load_explicit(&s->st_parks, memory_order_relaxed);
-	o->sleeps = atomic_load_explicit(&s->st_sleeps, memory_order_relaxed);
-	o->spins = atomic_load_explicit(&s->st_spins, memory_order_relaxed);
-	o->wordwait_steps = atomic_load_explicit(&s->st_ww_steps, memory_order_relaxed);
-	o->exact = atomic_load_explicit(&s->st_exact, memory_order_relaxed);
-	o->censored = atomic_load_explicit(&s->st_censored, memory_order_relaxed);
-	o->arm_wakes = atomic_load_explicit(&s->st_arm_wakes, memory_order_relaxed);
-	o->arm_nowakes = atomic_load_explicit(&s->st_arm_nowakes, memory_order_relaxed);
-	o->late_wakes = atomic_load_explicit(&s->st_late_wakes, memory_order_relaxed);
+	for (unsigned c = 0; c < SC_COUNT_; c++)
+		o->counters[c] = atomic_load_explicit(&s->st_count[c], memory_order_relaxed);
 	o->wake_late_ns = atomic_load_explicit(&s->st_wake_late_ns, memory_order_relaxed);
 	struct timespec ts;
 	if (clock_gettime(s->cpu_clock, &ts) == 0)
 		o->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < GARUDA_FORM_COUNT; i++)
 		o->by_form[i] = atomic_load_explicit(&s->st_by_form[i], memory_order_relaxed);
 	o->detect_ns_sum = atomic_load_explicit(&s->st_detect_ns_sum, memory_order_relaxed);
 	for (int i = 0; i < SCANNER_LAT_BUCKETS; i++)

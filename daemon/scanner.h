@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "counters.h"
 #include "sink.h"
 #include "notice.h"
 #include "segment.h"
@@ -57,24 +58,11 @@ struct arm_request {
 struct scanner_stats {
 	int numa_node;
 	uint64_t armed;
-	uint64_t passes;
-	uint64_t completions;
-	uint64_t parks; /* times it parked with nothing armed */
-	uint64_t sleeps;      /* timed sleeps with something armed */
-	uint64_t spins;       /* spin steps (a pass, cpu_relax, sched_yield) */
-	uint64_t wordwait_steps; /* spin steps that idled in a hardware word wait (umwait,
-				  * mwaitx, wfe) instead of cpu_relax */
-	uint64_t exact;       /* completions seen while spinning (exact residuals) */
-	uint64_t censored;    /* completions found after a sleep or a long gap */
-	uint64_t arm_wakes;   /* ARMs that woke it from a sleep (or park) */
-	uint64_t arm_nowakes; /* ARMs posted while it slept that did not: their deadline
-			       * was not earlier than its wake time */
-	uint64_t late_wakes;  /* completions found by a wake more than GARUDA_POLICY_LATE_WAKE_NS
-			       * past their predicted deadline: not recorded in their point */
+	uint64_t counters[SC_COUNT_]; /* proto/counters.h's table: SC_passes, SC_spins... */
 	uint64_t wake_late_ns; /* how late timed wakes come (running mean): +predict
 				* sleeps end this much early */
 	uint64_t cpu_ns;
-	uint64_t by_form[4]; /* completions by enum garuda_form */
+	uint64_t by_form[GARUDA_FORM_COUNT]; /* completions by enum garuda_form */
 	uint64_t detect_hist[SCANNER_LAT_BUCKETS];
 	uint64_t detect_ns_sum; /* sum of the bounds over all completions */
 };

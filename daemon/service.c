@@ -22,7 +22,7 @@ static uint64_t completions(struct daemon *d)
 	for (unsigned i = 0; i < d->nscanners; i++) {
 		struct scanner_stats st;
 		scanner_get_stats(d->scanner[i], &st);
-		c += st.completions;
+		c += st.counters[SC_completions];
 	}
 	return c;
 }

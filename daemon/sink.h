@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "quota.h"
+#include "wire.h"
 
 struct points;
 
@@ -32,7 +33,7 @@ struct sink {
 	atomic_uint_fast64_t completions; /* readiness delivered */
 	atomic_uint_fast64_t undelivered; /* of those, eventfd readiness not written: broken */
 	atomic_uint_fast64_t write_retries; /* eventfd writes made again after EINTR (readiness.c) */
-	atomic_uint_fast64_t by_form[4];  /* indexed by enum garuda_form */
+	atomic_uint_fast64_t by_form[GARUDA_FORM_COUNT]; /* garuda_form_index() */
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
 	struct points *points;    /* deadline-estimator points (points.h), NULL until used */
 };

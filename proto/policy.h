@@ -35,7 +35,8 @@
  * enough to take its time as the completion's. */
 #define GARUDA_POLICY_EXACT_GAP_NS 20000ull
 /* A censored find by a wake later than this past the deadline is not recorded. */
-#define GARUDA_POLICY_LATE_WAKE_NS 50000ull
+#define GARUDA_POLICY_LATE_WAKE_US 50
+#define GARUDA_POLICY_LATE_WAKE_NS (GARUDA_POLICY_LATE_WAKE_US * 1000ull)
 /* A deadline closer than this is spun to, not slept to. */
 #define GARUDA_POLICY_SPIN_AHEAD_NS 5000ull
 /* The short ladder's first step (a timed futex wait costs ~15 us of CPU: shorter

@@ -64,6 +64,14 @@ enum garuda_form {
 	GARUDA_FORM_MESSAGE = 2,  /* a READY message on the socket */
 	GARUDA_FORM_DOORBELL = 3, /* bump the segment's doorbell word and FUTEX_WAKE it */
 };
+/* Arrays indexed by form (counters): 0 (no form) .. GARUDA_FORM_DOORBELL */
+#define GARUDA_FORM_COUNT 4
+/* A form's index in such an array (a validated ARM's form always is one; anything
+ * else counts under 0) */
+static inline unsigned garuda_form_index(uint8_t form)
+{
+	return form < GARUDA_FORM_COUNT ? form : 0;
+}
 
 struct garuda_hello {
 	uint32_t version;
