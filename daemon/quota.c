@@ -1,12 +1,22 @@
 /* quota.c — see quota.h. */
 #include "quota.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
 
 #include "errcode.h"
 
@@ -151,6 +161,90 @@ int quota_peer_cgroup(const char *proc, pid_t pid, char **path)
 		r = -errno;
 	free(line);
 	fclose(f);
+	return r;
+}
+
+#define CGROUP_WALK_DIRS 65536
+#define CGROUP_WALK_DEPTH 64
+
+/* Depth-first under the directory dfd (taken), whose path relative to the mount is
+ * path[0..len): the subdirectory whose inode number is id. 0 with its path in path, or
+ * -ENOENT. A kernfs directory entry's d_ino is the node's id, so no stat per entry. */
+static int cgroup_walk(int dfd, uint64_t id, char *path, size_t len, unsigned depth,
+		       unsigned *budget)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -ENOENT;
+	}
+	int r = -ENOENT;
+	struct dirent *e;
+	while (r == -ENOENT && (e = readdir(d))) {
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		size_t n = strlen(e->d_name);
+		if (len + 1 + n >= PATH_MAX)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, e->d_name, n + 1);
+		if ((uint64_t)e->d_ino == id) {
+			r = 0;
+			break;
+		}
+		if (depth + 1 >= CGROUP_WALK_DEPTH || *budget == 0)
+			continue;
+		--*budget;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			r = cgroup_walk(fd, id, path, len + 1 + n, depth + 1, budget);
+	}
+	if (r < 0)
+		path[len] = '\0';
+	closedir(d);
+	return r;
+}
+
+int quota_cgroup_by_id(const char *mount, uint64_t id, char **path)
+{
+	*path = NULL;
+	static const char *const mounts[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	int fd = -1, r = -EMEDIUMTYPE;
+	for (size_t i = 0; i < 2 && fd < 0; i++) {
+		const char *m = mount ? mount : mounts[i];
+		struct statfs sf;
+		int f = open(m, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (f < 0) {
+			r = -errno;
+		} else if (fstatfs(f, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC) {
+			fd = f;
+		} else {
+			close(f);
+			r = -EMEDIUMTYPE;
+		}
+		if (mount)
+			break;
+	}
+	if (fd < 0)
+		return r;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == id) {
+		close(fd);
+		*path = strdup("/");
+		return *path ? 0 : -ENOMEM;
+	}
+	char *buf = malloc(PATH_MAX);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	buf[0] = '\0';
+	unsigned budget = CGROUP_WALK_DIRS;
+	r = cgroup_walk(fd, id, buf, 0, 0, &budget);
+	if (r == 0)
+		*path = buf;
+	else
+		free(buf);
 	return r;
 }
 

@@ -74,6 +74,17 @@ void quota_table_free(struct quota_table *t);
  * file (-ENOENT: the process is gone). proc is the procfs root ("/proc"). */
 int quota_peer_cgroup(const char *proc, pid_t pid, char **path);
 
+/* The path of the cgroup v2 directory whose cgroup id (its inode number: what the
+ * PIDFD_GET_INFO ioctl reports as cgroupid) is id, relative to the cgroup2 mount at
+ * mount (NULL: /sys/fs/cgroup, else /sys/fs/cgroup/unified, whichever is cgroup2), as
+ * "/a/b" ("/" for the mount's root), into a malloc'ed *path: the form of
+ * quota_peer_cgroup() where garudad's cgroup namespace and mount have the same root (a
+ * service of the host, a container's own). For a peer whose /proc/PID garudad may not
+ * read (systemd's ProtectProc=). Walks the hierarchy (at most 65536 directories, 64
+ * deep). 0, -ENOENT (not under the mount), -EMEDIUMTYPE (no cgroup2 mount), -ENOMEM or
+ * -errno of opening the mount. */
+int quota_cgroup_by_id(const char *mount, uint64_t id, char **path);
+
 /* Charge n of kind k to the connection's usage, its uid's and its cgroup's (cg NULL:
  * none), against cfg's quota_connection, quota_uid and quota_cgroup, or to none of them.
  * Returns 0 or -GARUDA_E_QUOTA. */

@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -792,17 +794,102 @@ static void refuse_connection(struct daemon *d, int fd, pid_t pid, uid_t uid, co
 	count_error(d, -GARUDA_E_QUOTA);
 }
 
-/* The peer's cgroup quota record, or NULL (no cgroup key: logged, rate-limited). */
-static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, bool *oom)
+/* ---- who the peer is: pid and uid from SO_PEERCRED, cgroup and comm from /proc ----
+ * A pidfd of the peer (SO_PEERPIDFD, Linux 6.5) makes that exact: what /proc/PID gave
+ * is the peer's only if the peer was still alive after the reads (a pid is not reused
+ * while the process lives), and where /proc/PID is hidden from garudad (systemd's
+ * ProtectProc= other than "default": clients run as other users) the process is seen
+ * alive, the cgroup comes from the pidfd (PIDFD_GET_INFO, Linux 6.13: its cgroup id,
+ * the inode of its cgroup2 directory, quota_cgroup_by_id()) and the log says why there
+ * is no comm. Older kernels: /proc alone, as before. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+/* <linux/pidfd.h>'s struct pidfd_info, its first version (PIDFD_INFO_SIZE_VER0, 64
+ * bytes; later kernels accept it and fill what it has room for) */
+struct peer_pidfd_info {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	uint32_t spare0[1];
+};
+_Static_assert(sizeof(struct peer_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
+#define PEER_PIDFD_INFO_CGROUPID (1ull << 2)
+#define PEER_PIDFD_GET_INFO _IOWR(0xFF, 11, struct peer_pidfd_info)
+
+/* The peer's pidfd, or -1 (kernel before 6.5, or the peer is gone). */
+static int peer_pidfd(int fd)
 {
-	_cleanup_free_ char *path = NULL;
-	int r = quota_peer_cgroup("/proc", pid, &path);
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0 || len != sizeof(pidfd))
+		return -1;
+	return pidfd;
+}
+
+/* 1: the pidfd's process has exited (its pidfd polls readable); 0: alive; -1: no pidfd */
+static int peer_exited(int pidfd)
+{
+	if (pidfd < 0)
+		return -1;
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	return poll(&p, 1, 0) > 0 ? 1 : 0;
+}
+
+/* The peer's cgroup from its pidfd: 0 and *path, or -errno. */
+static int pidfd_cgroup(int pidfd, char **path)
+{
+	*path = NULL;
+	struct peer_pidfd_info info = { .mask = PEER_PIDFD_INFO_CGROUPID };
+	if (ioctl(pidfd, PEER_PIDFD_GET_INFO, &info) < 0)
+		return -errno;
+	if (!(info.mask & PEER_PIDFD_INFO_CGROUPID))
+		return -ENODATA;
+	return quota_cgroup_by_id(NULL, info.cgroupid, path);
+}
+
+/* The peer's cgroup quota record, or NULL (no cgroup key: logged, rate-limited);
+ * *oom on ENOMEM. path and r: what quota_peer_cgroup() gave (path taken); exited:
+ * peer_exited() after the reads from /proc. */
+static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, int exited,
+					char *proc_path, int r, bool *oom)
+{
+	_cleanup_free_ char *path = proc_path;
+	const char *why = NULL;
+	char whybuf[160];
+	if (r == 0 && exited == 1) {
+		/* the peer died by the end of the reads: the file may have been another's */
+		free(TAKE_PTR(path));
+		r = -ENOENT;
+	}
+	if ((r == -ENOENT || r == -EACCES) && exited == 0) {
+		/* alive but /proc/PID hidden from garudad: ask its pidfd */
+		int e = pidfd_cgroup(pidfd, &path);
+		if (e == 0) {
+			log_client(LOG_INFO, "pid %d: /proc/%d hidden from garudad (ProtectProc=?): "
+				   "cgroup key %s from its pidfd, no command name", (int)pid, (int)pid,
+				   path);
+			r = 0;
+		} else if (e == -ENOMEM) {
+			r = e;
+		} else {
+			snprintf(whybuf, sizeof(whybuf), "hidden from garudad (ProtectProc=?), and "
+				 "its pidfd gives none: %s",
+				 e == -ENOTTY || e == -EINVAL ? "PIDFD_GET_INFO needs Linux 6.13"
+				 : e == -ENOENT ? "not under garudad's /sys/fs/cgroup"
+						: strerror(-e));
+			why = whybuf;
+		}
+	}
+	if (r == -ENOENT && exited < 0 && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM))
+		why = "hidden from garudad (ProtectProc=?); no pidfd to ask (Linux 6.5)";
 	*oom = r == -ENOMEM;
 	if (r < 0) {
 		if (!*oom)
 			log_client(LOG_INFO, "pid %d: no cgroup quota key (/proc/%d/cgroup: %s); "
 				   "charged per connection and per uid only", (int)pid, (int)pid,
-				   r == -ENODATA ? "no cgroup v2 \"0::\" line"
+				   why ? why
+				   : r == -ENODATA ? "no cgroup v2 \"0::\" line"
 				   : r == -ESRCH ? "pid outside garudad's pid namespace"
 				   : r == -ENOENT ? "the process is gone"
 						  : strerror(-r));
@@ -813,6 +900,8 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, bool *oom)
 	return c;
 }
 
+/* The peer's command name from /proc/PID/comm ("" when unreadable); the caller checks
+ * that the peer outlived the read. */
 static void read_comm(pid_t pid, char comm[17])
 {
 	char path[64];
@@ -834,7 +923,20 @@ void session_accept(struct daemon *d, int accepted_fd)
 		return;
 	struct quota_uid *qu = quota_uid_get(&d->quotas, cred.uid);
 	bool oom = false;
-	struct quota_cgroup *qc = qu ? peer_cgroup(d, cred.pid, &oom) : NULL;
+	/* /proc (cgroup, comm), then whether the peer outlived the reads */
+	_cleanup_close_ int pidfd = cred.pid > 0 ? peer_pidfd(fd) : -1;
+	char comm[17] = "";
+	char *proc_path = NULL;
+	struct quota_cgroup *qc = NULL;
+	if (qu) {
+		int pr = quota_peer_cgroup("/proc", cred.pid, &proc_path);
+		if (cred.pid > 0)
+			read_comm(cred.pid, comm);
+		int exited = peer_exited(pidfd);
+		if (exited == 1)
+			comm[0] = '\0';
+		qc = peer_cgroup(d, cred.pid, pidfd, exited, proc_path, pr, &oom);
+	}
 	_cleanup_free_ struct session *s = oom ? NULL : calloc(1, sizeof(*s));
 	/* sink_new() takes qc's reference, also when it fails */
 	_cleanup_(sink_unrefp) struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu, qc) : NULL;
@@ -859,7 +961,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 	s->gid = cred.gid;
 	s->next_segment_id = 1;
 	s->connected_ns = garuda_now_ns();
-	read_comm(cred.pid, s->comm);
+	memcpy(s->comm, comm, sizeof(s->comm));
 	s->w_in = loop_add(d->loop, s->fd, POLLIN, on_in, s);
 	if (!s->w_in) {
 		quota_release(&sink->usage, qu, qc, Q_CONNECTIONS, 1); /* the one charge */

@@ -58,7 +58,8 @@ struct session {
 
 /* A connection accepted on the client socket (fd: CLOEXEC, NONBLOCK; taken in every
  * case). The session is charged to its peer's uid and, where /proc/PID/cgroup gives
- * one, its cgroup v2 path (read here, once; quota.h). A connection over
+ * one (or, with /proc/PID hidden from garudad, the peer's pidfd), its cgroup v2 path
+ * (read here, once; quota.h). A connection over
  * quota.uid.connections or quota.cgroup.connections gets ERROR{QUOTA} naming the quota
  * and is closed. */
 void session_accept(struct daemon *d, int fd);

@@ -9,10 +9,20 @@
 #   restart-watchdog the same; SIGSTOP: the watchdog (the unit's WatchdogSec) kills it
 #   restart-stopkill the same; SIGSTOP, 8 s, SIGKILL (not registered: the watchdog's
 #                    case without the watchdog)
+#   tenant           per-tenant keys under the shipped unit: clients of uid gtin and of
+#                    root, each in a scope of its own (systemd-run --scope, as a job or
+#                    a unit would be), show their cgroup and command name in garctl
+#                    clients as /proc shows them, and quota.cgroup.connections 1
+#                    refuses a second connection from the tenant's cgroup only
+#   tenant-invisible the same with ProtectProc=invisible added (a drop-in: /proc/PID
+#                    of other users hidden from garudad): the cgroup key from the
+#                    peer's pidfd (Linux 6.13; before, the log says why there is none),
+#                    no command name, and the log says it is hidden
 # The restart scenarios check, through tests/systemd/sd_load, that every signalled
 # sequence is reported exactly once and print the gaps (line "gap ...").
 # Environment (from meson): UNIT_SERVICE (garuda.service configured for the build
-# tree), UNIT_SRC (systemd/), SD_LOAD, GARCTL, EXAMPLE_MINIMAL. SD_DROPIN: extra
+# tree), UNIT_SRC (systemd/), BUILD_ROOT, SD_LOAD, GARCTL, EXAMPLE_MINIMAL (all run
+# from copies in the namespace: sdns.sh's sd_stage). SD_DROPIN: extra
 # [Service] lines for garuda.service (e.g. RestartSec=100ms, to compare); SD_CLIENTS,
 # SD_STREAMS: the load (default 8 and 1104; the checks want >= 1000 armed per client).
 # Exit 77 (skipped) only when this machine refuses the namespaces, with the reason.
@@ -21,6 +31,9 @@ here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/sdns.sh"
 
 scenario=${1:?scenario}
+if [[ $scenario == tenant-invisible ]]; then
+	SD_DROPIN="ProtectProc=invisible${SD_DROPIN:+$'\n'$SD_DROPIN}"
+fi
 fails=0
 ok() { echo "ok: $*"; }
 bad() {
@@ -42,6 +55,10 @@ trap 'sd_teardown' EXIT
 t0=$(date +%s%N)
 sd_setup || exit 1
 echo "systemd up in $((($(date +%s%N) - t0) / 1000000)) ms (PID $SD_PID on the host)"
+# what runs inside runs from copies the namespace and its users can reach (sdns.sh)
+EXAMPLE_MINIMAL=$(sd_stage "$EXAMPLE_MINIMAL") && SD_LOAD=$(sd_stage "$SD_LOAD") &&
+	GARCTL=$(sd_stage "$GARCTL") || exit 1
+echo "garudad: $(sd_ctl show -p ExecStart --value garuda.service | sed -n 's/.*path=\([^ ;]*\).*/\1/p')"
 
 dump() {
 	echo "---- garudad log"
@@ -128,8 +145,103 @@ restart() {
 	check "garudad exited with status 0" test "$(prop garuda.service ExecMainStatus)/$(prop garuda.service Result)" = 0/success
 }
 
+# a field of garctl -j clients' entry for pid PID ("null" for null, "none": no entry)
+client_field() { # client_field JSON PID FIELD
+	python3 -c '
+import json, sys
+j = json.loads(sys.argv[1])
+c = [c for c in j["clients"] if c["pid"] == int(sys.argv[2])]
+v = c[0][sys.argv[3]] if c else "none"
+print("null" if v is None else v)' "$@"
+}
+
+# what the namespace's root sees of PID: /proc/PID/FILE from inside its cgroup namespace
+# too, as garudad does (sd_in keeps the host's cgroup namespace)
+proc_of() { nsenter -t "$SD_PID" -m -p -C cat "/proc/$1/$2" 2>/dev/null; }
+
+# tenant [invisible]: see the scenarios above
+tenant() {
+	local invisible=${1:-}
+	printf '{ "log_level": "info", "quota": { "cgroup": { "connections": 1 } } }\n' >"$T/garudad.json"
+	# tenant A: uid gtin in scope gt-tenant, a client held connected (an 8 s "kernel"),
+	# then, once $T/go exists, a second client from the same cgroup
+	sd_in systemd-run --quiet --scope --unit=gt-tenant -- \
+		setpriv --reuid=gtin --regid=gtin --init-groups sh -c \
+		'"$0" 8000000 >/run/gt/logs/tenant-a1.out 2>&1 & a1=$!
+		while [ ! -e /run/gt/go ]; do sleep 0.05; done
+		"$0" >/run/gt/logs/tenant-a2.out 2>&1; echo "exit $?" >>/run/gt/logs/tenant-a2.out
+		wait $a1; echo "exit $?" >>/run/gt/logs/tenant-a1.out' "$EXAMPLE_MINIMAL" &
+	local bg_a=$!
+	# tenant B: root in scope gt-root
+	sd_in systemd-run --quiet --scope --unit=gt-root -- "$EXAMPLE_MINIMAL" 8000000 \
+		>"$T/logs/tenant-b.out" 2>&1 &
+	local bg_b=$!
+	local j='' i pa='' pb=''
+	for ((i = 0; i < 200; i++)); do
+		pa=$(sd_in pgrep -u gtin -x minimal | head -n 1)
+		pb=$(sd_in pgrep -u root -x minimal | head -n 1)
+		if [[ -n $pa && -n $pb ]]; then
+			j=$(sd_in "$GARCTL" -j clients 2>/dev/null)
+			[[ $(client_field "$j" "$pa" uid) == 64001 && $(client_field "$j" "$pb" uid) == 0 ]] && break
+		fi
+		sleep 0.05
+	done
+	# A's second client now, while its first is surely connected (8 s)
+	touch "$T/go"
+	check "garctl clients lists tenant A (uid gtin, pid ${pa:-?}) and B (root, pid ${pb:-?})" \
+		test "$(client_field "$j" "${pa:-0}" uid)/$(client_field "$j" "${pb:-0}" uid)" = 64001/0
+	local p who unit cg comm want_cg want_comm pa_cg=''
+	for p in "${pa:-0}:A:gt-tenant" "${pb:-0}:B:gt-root"; do
+		IFS=: read -r p who unit <<<"$p"
+		want_cg=$(proc_of "$p" cgroup | sed -n 's/^0:://p')
+		want_comm=$(proc_of "$p" comm)
+		[[ $who == A ]] && pa_cg=$want_cg
+		cg=$(client_field "$j" "$p" cgroup)
+		comm=$(client_field "$j" "$p" comm)
+		echo "tenant $who: cgroup $cg (/proc: $want_cg), comm \"$comm\" (/proc: \"$want_comm\")"
+		if [[ -z $invisible ]]; then
+			check "tenant $who: its own cgroup is its key ($want_cg)" \
+				test "$cg" = "$want_cg" -a "${want_cg##*/}" = "$unit.scope"
+			check "tenant $who: its command name ($want_comm)" test "$comm" = minimal -a "$want_comm" = minimal
+		elif kernel_has 6.13; then
+			check "tenant $who, /proc hidden: its cgroup key from its pidfd ($want_cg)" \
+				test "$cg" = "$want_cg" -a "${want_cg##*/}" = "$unit.scope"
+			check "tenant $who, /proc hidden: no command name" test -z "$comm"
+			check "tenant $who, /proc hidden: the log says so" \
+				grep -q "pid $p: /proc/$p hidden from garudad (ProtectProc=?): cgroup key $want_cg from its pidfd" "$T/logs/garudad.log"
+		else
+			check "tenant $who, /proc hidden, Linux < 6.13: no cgroup key" test "$cg" = null
+			check "tenant $who, /proc hidden, Linux < 6.13: the log says why" \
+				grep -q "pid $p: no cgroup quota key (/proc/$p/cgroup: hidden from garudad" "$T/logs/garudad.log"
+		fi
+	done
+	# quota.cgroup.connections 1: A's second client is refused, naming A's cgroup
+	for ((i = 0; i < 200; i++)); do
+		grep -q '^exit' "$T/logs/tenant-a2.out" 2>/dev/null && break
+		sleep 0.05
+	done
+	echo "tenant A's second client: $(tr '\n' ' ' <"$T/logs/tenant-a2.out" 2>/dev/null)"
+	if [[ -z $invisible ]] || kernel_has 6.13; then
+		check "tenant A's second connection is refused (quota.cgroup.connections 1)" \
+			grep -q '^exit 1' "$T/logs/tenant-a2.out"
+		check "... by quota.cgroup, naming A's cgroup (garudad's log)" \
+			grep -qE "uid 64001: connection refused: quota.cgroup.connections exceeded: limit 1, 1 in use, 1 more asked \(cgroup ${pa_cg:-?}\)" "$T/logs/garudad.log"
+	fi
+	wait "$bg_a" "$bg_b"
+	check "tenant A's first client was served" grep -q '^exit 0' "$T/logs/tenant-a1.out"
+	check "tenant B's client was served" grep -q '^sequence 1 completed' "$T/logs/tenant-b.out"
+	check "systemctl stop exits 0" sd_ctl stop garuda.service
+}
+
+# kernel_has X.Y: the running kernel is X.Y or later
+kernel_has() {
+	[[ $(printf '%s\n%s\n' "$1" "$(uname -r | cut -d- -f1)" | sort -V | head -n 1) == "$1" ]]
+}
+
 case $scenario in
 units) units ;;
+tenant) tenant ;;
+tenant-invisible) tenant invisible ;;
 restart-kill) restart kill ;;
 restart-upgrade) restart upgrade ;;
 restart-watchdog) restart watchdog ;;

@@ -4,6 +4,8 @@
 #   sd_setup          build $T: units (the configured garuda.service, the two sockets,
 #                     stub targets), passwd/group made by systemd-sysusers from
 #                     garuda.sysusers (plus two test users), then start systemd
+#   sd_stage FILE     copy an executable of the build tree into $T/b (see below) and
+#                     print its path inside the namespace
 #   sd_ctl ARGS       systemctl inside the namespace
 #   sd_in CMD...      run a command inside the namespace (mount + pid namespaces)
 #   sd_teardown       systemctl exit, kill what is left, remove the cgroup and $T
@@ -11,7 +13,12 @@
 # Inside: a private /proc, a tmpfs /run, a cgroup2 mount of a fresh cgroup of ours,
 # /etc read-only with passwd, group (and shadow files) bind-mounted from $T/root/etc,
 # tmpfs over /tmp and /var's writable places, $T visible at /run/gt (the service has
-# PrivateTmp=yes, so nothing it reads may live under /tmp). Only $T/units is on the unit
+# PrivateTmp=yes, so nothing it reads may live under /tmp). What the namespace runs
+# from the build tree (the unit's garudad, the clients, garctl) is run from copies in
+# $T/b (/run/gt/b inside), 0755 all the way down: the build may live where the service
+# user cannot reach it (under a 0700 home, which ProtectHome=yes hides from the
+# service anyway) or where the namespace cannot see it (/tmp, under its own tmpfs).
+# Only $T/units is on the unit
 # path: with the default path appended, the host's sysinit.target.wants (tmpfiles,
 # journald...) would run against the host's disk. Needs root and
 # unshare(CLONE_NEWPID|NEWNS|NEWCGROUP); sd_can_run says why
@@ -43,6 +50,60 @@ sd_cgroup2_root() {
 	done
 }
 
+# BUILD_ROOT: the build tree (from meson; else the one UNIT_SERVICE was configured in)
+sd_build_root() {
+	local b=${BUILD_ROOT:-${UNIT_SERVICE%/tests/systemd/garuda.service}}
+	echo "${b%/}"
+}
+
+# sd_stage FILE — copy FILE into $T/b at its path relative to the build tree (outside
+# it: $T/b/ext/NAME), with the build tree's shared libraries it loads (libgaruda.so.0,
+# found through its $ORIGIN-relative RUNPATH, lands where that RUNPATH looks again);
+# directories 0755, files readable and executable by all. Prints /run/gt/b/REL, its
+# path inside the namespace.
+sd_stage() {
+	local f=$1 b rel lib
+	b=$(sd_build_root)
+	[[ -f $f ]] || { echo "sd_stage: no file $f" >&2; return 1; }
+	case $f in
+	"$b"/*) rel=${f#"$b"/} ;;
+	*) rel=ext/${f##*/} ;;
+	esac
+	mkdir -p "$(dirname "$T/b/$rel")"
+	cp -L "$f" "$T/b/$rel"
+	# the build tree's libraries, as the dynamic linker finds them for the original
+	while read -r lib; do
+		lib=$(realpath -s -m "$lib") # $ORIGIN/../client/...: no "..", links kept
+		case $lib in
+		"$b"/*)
+			mkdir -p "$T/b/$(dirname "${lib#"$b"/}")"
+			cp -L "$lib" "$T/b/${lib#"$b"/}"
+			;;
+		esac
+	done < <(ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
+	chmod -R a+rX "$T/b"
+	echo "/run/gt/b/$rel"
+}
+
+# sd_stage_unit UNIT — stage every build-tree file UNIT names (ExecStart=...) and point
+# UNIT at the copies
+sd_stage_unit() {
+	local unit=$1 b w f staged text
+	b=$(sd_build_root)
+	text=$(<"$unit")
+	for w in $(tr -s ' \t=' '\n' <"$unit" | grep -F "$b/" | sort -u); do
+		f=$b/${w#*"$b"/} # without a prefix such as "-" or "@"
+		staged=$(sd_stage "$f") || return 1
+		text=${text//"$f"/"$staged"} # literally, not as a pattern
+	done
+	printf '%s\n' "$text" >"$unit"
+	if grep -qF "$b/" "$unit"; then
+		echo "sd_stage_unit: $unit still names the build tree $b:" >&2
+		grep -F "$b/" "$unit" >&2
+		return 1
+	fi
+}
+
 sd_stub_target() {
 	printf '[Unit]\nDescription=stub %s\n' "$1" >"$T/units/$1.target"
 }
@@ -52,8 +113,10 @@ sd_setup() {
 	chmod 755 "$T"
 	mkdir -p "$T/units" "$T/empty" "$T/root/etc" "$T/logs"
 	chmod 777 "$T/logs"
-	# units: what meson configured (ExecStart = the built garudad) and the sockets
+	# units: what meson configured (ExecStart = the built garudad, run from its copy in
+	# $T/b) and the sockets
 	cp "$UNIT_SERVICE" "$UNIT_SRC/garuda.socket" "$UNIT_SRC/garuda-control.socket" "$T/units/"
+	sd_stage_unit "$T/units/garuda.service" || return 1
 	local t
 	for t in sysinit basic sockets shutdown multi-user paths timers slices local-fs network \
 		umount final emergency rescue; do
