@@ -233,6 +233,17 @@ static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *
 	return 0;
 }
 
+bool config_numeric_gid(const char *s, unsigned *gid)
+{
+	if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 10)
+		return false;
+	unsigned long long v = strtoull(s, NULL, 10);
+	if (v >= 0xffffffffULL) /* (gid_t)-1 means "leave" to chown */
+		return false;
+	*gid = (unsigned)v;
+	return true;
+}
+
 static int apply_json(struct config *c, const cJSON *root, char **err)
 {
 	if (!cJSON_IsObject(root))
@@ -244,10 +255,20 @@ static int apply_json(struct config *c, const cJSON *root, char **err)
 		uint64_t v;
 		if (strcmp(k, "quota") != 0 && !key_known(k))
 			return fail(err, "config key \"%s\": unknown key (garudad --list-config-keys lists them)", k);
-		if (strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0 ||
+		if (strcmp(k, "socket_group") == 0 && cJSON_IsNumber(it)) { /* a gid: 2046 */
+			char gid[16];
+			if (json_uint(it, k, 0, 0xfffffffeULL, &v, err))
+				return -1;
+			snprintf(gid, sizeof(gid), "%llu", (unsigned long long)v);
+			set_str(&c->socket_group, gid);
+		} else if (strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0 ||
 		    strcmp(k, "socket_group") == 0 || strcmp(k, "control_group") == 0) {
 			if (json_string(it, k, &s, err))
 				return -1;
+			unsigned gid;
+			if (strcmp(k, "socket_group") == 0 && s[0] >= '0' && s[0] <= '9' &&
+			    strspn(s, "0123456789") == strlen(s) && !config_numeric_gid(s, &gid))
+				return fail(err, "config key \"socket_group\": a gid must be below 4294967295");
 			bool is_path = strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0;
 			if (is_path) {
 				if (s[0] != '/' || strlen(s) >= 108)

@@ -25,7 +25,7 @@ struct config {
 	char *config_path; /* the file read, or NULL */
 	char *socket_path;
 	char *control_socket_path;
-	char *socket_group;  /* group of the client socket ("" = leave) */
+	char *socket_group;  /* group of the client socket, a name or a decimal gid ("" = leave) */
 	char *control_group; /* group admitted to the control socket ("" = root only) */
 	enum event_loop_kind event_loop;
 	unsigned scanners; /* 0 = one per NUMA node */
@@ -70,6 +70,8 @@ int config_load_file(struct config *c, const char *path, char **err);
 /* Deep copy / free. */
 int config_copy(struct config *dst, const struct config *src);
 void config_free(struct config *c);
+/* socket_group given as a decimal gid ("2046"): true and *gid set; a name: false. */
+bool config_numeric_gid(const char *s, unsigned *gid);
 
 /* Derive spin_us / max_sleep_us from the plan where the legacy keys did not set them
  * (called after every load; config_from_args and reload call it). */

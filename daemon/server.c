@@ -221,9 +221,11 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 		return r;
 	}
 	if (group && *group) {
-		struct group *g = getgrnam(group);
-		if (g) {
-			int cr = chown(path, (uid_t)-1, g->gr_gid) < 0 ? errno : 0;
+		unsigned gid;
+		bool numeric = config_numeric_gid(group, &gid); /* socket_group "2046": no lookup */
+		struct group *g = numeric ? NULL : getgrnam(group);
+		if (g || numeric) {
+			int cr = chown(path, (uid_t)-1, numeric ? (gid_t)gid : g->gr_gid) < 0 ? errno : 0;
 			if (cr == EPERM && geteuid() != 0)
 				log_notice("%s socket %s: you are not in group %s, so the socket keeps your own "
 					   "group", what, path, group);
