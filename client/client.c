@@ -97,9 +97,14 @@ static void explain_connect(int r, const char *path, const char *why)
 		set_error("cannot connect to garudad at %s (%s): the path is empty or longer than "
 			  "107 bytes", path, why);
 		return;
-	default:
-		set_error("cannot connect to garudad at %s (%s): %s", path, why, garuda_strerror(r));
+	default: {
+		/* garudad's own words, when it refused us (conn_handshake() set them) */
+		char said[GARUDA_ERROR_TEXT_MAX + 1];
+		snprintf(said, sizeof(said), "%s", garuda_last_error());
+		set_error("cannot connect to garudad at %s (%s): %s%s%s", path, why, garuda_strerror(r),
+			  said[0] ? ": " : "", said);
 		return;
+	}
 	}
 }
 
@@ -226,6 +231,7 @@ static int connect_once(const char *path, struct garuda_client **out)
 {
 	if (out)
 		*out = NULL;
+	client_clear_error(); /* what explains this attempt's failure is set by it */
 	if (!path || !*path || !out)
 		return -EINVAL;
 	int fallback = fallback_policy();

@@ -108,15 +108,25 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 	if (n < 0)
 		return (int)n;
 	n = fdio_send(sock, buf, (size_t)n, NULL, 0, 0);
-	if (n == -EPIPE || n == -ECONNRESET)
-		return -GARUDA_E_DISCONNECTED;
-	if (n < 0)
+	bool closed = n == -EPIPE || n == -ECONNRESET;
+	if (n < 0 && !closed)
 		return (int)n;
-	r = recv_one(sock, &m, NULL, HANDSHAKE_TIMEOUT_MS);
+	/* a daemon that refuses the connection (a connections quota) sends its ERROR and
+	 * closes before our HELLO: the ERROR is still queued for us */
+	r = recv_one(sock, &m, NULL, closed ? 0 : HANDSHAKE_TIMEOUT_MS);
+	/* a socket closed with our HELLO unread reports ECONNRESET once, before the
+	 * datagrams queued ahead of the reset: the refusal's ERROR may come next */
+	if (r == -GARUDA_E_DISCONNECTED) {
+		closed = true;
+		r = recv_one(sock, &m, NULL, 0);
+	}
 	if (r < 0)
-		return r;
-	if (m.type == GARUDA_MSG_ERROR)
+		return closed ? -GARUDA_E_DISCONNECTED : r;
+	if (m.type == GARUDA_MSG_ERROR) {
+		/* its words for garuda_last_error() (explain_connect() quotes them) */
+		client_set_error("%s", m.error.text);
 		return error_to_ret(m.error.code);
+	}
 	if (m.type != GARUDA_MSG_WELCOME || m.cookie != 1)
 		return -GARUDA_E_PROTOCOL;
 	*w = m.welcome;

@@ -519,3 +519,23 @@ Test(errors, memlock_refusal_gives_bytes_and_limit)
 	cr_assert_not_null(strstr(log, limit), "garudad's log lacks the limit:\n%s", log);
 	fx_down(&f);
 }
+
+/* A connection garudad refuses (its uid's connections quota) says why in garudad's
+ * words: the quota's key, its limit and the usage; whether the refusal reaches the
+ * client before or after its HELLO (garudad sends the ERROR and closes at once). */
+Test(errors, connect_refused_by_quota_says_which)
+{
+	struct gd_daemon d;
+	td_start(&d, "\"quota\":{\"uid\":{\"connections\":1}}");
+	struct garuda_client *a, *b = (struct garuda_client *)&b;
+	ok(garuda_connect_to(d.sock, &a));
+	for (int i = 0; i < 20; i++) { /* both orders of the race, as they come */
+		fails(garuda_connect_to(d.sock, &b), -GARUDA_E_QUOTA);
+		cr_assert_null(b);
+		const char *e = garuda_last_error();
+		cr_assert_not_null(strstr(e, d.sock), "%s", e);
+		cr_assert_not_null(strstr(e, "quota.uid.connections"), "garudad's reason is missing: %s", e);
+	}
+	garuda_disconnect(a);
+	td_stop(&d);
+}
