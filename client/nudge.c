@@ -11,15 +11,10 @@
 #include "internal.h"
 
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-static void futex_wake_all(uint32_t *addr)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
+#include "futex.h"
+
 
 void stream_nudge_locked(struct garuda_stream *s)
 {
@@ -35,7 +30,7 @@ void stream_nudge_locked(struct garuda_stream *s)
 		/* bump (release) before the wake, like the daemon does, so a waiter about to
 		 * sleep on the old value does not sleep */
 		__atomic_fetch_add(&s->seg->map->hdr.doorbell, 1, __ATOMIC_RELEASE);
-		futex_wake_all(&s->seg->map->hdr.doorbell);
+		futex_wake(&s->seg->map->hdr.doorbell, INT_MAX, true); /* shared memory: every waiter */
 		break;
 	case GARUDA_READINESS_MESSAGE:
 		s->ready_count++;

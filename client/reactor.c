@@ -51,7 +51,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +60,7 @@
 
 #include "clock.h"
 #include "cpu.h"
+#include "futex.h"
 #include "policy.h"
 
 /* The reactor's wait is the policy's (proto/policy.h) with this tuning: a spin window
@@ -97,22 +97,14 @@ static pthread_once_t reactor_atfork_once = PTHREAD_ONCE_INIT;
 static void reactor_kick(void)
 {
 	atomic_fetch_add_explicit(&reactor.kick, 1, memory_order_release);
-	syscall(SYS_futex, &reactor.kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	futex_wake((void *)&reactor.kick, 1, false);
 }
 
 /* Wait until reactor.kick differs from seen, or until `when` (CLOCK_MONOTONIC ns;
  * UINT64_MAX: no timeout). */
 static void reactor_park(uint32_t seen, uint64_t when)
 {
-	struct timespec ts, *tsp = NULL;
-	if (when != UINT64_MAX) {
-		ts.tv_sec = (time_t)(when / 1000000000ull);
-		ts.tv_nsec = (long)(when % 1000000000ull);
-		tsp = &ts;
-	}
-	/* FUTEX_WAIT_BITSET: an absolute CLOCK_MONOTONIC timeout (garuda_now_ns()'s) */
-	syscall(SYS_futex, &reactor.kick, FUTEX_WAIT_BITSET_PRIVATE, seen, tsp, NULL,
-		FUTEX_BITSET_MATCH_ANY);
+	futex_wait_until((void *)&reactor.kick, seen, when, false); /* garuda_now_ns()'s clock */
 }
 
 void reactor_stream_init(struct garuda_stream *s)

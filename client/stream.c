@@ -46,7 +46,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +57,7 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "cpu.h"
+#include "futex.h"
 #include "policy.h"
 
 #define DEFAULT_SPIN_NS 20000ull
@@ -702,8 +702,7 @@ static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_
 		break;
 	}
 	case GARUDA_READINESS_DOORBELL: {
-		struct timespec ts = ns_to_ts(left);
-		syscall(SYS_futex, &s->seg->map->hdr.doorbell, FUTEX_WAIT, bell_seen, &ts, NULL, 0);
+		futex_wait_for(&s->seg->map->hdr.doorbell, bell_seen, left, true); /* shared memory */
 		break;
 	}
 	case GARUDA_READINESS_MESSAGE: {

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 
 #include "clock.h"
 #include "errcode.h"
+#include "futex.h"
 #include "log.h"
 
 /* The write guard: a PERIODIC timer whose signal interrupts an eventfd write that
@@ -169,7 +169,7 @@ static void deliver_doorbell(struct segment *seg, uint32_t add)
 {
 	uint32_t *bell = &seg->map->hdr.doorbell;
 	__atomic_fetch_add(bell, add, __ATOMIC_RELEASE);
-	syscall(SYS_futex, bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	futex_wake(bell, INT_MAX, true); /* shared memory: every waiter, any process */
 }
 
 /* Encode the READY (n == 1, or the client did not ask for batches: one record each)

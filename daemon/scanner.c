@@ -25,7 +25,6 @@
 #include "scanner.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +38,7 @@
 #include "clock.h"
 #include "cpu.h"
 #include "errcode.h"
+#include "futex.h"
 #include "log.h"
 #include "points.h"
 #include "readiness.h"
@@ -119,11 +119,6 @@ static void count(struct scanner *s, enum garuda_scanner_counter c, uint64_t n)
 	atomic_fetch_add_explicit(&s->st_count[c], n, memory_order_relaxed);
 }
 
-static long futex(atomic_uint *uaddr, int op, unsigned val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
-}
-
 /* ---------------- command queue (loop side) ---------------- */
 
 #define CMD_BACKLOG 4096 /* queued commands that wake even a parked scanner */
@@ -158,7 +153,7 @@ static void post(struct scanner *s, const struct cmd *c)
 		count(s, urgent ? SC_arm_wakes : SC_arm_nowakes, 1);
 	}
 	if (urgent)
-		futex(&s->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+		futex_wake((void *)&s->seq, 1, false);
 }
 
 void scanner_arm(struct scanner *s, const struct arm_request *r)
@@ -530,8 +525,6 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, bool arms_wake)
 {
 	readiness_quiesce(&s->out); /* no guard tick may cut the sleep short */
-	struct timespec ts = { .tv_sec = (time_t)(until_ns / 1000000000ull),
-			       .tv_nsec = (long)(until_ns % 1000000000ull) };
 	atomic_store(&s->wake_at, arms_wake ? UINT64_MAX : until_ns);
 	atomic_store(&s->sleeping, 1);
 	/* The pair with post(): it bumps seq, then loads sleeping; we store sleeping, then
@@ -540,11 +533,7 @@ static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, boo
 	 * post() sees sleeping and wakes us, or the kernel sees the new seq and returns at
 	 * once (tests/models/scanner_park.pml, variant BROKEN_NO_FENCE, loses the wake). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (until_ns == UINT64_MAX)
-		futex(&s->seq, FUTEX_WAIT_PRIVATE, seq, NULL);
-	else
-		syscall(SYS_futex, &s->seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
-			FUTEX_BITSET_MATCH_ANY);
+	futex_wait_until((void *)&s->seq, seq, until_ns, false); /* UINT64_MAX: park */
 	atomic_store(&s->sleeping, 0);
 }
 
