@@ -74,3 +74,20 @@ if (!(edits.env || []).some((e) => e.startsWith('GARUDA_SOCKET=/run/garuda/'))) 
 if (!(edits.mounts || []).some((m) => m.hostPath === '/run/garuda' && m.containerPath === '/run/garuda'))
   fail('CDI spec does not mount the socket directory');
 console.log('deployment rules: hostPath directory, IPC_LOCK+SYS_NICE, system-node-critical, node selector, CDI socket dir + GARUDA_SOCKET');
+
+// the socket's gid by construction: the ConfigMap's socket_group (numeric) is the gid
+// the example pod names in supplementalGroups, and the DaemonSet mounts that ConfigMap
+// at /etc/garuda, where its --config points
+const cm = seen.ConfigMap || fail('no ConfigMap');
+const conf = JSON.parse(cm.data['garudad.json']);
+if (!/^[0-9]+$/.test(String(conf.socket_group))) fail(`ConfigMap socket_group "${conf.socket_group}" is not a numeric gid`);
+const ex = seen.Pod || fail('no example Pod');
+const groups = ((ex.spec.securityContext || {}).supplementalGroups || []).map(String);
+if (!groups.includes(String(conf.socket_group)))
+  fail(`example pod supplementalGroups [${groups}] lack socket_group ${conf.socket_group}`);
+const cmVol = pod.volumes.find((v) => v.configMap && v.configMap.name === cm.metadata.name) ||
+  fail(`the DaemonSet does not mount ConfigMap ${cm.metadata.name}`);
+if (!(c.volumeMounts || []).some((m) => m.name === cmVol.name && m.mountPath === '/etc/garuda'))
+  fail('the ConfigMap is not mounted at /etc/garuda');
+if (!c.command.includes('--config=/etc/garuda/garudad.json')) fail('garudad is not started with --config=/etc/garuda/garudad.json');
+console.log(`socket gid ${conf.socket_group}: ConfigMap socket_group = example pod supplementalGroups; ConfigMap at /etc/garuda`);
