@@ -1,5 +1,8 @@
-/* session.c — client sessions; see session.h. */
+/* session.c — a client's connection (session.h): accept and who the peer is, the
+ * datagrams in and the outbox out, replies, failure, close and reap, the scanners'
+ * notices, the re-attach log. What each request does is session_req.c's. */
 #include "session.h"
+#include "session_internal.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -25,7 +28,6 @@
 
 #define RECV_BATCH 64 /* datagrams per callback before yielding to others */
 
-static void session_send(struct session *s, const struct garuda_msg *m, int fd);
 
 /* Inside the daemon every error is negative: -GARUDA_E_* or -errno (DESIGN.md). On the
  * wire a registry code travels positive and an errno negative (docs/protocol.md §10).
@@ -61,30 +63,9 @@ struct session *session_find(struct daemon *d, uint64_t id)
 	return NULL;
 }
 
-static struct segment *find_segment(struct session *s, uint32_t id)
-{
-	for (struct segment *g = s->segments; g; g = g->next)
-		if (g->id == id)
-			return g;
-	return NULL;
-}
-
-static struct binding *find_binding(struct session *s, uint32_t seg, uint32_t index)
-{
-	for (struct binding *b = s->bindings; b; b = b->next)
-		if (b->segment_id == seg && b->index == index)
-			return b;
-	return NULL;
-}
-
-static struct scanner *scanner_of(struct session *s, const struct segment *g)
-{
-	return s->d->scanner[g->scanner];
-}
-
 /* ---------------- replies ---------------- */
 
-static void reply_error(struct session *s, uint64_t cookie, int code, const char *text)
+void reply_error(struct session *s, uint64_t cookie, int code, const char *text)
 {
 	struct garuda_msg m;
 	s->errors++;
@@ -96,14 +77,14 @@ static void reply_error(struct session *s, uint64_t cookie, int code, const char
 /* NOT_ARMED answering a DISARM: an answer (the arm fired first, as it does for every
  * stream libgaruda frees after its last wait), not a fault of the client's: sent,
  * not counted in the session's or the daemon's errors. */
-static void reply_not_armed(struct session *s, uint64_t cookie)
+void reply_not_armed(struct session *s, uint64_t cookie)
 {
 	struct garuda_msg m;
 	error_msg(&m, cookie, -GARUDA_E_NOT_ARMED, NULL);
 	session_send(s, &m, -1);
 }
 
-static void reply_ack(struct session *s, const struct garuda_msg *req)
+void reply_ack(struct session *s, const struct garuda_msg *req)
 {
 	if (req->flags & GARUDA_F_NOREPLY)
 		return;
@@ -116,7 +97,7 @@ static void reply_ack(struct session *s, const struct garuda_msg *req)
 static void drop_outbox(struct session *s);
 static void release_holdings(struct session *s);
 
-static void fail_session(struct session *s, uint64_t cookie, int code, const char *text)
+void fail_session(struct session *s, uint64_t cookie, int code, const char *text)
 {
 	log_client(LOG_NOTICE, "session %llu (pid %d %s): %s; disconnecting",
 		   (unsigned long long)s->id, (int)s->pid, s->comm, text ? text : garuda_strerror(code));
@@ -183,7 +164,7 @@ static void watch_out(struct session *s, bool on)
 }
 
 /* Send m (with fd, which stays the caller's) now, or queue it behind what is queued. */
-static void session_send(struct session *s, const struct garuda_msg *m, int fd)
+void session_send(struct session *s, const struct garuda_msg *m, int fd)
 {
 	if (s->closed || s->lingering) /* lingering: only its ERROR, already queued */
 		return;
@@ -228,359 +209,6 @@ static void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		s->out_head = o;
 	s->out_tail = o;
 	watch_out(s, true);
-}
-
-/* ---------------- handlers ---------------- */
-
-static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	(void)fds;
-	s->welcomed = true;
-	/* before any arm can reach a scanner: the command queue's lock publishes it */
-	s->sink->features = m->hello.features & (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS);
-	const struct quota_limits *q = &s->d->cfg.quota_connection;
-	struct garuda_msg w;
-	garuda_msg_init(&w, GARUDA_MSG_WELCOME, m->cookie);
-	w.welcome.features = s->sink->features;
-	w.welcome.session_id = s->id;
-	w.welcome.max_segments = q->segments;
-	w.welcome.max_lines = q->lines;
-	w.welcome.max_bindings = q->bindings;
-	w.welcome.max_armed = q->armed;
-	session_send(s, &w, -1);
-}
-
-/* the words of the loop thread's last quota refusal (charge()), for the ERROR */
-static char quota_why[GARUDA_ERROR_TEXT_MAX + 1];
-
-static int charge(struct session *s, enum quota_kind k, uint64_t n)
-{
-	int r = quota_charge_explain(&s->sink->usage, s->sink->uid, s->sink->cgroup, &s->d->cfg, k, n,
-				     quota_why, sizeof(quota_why));
-	if (r)
-		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
-			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid, quota_why);
-	return r;
-}
-
-static void release_quota(struct session *s, enum quota_kind k, uint64_t n)
-{
-	quota_release(&s->sink->usage, s->sink->uid, s->sink->cgroup, k, n);
-}
-
-/* Scanner for a requested NUMA node (-1: round robin). Returns -1 if no such node. */
-static int pick_scanner(struct daemon *d, int node)
-{
-	if (node < 0)
-		return (int)(d->next_scanner++ % d->nscanners);
-	int idx = numa_index(&d->topo, node);
-	if (idx < 0)
-		return -1;
-	for (unsigned i = 0; i < d->nscanners; i++)
-		if (d->scanner_node[i] == node)
-			return (int)i;
-	return idx % (int)d->nscanners;
-}
-
-static void on_segment_open(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	bool attach = m->type == GARUDA_MSG_SEGMENT_ATTACH;
-	uint32_t lines = m->segment_open.lines;
-	int sc = pick_scanner(s->d, m->segment_open.numa_node);
-	if (sc < 0) {
-		reply_error(s, m->cookie, -GARUDA_E_BAD_VALUE, "no such NUMA node");
-		return;
-	}
-	int r = charge(s, Q_SEGMENTS, 1);
-	if (r == 0 && (r = charge(s, Q_LINES, lines)) != 0)
-		release_quota(s, Q_SEGMENTS, 1);
-	if (r) {
-		reply_error(s, m->cookie, r, quota_why);
-		return;
-	}
-	int node = s->d->scanner_node[sc];
-	struct segment *g = NULL;
-	uint32_t id;
-	do /* never 0, never one in use (after 2^32 opens the counter wraps) */
-		id = s->next_segment_id++;
-	while (id == 0 || find_segment(s, id));
-	if (attach) {
-		r = segment_attach(fds[0], id, lines, node, &g);
-		if (r == 0)
-			TAKE_FD(fds[0]); /* the segment owns it now */
-	} else {
-		r = segment_create(id, lines, node, s->pid, &g);
-	}
-	if (r) {
-		release_quota(s, Q_SEGMENTS, 1);
-		release_quota(s, Q_LINES, lines);
-		const char *why = r == -GARUDA_E_NO_MEMLOCK && *segment_why() ? segment_why() : NULL;
-		if (r == -GARUDA_E_NO_MEMLOCK)
-			log_err("session %llu (pid %d uid %u %s): %s", (unsigned long long)s->id, (int)s->pid,
-				(unsigned)s->uid, s->comm, why ? why : "cannot mlock a segment: raise "
-				"LimitMEMLOCK= (ulimit -l) or grant garudad CAP_IPC_LOCK");
-		reply_error(s, m->cookie, r, why);
-		return;
-	}
-	g->scanner = (unsigned)sc;
-	g->next = s->segments;
-	s->segments = g;
-
-	struct garuda_msg rep;
-	garuda_msg_init(&rep, GARUDA_MSG_SEGMENT, m->cookie);
-	rep.segment.segment_id = g->id;
-	rep.segment.lines = g->lines;
-	rep.segment.bytes = g->bytes;
-	rep.segment.numa_node = g->numa_node;
-	rep.nfds = attach ? 0 : 1;
-	session_send(s, &rep, attach ? -1 : g->fd);
-}
-
-/* reply: the request the scanner acknowledges once the drop is applied (NULL: none) */
-static void drop_binding(struct session *s, struct binding *b, struct segment *g,
-			 const struct scanner_reply *reply)
-{
-	struct binding **pp = &s->bindings;
-	while (*pp != b)
-		pp = &(*pp)->next;
-	*pp = b->next;
-	scanner_drop_binding(scanner_of(s, g), b, reply);
-	release_quota(s, Q_BINDINGS, 1);
-	binding_unref(b);
-}
-
-static void on_segment_close(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	(void)fds;
-	struct segment **pp = &s->segments, *g;
-	while ((g = *pp) && g->id != m->segment_close.segment_id)
-		pp = &g->next;
-	if (!g) {
-		reply_error(s, m->cookie, -GARUDA_E_NO_SEGMENT, NULL);
-		return;
-	}
-	*pp = g->next;
-	for (struct binding *b = s->bindings, *nb; b; b = nb) {
-		nb = b->next;
-		if (b->segment_id == g->id)
-			drop_binding(s, b, g, NULL);
-	}
-	/* the ACK comes from the scanner once the drops are applied: no readiness for the
-	 * segment can follow it (§4.5). The bindings' drops went first, to the same queue. */
-	scanner_drop_segment(scanner_of(s, g), g, &(struct scanner_reply){
-		.session_id = s->id, .cookie = m->cookie, .noreply = m->flags & GARUDA_F_NOREPLY });
-	release_quota(s, Q_SEGMENTS, 1);
-	release_quota(s, Q_LINES, g->lines);
-	segment_unref(g);
-}
-
-/* Resolve a slot to the session's segment: 0, or an error code with *why. */
-static int lookup_slot(struct session *s, const struct garuda_slot *slot, struct segment **out,
-		       const char **why)
-{
-	struct segment *g = find_segment(s, slot->segment);
-	if (!g) {
-		*why = garuda_strerror(-GARUDA_E_NO_SEGMENT);
-		return -GARUDA_E_NO_SEGMENT;
-	}
-	if (slot->index >= g->lines * GARUDA_WORDS_PER_LINE) {
-		*why = "slot index beyond the segment's lines";
-		return -GARUDA_E_SLOT_RANGE;
-	}
-	*out = g;
-	return 0;
-}
-
-/* Resolve a slot to the session's segment, or reply the error. */
-static struct segment *slot_segment(struct session *s, const struct garuda_msg *m,
-				    const struct garuda_slot *slot)
-{
-	struct segment *g = NULL;
-	const char *why;
-	int code = lookup_slot(s, slot, &g, &why);
-	if (code)
-		reply_error(s, m->cookie, code, why);
-	return g;
-}
-
-static bool is_eventfd(int fd)
-{
-	char link[64], target[64];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, target, sizeof(target) - 1);
-	if (n < 0)
-		return false;
-	target[n] = '\0';
-	return strcmp(target, "anon_inode:[eventfd]") == 0;
-}
-
-static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	struct segment *g = slot_segment(s, m, &m->bind.slot);
-	if (!g)
-		return;
-	if (!is_eventfd(fds[0])) {
-		reply_error(s, m->cookie, -GARUDA_E_BAD_FD, "BIND needs an eventfd");
-		return;
-	}
-	int fl = fcntl(fds[0], F_GETFL);
-	if (fl < 0 || !(fl & O_NONBLOCK)) {
-		reply_error(s, m->cookie, -GARUDA_E_BAD_FD, "the eventfd must be non-blocking (EFD_NONBLOCK)");
-		return;
-	}
-	if (find_binding(s, g->id, m->bind.slot.index)) {
-		reply_error(s, m->cookie, -GARUDA_E_ALREADY_BOUND, NULL);
-		return;
-	}
-	int r = charge(s, Q_BINDINGS, 1);
-	if (r) {
-		reply_error(s, m->cookie, r, quota_why);
-		return;
-	}
-	struct binding *b = binding_new(fds[0], g->id, m->bind.slot.index);
-	if (!b) {
-		release_quota(s, Q_BINDINGS, 1);
-		reply_error(s, m->cookie, -ENOMEM, NULL);
-		return;
-	}
-	TAKE_FD(fds[0]); /* the binding owns it now */
-	b->next = s->bindings;
-	s->bindings = b;
-	reply_ack(s, m);
-}
-
-static void on_unbind(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	(void)fds;
-	struct segment *g = slot_segment(s, m, &m->bind.slot);
-	if (!g)
-		return;
-	struct binding *b = find_binding(s, g->id, m->bind.slot.index);
-	if (!b) {
-		reply_error(s, m->cookie, -GARUDA_E_NOT_BOUND, NULL);
-		return;
-	}
-	/* acknowledged by the scanner once the drop is applied (§4.6) */
-	drop_binding(s, b, g, &(struct scanner_reply){
-		.session_id = s->id, .cookie = m->cookie, .noreply = m->flags & GARUDA_F_NOREPLY });
-}
-
-/* Check one ARM record: its segment, slot and (EVENTFD form) binding. */
-static int check_arm(struct session *s, const struct garuda_arm *a, struct segment **g,
-		     struct binding **b, const char **why)
-{
-	int code = lookup_slot(s, &a->slot, g, why);
-	if (code)
-		return code;
-	*b = NULL;
-	if (a->form == GARUDA_FORM_EVENTFD) {
-		*b = find_binding(s, (*g)->id, a->slot.index);
-		if (!*b) {
-			*why = "eventfd-form arm on a slot with no binding";
-			return -GARUDA_E_NOT_BOUND;
-		}
-	}
-	return 0;
-}
-
-/* Hand one checked, charged arm to its scanner. */
-static void post_arm(struct session *s, const struct garuda_arm *a, struct segment *g,
-		     struct binding *b)
-{
-	struct arm_request req = {
-		.sink = sink_ref(s->sink),
-		.segment = segment_ref(g),
-		.binding = b ? binding_ref(b) : NULL,
-		.index = a->slot.index,
-		.form = a->form,
-		.target = a->target,
-		.token = a->token,
-		.arm_ns = garuda_now_ns(),
-		.point_key = a->point ? POINT_KEY_NAMED | a->point : point_key_word(g->id, a->slot.index),
-		.point_slot = POINT_NONE,
-	};
-	if (s->d->cfg.plan.predict)
-		points_lookup(s->sink, &s->d->cfg, s->d->plan_gen, req.point_key, &req.point_slot,
-			      &req.sleep_ns, &req.exact_sleep_ns);
-	scanner_arm(scanner_of(s, g), &req);
-	s->arms++;
-	s->d->arms_total++;
-}
-
-/* ARM and ARM_BATCH: every record is checked and the armed quota charged for all of
- * them before any is armed; the first failure answers for the whole request. */
-static void on_arm(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	(void)fds;
-	bool batch = m->type == GARUDA_MSG_ARM_BATCH;
-	const struct garuda_arm *arms = batch ? m->arm_batch.arm : &m->arm;
-	unsigned n = batch ? m->arm_batch.count : 1;
-	struct segment *g[GARUDA_BATCH_MAX];
-	struct binding *b[GARUDA_BATCH_MAX];
-	/* a point id is what used to be reserved bytes: without the feature it is
-	 * malformed, as before (protocol.md §5, step 13) */
-	for (unsigned i = 0; i < n && !(s->sink->features & GARUDA_FEATURE_POINTS); i++)
-		if (arms[i].point) {
-			fail_session(s, m->cookie, -GARUDA_E_RESERVED_SET,
-				     "a point id on a session without the POINTS feature");
-			return;
-		}
-	for (unsigned i = 0; i < n; i++) {
-		const char *why;
-		int code = check_arm(s, &arms[i], &g[i], &b[i], &why);
-		if (code) {
-			char text[160];
-			if (batch)
-				snprintf(text, sizeof(text), "record %u: %s", i, why);
-			reply_error(s, m->cookie, code, batch ? text : why);
-			return;
-		}
-	}
-	int r = charge(s, Q_ARMED, n); /* released by the scanner when each fires or drops */
-	if (r) {
-		reply_error(s, m->cookie, r, quota_why);
-		return;
-	}
-	for (unsigned i = 0; i < n; i++)
-		post_arm(s, &arms[i], g[i], b[i]);
-	reply_ack(s, m);
-}
-
-static void on_disarm(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	(void)fds;
-	struct segment *g = slot_segment(s, m, &m->disarm.slot);
-	if (!g)
-		return;
-	/* the scanner owns the armed set: it answers through a notice */
-	scanner_disarm(scanner_of(s, g), s->sink, g->id, m->disarm.slot.index, m->disarm.token,
-		       m->cookie, m->flags & GARUDA_F_NOREPLY);
-}
-
-/* QUERY: a client may ask about its own session, nothing else. The reply is one JSON
- * object (stable lower_snake_case keys, "version" first) that fits one datagram. */
-static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
-{
-	(void)fds;
-	unsigned nseg = 0, nbind = 0;
-	for (struct segment *g = s->segments; g; g = g->next)
-		nseg++;
-	for (struct binding *b = s->bindings; b; b = b->next)
-		nbind++;
-	const struct quota_usage *u = &s->sink->usage;
-	struct garuda_msg r;
-	garuda_msg_init(&r, GARUDA_MSG_QUERY_REPLY, m->cookie);
-	int n = snprintf(r.query_reply.json, sizeof(r.query_reply.json),
-			 "{\"version\":1,\"id\":%llu,\"pid\":%d,\"uid\":%d,\"segments\":%u,"
-			 "\"bindings\":%u,\"armed\":%llu,\"arms\":%llu,\"completions\":%llu,"
-			 "\"errors\":%llu,\"outbox_bytes\":%llu,\"overflow\":%s}",
-			 (unsigned long long)s->id, (int)s->pid, (int)s->uid, nseg, nbind,
-			 (unsigned long long)atomic_load(&u->used[Q_ARMED]), (unsigned long long)s->arms,
-			 (unsigned long long)atomic_load(&s->sink->completions),
-			 (unsigned long long)s->errors, (unsigned long long)atomic_load(&u->used[Q_OUTBOX]),
-			 s->overflow_queued ? "true" : "false");
-	r.query_reply.json_len = (uint32_t)n; /* bounded well below the cap by its fields */
-	session_send(s, &r, -1);
 }
 
 /* ---------------- receive ---------------- */
@@ -663,30 +291,6 @@ void session_reattach_tick(struct daemon *d)
 		arm_reattach_timer(d, next);
 }
 
-enum session_state { ST_NEW, ST_WELCOMED }; /* before / after HELLO */
-
-/* One client request: its handler, the state it is valid in, and the fds it takes
- * (fds[0..nfds): the handler sets fds[i] = -1 for one it keeps; the rest are closed
- * after it returns). The decoder has already checked the fd count per type. */
-struct request_handler {
-	void (*fn)(struct session *s, const struct garuda_msg *m, int *fds);
-	enum session_state state;
-	uint8_t nfds;
-};
-
-static const struct request_handler handlers[GARUDA_MSG_TYPE_MAX_ + 1] = {
-	[GARUDA_MSG_HELLO] = { on_hello, ST_NEW, 0 },
-	[GARUDA_MSG_SEGMENT_OPEN] = { on_segment_open, ST_WELCOMED, 0 },
-	[GARUDA_MSG_SEGMENT_ATTACH] = { on_segment_open, ST_WELCOMED, 1 }, /* the memfd */
-	[GARUDA_MSG_SEGMENT_CLOSE] = { on_segment_close, ST_WELCOMED, 0 },
-	[GARUDA_MSG_BIND] = { on_bind, ST_WELCOMED, 1 }, /* the eventfd */
-	[GARUDA_MSG_UNBIND] = { on_unbind, ST_WELCOMED, 0 },
-	[GARUDA_MSG_ARM] = { on_arm, ST_WELCOMED, 0 },
-	[GARUDA_MSG_ARM_BATCH] = { on_arm, ST_WELCOMED, 0 },
-	[GARUDA_MSG_DISARM] = { on_disarm, ST_WELCOMED, 0 },
-	[GARUDA_MSG_QUERY] = { on_query, ST_WELCOMED, 0 },
-};
-
 /* Decode -> look up -> check state -> call. May close the session (s->closed); s
  * stays valid until the loop iteration ends. */
 static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, int *fds, unsigned nfds)
@@ -697,9 +301,7 @@ static void handle_datagram(struct session *s, const uint8_t *buf, size_t len, i
 		fail_session(s, garuda_peek_cookie(buf, len), r, NULL);
 		return;
 	}
-	const struct request_handler *h = m.type <= GARUDA_MSG_TYPE_MAX_ ? &handlers[m.type] : NULL;
-	if (h && !h->fn)
-		h = NULL;
+	const struct request_handler *h = session_request(m.type);
 	enum session_state now = s->welcomed ? ST_WELCOMED : ST_NEW;
 	if ((h ? h->state : ST_WELCOMED) != now) {
 		fail_session(s, m.cookie, -GARUDA_E_UNEXPECTED,
@@ -771,7 +373,7 @@ static void drop_outbox(struct session *s)
 	while (s->out_head) {
 		struct outmsg *o = s->out_head;
 		s->out_head = o->next;
-		release_quota(s, Q_OUTBOX, o->len);
+		session_release_quota(s, Q_OUTBOX, o->len);
 		if (o->fd >= 0)
 			close(o->fd);
 		free(o);
@@ -999,14 +601,14 @@ static void release_holdings(struct session *s)
 	while (s->bindings) {
 		struct binding *b = s->bindings;
 		s->bindings = b->next;
-		release_quota(s, Q_BINDINGS, 1);
+		session_release_quota(s, Q_BINDINGS, 1);
 		binding_unref(b);
 	}
 	while (s->segments) {
 		struct segment *g = s->segments;
 		s->segments = g->next;
-		release_quota(s, Q_SEGMENTS, 1);
-		release_quota(s, Q_LINES, g->lines);
+		session_release_quota(s, Q_SEGMENTS, 1);
+		session_release_quota(s, Q_LINES, g->lines);
 		segment_unref(g);
 	}
 }
@@ -1021,7 +623,7 @@ void session_close(struct session *s)
 	watch_out(s, false);
 	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
 	drop_outbox(s);
-	release_quota(s, Q_CONNECTIONS, 1);
+	session_release_quota(s, Q_CONNECTIONS, 1);
 	struct session **pp = &d->by_id[s->id % SESSION_BUCKETS];
 	while (*pp != s)
 		pp = &(*pp)->hnext;
