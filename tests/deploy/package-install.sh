@@ -41,7 +41,7 @@ fi
 (cd "$work/pkg/garuda" && DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -b -us -uc) \
 	>"$work/dpkg-buildpackage.log" 2>&1 || { tail -40 "$work/dpkg-buildpackage.log"; exit 1; }
 debs=()
-for p in garuda libgaruda0 libgaruda-dev python3-garuda; do
+for p in garuda garuda-fleet libgaruda0 libgaruda-dev python3-garuda; do
 	f=$(ls "$work"/pkg/"${p}"_*.deb)
 	debs+=("$f")
 done
@@ -106,6 +106,23 @@ for u in garuda.socket garuda-control.socket; do
 	[[ -L $root/etc/systemd/system/sockets.target.wants/$u ]] ||
 		{ echo "$u is not enabled (no sockets.target.wants link)"; exit 1; }
 done
+# garuda-fleet: contrib in its Debian places; the metrics timer installed, not enabled
+for f in usr/libexec/garuda/garuda-prolog usr/libexec/garuda/garuda-epilog \
+	usr/libexec/garuda/garuda-task-prolog usr/libexec/garuda/garuda-textfile; do
+	[[ -x $root/$f ]] || { echo "garuda-fleet: /$f missing or not executable"; exit 1; }
+done
+for f in lib/systemd/system/garuda-metrics.service lib/systemd/system/garuda-metrics.timer \
+	usr/share/garuda/prometheus/garuda.rules.yml usr/share/garuda/enroot/garuda.fstab \
+	usr/share/garuda/kubernetes/garudad-daemonset.yaml usr/share/garuda/kubernetes/Dockerfile; do
+	[[ -f $root/$f ]] || { echo "garuda-fleet: /$f missing"; exit 1; }
+done
+grep -q '^ExecStart=/usr/libexec/garuda/garuda-textfile ' "$root/lib/systemd/system/garuda-metrics.service" ||
+	{ echo "garuda-metrics.service does not run the installed garuda-textfile"; exit 1; }
+[[ ! -e $root/etc/systemd/system/timers.target.wants/garuda-metrics.timer ]] ||
+	{ echo "garuda-metrics.timer was enabled by the install"; exit 1; }
+grep -q '^#GARCTL=/usr/bin/garctl$' "$root/etc/default/garuda" ||
+	{ echo "/etc/default/garuda does not document the prolog's settings"; exit 1; }
+echo "garuda-fleet: scripts in /usr/libexec/garuda, units in /lib/systemd/system (timer not enabled), rules, enroot, kubernetes in /usr/share/garuda"
 
 echo "--- garudad as the units start it"
 unitdir=$root/lib/systemd/system
@@ -142,6 +159,14 @@ chmod 0600 "$root$control_sock"
 
 status=$(in_root garctl status) || { cat "$work/garudad.log"; echo "garctl status failed"; exit 1; }
 echo "$status"
+# the installed prolog as slurmd runs it (no environment but Slurm's), with the
+# installed /etc/default/garuda and its absolute defaults: garudad answers, it passes
+in_root env -i SLURMD_NODENAME=gpu7 SLURM_JOB_ID=1 /usr/libexec/garuda/garuda-prolog ||
+	{ echo "the installed garuda-prolog fails with garudad answering"; exit 1; }
+echo "installed garuda-prolog: passes with garudad answering"
+in_root /usr/libexec/garuda/garuda-textfile /tmp >/dev/null && grep -qx 'garuda_up 1' "$root/tmp/garuda.prom" ||
+	{ echo "the installed garuda-textfile did not write garuda_up 1"; exit 1; }
+rm -f "$root/tmp/garuda.prom"
 # a client over the installed libgaruda0 (python3-garuda loads it by its soname),
 # holding a segment while garctl lists the clients
 in_root python3 - "$client_sock" <<'PY' >"$work/client.out"
@@ -166,7 +191,7 @@ kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
 daemon_pid=
 
 echo "--- dpkg --purge"
-in_root dpkg --purge python3-garuda libgaruda-dev garuda libgaruda0 >"$work/purge.log" 2>&1 ||
+in_root dpkg --purge garuda-fleet python3-garuda libgaruda-dev garuda libgaruda0 >"$work/purge.log" 2>&1 ||
 	{ cat "$work/purge.log"; exit 1; }
 rm -rf "$root${client_sock%/*}"
 snapshot >"$work/after"
