@@ -362,6 +362,12 @@ static inline bool is_io_thread(struct garuda_client *c)
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
 }
 
+/* Waits without a session poll the word on a growing schedule (wait.c, stream.c's
+ * plans) */
+#define POLL_STEP_MIN_NS 20000ull
+#define POLL_STEP_MAX_NS 1000000ull
+#define NS_PER_US 1000ull
+
 /* Set garuda_last_error()'s text for the calling thread (lasterr.c). */
 void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Add to it; clear it (lasterr.c). */
