@@ -31,14 +31,8 @@ void armed_push(struct armed_set *s, const struct armed *a, unsigned scanner_ind
 	s->armed[s->n++] = *a;
 }
 
-static void put(struct notice_queue *loop, enum notice_release what, void *obj, atomic_uint *refs)
+void notice_release(enum notice_release what, void *obj)
 {
-	if (ref_put_unless_last(refs))
-		return;
-	if (notice_push(loop, &(struct notice){ .kind = NOTICE_RELEASE, .what = what, .obj = obj }))
-		return;
-	/* out of memory: drop it here rather than leak it (the destructor is thread-safe,
-	 * only slow) */
 	switch (what) {
 	case RELEASE_SINK:
 		sink_unref(obj);
@@ -52,9 +46,20 @@ static void put(struct notice_queue *loop, enum notice_release what, void *obj, 
 	}
 }
 
+static void put(struct notice_queue *loop, enum notice_release what, void *obj, atomic_uint *refs)
+{
+	if (ref_put_unless_last(refs))
+		return;
+	if (notice_push(loop, &(struct notice){ .kind = NOTICE_RELEASE, .what = what, .obj = obj }))
+		return;
+	/* out of memory: drop it here rather than leak it (the destructor is thread-safe,
+	 * only slow) */
+	notice_release(what, obj);
+}
+
 void armed_release_quota(struct armed *a)
 {
-	quota_release(&a->sink->usage, a->sink->uid, a->sink->cgroup, Q_ARMED, 1);
+	quota_release(&a->sink->quota, Q_ARMED, 1);
 }
 
 void armed_release(struct armed *a, struct notice_queue *loop)

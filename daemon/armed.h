@@ -68,6 +68,9 @@ void armed_release(struct armed *a, struct notice_queue *loop);
  * counts it), the references after (the writes still use them). */
 void armed_release_quota(struct armed *a);
 void armed_release_refs(struct armed *a, struct notice_queue *loop);
+/* Drop the last reference a scanner handed over (NOTICE_RELEASE): where it was taken
+ * on the loop thread, or, out of memory, on the scanner itself. One switch for both. */
+void notice_release(enum notice_release what, void *obj);
 /* Release everything still armed (loop thread: scanner stopped) and free the arrays. */
 void armed_set_free(struct armed_set *set);
 

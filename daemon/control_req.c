@@ -163,7 +163,7 @@ static cJSON *client_object(struct session *s)
 		nseg++;
 	for (struct binding *b = s->bindings; b; b = b->next)
 		nbind++;
-	const struct quota_usage *u = &s->sink->usage;
+	const struct quota_usage *u = &s->sink->quota.usage;
 	uint64_t by_form[GARUDA_FORM_COUNT];
 	for (int f = 0; f < GARUDA_FORM_COUNT; f++)
 		by_form[f] = atomic_load_explicit(&s->sink->by_form[f], memory_order_relaxed);
@@ -173,7 +173,7 @@ static cJSON *client_object(struct session *s)
 	ctl_add_uint(o, CTL_KEY_UID, s->uid);
 	ctl_add_uint(o, CTL_KEY_GID, s->gid);
 	cJSON_AddStringToObject(o, CTL_KEY_COMM, s->comm);
-	add_string_or_null(o, CTL_KEY_CGROUP, s->sink->cgroup ? s->sink->cgroup->path : NULL);
+	add_string_or_null(o, CTL_KEY_CGROUP, s->sink->quota.cgroup ? s->sink->quota.cgroup->path : NULL);
 	cJSON_AddNumberToObject(o, CTL_KEY_CONNECTED_S, (double)(garuda_now_ns() - s->connected_ns) / 1e9);
 	ctl_add_uint(o, CTL_KEY_SEGMENTS, nseg);
 	ctl_add_uint(o, CTL_KEY_LINES, atomic_load(&u->used[Q_LINES]));

@@ -23,12 +23,12 @@ static struct points *table_of(struct sink *sink)
 /* A slot for a new key: a fresh one charged to the quota, else the LRU one. */
 static int new_slot(struct sink *sink, struct points *t, const struct config *cfg)
 {
-	if (quota_charge(&sink->usage, sink->uid, sink->cgroup, cfg, Q_POINTS, 1) == 0) {
+	if (quota_charge(&sink->quota, cfg, Q_POINTS, 1) == 0) {
 		if (t->n == t->cap) {
 			unsigned cap = t->cap ? t->cap * 2 : 8;
 			struct point *np = realloc(t->p, cap * sizeof(*np));
 			if (!np) {
-				quota_release(&sink->usage, sink->uid, sink->cgroup, Q_POINTS, 1);
+				quota_release(&sink->quota, Q_POINTS, 1);
 				return -ENOMEM;
 			}
 			t->p = np;
@@ -125,7 +125,7 @@ void points_free(struct sink *sink)
 	struct points *t = sink->points;
 	if (!t)
 		return;
-	quota_release(&sink->usage, sink->uid, sink->cgroup, Q_POINTS, t->n);
+	quota_release(&sink->quota, Q_POINTS, t->n);
 	pthread_mutex_destroy(&t->lock);
 	free(t->p);
 	free(t);

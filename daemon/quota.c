@@ -255,14 +255,13 @@ struct scope {
 	const struct quota_limits *limits;
 };
 
-static unsigned scopes(struct scope s[3], struct quota_usage *conn, struct quota_uid *uid,
-		       struct quota_cgroup *cg, const struct config *cfg)
+static unsigned scopes(struct scope s[3], struct quota_account *a, const struct config *cfg)
 {
 	unsigned n = 0;
-	s[n++] = (struct scope){ "connection", conn, &cfg->quota_connection };
-	s[n++] = (struct scope){ "uid", &uid->usage, &cfg->quota_uid };
-	if (cg)
-		s[n++] = (struct scope){ "cgroup", &cg->usage, &cfg->quota_cgroup };
+	s[n++] = (struct scope){ "connection", &a->usage, &cfg->quota_connection };
+	s[n++] = (struct scope){ "uid", &a->uid->usage, &cfg->quota_uid };
+	if (a->cgroup)
+		s[n++] = (struct scope){ "cgroup", &a->cgroup->usage, &cfg->quota_cgroup };
 	return n;
 }
 
@@ -288,32 +287,30 @@ static int take_all(const struct scope *s, unsigned ns, enum quota_kind k, uint6
 	return -1;
 }
 
-int quota_charge(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
-		 const struct config *cfg, enum quota_kind k, uint64_t n)
+int quota_charge(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n)
 {
 	struct scope s[3];
-	return take_all(s, scopes(s, conn, uid, cg, cfg), k, n) < 0 ? 0 : -GARUDA_E_QUOTA;
+	return take_all(s, scopes(s, a, cfg), k, n) < 0 ? 0 : -GARUDA_E_QUOTA;
 }
 
-void quota_release(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
-		   enum quota_kind k, uint64_t n)
+void quota_release(struct quota_account *a, enum quota_kind k, uint64_t n)
 {
-	atomic_fetch_sub(&conn->used[k], n);
-	atomic_fetch_sub(&uid->usage.used[k], n);
-	if (cg)
-		atomic_fetch_sub(&cg->usage.used[k], n);
+	atomic_fetch_sub(&a->usage.used[k], n);
+	atomic_fetch_sub(&a->uid->usage.used[k], n);
+	if (a->cgroup)
+		atomic_fetch_sub(&a->cgroup->usage.used[k], n);
 }
 
 /* A cgroup path for a message: whole when short, else "..." and its last 100 bytes
  * (the tail names the pod or container; an ERROR's text is at most 256 bytes). */
 #define WHY_PATH_MAX 100
 
-int quota_charge_explain(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
-			 const struct config *cfg, enum quota_kind k, uint64_t n, char *why,
-			 size_t cap)
+int quota_charge_explain(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n,
+			 char *why, size_t cap)
 {
+	struct quota_cgroup *cg = a->cgroup;
 	struct scope s[3];
-	int i = take_all(s, scopes(s, conn, uid, cg, cfg), k, n);
+	int i = take_all(s, scopes(s, a, cfg), k, n);
 	if (i < 0)
 		return 0;
 	int len = snprintf(why, cap, "quota.%s.%s exceeded: limit %llu, %llu in use, %llu more asked",

@@ -88,13 +88,18 @@ int quota_cgroup_by_id(const char *mount, uint64_t id, char **path);
 /* Charge n of kind k to the connection's usage, its uid's and its cgroup's (cg NULL:
  * none), against cfg's quota_connection, quota_uid and quota_cgroup, or to none of them.
  * Returns 0 or -GARUDA_E_QUOTA. */
-int quota_charge(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
-		 const struct config *cfg, enum quota_kind k, uint64_t n);
+/* What one connection is charged to: its own usage, its uid's and, where it has a
+ * cgroup key, its cgroup's (a sink's, sink.h). */
+struct quota_account {
+	struct quota_usage usage;    /* per-connection usage */
+	struct quota_uid *uid;       /* per-uid usage (lives as long as the daemon) */
+	struct quota_cgroup *cgroup; /* per-cgroup usage, one reference; NULL: no cgroup key */
+};
+
+int quota_charge(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n);
 /* As quota_charge(); on a refusal, why gets the words for the peer and the log: the
  * key of the quota that refused ("quota.uid.armed"), its limit, the usage and n, and
  * for quota.cgroup the cgroup's path (its tail when long). */
-int quota_charge_explain(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
-			 const struct config *cfg, enum quota_kind k, uint64_t n, char *why,
-			 size_t cap);
-void quota_release(struct quota_usage *conn, struct quota_uid *uid, struct quota_cgroup *cg,
-		   enum quota_kind k, uint64_t n);
+int quota_charge_explain(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n,
+			 char *why, size_t cap);
+void quota_release(struct quota_account *a, enum quota_kind k, uint64_t n);

@@ -130,7 +130,7 @@ static void on_out(struct loop_watch *w, void *data, uint32_t events)
 		s->out_head = o->next;
 		if (!s->out_head)
 			s->out_tail = NULL;
-		quota_release(&s->sink->usage, s->sink->uid, s->sink->cgroup, Q_OUTBOX, o->len);
+		quota_release(&s->sink->quota, Q_OUTBOX, o->len);
 		if (o->fd >= 0)
 			close(o->fd);
 		bool was_overflow = o->overflow;
@@ -180,7 +180,7 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		if (r != -EAGAIN)
 			return; /* sent, or the peer is gone (noticed on the next receive) */
 	}
-	if (quota_charge(&s->sink->usage, s->sink->uid, s->sink->cgroup, &s->d->cfg, Q_OUTBOX,
+	if (quota_charge(&s->sink->quota, &s->d->cfg, Q_OUTBOX,
 			 (uint64_t)len)) {
 		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
 			   (unsigned long long)s->id, (int)s->pid, s->comm);
@@ -194,7 +194,7 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		free(o);
 		if (dupfd >= 0)
 			close(dupfd);
-		quota_release(&s->sink->usage, s->sink->uid, s->sink->cgroup, Q_OUTBOX, (uint64_t)len);
+		quota_release(&s->sink->quota, Q_OUTBOX, (uint64_t)len);
 		session_close(s);
 		return;
 	}
@@ -550,7 +550,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 	}
 	TAKE_FD(fd); /* the sink owns the socket: its last reference closes it */
 	char why[GARUDA_ERROR_TEXT_MAX + 1];
-	if (quota_charge_explain(&sink->usage, qu, qc, &d->cfg, Q_CONNECTIONS, 1, why, sizeof(why))) {
+	if (quota_charge_explain(&sink->quota, &d->cfg, Q_CONNECTIONS, 1, why, sizeof(why))) {
 		refuse_connection(d, sink->fd, cred.pid, cred.uid, why);
 		return;
 	}
@@ -566,7 +566,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 	memcpy(s->comm, comm, sizeof(s->comm));
 	s->w_in = loop_add(d->loop, s->fd, POLLIN, on_in, s);
 	if (!s->w_in) {
-		quota_release(&sink->usage, qu, qc, Q_CONNECTIONS, 1); /* the one charge */
+		quota_release(&sink->quota, Q_CONNECTIONS, 1); /* the one charge */
 		return;
 	}
 	/* from here nothing fails: the session owns the sink, the daemon the session */
@@ -666,18 +666,8 @@ void session_handle_notices(struct daemon *d)
 	struct notice *n;
 	unsigned k = notice_take(&d->notices, &n);
 	for (unsigned i = 0; i < k; i++) {
-		if (n[i].kind == NOTICE_RELEASE) { /* a scanner's last reference */
-			switch (n[i].what) {
-			case RELEASE_SINK:
-				sink_unref(n[i].obj);
-				break;
-			case RELEASE_SEGMENT:
-				segment_unref(n[i].obj);
-				break;
-			case RELEASE_BINDING:
-				binding_unref(n[i].obj);
-				break;
-			}
+		if (n[i].kind == NOTICE_RELEASE) { /* a scanner's last reference: dropped here */
+			notice_release(n[i].what, n[i].obj);
 			continue;
 		}
 		struct session *s = session_find(d, n[i].session_id);

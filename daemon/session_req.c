@@ -66,7 +66,7 @@ static char quota_why[GARUDA_ERROR_TEXT_MAX + 1];
 
 static int charge(struct session *s, enum quota_kind k, uint64_t n)
 {
-	int r = quota_charge_explain(&s->sink->usage, s->sink->uid, s->sink->cgroup, &s->d->cfg, k, n,
+	int r = quota_charge_explain(&s->sink->quota, &s->d->cfg, k, n,
 				     quota_why, sizeof(quota_why));
 	if (r)
 		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
@@ -76,7 +76,7 @@ static int charge(struct session *s, enum quota_kind k, uint64_t n)
 
 void session_release_quota(struct session *s, enum quota_kind k, uint64_t n)
 {
-	quota_release(&s->sink->usage, s->sink->uid, s->sink->cgroup, k, n);
+	quota_release(&s->sink->quota, k, n);
 }
 
 /* Scanner for a requested NUMA node (-1: round robin). Returns -1 if no such node. */
@@ -378,7 +378,7 @@ static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
 		nseg++;
 	for (struct binding *b = s->bindings; b; b = b->next)
 		nbind++;
-	const struct quota_usage *u = &s->sink->usage;
+	const struct quota_usage *u = &s->sink->quota.usage;
 	struct garuda_msg r;
 	garuda_msg_init(&r, GARUDA_MSG_QUERY_REPLY, m->cookie);
 	int n = snprintf(r.query_reply.json, sizeof(r.query_reply.json),

@@ -16,8 +16,8 @@ struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid, struct
 	atomic_init(&s->refs, 1);
 	s->fd = fd;
 	s->session_id = session_id;
-	s->uid = uid;
-	s->cgroup = cgroup;
+	s->quota.uid = uid;
+	s->quota.cgroup = cgroup;
 	return s;
 }
 
@@ -27,7 +27,7 @@ void sink_unref(struct sink *s)
 		return;
 	close(s->fd);
 	points_free(s); /* gives back its points quota */
-	quota_cgroup_unref(s->cgroup);
+	quota_cgroup_unref(s->quota.cgroup);
 	free(s);
 }
 

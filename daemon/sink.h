@@ -25,9 +25,7 @@ struct sink {
 	int fd; /* the session's socket; closed with the last reference */
 	uint64_t session_id;
 	uint32_t features;        /* GARUDA_FEATURE_* agreed at HELLO (set before any arm) */
-	struct quota_usage usage; /* per-connection quota usage */
-	struct quota_uid *uid;    /* per-uid usage (lives as long as the daemon) */
-	struct quota_cgroup *cgroup; /* per-cgroup usage, one reference; NULL: no cgroup key */
+	struct quota_account quota; /* what it is charged to: its own, its uid's, its cgroup's */
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
 	atomic_bool eventfd_broken; /* one of its eventfds blocked a scanner: write none */
 	atomic_uint_fast64_t completions; /* readiness delivered */
