@@ -156,41 +156,31 @@ static int cmp_session(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static cJSON *client_object(struct session *s)
+static cJSON *client_object(const struct session *s)
 {
-	unsigned nseg = 0, nbind = 0;
-	for (struct segment *g = s->segments; g; g = g->next)
-		nseg++;
-	for (struct binding *b = s->bindings; b; b = b->next)
-		nbind++;
-	const struct quota_usage *u = &s->sink->quota.usage;
-	uint64_t by_form[GARUDA_FORM_COUNT];
-	for (int f = 0; f < GARUDA_FORM_COUNT; f++)
-		by_form[f] = atomic_load_explicit(&s->sink->by_form[f], memory_order_relaxed);
+	struct session_view v;
+	session_describe(s, &v);
 	cJSON *o = cJSON_CreateObject();
-	ctl_add_uint(o, CTL_KEY_ID, s->id);
-	ctl_add_int(o, CTL_KEY_PID, s->pid);
-	ctl_add_uint(o, CTL_KEY_UID, s->uid);
-	ctl_add_uint(o, CTL_KEY_GID, s->gid);
-	cJSON_AddStringToObject(o, CTL_KEY_COMM, s->comm);
-	add_string_or_null(o, CTL_KEY_CGROUP, s->sink->quota.cgroup ? s->sink->quota.cgroup->path : NULL);
-	cJSON_AddNumberToObject(o, CTL_KEY_CONNECTED_S, (double)(garuda_now_ns() - s->connected_ns) / 1e9);
-	ctl_add_uint(o, CTL_KEY_SEGMENTS, nseg);
-	ctl_add_uint(o, CTL_KEY_LINES, atomic_load(&u->used[Q_LINES]));
-	ctl_add_uint(o, CTL_KEY_BINDINGS, nbind);
-	ctl_add_uint(o, CTL_KEY_ARMED, atomic_load(&u->used[Q_ARMED]));
-	ctl_add_uint(o, CTL_KEY_ARMS, s->arms);
-	ctl_add_uint(o, CTL_KEY_POINTS, atomic_load(&u->used[Q_POINTS]));
-	ctl_add_uint(o, CTL_KEY_COMPLETIONS, atomic_load(&s->sink->completions));
-	add_forms(o, CTL_KEY_READINESS, by_form);
-	ctl_add_uint(o, CTL_KEY_UNDELIVERED, atomic_load(&s->sink->undelivered));
-	ctl_add_uint(o, CTL_KEY_WRITE_RETRIES, atomic_load(&s->sink->write_retries));
-	ctl_add_uint(o, CTL_KEY_ERRORS, s->errors);
-	ctl_add_uint(o, CTL_KEY_OUTBOX_BYTES, atomic_load(&u->used[Q_OUTBOX]));
-	uint64_t hist[SCANNER_LAT_BUCKETS];
-	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++)
-		hist[b] = atomic_load_explicit(&s->sink->detect_hist[b], memory_order_relaxed);
-	add_latency(o, hist);
+	ctl_add_uint(o, CTL_KEY_ID, v.id);
+	ctl_add_int(o, CTL_KEY_PID, v.pid);
+	ctl_add_uint(o, CTL_KEY_UID, v.uid);
+	ctl_add_uint(o, CTL_KEY_GID, v.gid);
+	cJSON_AddStringToObject(o, CTL_KEY_COMM, v.comm);
+	add_string_or_null(o, CTL_KEY_CGROUP, v.cgroup);
+	cJSON_AddNumberToObject(o, CTL_KEY_CONNECTED_S, (double)(garuda_now_ns() - v.connected_ns) / 1e9);
+	ctl_add_uint(o, CTL_KEY_SEGMENTS, v.segments);
+	ctl_add_uint(o, CTL_KEY_LINES, v.lines);
+	ctl_add_uint(o, CTL_KEY_BINDINGS, v.bindings);
+	ctl_add_uint(o, CTL_KEY_ARMED, v.armed);
+	ctl_add_uint(o, CTL_KEY_ARMS, v.arms);
+	ctl_add_uint(o, CTL_KEY_POINTS, v.points);
+	ctl_add_uint(o, CTL_KEY_COMPLETIONS, v.completions);
+	add_forms(o, CTL_KEY_READINESS, v.by_form);
+	ctl_add_uint(o, CTL_KEY_UNDELIVERED, v.undelivered);
+	ctl_add_uint(o, CTL_KEY_WRITE_RETRIES, v.write_retries);
+	ctl_add_uint(o, CTL_KEY_ERRORS, v.errors);
+	ctl_add_uint(o, CTL_KEY_OUTBOX_BYTES, v.outbox_bytes);
+	add_latency(o, v.detect_hist);
 	return o;
 }
 

@@ -661,6 +661,30 @@ void session_close_all(struct daemon *d)
 		session_close(d->sessions);
 }
 
+void session_describe(const struct session *s, struct session_view *v)
+{
+	const struct sink *k = s->sink;
+	const struct quota_usage *u = &k->quota.usage;
+	*v = (struct session_view){
+		.id = s->id, .pid = s->pid, .uid = s->uid, .gid = s->gid, .comm = s->comm,
+		.cgroup = k->quota.cgroup ? k->quota.cgroup->path : NULL,
+		.connected_ns = s->connected_ns,
+		.lines = atomic_load(&u->used[Q_LINES]), .armed = atomic_load(&u->used[Q_ARMED]),
+		.arms = s->arms, .points = atomic_load(&u->used[Q_POINTS]),
+		.completions = atomic_load(&k->completions), .undelivered = atomic_load(&k->undelivered),
+		.write_retries = atomic_load(&k->write_retries), .errors = s->errors,
+		.outbox_bytes = atomic_load(&u->used[Q_OUTBOX]), .overflow = s->overflow_queued,
+	};
+	for (const struct segment *g = s->segments; g; g = g->next)
+		v->segments++;
+	for (const struct binding *b = s->bindings; b; b = b->next)
+		v->bindings++;
+	for (unsigned f = 0; f < GARUDA_FORM_COUNT; f++)
+		v->by_form[f] = atomic_load_explicit(&k->by_form[f], memory_order_relaxed);
+	for (unsigned b = 0; b < GARUDA_LAT_BUCKETS; b++)
+		v->detect_hist[b] = atomic_load_explicit(&k->detect_hist[b], memory_order_relaxed);
+}
+
 void session_handle_notices(struct daemon *d)
 {
 	struct notice *n;

@@ -74,6 +74,25 @@ void session_reap(struct daemon *d);
  * re-arm for the rest. Loop thread. */
 void session_reattach_tick(struct daemon *d);
 
+/* What a session is and holds, at one moment: the one description QUERY (its stable
+ * keys, docs/protocol.md §4.14) and the control plane's `clients` both render. */
+struct session_view {
+	uint64_t id;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	const char *comm;
+	const char *cgroup; /* NULL: no cgroup key */
+	uint64_t connected_ns;
+	unsigned segments, bindings;
+	uint64_t lines, armed, arms, points, completions, undelivered, write_retries, errors;
+	uint64_t outbox_bytes;
+	bool overflow;
+	uint64_t by_form[GARUDA_FORM_COUNT];
+	uint64_t detect_hist[GARUDA_LAT_BUCKETS];
+};
+void session_describe(const struct session *s, struct session_view *v);
+
 /* Act on the scanners' notices (DISARM answers, overflows, offenders). */
 void session_handle_notices(struct daemon *d);
 struct session *session_find(struct daemon *d, uint64_t id);

@@ -373,23 +373,18 @@ static void on_disarm(struct session *s, const struct garuda_msg *m, int *fds)
 static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
 {
 	(void)fds;
-	unsigned nseg = 0, nbind = 0;
-	for (struct segment *g = s->segments; g; g = g->next)
-		nseg++;
-	for (struct binding *b = s->bindings; b; b = b->next)
-		nbind++;
-	const struct quota_usage *u = &s->sink->quota.usage;
+	struct session_view v;
+	session_describe(s, &v);
 	struct garuda_msg r;
 	garuda_msg_init(&r, GARUDA_MSG_QUERY_REPLY, m->cookie);
 	int n = snprintf(r.query_reply.json, sizeof(r.query_reply.json),
 			 "{\"version\":1,\"id\":%llu,\"pid\":%d,\"uid\":%d,\"segments\":%u,"
 			 "\"bindings\":%u,\"armed\":%llu,\"arms\":%llu,\"completions\":%llu,"
 			 "\"errors\":%llu,\"outbox_bytes\":%llu,\"overflow\":%s}",
-			 (unsigned long long)s->id, (int)s->pid, (int)s->uid, nseg, nbind,
-			 (unsigned long long)atomic_load(&u->used[Q_ARMED]), (unsigned long long)s->arms,
-			 (unsigned long long)atomic_load(&s->sink->completions),
-			 (unsigned long long)s->errors, (unsigned long long)atomic_load(&u->used[Q_OUTBOX]),
-			 s->overflow_queued ? "true" : "false");
+			 (unsigned long long)v.id, (int)v.pid, (int)v.uid, v.segments, v.bindings,
+			 (unsigned long long)v.armed, (unsigned long long)v.arms,
+			 (unsigned long long)v.completions, (unsigned long long)v.errors,
+			 (unsigned long long)v.outbox_bytes, v.overflow ? "true" : "false");
 	r.query_reply.json_len = (uint32_t)n; /* bounded well below the cap by its fields */
 	session_send(s, &r, -1);
 }
