@@ -260,12 +260,10 @@ static int cmp_fired(const void *pa, const void *pb)
 	return x < y ? -1 : x > y;
 }
 
-void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_t now)
+void readiness_deliver(struct readiness *r, struct armed *f, unsigned n)
 {
 	if (n > 1)
 		qsort(f, n, sizeof(*f), cmp_fired);
-	(void)now; /* unused since guard_cover() reads the clock before each eventfd write;
-		    * kept in the interface the scanner's pass calls */
 	r->blocked = false;
 	for (unsigned i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && form_rank(f[j].form) == form_rank(f[i].form) && group_key(&f[j]) == group_key(&f[i]); j++)

@@ -50,9 +50,9 @@ struct readiness {
 void readiness_init(struct readiness *r, unsigned index, struct notice_queue *notices);
 void readiness_fini(struct readiness *r);
 
-/* Deliver f[0..n) (fired descriptors, value set); reorders f. now: when the pass
- * found them. The caller releases the descriptors afterwards. */
-void readiness_deliver(struct readiness *r, struct armed *f, unsigned n, uint64_t now);
+/* Deliver f[0..n) (fired descriptors, value set); reorders f. The caller releases the
+ * descriptors afterwards. */
+void readiness_deliver(struct readiness *r, struct armed *f, unsigned n);
 
 /* The scanner is about to sleep or park: disarm the guard (one syscall, only when it
  * was armed), so that no tick wakes it. */

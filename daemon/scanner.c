@@ -513,7 +513,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 	/* the armed quota first: a client that got its READY may re-arm at once */
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_quota(&set->fired[i]);
-	readiness_deliver(&s->out, set->fired, nf, now);
+	readiness_deliver(&s->out, set->fired, nf);
 	order_touched(s, &words, now); /* the successors of what landed start their clocks */
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_refs(&set->fired[i], s->notices);

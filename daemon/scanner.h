@@ -23,7 +23,6 @@
 #include "sink.h"
 #include "notice.h"
 #include "segment.h"
-#include "sink.h"
 
 struct scanner;
 

@@ -211,10 +211,6 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 	watch_out(s, true);
 }
 
-/* ---------------- receive ---------------- */
-
-/* ---------------- dispatch ---------------- */
-
 /* ---------------- re-attaching sessions ---------------- */
 
 /* A session's presentation after a reconnect (§7.4: SEGMENT_ATTACH for each segment,
