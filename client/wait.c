@@ -44,7 +44,8 @@ static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_
 		break;
 	}
 	case GARUDA_READINESS_DOORBELL: {
-		futex_wait_for(&s->seg->map->hdr.doorbell, bell_seen, left, true); /* shared memory */
+		futex_wait_for(&s->seg->map->hdr.doorbell, bell_seen, left,
+			       true); /* shared memory */
 		break;
 	}
 	case GARUDA_READINESS_MESSAGE: {
@@ -79,7 +80,8 @@ static int spin_until(struct garuda_stream *s, uint64_t seq, uint64_t end, uint6
 		      uint64_t *seen_ns)
 {
 	const struct wordwait *ww = s->client->ww;
-	uint64_t step_ns = ww->min_park_ns > SPIN_WORDWAIT_STEP_NS ? ww->min_park_ns : SPIN_WORDWAIT_STEP_NS;
+	uint64_t step_ns =
+		ww->min_park_ns > SPIN_WORDWAIT_STEP_NS ? ww->min_park_ns : SPIN_WORDWAIT_STEP_NS;
 	uint64_t now = garuda_now_ns();
 	uint64_t backstop_at = now + backstop_ns;
 	uint64_t steps = 0, parks = 0;
@@ -100,7 +102,8 @@ static int spin_until(struct garuda_stream *s, uint64_t seq, uint64_t end, uint6
 			hw = until > t && until - t >= ww->min_park_ns;
 			if (hw) {
 				wordwait_arm(ww, s->word);
-				if (word_load(s->word) == v) /* after the arm: nothing landed since */
+				if (word_load(s->word) ==
+				    v) /* after the arm: nothing landed since */
 					parks += (unsigned)wordwait_park(ww, until - t);
 			}
 		}
@@ -282,10 +285,10 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 		uint64_t ready_seen = s->ready_count;
 		pthread_mutex_unlock(&c->lock);
 		/* the sample first (acquire), then the word: see the head comment */
-		uint32_t bell_seen = s->form == GARUDA_READINESS_DOORBELL
-					     ? __atomic_load_n(&s->seg->map->hdr.doorbell,
-							       __ATOMIC_ACQUIRE)
-					     : 0;
+		uint32_t bell_seen =
+			s->form == GARUDA_READINESS_DOORBELL
+				? __atomic_load_n(&s->seg->map->hdr.doorbell, __ATOMIC_ACQUIRE)
+				: 0;
 		if (garuda_reached(word_load(s->word), seq))
 			return 0;
 		now = garuda_now_ns();

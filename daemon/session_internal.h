@@ -8,7 +8,10 @@
 #include "session.h"
 #include "wire.h"
 
-enum session_state { ST_NEW, ST_WELCOMED }; /* before / after HELLO */
+enum session_state {
+	ST_NEW,
+	ST_WELCOMED
+}; /* before / after HELLO */
 
 /* One client request: its handler, the state it is valid in, and the fds it takes
  * (fds[0..nfds): the handler sets fds[i] = -1 for one it keeps; the rest are closed

@@ -48,7 +48,8 @@ static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 	(void)fds;
 	s->welcomed = true;
 	/* before any arm can reach a scanner: the command queue's lock publishes it */
-	s->sink->features = m->hello.features & (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS);
+	s->sink->features =
+		m->hello.features & (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS);
 	const struct quota_limits *q = &s->d->cfg.quota_connection;
 	struct garuda_msg w;
 	garuda_msg_init(&w, GARUDA_MSG_WELCOME, m->cookie);
@@ -66,11 +67,12 @@ static char quota_why[GARUDA_ERROR_TEXT_MAX + 1];
 
 static int charge(struct session *s, enum quota_kind k, uint64_t n)
 {
-	int r = quota_charge_explain(&s->sink->quota, &s->d->cfg, k, n,
-				     quota_why, sizeof(quota_why));
+	int r = quota_charge_explain(&s->sink->quota, &s->d->cfg, k, n, quota_why,
+				     sizeof(quota_why));
 	if (r)
 		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
-			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid, quota_why);
+			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid,
+			   quota_why);
 	return r;
 }
 
@@ -125,11 +127,14 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	if (r) {
 		session_release_quota(s, Q_SEGMENTS, 1);
 		session_release_quota(s, Q_LINES, lines);
-		const char *why = r == -GARUDA_E_NO_MEMLOCK && *segment_why() ? segment_why() : NULL;
+		const char *why =
+			r == -GARUDA_E_NO_MEMLOCK && *segment_why() ? segment_why() : NULL;
 		if (r == -GARUDA_E_NO_MEMLOCK)
-			log_err("session %llu (pid %d uid %u %s): %s", (unsigned long long)s->id, (int)s->pid,
-				(unsigned)s->uid, s->comm, why ? why : "cannot mlock a segment: raise "
-				"LimitMEMLOCK= (ulimit -l) or grant garudad CAP_IPC_LOCK");
+			log_err("session %llu (pid %d uid %u %s): %s", (unsigned long long)s->id,
+				(int)s->pid, (unsigned)s->uid, s->comm,
+				why ? why
+				    : "cannot mlock a segment: raise "
+				      "LimitMEMLOCK= (ulimit -l) or grant garudad CAP_IPC_LOCK");
 		reply_error(s, m->cookie, r, why);
 		return;
 	}
@@ -178,8 +183,10 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m, int 
 	}
 	/* the ACK comes from the scanner once the drops are applied: no readiness for the
 	 * segment can follow it (§4.5). The bindings' drops went first, to the same queue. */
-	scanner_drop_segment(scanner_of(s, g), g, &(struct scanner_reply){
-		.session_id = s->id, .cookie = m->cookie, .noreply = m->flags & GARUDA_F_NOREPLY });
+	scanner_drop_segment(scanner_of(s, g), g,
+			     &(struct scanner_reply){ .session_id = s->id,
+						      .cookie = m->cookie,
+						      .noreply = m->flags & GARUDA_F_NOREPLY });
 	session_release_quota(s, Q_SEGMENTS, 1);
 	session_release_quota(s, Q_LINES, g->lines);
 	segment_unref(g);
@@ -236,7 +243,8 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 	}
 	int fl = fcntl(fds[0], F_GETFL);
 	if (fl < 0 || !(fl & O_NONBLOCK)) {
-		reply_error(s, m->cookie, -GARUDA_E_BAD_FD, "the eventfd must be non-blocking (EFD_NONBLOCK)");
+		reply_error(s, m->cookie, -GARUDA_E_BAD_FD,
+			    "the eventfd must be non-blocking (EFD_NONBLOCK)");
 		return;
 	}
 	if (find_binding(s, g->id, m->bind.slot.index)) {
@@ -272,8 +280,10 @@ static void on_unbind(struct session *s, const struct garuda_msg *m, int *fds)
 		return;
 	}
 	/* acknowledged by the scanner once the drop is applied (§4.6) */
-	drop_binding(s, b, g, &(struct scanner_reply){
-		.session_id = s->id, .cookie = m->cookie, .noreply = m->flags & GARUDA_F_NOREPLY });
+	drop_binding(s, b, g,
+		     &(struct scanner_reply){ .session_id = s->id,
+					      .cookie = m->cookie,
+					      .noreply = m->flags & GARUDA_F_NOREPLY });
 }
 
 /* Check one ARM record: its segment, slot and (EVENTFD form) binding. */
@@ -307,7 +317,8 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 		.target = a->target,
 		.token = a->token,
 		.arm_ns = garuda_now_ns(),
-		.point_key = a->point ? POINT_KEY_NAMED | a->point : point_key_word(g->id, a->slot.index),
+		.point_key = a->point ? POINT_KEY_NAMED | a->point
+				      : point_key_word(g->id, a->slot.index),
 		.point_slot = POINT_NONE,
 	};
 	if (s->d->cfg.plan.predict)

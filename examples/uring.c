@@ -25,13 +25,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NSTREAMS 3
+#define NSTREAMS  3
 #define IN_FLIGHT 2
 #define KERNEL_NS 300000ull /* each simulated kernel: 300 us */
 
 #include "uring_futex.h" /* the futex wait's SQE for liburing 2.3 */
 
-enum { TAG_TICK = 1, TAG_BELL = 2, TAG_EFD = 16 }; /* TAG_EFD + stream index */
+enum {
+	TAG_TICK = 1,
+	TAG_BELL = 2,
+	TAG_EFD = 16
+}; /* TAG_EFD + stream index */
 
 /* the probe, unless URING_NO_FUTEX asks for the fallback (the tests) */
 static bool futex_wait_supported(struct io_uring *ring)
@@ -122,7 +126,8 @@ static int rearm(struct server *sv, int i)
 		uring_prep_futex_wait(sqe, bell, value);
 		io_uring_sqe_set_data64(sqe, TAG_BELL);
 	} else {
-		io_uring_prep_read(sqe, garuda_stream_fd(sv->stream[i]), &sv->efd_buf[i], sizeof(sv->efd_buf[i]), 0);
+		io_uring_prep_read(sqe, garuda_stream_fd(sv->stream[i]), &sv->efd_buf[i],
+				   sizeof(sv->efd_buf[i]), 0);
 		io_uring_sqe_set_data64(sqe, TAG_EFD + (uint64_t)i);
 	}
 	return 0;
@@ -146,9 +151,10 @@ int main(int argc, char **argv)
 	sv.doorbell = !force_efd && futex_wait_supported(&sv.ring);
 	printf("uring: waiting %s\n",
 	       sv.doorbell ? "on the segment's doorbell with IORING_OP_FUTEX_WAIT"
-	       : force_efd ? "on the streams' eventfds with IORING_OP_READ (asked)"
-			   : "on the streams' eventfds with IORING_OP_READ (the probe says this kernel "
-			     "has no IORING_OP_FUTEX_WAIT: Linux 6.7 or later has it)");
+	       : force_efd
+		       ? "on the streams' eventfds with IORING_OP_READ (asked)"
+		       : "on the streams' eventfds with IORING_OP_READ (the probe says this kernel "
+			 "has no IORING_OP_FUTEX_WAIT: Linux 6.7 or later has it)");
 
 	struct garuda_client *client;
 	if ((r = garuda_connect(&client)) < 0) {
@@ -157,7 +163,8 @@ int main(int argc, char **argv)
 	}
 	if ((r = garuda_segment_open(client, "host", 0, 1, &sv.seg)) < 0)
 		return fail("segment", r);
-	enum garuda_readiness form = sv.doorbell ? GARUDA_READINESS_DOORBELL : GARUDA_READINESS_EVENTFD;
+	enum garuda_readiness form =
+		sv.doorbell ? GARUDA_READINESS_DOORBELL : GARUDA_READINESS_EVENTFD;
 	for (int i = 0; i < NSTREAMS; i++) {
 		if ((r = garuda_host_stream_new(NULL, &sv.gpu[i])) < 0)
 			return fail("host stream", r);
@@ -210,7 +217,8 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("uring: %llu sequences on %d streams, reported once each; %llu wakes, %llu ticks\n",
-	       (unsigned long long)sv.done, NSTREAMS, (unsigned long long)wakes, (unsigned long long)ticks);
+	       (unsigned long long)sv.done, NSTREAMS, (unsigned long long)wakes,
+	       (unsigned long long)ticks);
 	io_uring_queue_exit(&sv.ring); /* cancels the waits still queued */
 	for (int i = 0; i < NSTREAMS; i++) {
 		garuda_stream_free(sv.stream[i]);

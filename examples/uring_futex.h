@@ -12,7 +12,7 @@
 
 /* After IORING_OP_SENDMSG_ZC (liburing 2.3's last) come READ_MULTISHOT, WAITID and
  * FUTEX_WAIT: the uapi's enum io_uring_op */
-#define URING_OP_FUTEX_WAIT (IORING_OP_SENDMSG_ZC + 3)
+#define URING_OP_FUTEX_WAIT   (IORING_OP_SENDMSG_ZC + 3)
 #define URING_FUTEX2_SIZE_U32 0x02u /* a 32-bit futex word; shared (no FUTEX2_PRIVATE) */
 #define URING_FUTEX_MATCH_ANY 0xffffffffull
 

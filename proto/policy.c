@@ -20,9 +20,13 @@ void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64
 			     uint64_t arm_ns, uint64_t taken_ns, uint64_t sleep_ns,
 			     uint64_t exact_sleep_ns)
 {
-	*w = (struct garuda_policy_wait){ .word = word, .target = target, .arm_ns = arm_ns,
-					  .taken_ns = taken_ns, .start_ns = arm_ns,
-					  .sleep_ns = sleep_ns, .exact_sleep_ns = exact_sleep_ns,
+	*w = (struct garuda_policy_wait){ .word = word,
+					  .target = target,
+					  .arm_ns = arm_ns,
+					  .taken_ns = taken_ns,
+					  .start_ns = arm_ns,
+					  .sleep_ns = sleep_ns,
+					  .exact_sleep_ns = exact_sleep_ns,
 					  .state = GARUDA_POLICY_NEW };
 }
 
@@ -48,8 +52,8 @@ uint64_t garuda_policy_resume(const struct garuda_policy_wait *w)
 	return add_sat(garuda_policy_start(w), max_u64(w->sleep_ns, w->exact_sleep_ns));
 }
 
-bool garuda_policy_in_window(const struct garuda_policy_wait *w, const struct garuda_policy_tuning *t,
-			     uint64_t at, uint64_t *open_at)
+bool garuda_policy_in_window(const struct garuda_policy_wait *w,
+			     const struct garuda_policy_tuning *t, uint64_t at, uint64_t *open_at)
 {
 	*open_at = UINT64_MAX;
 	if (w->state == GARUDA_POLICY_QUEUED)
@@ -65,10 +69,12 @@ bool garuda_policy_in_window(const struct garuda_policy_wait *w, const struct ga
 
 /* the watcher was not spinning on w at `at`: past its deadline (less the early wake
  * the short ladder starts by), outside its spin window */
-static bool given_up(const struct garuda_policy_wait *w, const struct garuda_policy_tuning *t, uint64_t at)
+static bool given_up(const struct garuda_policy_wait *w, const struct garuda_policy_tuning *t,
+		     uint64_t at)
 {
 	uint64_t open;
-	return add_sat(at, t->early_ns) >= garuda_policy_deadline(w) && !garuda_policy_in_window(w, t, at, &open);
+	return add_sat(at, t->early_ns) >= garuda_policy_deadline(w) &&
+	       !garuda_policy_in_window(w, t, at, &open);
 }
 
 /* ---------------------------------------------------------------- stream order */
@@ -88,7 +94,8 @@ size_t garuda_policy_order_scratch(unsigned n)
 	return 2 * (size_t)table_size(n);
 }
 
-static unsigned slot_of(const uint64_t *tab, unsigned cap, struct garuda_policy_wait *const *v, uint64_t word)
+static unsigned slot_of(const uint64_t *tab, unsigned cap, struct garuda_policy_wait *const *v,
+			uint64_t word)
 {
 	uint64_t h = word * 0x9e3779b97f4a7c15ull;
 	unsigned i = (unsigned)(h >> 32) & (cap - 1);
@@ -130,7 +137,8 @@ void garuda_policy_order(struct garuda_policy_wait *const *v, unsigned n, uint64
 	for (unsigned i = 0; i < n; i++) { /* the head run's earliest clock */
 		unsigned s = slot_of(scratch, cap, v, v[i]->word);
 		if (v[i]->target == v[scratch[2 * s] - 1]->target)
-			scratch[2 * s + 1] = min_u64(scratch[2 * s + 1], clock_if_head(v[i], landing_ns));
+			scratch[2 * s + 1] =
+				min_u64(scratch[2 * s + 1], clock_if_head(v[i], landing_ns));
 	}
 	for (unsigned i = 0; i < n; i++) {
 		unsigned s = slot_of(scratch, cap, v, v[i]->word);
@@ -194,7 +202,8 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 		 * ran within (prev_pass, now]. Spinning closely, that bounds it (censored);
 		 * after a sleep the watcher overslept both: nothing is known. */
 		if (seen && !slept && close)
-			return (struct garuda_find){ GARUDA_FIND_CENSORED, now - max_u64(w->arm_ns, prev_pass) };
+			return (struct garuda_find){ GARUDA_FIND_CENSORED,
+						     now - max_u64(w->arm_ns, prev_pass) };
 		return unknown;
 	}
 	/* Only a wait some pass saw unfinished can be exact; one found done by its first
@@ -207,18 +216,22 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	uint64_t start = garuda_policy_start(w);
 	bool lower = seen && (slept ? given_up(w, t, prev_pass) : !close);
 	bool exact = seen && (!slept || lower);
-	if (!exact && slept && w->sleep_ns && now > add_sat(garuda_policy_deadline(w), GARUDA_POLICY_LATE_WAKE_NS))
+	if (!exact && slept && w->sleep_ns &&
+	    now > add_sat(garuda_policy_deadline(w), GARUDA_POLICY_LATE_WAKE_NS))
 		return (struct garuda_find){ GARUDA_FIND_LATE, 0 };
 	uint64_t at = lower ? max_u64(prev_pass, start) : now;
 	if (at <= start)
-		return lower ? unknown : (struct garuda_find){ exact ? GARUDA_FIND_EXACT : GARUDA_FIND_CENSORED, 0 };
+		return lower ? unknown
+			     : (struct garuda_find){ exact ? GARUDA_FIND_EXACT
+							   : GARUDA_FIND_CENSORED,
+						     0 };
 	return (struct garuda_find){ exact ? GARUDA_FIND_EXACT : GARUDA_FIND_CENSORED, at - start };
 }
 
 /* ---------------------------------------------------------------- flag, no +predict */
 
-uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now, uint64_t last_active,
-			      uint64_t *step_ns)
+uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now,
+			      uint64_t last_active, uint64_t *step_ns)
 {
 	if (t->forever || now - last_active < t->spin_ns)
 		return 0;

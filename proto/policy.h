@@ -33,19 +33,19 @@
 
 /* A find whose previous pass began at most this long before it was spinning closely
  * enough to take its time as the completion's. */
-#define GARUDA_POLICY_EXACT_GAP_NS 20000ull
+#define GARUDA_POLICY_EXACT_GAP_NS  20000ull
 /* A censored find by a wake later than this past the deadline is not recorded. */
-#define GARUDA_POLICY_LATE_WAKE_US 50
-#define GARUDA_POLICY_LATE_WAKE_NS (GARUDA_POLICY_LATE_WAKE_US * 1000ull)
+#define GARUDA_POLICY_LATE_WAKE_US  50
+#define GARUDA_POLICY_LATE_WAKE_NS  (GARUDA_POLICY_LATE_WAKE_US * 1000ull)
 /* A deadline closer than this is spun to, not slept to. */
 #define GARUDA_POLICY_SPIN_AHEAD_NS 5000ull
 /* The short ladder's first step (a timed futex wait costs ~15 us of CPU: shorter
  * steps only burn it). */
-#define GARUDA_POLICY_STEP_MIN_NS 32000ull
+#define GARUDA_POLICY_STEP_MIN_NS   32000ull
 
 struct garuda_policy_tuning {
 	uint64_t spin_ns;     /* park_us: the spin window's base length */
-	bool forever;         /* poll+predict: a window, once open, never closes */
+	bool forever;	      /* poll+predict: a window, once open, never closes */
 	uint64_t max_step_ns; /* backstop_us: the short ladder's longest step */
 	uint64_t early_ns;    /* sleeps toward a deadline end this early (timer lateness) */
 };
@@ -57,14 +57,14 @@ enum garuda_policy_state {
 };
 
 struct garuda_policy_wait {
-	uint64_t word;           /* which word (any key equal for waits on one word) */
-	uint64_t target;         /* the sequence it waits for */
-	uint64_t arm_ns;         /* when the waiter armed */
-	uint64_t taken_ns;       /* the watcher's first look at it */
-	uint64_t start_ns;       /* STARTED: max(arm, the predecessor's landing) */
-	uint64_t sleep_ns;       /* its point's sleep at arm (0: cold, no sleep) */
+	uint64_t word;		 /* which word (any key equal for waits on one word) */
+	uint64_t target;	 /* the sequence it waits for */
+	uint64_t arm_ns;	 /* when the waiter armed */
+	uint64_t taken_ns;	 /* the watcher's first look at it */
+	uint64_t start_ns;	 /* STARTED: max(arm, the predecessor's landing) */
+	uint64_t sleep_ns;	 /* its point's sleep at arm (0: cold, no sleep) */
 	uint64_t exact_sleep_ns; /* its point's exact sleep (the second look) */
-	uint8_t state;           /* enum garuda_policy_state */
+	uint8_t state;		 /* enum garuda_policy_state */
 };
 
 /* A new wait, its clock at its arm until garuda_policy_order() says otherwise. */
@@ -82,8 +82,8 @@ uint64_t garuda_policy_resume(const struct garuda_policy_wait *w);
 /* Its spin window holds t; else *open_at is its opening if after t (UINT64_MAX:
  * none). From resume for spin_ns + 2 x (resume - start); forever: no end, from the
  * deadline. A QUEUED wait has no window. */
-bool garuda_policy_in_window(const struct garuda_policy_wait *w, const struct garuda_policy_tuning *t,
-			     uint64_t at, uint64_t *open_at);
+bool garuda_policy_in_window(const struct garuda_policy_wait *w,
+			     const struct garuda_policy_tuning *t, uint64_t at, uint64_t *open_at);
 
 /* Stream order over the waits v[0..n) (the watcher's whole live set, any order): per
  * word, the lowest target still armed is started (a NEW one at its arm, a QUEUED one
@@ -99,7 +99,8 @@ void garuda_policy_order(struct garuda_policy_wait *const *v, unsigned n, uint64
  * deadline (less the early wake) and none is in its window (the caller resets it to 0
  * on activity). Over the waits v[0..n). */
 uint64_t garuda_policy_next(struct garuda_policy_wait *const *v, unsigned n,
-			    const struct garuda_policy_tuning *t, uint64_t now, uint64_t *ladder_ns);
+			    const struct garuda_policy_tuning *t, uint64_t now,
+			    uint64_t *ladder_ns);
 
 enum garuda_find_kind {
 	GARUDA_FIND_EXACT,    /* record ns exact (a completion, or a lower bound of it) */
@@ -123,5 +124,5 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
  * completion, or the first arm after idle) is younger than spin_ns (forever: always),
  * then sleep GARUDA_POLICY_STEP_MIN_NS doubling up to max_step_ns per look (*step_ns:
  * the caller resets it to 0 on activity); returns the next look's time. */
-uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now, uint64_t last_active,
-			      uint64_t *step_ns);
+uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now,
+			      uint64_t last_active, uint64_t *step_ns);

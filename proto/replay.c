@@ -17,8 +17,11 @@ struct garuda_replay_cost garuda_replay_default_cost(void)
 {
 	/* docs/plans.md: a spin step ~1.6 us (0.4 us of pauses and a ~1.2 us
 	 * sched_yield), a timed futex wait ~15 us of CPU, timer wakes tens of us late */
-	return (struct garuda_replay_cost){ .pass_ns = 200, .spin_ns = 1600, .wake_late_ns = 30000,
-					    .wake_cpu_ns = 15000, .arm_wake_ns = 10000 };
+	return (struct garuda_replay_cost){ .pass_ns = 200,
+					    .spin_ns = 1600,
+					    .wake_late_ns = 30000,
+					    .wake_cpu_ns = 15000,
+					    .arm_wake_ns = 10000 };
 }
 
 struct sim_wait {
@@ -30,11 +33,11 @@ struct sim_wait {
 struct sim {
 	const struct garuda_replay_row *rows;
 	size_t n;
-	size_t *by_arm;      /* row indices in arm order */
-	size_t *word_of;     /* row -> dense word */
-	uint64_t *target_of; /* row -> its sequence on its word */
-	size_t *point_of;    /* row -> estimator */
-	uint64_t **stores;   /* per word: its store times, ascending */
+	size_t *by_arm;		  /* row indices in arm order */
+	size_t *word_of;	  /* row -> dense word */
+	uint64_t *target_of;	  /* row -> its sequence on its word */
+	size_t *point_of;	  /* row -> estimator */
+	uint64_t **stores;	  /* per word: its store times, ascending */
 	size_t *nstores, *cursor; /* per word: count, stores <= the clock so far */
 	size_t nwords, npoints;
 	struct garuda_estimator *est;
@@ -55,7 +58,8 @@ static int cmp_u64(const void *a, const void *b)
 static const struct garuda_replay_row *sort_rows;
 static int cmp_by_arm(const void *a, const void *b)
 {
-	const struct garuda_replay_row *x = &sort_rows[*(const size_t *)a], *y = &sort_rows[*(const size_t *)b];
+	const struct garuda_replay_row *x = &sort_rows[*(const size_t *)a],
+				       *y = &sort_rows[*(const size_t *)b];
 	if (x->arm_ns != y->arm_ns)
 		return x->arm_ns < y->arm_ns ? -1 : 1;
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
@@ -90,7 +94,8 @@ static void sim_free(struct sim *s)
 	free(s->finds);
 }
 
-static int sim_init(struct sim *s, const struct garuda_plan *plan, const struct garuda_replay_row *rows, size_t n)
+static int sim_init(struct sim *s, const struct garuda_plan *plan,
+		    const struct garuda_replay_row *rows, size_t n)
 {
 	*s = (struct sim){ .rows = rows, .n = n };
 	uint64_t *wkeys = calloc(n, sizeof(*wkeys)), *pkeys = calloc(n, sizeof(*pkeys));
@@ -103,8 +108,8 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan, const struct 
 	s->scratch = calloc(garuda_policy_order_scratch((unsigned)n), sizeof(uint64_t));
 	s->lateness = calloc(n, sizeof(uint64_t));
 	int r = -ENOMEM;
-	if (!wkeys || !pkeys || !s->by_arm || !s->word_of || !s->target_of || !s->point_of || !s->waits ||
-	    !s->wv || !s->scratch || !s->lateness)
+	if (!wkeys || !pkeys || !s->by_arm || !s->word_of || !s->target_of || !s->point_of ||
+	    !s->waits || !s->wv || !s->scratch || !s->lateness)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		s->by_arm[i] = i;
@@ -167,7 +172,8 @@ static void order(struct sim *s, uint64_t landing)
 		garuda_policy_order(s->wv, (unsigned)s->nwaits, landing, s->scratch);
 }
 
-static uint64_t sleep_of(const struct sim *s, const struct garuda_plan *plan, size_t row, bool exact)
+static uint64_t sleep_of(const struct sim *s, const struct garuda_plan *plan, size_t row,
+			 bool exact)
 {
 	if (!plan->predict)
 		return 0;
@@ -175,7 +181,8 @@ static uint64_t sleep_of(const struct sim *s, const struct garuda_plan *plan, si
 	return exact ? garuda_estimator_exact_sleep_ns(e) : garuda_estimator_sleep_ns(e);
 }
 
-static void record(struct sim *s, struct garuda_replay_result *out, size_t point, struct garuda_find f, bool predict)
+static void record(struct sim *s, struct garuda_replay_result *out, size_t point,
+		   struct garuda_find f, bool predict)
 {
 	switch (f.kind) {
 	case GARUDA_FIND_EXACT:
@@ -197,8 +204,9 @@ static void record(struct sim *s, struct garuda_replay_result *out, size_t point
 	}
 }
 
-int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay_row *rows, size_t n,
-		      const struct garuda_replay_cost *cost, struct garuda_replay_result *out)
+int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay_row *rows,
+		      size_t n, const struct garuda_replay_cost *cost,
+		      struct garuda_replay_result *out)
 {
 	if (!n || garuda_plan_check(plan, NULL, 0) < 0 || plan->kind == GARUDA_PLAN_BLOCK)
 		return -EINVAL;
@@ -225,8 +233,9 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 			struct sim_wait *w = &s.waits[s.nwaits++];
 			w->row = row;
 			w->point = s.point_of[row];
-			garuda_policy_wait_init(&w->w, s.word_of[row], s.target_of[row], rows[row].arm_ns, now,
-						sleep_of(&s, plan, row, false), sleep_of(&s, plan, row, true));
+			garuda_policy_wait_init(
+				&w->w, s.word_of[row], s.target_of[row], rows[row].arm_ns, now,
+				sleep_of(&s, plan, row, false), sleep_of(&s, plan, row, true));
 			took = true;
 		}
 		if (took) {
@@ -236,7 +245,9 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 				last_active = now;
 		}
 		if (!s.nwaits) { /* park until the next arm */
-			now = rows[s.by_arm[next_arm]].arm_ns > now ? rows[s.by_arm[next_arm]].arm_ns : now;
+			now = rows[s.by_arm[next_arm]].arm_ns > now
+				      ? rows[s.by_arm[next_arm]].arm_ns
+				      : now;
 			out->busy_ns += cost->wake_cpu_ns;
 			prev_pass = last_active = now;
 			ladder = 0;
@@ -254,7 +265,8 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 				continue;
 			}
 			t.early_ns = wake_late < WAKE_LATE_MAX_NS ? wake_late : WAKE_LATE_MAX_NS;
-			record(&s, out, w->point, garuda_policy_find(&w->w, &t, now, prev_pass, slept), plan->predict);
+			record(&s, out, w->point,
+			       garuda_policy_find(&w->w, &t, now, prev_pass, slept), plan->predict);
 			if (s.finds[w->point]++ >= GARUDA_REPLAY_WARMUP)
 				s.lateness[out->counted++] = now - rows[w->row].store_ns;
 			done++;

@@ -47,8 +47,8 @@ struct garuda_replay_result {
 	size_t completions;
 	size_t counted; /* in the lateness figures: all but each point's warm-up */
 	uint64_t late_p50_ns, late_p90_ns, late_p99_ns, late_max_ns;
-	uint64_t busy_ns;  /* CPU the watcher was charged */
-	uint64_t span_ns;  /* first arm to last find */
+	uint64_t busy_ns;		       /* CPU the watcher was charged */
+	uint64_t span_ns;		       /* first arm to last find */
 	size_t exact, censored, late, unknown; /* what the finds recorded */
 	size_t sleeps, spins;
 };
@@ -57,5 +57,6 @@ struct garuda_replay_cost garuda_replay_default_cost(void);
 
 /* Run plan over rows[0..n). 0; -EINVAL for an empty trace or a plan that
  * garuda_plan_check() refuses; -ENOMEM. */
-int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay_row *rows, size_t n,
-		      const struct garuda_replay_cost *cost, struct garuda_replay_result *out);
+int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay_row *rows,
+		      size_t n, const struct garuda_replay_cost *cost,
+		      struct garuda_replay_result *out);

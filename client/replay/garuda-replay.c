@@ -54,12 +54,16 @@ static int load(const char *path, struct trace *t)
 		unsigned long long w, a, s;
 		unsigned p;
 		if (sscanf(line, "%llu,%u,%llu,%llu", &w, &p, &a, &s) != 4 || s < a) {
-			fprintf(stderr, "garuda-replay: %s:%u: expected word,point,arm_ns,store_ns\n", path, lineno);
+			fprintf(stderr,
+				"garuda-replay: %s:%u: expected word,point,arm_ns,store_ns\n", path,
+				lineno);
 			fclose(f);
 			free(t->rows);
 			return -1;
 		}
-		row = (struct garuda_replay_row){ .word = w, .point = p, .arm_ns = a, .store_ns = s };
+		row = (struct garuda_replay_row){
+			.word = w, .point = p, .arm_ns = a, .store_ns = s
+		};
 		if (t->n == t->cap) {
 			t->cap = t->cap ? 2 * t->cap : 1024;
 			struct garuda_replay_row *nr = realloc(t->rows, t->cap * sizeof(*nr));
@@ -103,7 +107,8 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... [--check=P50,P99,BUSY] TRACE.csv...\n");
+			fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... "
+					"[--check=P50,P99,BUSY] TRACE.csv...\n");
 			return 2;
 		} else {
 			ntraces++;
@@ -112,23 +117,27 @@ int main(int argc, char **argv)
 	if (!nplans)
 		texts[nplans++] = GARUDA_PLAN_GARUDAD_DEFAULT;
 	if (!ntraces) {
-		fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... [--check=P50,P99,BUSY] TRACE.csv...\n");
+		fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... [--check=P50,P99,BUSY] "
+				"TRACE.csv...\n");
 		return 2;
 	}
 	struct garuda_plan plans[MAX_PLANS], poll;
 	garuda_plan_parse("poll", &poll, NULL, 0);
 	for (int p = 0; p < nplans; p++) {
 		char msg[GARUDA_PLAN_MSG_MAX];
-		if (garuda_plan_parse(texts[p], &plans[p], msg, sizeof(msg)) < 0 || plans[p].kind == GARUDA_PLAN_BLOCK) {
+		if (garuda_plan_parse(texts[p], &plans[p], msg, sizeof(msg)) < 0 ||
+		    plans[p].kind == GARUDA_PLAN_BLOCK) {
 			fprintf(stderr, "garuda-replay: --plan=%s: %s\n", texts[p],
-				plans[p].kind == GARUDA_PLAN_BLOCK ? "block has no watcher to replay" : msg);
+				plans[p].kind == GARUDA_PLAN_BLOCK
+					? "block has no watcher to replay"
+					: msg);
 			return 2;
 		}
 	}
 	struct garuda_replay_cost cost = garuda_replay_default_cost();
 	int failed = 0;
-	printf("%-28s %-10s %6s %9s %9s %9s %10s %8s %8s %8s\n", "trace", "plan", "n", "p50_us", "p90_us",
-	       "p99_us", "busy_ms", "p50/poll", "p99/poll", "busy/poll");
+	printf("%-28s %-10s %6s %9s %9s %9s %10s %8s %8s %8s\n", "trace", "plan", "n", "p50_us",
+	       "p90_us", "p99_us", "busy_ms", "p50/poll", "p99/poll", "busy/poll");
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] == '-')
 			continue;
@@ -141,28 +150,34 @@ int main(int argc, char **argv)
 			free(t.rows);
 			return 2;
 		}
-		printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f\n", name, "poll", base.completions,
-		       base.late_p50_ns / 1e3, base.late_p90_ns / 1e3, base.late_p99_ns / 1e3, base.busy_ns / 1e6);
+		printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f\n", name, "poll",
+		       base.completions, base.late_p50_ns / 1e3, base.late_p90_ns / 1e3,
+		       base.late_p99_ns / 1e3, base.busy_ns / 1e6);
 		for (int p = 0; p < nplans; p++) {
 			struct garuda_replay_result r;
 			if (garuda_replay_run(&plans[p], t.rows, t.n, &cost, &r) < 0) {
 				free(t.rows);
 				return 2;
 			}
-			double r50 = ratio(r.late_p50_ns, base.late_p50_ns), r99 = ratio(r.late_p99_ns, base.late_p99_ns);
+			double r50 = ratio(r.late_p50_ns, base.late_p50_ns),
+			       r99 = ratio(r.late_p99_ns, base.late_p99_ns);
 			double rb = ratio(r.busy_ns, base.busy_ns);
 			char label[12];
 			snprintf(label, sizeof(label), "plan %d", p + 1);
-			printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f %8.2f %8.2f %8.3f\n", name, label,
-			       r.completions, r.late_p50_ns / 1e3, r.late_p90_ns / 1e3, r.late_p99_ns / 1e3,
-			       r.busy_ns / 1e6, r50, r99, rb);
+			printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f %8.2f %8.2f %8.3f\n",
+			       name, label, r.completions, r.late_p50_ns / 1e3, r.late_p90_ns / 1e3,
+			       r.late_p99_ns / 1e3, r.busy_ns / 1e6, r50, r99, rb);
 			if (verbose)
-				printf("%-28s %-10s finds: exact %zu, censored %zu, late %zu, unknown %zu; "
-				       "sleeps %zu, spins %zu; max lateness %.1f us\n", "", "", r.exact, r.censored,
-				       r.late, r.unknown, r.sleeps, r.spins, r.late_max_ns / 1e3);
+				printf("%-28s %-10s finds: exact %zu, censored %zu, late %zu, "
+				       "unknown %zu; "
+				       "sleeps %zu, spins %zu; max lateness %.1f us\n",
+				       "", "", r.exact, r.censored, r.late, r.unknown, r.sleeps,
+				       r.spins, r.late_max_ns / 1e3);
 			double bb = t.busy_bound ? t.busy_bound : cbusy;
 			if (check && (r50 > c50 || r99 > c99 || (bb > 0 && rb > bb))) {
-				printf("  ^ over target: p50 <= %.2fx, p99 <= %.2fx, busy <= %.3fx poll's\n", c50, c99, bb);
+				printf("  ^ over target: p50 <= %.2fx, p99 <= %.2fx, busy <= %.3fx "
+				       "poll's\n",
+				       c50, c99, bb);
 				failed = 1;
 			}
 		}

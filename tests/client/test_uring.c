@@ -86,7 +86,8 @@ static void one_readiness(struct bell_fixture *b, uint64_t *seq)
 	ok(garuda_segment_doorbell(b->f.seg, &word, &value));
 	cr_assert(!garuda_stream_reached(b->s, *seq), "the gate let the store through");
 	int res;
-	cr_assert(!wait_bell(b, word, value, &res), "the wait completed (res %d) before any store", res);
+	cr_assert(!wait_bell(b, word, value, &res), "the wait completed (res %d) before any store",
+		  res);
 	gate_open(&g);
 	cr_assert_eq(next_res(b), 0, "the doorbell wait did not end by a wake");
 	cr_assert(garuda_stream_reached(b->s, *seq), "woken before the store");

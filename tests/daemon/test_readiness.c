@@ -57,8 +57,12 @@ static void setup(struct fixture *f, int efd_flags)
 	f->bind = (struct binding){ .fd = eventfd(0, EFD_CLOEXEC | efd_flags) };
 	cr_assert_geq(f->bind.fd, 0);
 	for (unsigned i = 0; i < 3; i++)
-		f->fired[i] = (struct armed){ .sink = &f->sink, .bind = &f->bind, .index = i,
-					      .form = GARUDA_FORM_EVENTFD, .target = 1, .value = 1 };
+		f->fired[i] = (struct armed){ .sink = &f->sink,
+					      .bind = &f->bind,
+					      .index = i,
+					      .form = GARUDA_FORM_EVENTFD,
+					      .target = 1,
+					      .value = 1 };
 	eintr_fd = f->bind.fd;
 	eintr_left = 0;
 	writes_to_fd = 0;

@@ -32,7 +32,8 @@ TestSuite(policy, .init = fdcheck_begin, .fini = fdcheck_end);
 
 static const struct garuda_policy_tuning tune = { .spin_ns = 1000 * US, .max_step_ns = 200 * US };
 
-static struct garuda_policy_wait wait_at(uint64_t word, uint64_t target, uint64_t arm, uint64_t sleep)
+static struct garuda_policy_wait wait_at(uint64_t word, uint64_t target, uint64_t arm,
+					 uint64_t sleep)
 {
 	struct garuda_policy_wait w;
 	garuda_policy_wait_init(&w, word, target, arm, arm, sleep, sleep);
@@ -122,7 +123,8 @@ Test(policy, a_pipeline_queues_behind_its_head_and_each_landing_starts_the_next)
 	cr_assert_eq(garuda_policy_deadline(&w[0]), 1900 * US);
 	for (int i = 1; i < 4; i++) {
 		cr_assert_eq(w[i].state, GARUDA_POLICY_QUEUED);
-		cr_assert_eq(garuda_policy_deadline(&w[i]), UINT64_MAX, "a queued wait has no live deadline");
+		cr_assert_eq(garuda_policy_deadline(&w[i]), UINT64_MAX,
+			     "a queued wait has no live deadline");
 	}
 	/* the head lands at 2 ms: the next one's clock starts there, not at its arm */
 	v[0] = v[3];
@@ -140,7 +142,8 @@ Test(policy, a_pipeline_queues_behind_its_head_and_each_landing_starts_the_next)
 
 Test(policy, waits_on_one_target_share_the_earliest_start_and_words_are_independent)
 {
-	struct garuda_policy_wait a = wait_at(1, 5, 100 * US, 1 * MS), b = wait_at(1, 5, 300 * US, 1 * MS);
+	struct garuda_policy_wait a = wait_at(1, 5, 100 * US, 1 * MS),
+				  b = wait_at(1, 5, 300 * US, 1 * MS);
 	struct garuda_policy_wait c = wait_at(2, 9, 400 * US, 1 * MS), d = wait_at(1, 6, 0, 1 * MS);
 	struct garuda_policy_wait *v[] = { &b, &c, &a, &d };
 	uint64_t scratch[64];
@@ -159,7 +162,9 @@ Test(policy, waits_on_one_target_share_the_earliest_start_and_words_are_independ
 
 Test(policy, order_is_linear_and_handles_thousands_of_words)
 {
-	enum { N = 4096 };
+	enum {
+		N = 4096
+	};
 	struct garuda_policy_wait *w = calloc(N, sizeof(*w));
 	struct garuda_policy_wait **v = calloc(N, sizeof(*v));
 	uint64_t *scratch = calloc(garuda_policy_order_scratch(N), sizeof(uint64_t));
@@ -169,7 +174,8 @@ Test(policy, order_is_linear_and_handles_thousands_of_words)
 	}
 	garuda_policy_order(v, N, 0, scratch);
 	for (unsigned i = 0; i < N; i++)
-		cr_assert_eq(w[i].state, i % 2 ? GARUDA_POLICY_QUEUED : GARUDA_POLICY_STARTED, "wait %u", i);
+		cr_assert_eq(w[i].state, i % 2 ? GARUDA_POLICY_QUEUED : GARUDA_POLICY_STARTED,
+			     "wait %u", i);
 	free(w);
 	free(v);
 	free(scratch);
@@ -186,10 +192,12 @@ Test(policy, queued_waits_drive_no_wake_and_the_head_its_deadline)
 	struct garuda_policy_tuning t = tune;
 	t.early_ns = 30 * US;
 	cr_assert_eq(garuda_policy_next(v, 2, &t, 10 * US, &ladder), 2 * MS - 30 * US);
-	cr_assert_eq(garuda_policy_next(v, 2, &t, 2 * MS, &ladder), 0, "in the head's window: spin");
+	cr_assert_eq(garuda_policy_next(v, 2, &t, 2 * MS, &ladder), 0,
+		     "in the head's window: spin");
 	/* past the window: the short ladder, doubling to backstop */
 	uint64_t after = 2 * MS + 1000 * US + 4 * MS + 1;
-	cr_assert_eq(garuda_policy_next(v, 2, &t, after, &ladder), after + GARUDA_POLICY_STEP_MIN_NS);
+	cr_assert_eq(garuda_policy_next(v, 2, &t, after, &ladder),
+		     after + GARUDA_POLICY_STEP_MIN_NS);
 	for (int i = 0; i < 8; i++)
 		garuda_policy_next(v, 2, &t, after, &ladder);
 	cr_assert_eq(ladder, 200 * US);
@@ -221,19 +229,55 @@ static void stream(struct gen *g, uint64_t word, unsigned rounds, unsigned depth
 		for (unsigned k = 0; k < depth; k++) {
 			uint64_t launch = t + 5 * US * k;
 			end = (end > launch ? end : launch) + len(g, r, k) + rnd(g, 5000);
-			g->rows[g->n++] = (struct garuda_replay_row){ .word = word, .point = named ? (k ? 2 : 1) : 0,
-								      .arm_ns = launch + 2 * US, .store_ns = end };
+			g->rows[g->n++] =
+				(struct garuda_replay_row){ .word = word,
+							    .point = named ? (k ? 2 : 1) : 0,
+							    .arm_ns = launch + 2 * US,
+							    .store_ns = end };
 		}
 		t = end + 50 * US;
 	}
 }
 
-static uint64_t len_1ms(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; (void)k; return 1 * MS; }
-static uint64_t len_2ms(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; (void)k; return 2 * MS; }
-static uint64_t len_10ms(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; (void)k; return 10 * MS; }
-static uint64_t len_jitter(struct gen *g, unsigned r, unsigned k) { (void)r; (void)k; return 1800 * US + rnd(g, 400 * US); }
-static uint64_t len_bimodal(struct gen *g, unsigned r, unsigned k) { (void)g; (void)r; return k ? 8 * MS : 30 * MS; }
-static uint64_t len_shorter(struct gen *g, unsigned r, unsigned k) { (void)g; (void)k; return r < 300 ? 10 * MS : 5 * MS; }
+static uint64_t len_1ms(struct gen *g, unsigned r, unsigned k)
+{
+	(void)g;
+	(void)r;
+	(void)k;
+	return 1 * MS;
+}
+static uint64_t len_2ms(struct gen *g, unsigned r, unsigned k)
+{
+	(void)g;
+	(void)r;
+	(void)k;
+	return 2 * MS;
+}
+static uint64_t len_10ms(struct gen *g, unsigned r, unsigned k)
+{
+	(void)g;
+	(void)r;
+	(void)k;
+	return 10 * MS;
+}
+static uint64_t len_jitter(struct gen *g, unsigned r, unsigned k)
+{
+	(void)r;
+	(void)k;
+	return 1800 * US + rnd(g, 400 * US);
+}
+static uint64_t len_bimodal(struct gen *g, unsigned r, unsigned k)
+{
+	(void)g;
+	(void)r;
+	return k ? 8 * MS : 30 * MS;
+}
+static uint64_t len_shorter(struct gen *g, unsigned r, unsigned k)
+{
+	(void)g;
+	(void)k;
+	return r < 300 ? 10 * MS : 5 * MS;
+}
 
 static struct garuda_replay_result run(const char *plan_text, const struct gen *g,
 				       const struct garuda_replay_cost *cost)
@@ -246,18 +290,20 @@ static struct garuda_replay_result run(const char *plan_text, const struct gen *
 }
 
 /* the default plan against poll on g: the targets of issue 21 */
-static struct garuda_replay_result against_poll(const struct gen *g, double busy_max, const char *what)
+static struct garuda_replay_result against_poll(const struct gen *g, double busy_max,
+						const char *what)
 {
 	struct garuda_replay_cost cost = garuda_replay_default_cost();
 	struct garuda_replay_result poll = run("poll", g, &cost);
 	struct garuda_replay_result def = run(GARUDA_PLAN_GARUDAD_DEFAULT, g, &cost);
 	cr_assert_eq(def.completions, g->n);
-	cr_assert_leq(def.late_p50_ns, poll.late_p50_ns * 13 / 10, "%s: p50 %lu ns vs poll's %lu", what,
-		      (unsigned long)def.late_p50_ns, (unsigned long)poll.late_p50_ns);
+	cr_assert_leq(def.late_p50_ns, poll.late_p50_ns * 13 / 10, "%s: p50 %lu ns vs poll's %lu",
+		      what, (unsigned long)def.late_p50_ns, (unsigned long)poll.late_p50_ns);
 	cr_assert_leq(def.late_p99_ns, poll.late_p99_ns * 2, "%s: p99 %lu ns vs poll's %lu", what,
 		      (unsigned long)def.late_p99_ns, (unsigned long)poll.late_p99_ns);
-	cr_assert_leq((double)def.busy_ns, busy_max * (double)poll.busy_ns, "%s: busy %lu ns vs poll's %lu", what,
-		      (unsigned long)def.busy_ns, (unsigned long)poll.busy_ns);
+	cr_assert_leq((double)def.busy_ns, busy_max * (double)poll.busy_ns,
+		      "%s: busy %lu ns vs poll's %lu", what, (unsigned long)def.busy_ns,
+		      (unsigned long)poll.busy_ns);
 	return def;
 }
 
@@ -283,7 +329,8 @@ Test(policy, timeline_pipelines_4_and_10_deep_wake_on_time)
 	struct gen g = gen_new(1000);
 	stream(&g, 1, 200, 4, len_2ms, false, 0);
 	struct garuda_replay_result r = against_poll(&g, 1.0 / 3, "4 deep");
-	cr_assert_eq(r.censored + r.late + r.unknown, 0, "every queued sequence predicted one kernel");
+	cr_assert_eq(r.censored + r.late + r.unknown, 0,
+		     "every queued sequence predicted one kernel");
 	g.n = 0;
 	stream(&g, 1, 80, 10, len_2ms, false, 0);
 	against_poll(&g, 1.0 / 3, "10 deep");
@@ -300,8 +347,10 @@ Test(policy, timeline_jittered_lengths)
 	 * keeps the next ones on time */
 	struct garuda_replay_cost cost = garuda_replay_default_cost();
 	struct garuda_replay_result poll = run("poll", &g, &cost);
-	struct garuda_replay_result w4 = run("flag:park_us=1000,backstop_us=200+predict:margin_us=100,"
-					     "min_sleep_us=20,max_sleep_us=1000000,window=4", &g, &cost);
+	struct garuda_replay_result w4 =
+		run("flag:park_us=1000,backstop_us=200+predict:margin_us=100,"
+		    "min_sleep_us=20,max_sleep_us=1000000,window=4",
+		    &g, &cost);
 	cr_assert_gt(w4.censored, 0);
 	cr_assert_leq(w4.late_p50_ns, poll.late_p50_ns * 13 / 10);
 	cr_assert_leq(w4.busy_ns * 3, poll.busy_ns);
