@@ -91,6 +91,59 @@ static void seg_destroy(struct garuda_seg *seg)
 	free(seg);
 }
 
+DEFINE_CLEANUP(struct garuda_seg, seg_destroy)
+
+/* The daemon made segment id in session gen and we do not keep it: say so. */
+static void forget_daemon_segment(struct garuda_client *c, uint32_t id, uint64_t gen)
+{
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, 0);
+	m.segment_close.segment_id = id;
+	(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+}
+
+/* seg's memory, made here (local: the fallback chain, no session; the next session is
+ * presented it, SEGMENT_ATTACH, like any other) or by garudad in session *gen (*id),
+ * mapped. */
+static int seg_make(struct garuda_client *c, struct garuda_seg *seg, bool local, uint64_t *gen,
+		    uint32_t *id)
+{
+	if (local)
+		return seg_create_local(seg->lines, seg->numa_node, &seg->memfd, &seg->map, &seg->bytes);
+	struct garuda_msg m, reply;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 0);
+	m.segment_open.lines = seg->lines;
+	m.segment_open.numa_node = seg->numa_node;
+	int r = conn_request_gen(c, &m, -1, 0, &reply, &seg->memfd, gen);
+	if (r < 0)
+		return r;
+	*id = reply.segment.segment_id;
+	r = map_checked(seg->memfd, &reply, seg->lines, &seg->map, &seg->bytes);
+	if (r < 0)
+		forget_daemon_segment(c, *id, *gen);
+	return r;
+}
+
+/* Put a made segment on c's list, unless what made it is gone meanwhile (both locks,
+ * once): a local one when garudad came back (its presentation may have passed the
+ * list already), a daemon's when its session died (the new one does not know it).
+ * Then -GARUDA_E_DISCONNECTED: the caller retries. */
+static int seg_link(struct garuda_client *c, struct garuda_seg *seg, bool local, uint64_t gen, uint32_t id)
+{
+	pthread_mutex_lock(&c->reg_lock);
+	pthread_mutex_lock(&c->lock);
+	bool gone = local ? c->state != CONN_DOWN : c->gen != gen;
+	if (!gone) {
+		seg->id = local ? 0 : id;
+		seg->gen = local ? 0 : gen; /* local: presented by the next session */
+		seg->next = c->segs;
+		c->segs = seg;
+	}
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->reg_lock);
+	return gone ? -GARUDA_E_DISCONNECTED : 0;
+}
+
 int garuda_segment_open(struct garuda_client *c, const char *backend, int device, uint32_t lines,
 			struct garuda_seg **out)
 {
@@ -101,7 +154,7 @@ int garuda_segment_open(struct garuda_client *c, const char *backend, int device
 	const struct garuda_backend_ops *ops = garuda_backend_find(backend);
 	if (!ops)
 		return -EINVAL;
-	struct garuda_seg *seg = calloc(1, sizeof(*seg));
+	_cleanup_(seg_destroyp) struct garuda_seg *seg = calloc(1, sizeof(*seg));
 	if (!seg)
 		return -ENOMEM;
 	seg->client = c;
@@ -110,98 +163,38 @@ int garuda_segment_open(struct garuda_client *c, const char *backend, int device
 	seg->lines = lines;
 	seg->used = calloc((size_t)lines * GARUDA_WORDS_PER_LINE, 1);
 	seg->tomb = calloc((size_t)lines * GARUDA_WORDS_PER_LINE, sizeof(*seg->tomb));
-	int r = seg->used && seg->tomb ? 0 : -ENOMEM;
-	if (r == 0) {
-		r = ops->open(device, &seg->backend);
-		if (r < 0 && *garuda_backend_why())
+	if (!seg->used || !seg->tomb)
+		return -ENOMEM;
+	int r = ops->open(device, &seg->backend);
+	if (r < 0) {
+		if (*garuda_backend_why())
 			client_set_error("%s", garuda_backend_why());
-		else if (r < 0)
+		else
 			client_set_error("backend %s, device %d: %s", ops->name, device, garuda_strerror(r));
+		return r;
 	}
-	if (r < 0)
-		goto fail;
 	seg->numa_node = ops->numa_node(seg->backend);
 	if (seg->numa_node < -1 || seg->numa_node > GARUDA_NUMA_MAX)
 		seg->numa_node = -1;
 
-	/* the fallback chain: no session and the reactor allowed, the segment is made
-	 * here; the next session is presented it (SEGMENT_ATTACH) like any other */
 	pthread_mutex_lock(&c->lock);
 	bool local = c->fallback && c->state == CONN_DOWN;
 	pthread_mutex_unlock(&c->lock);
-
-	struct garuda_msg m, reply;
 	uint64_t gen = 0;
-	if (local) {
-		r = seg_create_local(lines, seg->numa_node, &seg->memfd, &seg->map, &seg->bytes);
-		if (r < 0)
-			goto fail;
-	} else {
-		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 0);
-		m.segment_open.lines = lines;
-		m.segment_open.numa_node = seg->numa_node;
-		r = conn_request_gen(c, &m, -1, 0, &reply, &seg->memfd, &gen);
-		if (r < 0)
-			goto fail;
-		r = map_checked(seg->memfd, &reply, lines, &seg->map, &seg->bytes);
-		if (r < 0)
-			goto fail_close;
-	}
-	r = ops->register_memory(seg->backend, seg->map, seg->bytes, &seg->reg);
-	if (r < 0) {
+	uint32_t id = 0;
+	if ((r = seg_make(c, seg, local, &gen, &id)) < 0)
+		return r;
+	if ((r = ops->register_memory(seg->backend, seg->map, seg->bytes, &seg->reg)) < 0) {
 		seg->reg = NULL;
-		if (local)
-			goto fail;
-		goto fail_close;
+		if (!local)
+			forget_daemon_segment(c, id, gen);
+		return r;
 	}
 	seg->nfree = lines * GARUDA_WORDS_PER_LINE;
-
-	pthread_mutex_lock(&c->reg_lock);
-	pthread_mutex_lock(&c->lock);
-	if (local && c->state != CONN_DOWN) {
-		/* garudad came back meanwhile and its presentation may have passed the
-		 * segment list already: the caller retries (and gets a daemon segment) */
-		pthread_mutex_unlock(&c->lock);
-		pthread_mutex_unlock(&c->reg_lock);
-		r = -GARUDA_E_DISCONNECTED;
-		goto fail;
-	}
-	if (local) {
-		seg->id = 0;
-		seg->gen = 0; /* presented by the next session */
-		seg->next = c->segs;
-		c->segs = seg;
-		pthread_mutex_unlock(&c->lock);
-		pthread_mutex_unlock(&c->reg_lock);
-		*out = seg;
-		return 0;
-	}
-	if (c->gen != gen) {
-		/* the session that made it died meanwhile; the new one does not know it */
-		pthread_mutex_unlock(&c->lock);
-		pthread_mutex_unlock(&c->reg_lock);
-		r = -GARUDA_E_DISCONNECTED;
-		goto fail;
-	}
-	seg->id = reply.segment.segment_id;
-	seg->gen = gen;
-	seg->next = c->segs;
-	c->segs = seg;
-	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_unlock(&c->reg_lock);
-	*out = seg;
+	if ((r = seg_link(c, seg, local, gen, id)) < 0)
+		return r;
+	*out = TAKE_PTR(seg);
 	return 0;
-
-fail_close: {
-	/* the daemon made it: tell it we do not keep it */
-	struct garuda_msg cm;
-	garuda_msg_init(&cm, GARUDA_MSG_SEGMENT_CLOSE, 0);
-	cm.segment_close.segment_id = reply.segment.segment_id;
-	(void)conn_request_gen(c, &cm, -1, gen, NULL, NULL, NULL);
-}
-fail:
-	seg_destroy(seg);
-	return r;
 }
 
 /* Unlink seg from the client and forget it daemon-side (if still in its session). */
