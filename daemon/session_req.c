@@ -62,24 +62,6 @@ static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 	session_send(s, &w, -1);
 }
 
-/* the words of the loop thread's last quota refusal (charge()), for the ERROR */
-static char quota_why[GARUDA_ERROR_TEXT_MAX + 1];
-
-static int charge(struct session *s, enum quota_kind k, uint64_t n)
-{
-	int r = quota_charge_explain(&s->sink->quota, &s->d->cfg, k, n, quota_why,
-				     sizeof(quota_why));
-	if (r)
-		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
-			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid,
-			   quota_why);
-	return r;
-}
-
-void session_release_quota(struct session *s, enum quota_kind k, uint64_t n)
-{
-	quota_release(&s->sink->quota, k, n);
-}
 
 /* Scanner for a requested NUMA node (-1: round robin). Returns -1 if no such node. */
 static int pick_scanner(struct daemon *d, int node)
@@ -104,11 +86,11 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 		reply_error(s, m->cookie, -GARUDA_E_BAD_VALUE, "no such NUMA node");
 		return;
 	}
-	int r = charge(s, Q_SEGMENTS, 1);
-	if (r == 0 && (r = charge(s, Q_LINES, lines)) != 0)
+	int r = session_charge(s, Q_SEGMENTS, 1);
+	if (r == 0 && (r = session_charge(s, Q_LINES, lines)) != 0)
 		session_release_quota(s, Q_SEGMENTS, 1);
 	if (r) {
-		reply_error(s, m->cookie, r, quota_why);
+		reply_error(s, m->cookie, r, session_quota_why);
 		return;
 	}
 	int node = s->d->scanner_node[sc];
@@ -251,9 +233,9 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 		reply_error(s, m->cookie, -GARUDA_E_ALREADY_BOUND, NULL);
 		return;
 	}
-	int r = charge(s, Q_BINDINGS, 1);
+	int r = session_charge(s, Q_BINDINGS, 1);
 	if (r) {
-		reply_error(s, m->cookie, r, quota_why);
+		reply_error(s, m->cookie, r, session_quota_why);
 		return;
 	}
 	struct binding *b = binding_new(fds[0], g->id, m->bind.slot.index);
@@ -358,9 +340,9 @@ static void on_arm(struct session *s, const struct garuda_msg *m, int *fds)
 			return;
 		}
 	}
-	int r = charge(s, Q_ARMED, n); /* released by the scanner when each fires or drops */
+	int r = session_charge(s, Q_ARMED, n); /* released by the scanner when each fires or drops */
 	if (r) {
-		reply_error(s, m->cookie, r, quota_why);
+		reply_error(s, m->cookie, r, session_quota_why);
 		return;
 	}
 	for (unsigned i = 0; i < n; i++)

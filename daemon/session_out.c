@@ -1,0 +1,332 @@
+/* session_out.c — a session's way out: its outbox and the replies, ERRORs and
+ * failures it sends, its quota account, what it is (session_describe), and its end
+ * (close, reap, everything it held given back). The lowest layer of the session
+ * module: session_req.c's handlers and session.c's connection both call down to it,
+ * and it calls neither. Loop thread. */
+#include "session_internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "fdio.h"
+#include "log.h"
+#include "points.h"
+
+static void drop_outbox(struct session *s);
+static void release_holdings(struct session *s);
+static void watch_out(struct session *s, bool on);
+
+/* the words of the loop thread's last quota refusal (charge()), for the ERROR */
+char session_quota_why[GARUDA_ERROR_TEXT_MAX + 1];
+
+int session_charge(struct session *s, enum quota_kind k, uint64_t n)
+{
+	int r = quota_charge_explain(&s->sink->quota, &s->d->cfg, k, n, session_quota_why,
+				     sizeof(session_quota_why));
+	if (r)
+		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
+			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid,
+			   session_quota_why);
+	return r;
+}
+
+void session_release_quota(struct session *s, enum quota_kind k, uint64_t n)
+{
+	quota_release(&s->sink->quota, k, n);
+}
+
+/* Inside the daemon every error is negative: -GARUDA_E_* or -errno (DESIGN.md). On the
+ * wire a registry code travels positive and an errno negative (docs/protocol.md §10).
+ * This is the one place that converts; a code of the wrong sign is a bug, and the
+ * assertion makes the test that reaches it fail. */
+static int wire_code(int code)
+{
+	assert(code < 0 && "daemon error codes are negative");
+	return -code >= GARUDA_ERR_BASE ? -code : code;
+}
+
+void session_error_msg(struct garuda_msg *m, uint64_t cookie, int code, const char *text)
+{
+	garuda_msg_error(m, cookie, wire_code(code), text);
+}
+
+void session_count_error(struct daemon *d, int code)
+{
+	int w = wire_code(code);
+	if (w >= GARUDA_ERR_BASE && w < GARUDA_ERR_BASE + ERRCOUNT_SLOTS)
+		d->errors_by_code[w - GARUDA_ERR_BASE]++;
+	if (w == GARUDA_E_QUOTA)
+		d->quota_refusals++;
+}
+
+void reply_error(struct session *s, uint64_t cookie, int code, const char *text)
+{
+	struct garuda_msg m;
+	s->errors++;
+	session_count_error(s->d, code);
+	session_error_msg(&m, cookie, code, text);
+	session_send(s, &m, -1);
+}
+
+/* NOT_ARMED answering a DISARM: an answer (the arm fired first, as it does for every
+ * stream libgaruda frees after its last wait), not a fault of the client's: sent,
+ * not counted in the session's or the daemon's errors. */
+void reply_not_armed(struct session *s, uint64_t cookie)
+{
+	struct garuda_msg m;
+	session_error_msg(&m, cookie, -GARUDA_E_NOT_ARMED, NULL);
+	session_send(s, &m, -1);
+}
+
+void reply_ack(struct session *s, const struct garuda_msg *req)
+{
+	if (req->flags & GARUDA_F_NOREPLY)
+		return;
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_ACK, req->cookie);
+	session_send(s, &m, -1);
+}
+
+void fail_session(struct session *s, uint64_t cookie, int code, const char *text)
+{
+	log_client(LOG_NOTICE, "session %llu (pid %d %s): %s; disconnecting",
+		   (unsigned long long)s->id, (int)s->pid, s->comm, text ? text : garuda_strerror(code));
+	/* the session ends: replies still queued are moot, the ERROR saying why is not.
+	 * When the peer's socket is full, the session lingers holding nothing but its
+	 * socket (still counted in quota.uid.connections) until the ERROR has gone out or
+	 * the peer closes; then on_out() closes it. */
+	drop_outbox(s);
+	reply_error(s, cookie, code, text);
+	if (s->out_head && !s->closed) {
+		s->lingering = true;
+		release_holdings(s);
+	} else {
+		session_close(s);
+	}
+}
+
+static void on_out(struct loop_watch *w, void *data, uint32_t events)
+{
+	(void)w;
+	(void)events;
+	struct session *s = data;
+	while (s->out_head && !s->closed) {
+		struct outmsg *o = s->out_head;
+		ssize_t r = fdio_send(s->fd, o->buf, o->len, &o->fd, o->fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+		if (r == -EAGAIN)
+			return;
+		s->out_head = o->next;
+		if (!s->out_head)
+			s->out_tail = NULL;
+		quota_release(&s->sink->quota, Q_OUTBOX, o->len);
+		if (o->fd >= 0)
+			close(o->fd);
+		bool was_overflow = o->overflow;
+		free(o);
+		if (was_overflow)
+			s->overflow_queued = false;
+		if (r < 0) {
+			session_close(s); /* EPIPE, ECONNRESET: peer gone */
+			return;
+		}
+	}
+	if (s->lingering)
+		session_close(s); /* its ERROR is out */
+	else if (!s->closed)
+		watch_out(s, false);
+}
+
+static void watch_out(struct session *s, bool on)
+{
+	if (on && !s->w_out) {
+		s->w_out = loop_add(s->d->loop, s->fd, POLLOUT, on_out, s);
+		if (!s->w_out) {
+			log_err("session %llu: cannot watch its socket for POLLOUT: %s; disconnecting",
+				(unsigned long long)s->id, strerror(errno));
+			session_close(s); /* queued replies could never leave */
+		}
+	} else if (!on && s->w_out) {
+		loop_remove(s->d->loop, s->w_out);
+		s->w_out = NULL;
+	}
+}
+
+/* Send m (with fd, which stays the caller's) now, or queue it behind what is queued. */
+void session_send(struct session *s, const struct garuda_msg *m, int fd)
+{
+	if (s->closed || s->lingering) /* lingering: only its ERROR, already queued */
+		return;
+	uint8_t buf[GARUDA_MSG_MAX];
+	ssize_t len = garuda_msg_encode(m, buf, sizeof(buf));
+	if (len < 0) {
+		log_err("session %llu: cannot encode %s: %s", (unsigned long long)s->id,
+			garuda_msg_type_name(m->type), garuda_strerror((int)len));
+		return;
+	}
+	if (!s->out_head) {
+		ssize_t r = fdio_send(s->fd, buf, (size_t)len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+		if (r != -EAGAIN)
+			return; /* sent, or the peer is gone (noticed on the next receive) */
+	}
+	if (quota_charge(&s->sink->quota, &s->d->cfg, Q_OUTBOX,
+			 (uint64_t)len)) {
+		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
+			   (unsigned long long)s->id, (int)s->pid, s->comm);
+		session_count_error(s->d, -GARUDA_E_SLOW_PEER);
+		session_close(s);
+		return;
+	}
+	struct outmsg *o = malloc(sizeof(*o) + (size_t)len);
+	int dupfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+	if (!o || (fd >= 0 && dupfd < 0)) {
+		free(o);
+		if (dupfd >= 0)
+			close(dupfd);
+		quota_release(&s->sink->quota, Q_OUTBOX, (uint64_t)len);
+		session_close(s);
+		return;
+	}
+	o->next = NULL;
+	o->len = (size_t)len;
+	o->fd = dupfd;
+	o->overflow = m->type == GARUDA_MSG_READY; /* the loop sends no other READY */
+	memcpy(o->buf, buf, (size_t)len);
+	if (s->out_tail)
+		s->out_tail->next = o;
+	else
+		s->out_head = o;
+	s->out_tail = o;
+	watch_out(s, true);
+}
+
+static void drop_outbox(struct session *s)
+{
+	while (s->out_head) {
+		struct outmsg *o = s->out_head;
+		s->out_head = o->next;
+		session_release_quota(s, Q_OUTBOX, o->len);
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o);
+	}
+	s->out_tail = NULL;
+	watch_out(s, false);
+}
+
+/* Give back everything the session holds except its socket and outbox: stop reading,
+ * drop its descriptors in the scanners, its bindings and segments. Idempotent. */
+static void release_holdings(struct session *s)
+{
+	struct daemon *d = s->d;
+	if (s->w_in) {
+		loop_remove(d->loop, s->w_in);
+		s->w_in = NULL;
+		shutdown(s->fd, SHUT_RD);
+		for (unsigned i = 0; i < d->nscanners; i++)
+			scanner_drop_sink(d->scanner[i], s->sink);
+	}
+	while (s->bindings) {
+		struct binding *b = s->bindings;
+		s->bindings = b->next;
+		session_release_quota(s, Q_BINDINGS, 1);
+		binding_unref(b);
+	}
+	while (s->segments) {
+		struct segment *g = s->segments;
+		s->segments = g->next;
+		session_release_quota(s, Q_SEGMENTS, 1);
+		session_release_quota(s, Q_LINES, g->lines);
+		segment_unref(g);
+	}
+}
+
+void session_log_reattached(struct session *s, const char *how)
+{
+	uint64_t ms = (garuda_now_ns() - s->connected_ns) / 1000000u;
+	log_info("session %llu (pid %d uid %u %s): re-attached %u segment(s), %u eventfd "
+		 "binding(s), %u wait(s) re-armed, %llu ms after connecting%s (a reconnect after "
+		 "a garudad restart, or a hand-over from its fallback reactor)",
+		 (unsigned long long)s->id, (int)s->pid, (unsigned)s->uid, s->comm,
+		 s->reattached_segments, s->rebound, s->rearmed, (unsigned long long)ms, how);
+	s->reattach_pending = false;
+}
+
+void session_close(struct session *s)
+{
+	struct daemon *d = s->d;
+	if (s->closed)
+		return;
+	s->closed = true;
+	release_holdings(s);
+	watch_out(s, false);
+	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
+	drop_outbox(s);
+	session_release_quota(s, Q_CONNECTIONS, 1);
+	struct session **pp = &d->by_id[s->id % SESSION_BUCKETS];
+	while (*pp != s)
+		pp = &(*pp)->hnext;
+	*pp = s->hnext;
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		d->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	d->nsessions--;
+	if (s->reattach_pending)
+		session_log_reattached(s, ", then closed");
+	log_debug("session %llu: closed", (unsigned long long)s->id);
+	sink_unref(s->sink);
+	s->sink = NULL;
+	/* freed after this loop iteration: callers up the stack may still hold s */
+	s->next = d->dead_sessions;
+	d->dead_sessions = s;
+	d->status_dirty = true;
+}
+
+void session_reap(struct daemon *d)
+{
+	while (d->dead_sessions) {
+		struct session *s = d->dead_sessions;
+		d->dead_sessions = s->next;
+		free(s);
+	}
+}
+
+void session_close_all(struct daemon *d)
+{
+	while (d->sessions)
+		session_close(d->sessions);
+}
+
+void session_describe(const struct session *s, struct session_view *v)
+{
+	const struct sink *k = s->sink;
+	const struct quota_usage *u = &k->quota.usage;
+	*v = (struct session_view){
+		.id = s->id, .pid = s->pid, .uid = s->uid, .gid = s->gid, .comm = s->comm,
+		.cgroup = k->quota.cgroup ? k->quota.cgroup->path : NULL,
+		.connected_ns = s->connected_ns,
+		.lines = atomic_load(&u->used[Q_LINES]), .armed = atomic_load(&u->used[Q_ARMED]),
+		.arms = s->arms, .points = atomic_load(&u->used[Q_POINTS]),
+		.completions = atomic_load(&k->completions), .undelivered = atomic_load(&k->undelivered),
+		.write_retries = atomic_load(&k->write_retries), .errors = s->errors,
+		.outbox_bytes = atomic_load(&u->used[Q_OUTBOX]), .overflow = s->overflow_queued,
+	};
+	for (const struct segment *g = s->segments; g; g = g->next)
+		v->segments++;
+	for (const struct binding *b = s->bindings; b; b = b->next)
+		v->bindings++;
+	for (unsigned f = 0; f < GARUDA_FORM_COUNT; f++)
+		v->by_form[f] = atomic_load_explicit(&k->by_form[f], memory_order_relaxed);
+	for (unsigned b = 0; b < GARUDA_LAT_BUCKETS; b++)
+		v->detect_hist[b] = atomic_load_explicit(&k->detect_hist[b], memory_order_relaxed);
+}
