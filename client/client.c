@@ -408,35 +408,35 @@ int garuda_dispatch(struct garuda_client *c)
 	 * stream stays on the queue until popped, so garuda_stream_free() from a
 	 * callback can take any other stream off it. */
 	unsigned budget = 0;
-	for (struct garuda_stream *q = c->cbq_head; q; q = q->cb_next)
+	for (struct garuda_stream *q = c->cbq_head; q; q = q->cb.next)
 		budget++;
 	int n = 0;
 	while (budget-- && c->cbq_head) {
 		struct garuda_stream *s = c->cbq_head;
-		c->cbq_head = s->cb_next;
+		c->cbq_head = s->cb.next;
 		if (!c->cbq_head)
 			c->cbq_tail = NULL;
-		s->cb_next = NULL;
-		s->cb_queued = false;
-		garuda_stream_cb cb = s->cb;
-		void *user = s->cb_user;
-		s->cb_busy++;
+		s->cb.next = NULL;
+		s->cb.queued = false;
+		garuda_stream_cb cb = s->cb.fn;
+		void *user = s->cb.user;
+		s->cb.busy++;
 		pthread_mutex_unlock(&c->lock);
 
 		uint64_t w = word_load(s->word);
-		if (cb && w != s->cb_delivered && garuda_reached(w, s->cb_delivered)) {
-			s->cb_delivered = w;
+		if (cb && w != s->cb.delivered && garuda_reached(w, s->cb.delivered)) {
+			s->cb.delivered = w;
 			cb(s, w, user);
 			n++;
 		}
 
 		pthread_mutex_lock(&c->lock);
-		s->cb_busy--;
-		bool free_now = s->free_pending && !s->cb_busy;
+		s->cb.busy--;
+		bool free_now = s->cb.free_pending && !s->cb.busy;
 		pthread_cond_broadcast(&c->cond);
 		if (free_now) {
 			pthread_mutex_unlock(&c->lock);
-			s->free_pending = false;
+			s->cb.free_pending = false;
 			/* still "dispatching": a nested free of another stream is fine */
 			garuda_stream_free(s);
 			pthread_mutex_lock(&c->lock);

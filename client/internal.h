@@ -109,6 +109,7 @@ struct garuda_seg {
 };
 
 struct garuda_stream {
+	/* set by garuda_stream_new() and never changed: any thread */
 	struct garuda_client *client;
 	struct garuda_seg *seg;
 	void *native;
@@ -119,42 +120,54 @@ struct garuda_stream {
 	uint32_t tab;    /* index in c->streams */
 	int efd;         /* eventfd form: bound eventfd; else -1 */
 
-	/* wait plan (set_plan/set_wait; must not race with waits) and the estimator of a
-	 * +predict plan (the point is the stream), under plan_lock */
+	/* the wait plan (set_plan/set_wait; must not race with waits) and the estimator of a
+	 * +predict plan (the point is the stream): plan_lock's */
 	pthread_mutex_t plan_lock;
-	struct garuda_plan plan;
-	struct garuda_estimator est; /* plan.predict only */
-	uint64_t spin_ns;            /* set_wait's pre-park spin; 0 for set_plan plans */
-	uint64_t backstop_ns;        /* effective backstop (set_wait keeps it exact) */
-	uint64_t park_ns;            /* flag: longest park */
-	uint64_t sleeps, spin_outs;  /* +predict waits that slept / whose spin ran out */
+	struct {
+		struct garuda_plan plan;
+		struct garuda_estimator est; /* plan.predict only */
+		uint64_t spin_ns;            /* set_wait's pre-park spin; 0 for set_plan plans */
+		uint64_t backstop_ns;        /* effective backstop (set_wait keeps it exact) */
+		uint64_t park_ns;            /* flag: longest park */
+		uint64_t sleeps, spin_outs;  /* +predict waits that slept / whose spin ran out */
+	} pl;
 
+	/* signals: lock's (signalled is read without it, acquire) */
 	pthread_mutex_t lock;
 	_Atomic uint64_t signalled; /* last sequence enqueued (written under lock) */
 	uint64_t drained;   /* garuda_stream_drain()'s mark (stream's thread) */
 
-	/* under c->lock */
-	uint64_t gen;        /* session in which the stream is bound/armed (0: none) */
-	uint64_t armed_gen;  /* session in which it last sent an ARM (0: none) */
-	int arm_err;         /* async error of an ARM/BIND, reported by the next signal */
-	uint64_t err_upto;   /* refusals of arms up to this target were reported already */
-	bool dying;          /* garuda_stream_free() in progress: not queued or presented */
-	bool arm_lost;       /* arms may be missing (async error): waits poll */
-	uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
-	uint64_t polled;     /* word value the I/O thread or reactor saw last while down */
-	/* the in-process reactor (reactor.c), under c->lock: its estimator for this
-	 * stream (the point is the stream) and when the oldest outstanding sequence was
-	 * signalled while no session existed (0: none) */
-	struct garuda_estimator rest;
-	uint64_t rarm_ns;
-	pthread_cond_t ready_cond;
-	garuda_stream_cb cb;
-	void *cb_user;
-	uint64_t cb_delivered; /* last seq handed to cb */
-	bool cb_queued;
-	unsigned cb_busy;      /* a dispatcher runs cb right now */
-	bool free_pending;     /* garuda_stream_free() called from its own callback */
-	struct garuda_stream *cb_next;
+	/* its state in the client's session: c->lock's */
+	struct {
+		uint64_t gen;        /* session in which the stream is bound/armed (0: none) */
+		uint64_t armed_gen;  /* session in which it last sent an ARM (0: none) */
+		int arm_err;         /* async error of an ARM/BIND, reported by the next signal */
+		uint64_t err_upto;   /* refusals of arms up to this target were reported already */
+		bool dying;          /* garuda_stream_free() in progress: not queued or presented */
+		bool arm_lost;       /* arms may be missing (async error): waits poll */
+		uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
+		pthread_cond_t ready_cond;
+		uint64_t polled;     /* word value the I/O thread or reactor saw last while down */
+	} ses;
+
+	/* the in-process reactor (reactor.c), c->lock's: its estimator for this stream
+	 * (the point is the stream) and when the oldest outstanding sequence's clock started
+	 * (its signal, or the landing of the one before it; 0: none) */
+	struct {
+		struct garuda_estimator rest;
+		uint64_t rarm_ns;
+	} rx;
+
+	/* message-form callbacks (garuda_dispatch()), c->lock's */
+	struct {
+		garuda_stream_cb fn;
+		void *user;
+		uint64_t delivered; /* last seq handed to fn */
+		bool queued;
+		unsigned busy;      /* a dispatcher runs fn right now */
+		bool free_pending;  /* garuda_stream_free() called from its own callback */
+		struct garuda_stream *next;
+	} cb;
 };
 
 struct garuda_client {

@@ -33,13 +33,13 @@ void stream_nudge_locked(struct garuda_stream *s)
 		futex_wake(&s->seg->map->hdr.doorbell, INT_MAX, true); /* shared memory: every waiter */
 		break;
 	case GARUDA_READINESS_MESSAGE:
-		s->ready_count++;
-		pthread_cond_broadcast(&s->ready_cond);
-		if (s->cb && !s->cb_queued && !s->free_pending && !s->dying) {
-			s->cb_queued = true;
-			s->cb_next = NULL;
+		s->ses.ready_count++;
+		pthread_cond_broadcast(&s->ses.ready_cond);
+		if (s->cb.fn && !s->cb.queued && !s->cb.free_pending && !s->ses.dying) {
+			s->cb.queued = true;
+			s->cb.next = NULL;
 			if (c->cbq_tail)
-				c->cbq_tail->cb_next = s;
+				c->cbq_tail->cb.next = s;
 			else
 				c->cbq_head = s;
 			c->cbq_tail = s;

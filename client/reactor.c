@@ -109,7 +109,7 @@ static void reactor_park(uint32_t seen, uint64_t when)
 
 void reactor_stream_init(struct garuda_stream *s)
 {
-	int r = garuda_estimator_init(&s->rest, &reactor_pred);
+	int r = garuda_estimator_init(&s->rx.rest, &reactor_pred);
 	(void)r; /* constant parameters inside the plan's bounds */
 }
 
@@ -119,8 +119,8 @@ void reactor_signalled_locked(struct garuda_stream *s, uint64_t prev)
 	if (!c->fallback)
 		return;
 	/* the wait for `prev + 1` starts now when nothing older is outstanding */
-	if (!s->rarm_ns && garuda_reached(word_load(s->word), prev))
-		s->rarm_ns = garuda_now_ns();
+	if (!s->rx.rarm_ns && garuda_reached(word_load(s->word), prev))
+		s->rx.rarm_ns = garuda_now_ns();
 	reactor_kick();
 }
 
@@ -164,8 +164,8 @@ void fallback_session_up_locked(struct garuda_client *c)
 static struct garuda_policy_wait stream_wait(const struct garuda_stream *s, uint64_t target)
 {
 	struct garuda_policy_wait w;
-	garuda_policy_wait_init(&w, (uintptr_t)s->word, target, s->rarm_ns, s->rarm_ns,
-				garuda_estimator_sleep_ns(&s->rest), garuda_estimator_exact_sleep_ns(&s->rest));
+	garuda_policy_wait_init(&w, (uintptr_t)s->word, target, s->rx.rarm_ns, s->rx.rarm_ns,
+				garuda_estimator_sleep_ns(&s->rx.rest), garuda_estimator_exact_sleep_ns(&s->rx.rest));
 	return w;
 }
 
@@ -199,33 +199,33 @@ static bool scan_locked(struct garuda_client *c, uint64_t now, uint64_t prev_loo
 	bool up = c->state == CONN_UP;
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
-		if (!s || s->form == GARUDA_READINESS_POLL || s->dying)
+		if (!s || s->form == GARUDA_READINESS_POLL || s->ses.dying)
 			continue;
-		if (up && s->gen == c->gen) {
-			s->rarm_ns = 0; /* garudad delivers it: the reactor's arm is dropped */
+		if (up && s->ses.gen == c->gen) {
+			s->rx.rarm_ns = 0; /* garudad delivers it: the reactor's arm is dropped */
 			continue;
 		}
 		uint64_t v = word_load(s->word);
 		uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_acquire);
-		if (v != s->polled) {
+		if (v != s->ses.polled) {
 			moved = true;
 			stream_nudge_locked(s);
-			if (s->rarm_ns && now > s->rarm_ns) {
-				struct garuda_policy_wait w = stream_wait(s, s->polled + 1);
+			if (s->rx.rarm_ns && now > s->rx.rarm_ns) {
+				struct garuda_policy_wait w = stream_wait(s, s->ses.polled + 1);
 				struct garuda_find f = garuda_policy_find(&w, &reactor_tuning, now, prev_look, slept);
 				if (f.kind == GARUDA_FIND_EXACT)
-					garuda_estimator_record_exact_ns(&s->rest, f.ns);
+					garuda_estimator_record_exact_ns(&s->rx.rest, f.ns);
 				else if (f.kind == GARUDA_FIND_CENSORED)
-					garuda_estimator_record_censored_ns(&s->rest, f.ns);
+					garuda_estimator_record_censored_ns(&s->rx.rest, f.ns);
 			}
-			s->polled = v;
+			s->ses.polled = v;
 			/* stream order: the next outstanding sequence's clock starts here */
-			s->rarm_ns = garuda_reached(v, sig) ? 0 : now;
+			s->rx.rarm_ns = garuda_reached(v, sig) ? 0 : now;
 		}
 		if (garuda_reached(v, sig))
 			continue;
-		if (!s->rarm_ns)
-			s->rarm_ns = now; /* signalled while a session was up that died since */
+		if (!s->rx.rarm_ns)
+			s->rx.rarm_ns = now; /* signalled while a session was up that died since */
 		struct garuda_policy_wait w = stream_wait(s, v + 1);
 		keep_wait(&w);
 	}

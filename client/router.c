@@ -107,8 +107,8 @@ static void while_down(struct garuda_client *c)
 		if (!s)
 			continue;
 		uint64_t v = word_load(s->word);
-		if (v != s->polled) {
-			s->polled = v;
+		if (v != s->ses.polled) {
+			s->ses.polled = v;
 			stream_nudge_locked(s);
 		}
 	}

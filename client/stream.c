@@ -110,10 +110,10 @@ void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int cod
 		atomic_fetch_add_explicit(&c->stray_errors, 1, memory_order_relaxed);
 		return;
 	}
-	s->arm_lost = true; /* that arm is missing: waits poll until it is behind us */
+	s->ses.arm_lost = true; /* that arm is missing: waits poll until it is behind us */
 	/* report once: not for arms older than the last report */
-	if (!s->arm_err && (int32_t)(target - (uint32_t)s->err_upto) > 0)
-		s->arm_err = code;
+	if (!s->ses.arm_err && (int32_t)(target - (uint32_t)s->ses.err_upto) > 0)
+		s->ses.arm_err = code;
 	stream_nudge_locked(s);
 }
 
@@ -131,10 +131,10 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 	m.arm.form = (uint8_t)(s->form == GARUDA_READINESS_EVENTFD    ? GARUDA_FORM_EVENTFD
 			       : s->form == GARUDA_READINESS_DOORBELL ? GARUDA_FORM_DOORBELL
 								      : GARUDA_FORM_MESSAGE);
-	uint64_t gen = s->gen;
+	uint64_t gen = s->ses.gen;
 	int r = conn_send_arm_locked(c, &m, gen);
 	if (r == 0)
-		s->armed_gen = gen; /* garuda_stream_free() owes this session a DISARM */
+		s->ses.armed_gen = gen; /* garuda_stream_free() owes this session a DISARM */
 	return r;
 }
 
@@ -147,7 +147,7 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	pthread_mutex_lock(&c->lock);
-	bool dying = s->dying;
+	bool dying = s->ses.dying;
 	bool seg_ok = s->seg->gen == gen;
 	uint32_t segid = s->seg->id;
 	int seg_err = s->seg->attach_err;
@@ -156,9 +156,9 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		goto out;
 	if (!seg_ok) {
 		pthread_mutex_lock(&c->lock);
-		s->arm_lost = true;
-		if (!s->arm_err)
-			s->arm_err = seg_err ? seg_err : -GARUDA_E_NO_SEGMENT;
+		s->ses.arm_lost = true;
+		if (!s->ses.arm_err)
+			s->ses.arm_err = seg_err ? seg_err : -GARUDA_E_NO_SEGMENT;
 		pthread_mutex_unlock(&c->lock);
 		goto out;
 	}
@@ -174,17 +174,17 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		}
 		if (r < 0) {
 			pthread_mutex_lock(&c->lock);
-			s->arm_lost = true;
-			if (!s->arm_err)
-				s->arm_err = r;
+			s->ses.arm_lost = true;
+			if (!s->ses.arm_err)
+				s->ses.arm_err = r;
 			pthread_mutex_unlock(&c->lock);
 			r = 0;
 			goto out;
 		}
 	}
 	pthread_mutex_lock(&c->lock);
-	s->gen = gen;
-	s->arm_lost = false;
+	s->ses.gen = gen;
+	s->ses.arm_lost = false;
 	uint64_t word = word_load(s->word);
 	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	/* every outstanding sequence gets its arm again */
@@ -254,7 +254,7 @@ static struct garuda_stream *stream_alloc(struct garuda_seg *seg, void *native,
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->ready_cond, &ca);
+	pthread_cond_init(&s->ses.ready_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	return s;
 }
@@ -263,7 +263,7 @@ void stream_discard(struct garuda_stream *s)
 {
 	if (s->efd >= 0)
 		close(s->efd);
-	pthread_cond_destroy(&s->ready_cond);
+	pthread_cond_destroy(&s->ses.ready_cond);
 	pthread_mutex_destroy(&s->plan_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -309,7 +309,7 @@ static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t 
 				*bind_gen = c->gen;
 				*segid = seg->id;
 			} else if (up && s->form != GARUDA_READINESS_POLL) {
-				s->gen = c->gen;
+				s->ses.gen = c->gen;
 			}
 		}
 		pthread_mutex_unlock(&c->lock);
@@ -356,7 +356,7 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 			pthread_mutex_lock(&s->lock);
 			pthread_mutex_lock(&c->lock);
 			if (c->gen == gen)
-				s->gen = gen;
+				s->ses.gen = gen;
 			pthread_mutex_unlock(&c->lock);
 			pthread_mutex_unlock(&s->lock);
 		}
@@ -419,31 +419,31 @@ void garuda_stream_free(struct garuda_stream *s)
 
 	/* dying: no callback, no queueing, no presentation from here on */
 	pthread_mutex_lock(&c->lock);
-	if (s->cb_busy && c->dispatching && pthread_equal(c->dispatcher, pthread_self())) {
+	if (s->cb.busy && c->dispatching && pthread_equal(c->dispatcher, pthread_self())) {
 		/* from its own callback: the dispatcher frees it when the callback returns */
-		s->free_pending = true;
+		s->cb.free_pending = true;
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
-	while (s->cb_busy)
+	while (s->cb.busy)
 		pthread_cond_wait(&c->cond, &c->lock);
-	s->dying = true;
-	if (s->cb_queued) {
+	s->ses.dying = true;
+	if (s->cb.queued) {
 		struct garuda_stream *prev = NULL;
-		for (struct garuda_stream *q = c->cbq_head; q; prev = q, q = q->cb_next) {
+		for (struct garuda_stream *q = c->cbq_head; q; prev = q, q = q->cb.next) {
 			if (q != s)
 				continue;
 			if (prev)
-				prev->cb_next = q->cb_next;
+				prev->cb.next = q->cb.next;
 			else
-				c->cbq_head = q->cb_next;
+				c->cbq_head = q->cb.next;
 			if (c->cbq_tail == q)
 				c->cbq_tail = prev;
 			break;
 		}
-		s->cb_queued = false;
+		s->cb.queued = false;
 	}
-	uint64_t gen = s->gen;
+	uint64_t gen = s->ses.gen;
 	pthread_mutex_unlock(&c->lock);
 	bool word_safe = true;
 
@@ -455,14 +455,14 @@ void garuda_stream_free(struct garuda_stream *s)
 		bool presented = gen && gen == c->gen && seg->gen == gen &&
 				 s->form != GARUDA_READINESS_POLL;
 		uint32_t segid = seg->id;
-		bool armed = s->armed_gen == gen;
+		bool armed = s->ses.armed_gen == gen;
 		pthread_mutex_unlock(&c->lock);
 		word_safe = !presented || forget_daemon_side(s, gen, segid, armed);
 		pthread_mutex_lock(&c->reg_lock);
 		pthread_mutex_lock(&c->lock);
-		if (s->gen == gen)
+		if (s->ses.gen == gen)
 			break; /* both locks held */
-		gen = s->gen;
+		gen = s->ses.gen;
 		pthread_mutex_unlock(&c->lock);
 		pthread_mutex_unlock(&c->reg_lock);
 	}
@@ -507,18 +507,18 @@ void stream_apply_plan(struct garuda_stream *s, const struct garuda_plan *p, uin
 		       uint64_t backstop_ns)
 {
 	pthread_mutex_lock(&s->plan_lock);
-	s->plan = *p;
+	s->pl.plan = *p;
 	if (p->predict)
-		garuda_estimator_init(&s->est, &p->pred); /* p passed garuda_plan_check */
-	s->spin_ns = spin_ns;
+		garuda_estimator_init(&s->pl.est, &p->pred); /* p passed garuda_plan_check */
+	s->pl.spin_ns = spin_ns;
 	if (!backstop_ns)
 		backstop_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.backstop_us * NS_PER_US
 							  : POLL_STEP_MAX_NS;
-	s->backstop_ns = backstop_ns < MIN_BACKSTOP_NS ? MIN_BACKSTOP_NS : backstop_ns;
-	s->park_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.park_us * NS_PER_US : 0;
-	if (s->park_ns < NS_PER_US)
-		s->park_ns = NS_PER_US;
-	s->sleeps = s->spin_outs = 0;
+	s->pl.backstop_ns = backstop_ns < MIN_BACKSTOP_NS ? MIN_BACKSTOP_NS : backstop_ns;
+	s->pl.park_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.park_us * NS_PER_US : 0;
+	if (s->pl.park_ns < NS_PER_US)
+		s->pl.park_ns = NS_PER_US;
+	s->pl.sleeps = s->pl.spin_outs = 0;
 	pthread_mutex_unlock(&s->plan_lock);
 }
 
@@ -539,7 +539,7 @@ int garuda_stream_get_plan(struct garuda_stream *s, char *buf, size_t cap)
 	if (!s || !buf)
 		return -EINVAL;
 	pthread_mutex_lock(&s->plan_lock);
-	int r = garuda_plan_format(&s->plan, buf, cap);
+	int r = garuda_plan_format(&s->pl.plan, buf, cap);
 	pthread_mutex_unlock(&s->plan_lock);
 	return r;
 }
@@ -550,13 +550,13 @@ int garuda_stream_stats(struct garuda_stream *s, struct garuda_stream_stats *out
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&s->plan_lock);
-	out->sleeps = s->sleeps;
-	out->spin_outs = s->spin_outs;
-	if (s->plan.predict) {
-		out->exact = s->est.exact;
-		out->censored = s->est.censored;
-		garuda_estimator_prediction_ns(&s->est, &out->prediction_ns);
-		out->sleep_ns = garuda_estimator_sleep_ns(&s->est);
+	out->sleeps = s->pl.sleeps;
+	out->spin_outs = s->pl.spin_outs;
+	if (s->pl.plan.predict) {
+		out->exact = s->pl.est.exact;
+		out->censored = s->pl.est.censored;
+		garuda_estimator_prediction_ns(&s->pl.est, &out->prediction_ns);
+		out->sleep_ns = garuda_estimator_sleep_ns(&s->pl.est);
 	}
 	pthread_mutex_unlock(&s->plan_lock);
 	return 0;
@@ -587,8 +587,8 @@ int garuda_stream_set_callback(struct garuda_stream *s, garuda_stream_cb cb, voi
 		return -EOPNOTSUPP;
 	struct garuda_client *c = s->client;
 	pthread_mutex_lock(&c->lock);
-	s->cb = cb;
-	s->cb_user = user;
+	s->cb.fn = cb;
+	s->cb.user = user;
 	if (cb)
 		stream_nudge_locked(s); /* report what completed before */
 	pthread_mutex_unlock(&c->lock);
@@ -606,11 +606,11 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 
 	pthread_mutex_lock(&s->lock);
 	pthread_mutex_lock(&c->lock);
-	int err = s->arm_err;
-	s->arm_err = 0;
+	int err = s->ses.arm_err;
+	s->ses.arm_err = 0;
 	uint64_t prev = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	if (err)
-		s->err_upto = prev; /* every arm sent so far is covered by this report */
+		s->ses.err_upto = prev; /* every arm sent so far is covered by this report */
 	pthread_mutex_unlock(&c->lock);
 	if (err) {
 		pthread_mutex_unlock(&s->lock);
@@ -627,14 +627,14 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 	atomic_store_explicit(&s->signalled, next, memory_order_release);
 	if (s->form != GARUDA_READINESS_POLL) {
 		pthread_mutex_lock(&c->lock);
-		if (s->arm_lost && garuda_reached(word_load(s->word), prev))
-			s->arm_lost = false; /* nothing older is outstanding any more */
+		if (s->ses.arm_lost && garuda_reached(word_load(s->word), prev))
+			s->ses.arm_lost = false; /* nothing older is outstanding any more */
 		/* also while the session is being presented: a stream presented in it
 		 * already is not armed again by the presentation */
-		if ((c->state == CONN_UP || c->state == CONN_PRESENTING) && s->gen == c->gen) {
+		if ((c->state == CONN_UP || c->state == CONN_PRESENTING) && s->ses.gen == c->gen) {
 			r = arm_locked(s, next);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
-				s->arm_lost = true;
+				s->ses.arm_lost = true;
 		} else {
 			reactor_signalled_locked(s, prev); /* fallback clients: the reactor's */
 		}

@@ -51,8 +51,8 @@ static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_
 	case GARUDA_READINESS_MESSAGE: {
 		struct timespec ts = ns_to_ts(until);
 		pthread_mutex_lock(&c->lock);
-		while (s->ready_count == ready_seen) {
-			if (pthread_cond_timedwait(&s->ready_cond, &c->lock, &ts) == ETIMEDOUT)
+		while (s->ses.ready_count == ready_seen) {
+			if (pthread_cond_timedwait(&s->ses.ready_cond, &c->lock, &ts) == ETIMEDOUT)
 				break;
 		}
 		pthread_mutex_unlock(&c->lock);
@@ -148,10 +148,10 @@ static void record_find(struct garuda_stream *s, uint64_t seq, uint64_t t0, uint
 	garuda_policy_wait_init(&w, (uintptr_t)s->word, seq, t0, t0, sleep_ns, sleep_ns);
 	struct garuda_find f = garuda_policy_find(&w, &t, at, prev, slept);
 	pthread_mutex_lock(&s->plan_lock);
-	if (s->plan.predict && f.kind == GARUDA_FIND_EXACT)
-		garuda_estimator_record_exact_ns(&s->est, f.ns);
-	else if (s->plan.predict && f.kind == GARUDA_FIND_CENSORED)
-		garuda_estimator_record_censored_ns(&s->est, f.ns);
+	if (s->pl.plan.predict && f.kind == GARUDA_FIND_EXACT)
+		garuda_estimator_record_exact_ns(&s->pl.est, f.ns);
+	else if (s->pl.plan.predict && f.kind == GARUDA_FIND_CENSORED)
+		garuda_estimator_record_censored_ns(&s->pl.est, f.ns);
 	pthread_mutex_unlock(&s->plan_lock);
 }
 
@@ -169,7 +169,7 @@ static int predict_phase(struct garuda_stream *s, const struct garuda_plan *p, u
 		uint64_t wake = garuda_now_ns();
 		bool done = garuda_reached(word_load(s->word), seq);
 		pthread_mutex_lock(&s->plan_lock);
-		s->sleeps++;
+		s->pl.sleeps++;
 		pthread_mutex_unlock(&s->plan_lock);
 		if (done) { /* a wake that finds the work done: found at the time it asked to
 			     * wake (the timer's lateness is not the prediction's fault; garudad's
@@ -196,7 +196,7 @@ static int predict_phase(struct garuda_stream *s, const struct garuda_plan *p, u
 		record_find(s, seq, t0, sleep_ns, seen, seen, false);
 	if (r == 1) {
 		pthread_mutex_lock(&s->plan_lock);
-		s->spin_outs++;
+		s->pl.spin_outs++;
 		pthread_mutex_unlock(&s->plan_lock);
 	}
 	return r;
@@ -216,7 +216,7 @@ static int predict_in_order(struct garuda_stream *s, const struct garuda_plan *p
 			return 0;
 		uint64_t head = v + 1; /* the next sequence to land: its clock runs from t0 */
 		pthread_mutex_lock(&s->plan_lock);
-		uint64_t sleep_ns = garuda_estimator_sleep_ns(&s->est);
+		uint64_t sleep_ns = garuda_estimator_sleep_ns(&s->pl.est);
 		pthread_mutex_unlock(&s->plan_lock);
 		int r = predict_phase(s, p, head, t0, deadline, sleep_ns, backstop_ns);
 		if (r != 0 || head == seq)
@@ -254,8 +254,8 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
 
 	pthread_mutex_lock(&s->plan_lock);
-	struct garuda_plan plan = s->plan;
-	uint64_t spin_ns = s->spin_ns, backstop_ns = s->backstop_ns, park_ns = s->park_ns;
+	struct garuda_plan plan = s->pl.plan;
+	uint64_t spin_ns = s->pl.spin_ns, backstop_ns = s->pl.backstop_ns, park_ns = s->pl.park_ns;
 	pthread_mutex_unlock(&s->plan_lock);
 
 	int r;
@@ -281,8 +281,8 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
 		bool armed = flag && s->form != GARUDA_READINESS_POLL && c->state == CONN_UP &&
-			     s->gen == c->gen && !s->arm_lost;
-		uint64_t ready_seen = s->ready_count;
+			     s->ses.gen == c->gen && !s->ses.arm_lost;
+		uint64_t ready_seen = s->ses.ready_count;
 		pthread_mutex_unlock(&c->lock);
 		/* the sample first (acquire), then the word: see the head comment */
 		uint32_t bell_seen =
