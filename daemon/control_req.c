@@ -174,10 +174,11 @@ static cJSON *client_object(const struct session *s)
 	ctl_add_uint(o, CTL_KEY_ARMED, v.armed);
 	ctl_add_uint(o, CTL_KEY_ARMS, v.arms);
 	ctl_add_uint(o, CTL_KEY_POINTS, v.points);
-	ctl_add_uint(o, CTL_KEY_COMPLETIONS, v.completions);
+	/* every counter of proto/counters.h's session table under its key */
+#define SESSION_COUNTER_JSON_(field, key, help) ctl_add_uint(o, key, v.counters[SN_##field]);
+	GARUDA_SESSION_COUNTERS(SESSION_COUNTER_JSON_)
+#undef SESSION_COUNTER_JSON_
 	add_forms(o, CTL_KEY_READINESS, v.by_form);
-	ctl_add_uint(o, CTL_KEY_UNDELIVERED, v.undelivered);
-	ctl_add_uint(o, CTL_KEY_WRITE_RETRIES, v.write_retries);
 	ctl_add_uint(o, CTL_KEY_ERRORS, v.errors);
 	ctl_add_uint(o, CTL_KEY_OUTBOX_BYTES, v.outbox_bytes);
 	add_latency(o, v.detect_hist);

@@ -272,10 +272,10 @@ void readiness_deliver(struct readiness *r, struct armed *f, unsigned n)
 		case GARUDA_FORM_EVENTFD:
 			switch (deliver_eventfd(r, f[i].bind, f[i].sink, j - i)) {
 			case DELIVERY_RETRIED:
-				atomic_fetch_add_explicit(&f[i].sink->write_retries, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&f[i].sink->count[SN_write_retries], 1, memory_order_relaxed);
 				break;
 			case DELIVERY_DROPPED:
-				atomic_fetch_add_explicit(&f[i].sink->undelivered, j - i, memory_order_relaxed);
+				atomic_fetch_add_explicit(&f[i].sink->count[SN_undelivered], j - i, memory_order_relaxed);
 				break;
 			default:
 				break;

@@ -450,7 +450,7 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 		else if (fd.kind != GARUDA_FIND_UNKNOWN)
 			points_record(f[i].sink, f[i].point_slot, f[i].point_key,
 				      fd.kind == GARUDA_FIND_EXACT, fd.ns);
-		atomic_fetch_add_explicit(&f[i].sink->completions, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f[i].sink->count[SN_completions], 1, memory_order_relaxed);
 		unsigned form = garuda_form_index(f[i].form);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[form], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_by_form[form], 1, memory_order_relaxed);

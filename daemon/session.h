@@ -85,7 +85,8 @@ struct session_view {
 	const char *cgroup; /* NULL: no cgroup key */
 	uint64_t connected_ns;
 	unsigned segments, bindings;
-	uint64_t lines, armed, arms, points, completions, undelivered, write_retries, errors;
+	uint64_t lines, armed, arms, points, errors;
+	uint64_t counters[SN_COUNT_]; /* proto/counters.h's session table */
 	uint64_t outbox_bytes;
 	bool overflow;
 	uint64_t by_form[GARUDA_FORM_COUNT];

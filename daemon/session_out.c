@@ -317,14 +317,15 @@ void session_describe(const struct session *s, struct session_view *v)
 		.connected_ns = s->connected_ns,
 		.lines = atomic_load(&u->used[Q_LINES]), .armed = atomic_load(&u->used[Q_ARMED]),
 		.arms = s->arms, .points = atomic_load(&u->used[Q_POINTS]),
-		.completions = atomic_load(&k->completions), .undelivered = atomic_load(&k->undelivered),
-		.write_retries = atomic_load(&k->write_retries), .errors = s->errors,
+		.errors = s->errors,
 		.outbox_bytes = atomic_load(&u->used[Q_OUTBOX]), .overflow = s->overflow_queued,
 	};
 	for (const struct segment *g = s->segments; g; g = g->next)
 		v->segments++;
 	for (const struct binding *b = s->bindings; b; b = b->next)
 		v->bindings++;
+	for (unsigned c = 0; c < SN_COUNT_; c++)
+		v->counters[c] = atomic_load(&k->count[c]);
 	for (unsigned f = 0; f < GARUDA_FORM_COUNT; f++)
 		v->by_form[f] = atomic_load_explicit(&k->by_form[f], memory_order_relaxed);
 	for (unsigned b = 0; b < GARUDA_LAT_BUCKETS; b++)

@@ -376,7 +376,7 @@ static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
 			 "\"errors\":%llu,\"outbox_bytes\":%llu,\"overflow\":%s}",
 			 (unsigned long long)v.id, (int)v.pid, (int)v.uid, v.segments, v.bindings,
 			 (unsigned long long)v.armed, (unsigned long long)v.arms,
-			 (unsigned long long)v.completions, (unsigned long long)v.errors,
+			 (unsigned long long)v.counters[SN_completions], (unsigned long long)v.errors,
 			 (unsigned long long)v.outbox_bytes, v.overflow ? "true" : "false");
 	r.query_reply.json_len = (uint32_t)n; /* bounded well below the cap by its fields */
 	session_send(s, &r, -1);

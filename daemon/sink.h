@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cleanup.h"
+#include "counters.h"
 #include "quota.h"
 #include "wire.h"
 
@@ -28,9 +29,10 @@ struct sink {
 	struct quota_account quota; /* what it is charged to: its own, its uid's, its cgroup's */
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
 	atomic_bool eventfd_broken; /* one of its eventfds blocked a scanner: write none */
-	atomic_uint_fast64_t completions; /* readiness delivered */
-	atomic_uint_fast64_t undelivered; /* of those, eventfd readiness not written: broken */
-	atomic_uint_fast64_t write_retries; /* eventfd writes made again after EINTR (readiness.c) */
+	/* proto/counters.h's session table: SN_completions (readiness delivered),
+	 * SN_undelivered (of those, eventfd readiness not written: broken), SN_write_retries
+	 * (eventfd writes made again after EINTR, readiness.c) */
+	atomic_uint_fast64_t count[SN_COUNT_];
 	atomic_uint_fast64_t by_form[GARUDA_FORM_COUNT]; /* garuda_form_index() */
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
 	struct points *points;    /* deadline-estimator points (points.h), NULL until used */

@@ -42,3 +42,21 @@ enum garuda_scanner_counter {
 #undef GARUDA_SC_ENUM_
 	SC_COUNT_
 };
+
+/* A session's counters: X(field, JSON key of `clients` (control_names.h), help). They
+ * live on its sink (daemon/sink.h: count[SN_field]), bumped by the scanner that fires
+ * its descriptors; session_describe() reads them; the `clients` entry prints them. */
+#define GARUDA_SESSION_COUNTERS(X)                                                                 \
+	X(completions, CTL_KEY_COMPLETIONS, "Readiness delivered (armed targets reached).")          \
+	X(undelivered, CTL_KEY_UNDELIVERED,                                                          \
+	  "Of the completions, eventfd readiness not written: the eventfd would have blocked.")      \
+	X(write_retries, CTL_KEY_WRITE_RETRIES,                                                      \
+	  "Eventfd writes made again after an interrupted write on a non-blocking eventfd.")
+
+/* SN_completions, SN_undelivered, ...: a session counter's index */
+enum garuda_session_counter {
+#define GARUDA_SN_ENUM_(field, key, help) SN_##field,
+	GARUDA_SESSION_COUNTERS(GARUDA_SN_ENUM_)
+#undef GARUDA_SN_ENUM_
+	SN_COUNT_
+};

@@ -110,8 +110,8 @@ Test(readiness, a_write_interrupted_before_it_started_is_made_again)
 	cr_assert_eq(count_of(&f), 3, "the three completions reach the eventfd in one write");
 	cr_assert_eq(writes_to_fd, 1);
 	cr_assert_eq(offenders(&f), 0, "a good client taken for an offender");
-	cr_assert_eq(atomic_load(&f.sink.write_retries), 1);
-	cr_assert_eq(atomic_load(&f.sink.undelivered), 0);
+	cr_assert_eq(atomic_load(&f.sink.count[SN_write_retries]), 1);
+	cr_assert_eq(atomic_load(&f.sink.count[SN_undelivered]), 0);
 	cr_assert(!atomic_load(&f.sink.eventfd_broken));
 	teardown(&f);
 }
@@ -124,14 +124,14 @@ Test(readiness, a_write_interrupted_again_and_again_disconnects_its_session)
 	readiness_deliver(&f.r, f.fired, 3);
 	cr_assert_eq(count_of(&f), 0);
 	cr_assert_eq(offenders(&f), 1);
-	cr_assert_eq(atomic_load(&f.sink.undelivered), 3);
+	cr_assert_eq(atomic_load(&f.sink.count[SN_undelivered]), 3);
 	cr_assert(atomic_load(&f.sink.eventfd_broken));
 	/* and nothing more is written to that session's eventfds, nor reported again */
 	eintr_left = 0;
 	readiness_deliver(&f.r, f.fired, 1);
 	cr_assert_eq(writes_to_fd, 0);
 	cr_assert_eq(offenders(&f), 0);
-	cr_assert_eq(atomic_load(&f.sink.undelivered), 4);
+	cr_assert_eq(atomic_load(&f.sink.count[SN_undelivered]), 4);
 	teardown(&f);
 }
 
@@ -142,7 +142,7 @@ Test(readiness, a_blocking_eventfd_is_never_written)
 	readiness_deliver(&f.r, f.fired, 2);
 	cr_assert_eq(writes_to_fd, 0, "a write that could block the scanner");
 	cr_assert_eq(offenders(&f), 1);
-	cr_assert_eq(atomic_load(&f.sink.undelivered), 2);
+	cr_assert_eq(atomic_load(&f.sink.count[SN_undelivered]), 2);
 	teardown(&f);
 }
 
@@ -153,6 +153,6 @@ Test(readiness, a_plain_write_counts_no_retry)
 	readiness_deliver(&f.r, f.fired, 1);
 	cr_assert_eq(count_of(&f), 1);
 	cr_assert_eq(offenders(&f), 0);
-	cr_assert_eq(atomic_load(&f.sink.write_retries), 0);
+	cr_assert_eq(atomic_load(&f.sink.count[SN_write_retries]), 0);
 	teardown(&f);
 }
