@@ -375,6 +375,20 @@ static inline bool is_io_thread(struct garuda_client *c)
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
 }
 
+/* The wire's ARM form for a stream's readiness (the one mapping; POLL streams send no
+ * ARM) */
+static inline uint8_t wire_form(enum garuda_readiness r)
+{
+	switch (r) {
+	case GARUDA_READINESS_EVENTFD:
+		return GARUDA_FORM_EVENTFD;
+	case GARUDA_READINESS_DOORBELL:
+		return GARUDA_FORM_DOORBELL;
+	default:
+		return GARUDA_FORM_MESSAGE;
+	}
+}
+
 /* Waits without a session poll the word on a growing schedule (wait.c, stream.c's
  * plans) */
 #define POLL_STEP_MIN_NS 20000ull

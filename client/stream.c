@@ -128,9 +128,7 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 	m.arm.slot.index = s->index;
 	m.arm.target = target;
 	m.arm.token = s->token;
-	m.arm.form = (uint8_t)(s->form == GARUDA_READINESS_EVENTFD    ? GARUDA_FORM_EVENTFD
-			       : s->form == GARUDA_READINESS_DOORBELL ? GARUDA_FORM_DOORBELL
-								      : GARUDA_FORM_MESSAGE);
+	m.arm.form = wire_form(s->form);
 	uint64_t gen = s->ses.gen;
 	int r = conn_send_arm_locked(c, &m, gen);
 	if (r == 0)
