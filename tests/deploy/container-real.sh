@@ -16,9 +16,10 @@
 #     (--device garuda.dev/daemon=socket), and again after the pod is restarted;
 #   - garudad says it runs on epoll (the default seccomp profile refuses io_uring).
 # Everything in a temp dir (podman's root, runroot, config, networks: --network none),
-# in private mount and pid namespaces with a tmpfs /run (hostPath /run/garuda and the
-# CDI directory /run/cdi are the test's); the host is checked at the end for leftover
-# processes, mounts, cgroups and network changes.
+# in private mount and pid namespaces with a tmpfs /run and /var/lib (the hostPaths
+# /run/garuda and /var/lib/prometheus/node-exporter, the CDI directory /run/cdi and
+# podman's blob cache are the test's); the host is checked at the end for leftover
+# processes, mounts, cgroups, network changes and files in the engines' places.
 # Exit 77 (skip) naming the package when a tool is missing, or without root/unshare.
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
@@ -52,6 +53,7 @@ if [[ ${1:-} != --inner ]]; then
 	timeout -k 5 55 unshare --mount --propagation private --pid --fork --mount-proc \
 		"$0" --inner "$src" "$garudad" "$garctl" "$minimal" "$work" || rc=$?
 	((rc != 124)) || echo "FAIL: timed out (55 s)"
+	hostcheck_settle
 	find /sys/fs/cgroup -maxdepth 2 -type d -name libpod_parent 2>/dev/null | while read -r d; do
 		grep -qxF "$d" "$work/host.before" || find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
 	done
@@ -66,9 +68,11 @@ src=$1 garudad=$2 garctl=$3 minimal=$4 work=$5
 start=$SECONDS
 k8s=$src/contrib/kubernetes
 mount -t tmpfs -o mode=0755 tmpfs /run
-# podman build writes its blob cache here whatever --root says
+# /var/lib: the metrics sidecar's hostPath (/var/lib/prometheus/node-exporter,
+# DirectoryOrCreate) and podman build's blob cache (/var/lib/containers/cache, written
+# whatever --root says) land in the test's tmpfs, not on the host
+mount -t tmpfs -o mode=0755 tmpfs /var/lib
 mkdir -p /var/lib/containers
-mount -t tmpfs tmpfs /var/lib/containers
 mkdir -p "$work/net" "$work/tmp"
 hard=$(ulimit -Hn)
 cat >"$work/containers.conf" <<CONF
@@ -144,6 +148,12 @@ got=$(stat -c '%g %a' /run/garuda/garuda.sock)
 [[ $got == "$gid 660" ]] || fail "client socket gid/mode $got, not $gid 660"
 echo "client socket: gid $gid (the ConfigMap's socket_group, the example pod's supplementalGroups), mode 0660"
 
+echo "--- metrics sidecar"
+# its first round may have come before garudad listened (garuda_up 0): the next is 15 s later
+for _ in $(seq 200); do grep -qx 'garuda_up 1' /var/lib/prometheus/node-exporter/garuda.prom 2>/dev/null && break; sleep 0.1; done
+grep -qx 'garuda_up 1' /var/lib/prometheus/node-exporter/garuda.prom 2>/dev/null || fail "no garuda.prom with garuda_up 1 from the sidecar"
+echo "garuda.prom: $(grep -c '^garuda_' /var/lib/prometheus/node-exporter/garuda.prom) samples, garuda_up 1"
+
 echo "--- liveness command"
 pm healthcheck run "$ctr" >/dev/null || fail "the liveness command fails with garudad running"
 kill -STOP "$pid"
@@ -151,11 +161,6 @@ if pm healthcheck run "$ctr" >/dev/null 2>&1; then fail "the liveness command pa
 kill -CONT "$pid"
 pm healthcheck run "$ctr" >/dev/null || fail "the liveness command fails after SIGCONT"
 echo "healthy with garudad answering, unhealthy with garudad stopped"
-
-echo "--- metrics sidecar"
-for _ in $(seq 100); do grep -qx 'garuda_up 1' /var/lib/prometheus/node-exporter/garuda.prom 2>/dev/null && break; sleep 0.1; done
-grep -qx 'garuda_up 1' /var/lib/prometheus/node-exporter/garuda.prom 2>/dev/null || fail "no garuda.prom with garuda_up 1 from the sidecar"
-echo "garuda.prom: $(grep -c '^garuda_' /var/lib/prometheus/node-exporter/garuda.prom) samples, garuda_up 1"
 
 echo "--- a client through the CDI spec"
 mkdir -p /run/cdi

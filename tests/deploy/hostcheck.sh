@@ -2,7 +2,9 @@
 # must leave on the host as it found it. hostcheck_snapshot FILE records, from the
 # host's namespaces: the mount table (each mount point), the cgroup directories that
 # engines create (slurm*, libpod*, machine.slice), network links, addresses, routes,
-# IPv4 forwarding, the nftables ruleset and the iptables rules, and the processes of
+# IPv4 forwarding, the nftables ruleset and the iptables rules, the files in the places
+# the engines and garuda write by default (/run/garuda, /var/lib/prometheus, the CDI
+# and containers directories, munge's and Slurm's), and the processes of
 # the engines under test (by name: ENGINE_PROCS, a regex for pgrep -x) and any process
 # whose command line holds HOSTCHECK_MARK (the test's temp dir): new ones only. hostcheck_diff
 # BEFORE AFTER prints what changed and fails if anything did.
@@ -26,12 +28,22 @@ hostcheck_snapshot() { # FILE
 		if command -v nft >/dev/null; then nft list ruleset 2>/dev/null | md5sum; fi
 		echo "# iptables"
 		if command -v iptables-save >/dev/null; then iptables-save 2>/dev/null | grep -v '^#' | md5sum; fi
+		echo "# files where the engines and garuda write by default"
+		find /run/garuda /run/cdi /etc/cdi /run/containers /run/libpod /var/lib/containers \
+			/var/lib/prometheus /run/munge /var/lib/munge /var/log/munge /run/slurm* \
+			/var/lib/slurm* /var/spool/slurm* /var/log/slurm* /etc/default/garuda \
+			-maxdepth 3 2>/dev/null | sort
 	) >"$1"
 	{
 		if [[ -n ${ENGINE_PROCS:-} ]]; then pgrep -x "$ENGINE_PROCS" -a 2>/dev/null || true; fi
 		if [[ -n ${HOSTCHECK_MARK:-} ]]; then pgrep -f -a -- "$HOSTCHECK_MARK" 2>/dev/null || true; fi
 	} | sort -u >"$1.procs"
 	true
+}
+hostcheck_settle() { # up to 5 s for the test's processes (HOSTCHECK_MARK) to finish exiting
+	local _
+	[[ -n ${HOSTCHECK_MARK:-} ]] || return 0
+	for _ in $(seq 50); do pgrep -f -- "$HOSTCHECK_MARK" >/dev/null || return 0; sleep 0.1; done
 }
 hostcheck_diff() { # BEFORE AFTER
 	local new=

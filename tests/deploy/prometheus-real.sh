@@ -36,6 +36,7 @@ finish() {
 	fi
 	[[ -z $holder ]] || { kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null; }
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	hostcheck_settle
 	hostcheck_snapshot "$work/host.after"
 	hostcheck_diff "$work/host.before" "$work/host.after" || rc=1
 	rm -rf "$work"

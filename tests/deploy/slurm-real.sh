@@ -39,6 +39,7 @@ if [[ ${1:-} != --inner ]]; then
 	timeout -k 5 55 unshare --mount --propagation private --pid --fork --mount-proc \
 		"$0" --inner "$src" "$garudad" "$garctl" "$minimal" "$work" || rc=$?
 	((rc != 124)) || echo "FAIL: timed out (55 s)"
+	hostcheck_settle
 	hostcheck_snapshot "$work/host.after"
 	hostcheck_diff "$work/host.before" "$work/host.after" || rc=1
 	exit "$rc"
