@@ -85,7 +85,6 @@ static struct {
 	pthread_t thread;                /* under life */
 	_Atomic uint32_t kick;           /* the futex word the thread parks on */
 	struct garuda_policy_wait *waits;  /* the thread's: this look's outstanding waits */
-	struct garuda_policy_wait **wv;
 	size_t nwaits, cap;
 } reactor = {
 	.life = PTHREAD_MUTEX_INITIALIZER,
@@ -177,10 +176,7 @@ static void keep_wait(const struct garuda_policy_wait *w)
 		struct garuda_policy_wait *nw = realloc(reactor.waits, cap * sizeof(*nw));
 		if (nw)
 			reactor.waits = nw;
-		struct garuda_policy_wait **nv = realloc(reactor.wv, cap * sizeof(*nv));
-		if (nv)
-			reactor.wv = nv;
-		if (!nw || !nv)
+		if (!nw)
 			return; /* out of memory: the look goes by the waits it has */
 		reactor.cap = cap;
 	}
@@ -276,10 +272,8 @@ static void *reactor_main(void *arg)
 			ladder = 0;
 			continue; /* look again at once, as the scanner does after a find */
 		}
-		for (size_t i = 0; i < reactor.nwaits; i++)
-			reactor.wv[i] = &reactor.waits[i];
-		uint64_t until = garuda_policy_next(reactor.wv, (unsigned)reactor.nwaits, &reactor_tuning,
-						    now, &ladder);
+		uint64_t until = garuda_policy_next(reactor.waits, sizeof(*reactor.waits),
+						    (unsigned)reactor.nwaits, &reactor_tuning, now, &ladder);
 		if (!until) {
 			pthread_mutex_unlock(&reactor.lock);
 			for (int k = 0; k < REACTOR_RELAX_PASSES; k++)
@@ -292,9 +286,7 @@ static void *reactor_main(void *arg)
 		slept = true;
 	}
 	free(reactor.waits);
-	free(reactor.wv);
 	reactor.waits = NULL;
-	reactor.wv = NULL;
 	reactor.nwaits = reactor.cap = 0;
 	pthread_mutex_unlock(&reactor.lock);
 	return NULL;

@@ -100,7 +100,7 @@ struct scanner {
 	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
 	uintptr_t line; /* the cache line every armed descriptor's word is on; 0: nothing
 			 * armed, or several lines (note_line, after every change of the set) */
-	struct garuda_policy_wait **waits; /* the set's waits, for the policy (gather_waits) */
+	struct garuda_policy_wait **waits; /* waits on touched words, for garuda_policy_order() */
 	uint64_t *scratch;                 /* garuda_policy_order()'s table */
 	size_t waits_cap, scratch_cap;
 	bool stop;
@@ -300,17 +300,6 @@ static bool waits_room(struct scanner *s)
 	return true;
 }
 
-/* The armed set's waits, for the policy: pointers into set->armed (valid until the
- * set next changes). */
-static bool gather_waits(struct scanner *s)
-{
-	if (!waits_room(s))
-		return false;
-	for (unsigned i = 0; i < s->set.n; i++)
-		s->waits[i] = &s->set.armed[i].wait;
-	return true;
-}
-
 /* The words a change of the set touched (arms taken, descriptors fired): stream order
  * is per word, so only the waits on them need ordering again. Up to TOUCH_MAX words,
  * else all (a removal, a big batch). */
@@ -461,23 +450,43 @@ static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, u
 
 /* One pass over the armed set: O(armed). Returns completions delivered. slept: the
  * thread slept since the previous pass (its completions are censored). */
-/* Move every descriptor whose word reached its target into set->fired[nf..); only
- * those on the words t names, when t is given. */
-static unsigned sweep(struct armed_set *set, unsigned nf, const struct touched *t)
+/* Move descriptor i into set->fired[nf] (its word read as v); the last one takes its
+ * place. */
+static inline unsigned fire_at(struct armed_set *set, unsigned i, unsigned nf, uint64_t v)
+{
+	set->fired[nf] = set->armed[i];
+	set->fired[nf].value = v;
+	armed_remove_at(set, i);
+	return nf + 1;
+}
+
+/* Move every descriptor whose word reached its target into set->fired[nf..): the
+ * pass's loop, one load and one compare a descriptor. */
+static unsigned sweep(struct armed_set *set, unsigned nf)
 {
 	for (unsigned i = 0; i < set->n;) {
-		if (t && !touched(t, set->hot[i].word)) {
+		uint64_t v = __atomic_load_n(set->hot[i].word, __ATOMIC_ACQUIRE);
+		if (garuda_reached(v, set->hot[i].target))
+			nf = fire_at(set, i, nf, v);
+		else
+			i++;
+	}
+	return nf;
+}
+
+/* The same over the descriptors on the words t names only. */
+static unsigned sweep_touched(struct armed_set *set, unsigned nf, const struct touched *t)
+{
+	for (unsigned i = 0; i < set->n;) {
+		if (!touched(t, set->hot[i].word)) {
 			i++;
 			continue;
 		}
 		uint64_t v = __atomic_load_n(set->hot[i].word, __ATOMIC_ACQUIRE);
-		if (garuda_reached(v, set->hot[i].target)) {
-			set->fired[nf] = set->armed[i];
-			set->fired[nf++].value = v;
-			armed_remove_at(set, i);
-		} else {
+		if (garuda_reached(v, set->hot[i].target))
+			nf = fire_at(set, i, nf, v);
+		else
 			i++;
-		}
 	}
 	return nf;
 }
@@ -485,7 +494,7 @@ static unsigned sweep(struct armed_set *set, unsigned nf, const struct touched *
 static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 {
 	struct armed_set *set = &s->set;
-	unsigned nf = sweep(set, 0, NULL);
+	unsigned nf = sweep(set, 0);
 	count(s, SC_passes, 1);
 	if (!nf)
 		return 0;
@@ -498,7 +507,7 @@ static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
 	for (unsigned i = 0; i < nf; i++)
 		touch(&words, set->fired[i].word);
 	if (set->n)
-		nf = sweep(set, nf, &words);
+		nf = sweep_touched(set, nf, &words);
 	note_line(s);
 	uint64_t now = garuda_now_ns();
 	/* the stores landed within (prev_pass, now]: record that bound */
@@ -543,7 +552,8 @@ static uint64_t plan_wait(struct scanner *s, uint64_t now, uint64_t last_active,
 {
 	struct garuda_policy_tuning t = tuning_of(s);
 	if (atomic_load_explicit(&s->tuning->predict, memory_order_relaxed))
-		return gather_waits(s) ? garuda_policy_next(s->waits, s->set.n, &t, now, sleep_ns) : 0;
+		return garuda_policy_next(&s->set.armed[0].wait, sizeof(struct armed), s->set.n, &t, now,
+					  sleep_ns);
 	return garuda_policy_ladder(&t, now, last_active, sleep_ns);
 }
 

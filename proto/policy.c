@@ -16,6 +16,8 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+static void derive(struct garuda_policy_wait *w);
+
 void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64_t target,
 			     uint64_t arm_ns, uint64_t taken_ns, uint64_t sleep_ns,
 			     uint64_t exact_sleep_ns)
@@ -28,6 +30,7 @@ void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64
 					  .sleep_ns = sleep_ns,
 					  .exact_sleep_ns = exact_sleep_ns,
 					  .state = GARUDA_POLICY_NEW };
+	derive(w);
 }
 
 uint64_t garuda_policy_start(const struct garuda_policy_wait *w)
@@ -44,12 +47,20 @@ uint64_t garuda_policy_start(const struct garuda_policy_wait *w)
 
 uint64_t garuda_policy_deadline(const struct garuda_policy_wait *w)
 {
-	return add_sat(garuda_policy_start(w), w->sleep_ns);
+	return w->deadline_ns;
 }
 
 uint64_t garuda_policy_resume(const struct garuda_policy_wait *w)
 {
-	return add_sat(garuda_policy_start(w), max_u64(w->sleep_ns, w->exact_sleep_ns));
+	return w->resume_ns;
+}
+
+/* after a change of state or start: the derived times */
+static void derive(struct garuda_policy_wait *w)
+{
+	uint64_t start = garuda_policy_start(w);
+	w->deadline_ns = add_sat(start, w->sleep_ns);
+	w->resume_ns = add_sat(start, max_u64(w->sleep_ns, w->exact_sleep_ns));
 }
 
 bool garuda_policy_in_window(const struct garuda_policy_wait *w,
@@ -148,19 +159,21 @@ void garuda_policy_order(struct garuda_policy_wait *const *v, unsigned n, uint64
 		} else {
 			v[i]->state = GARUDA_POLICY_QUEUED;
 		}
+		derive(v[i]);
 	}
 }
 
 /* ---------------------------------------------------------------- the look */
 
-uint64_t garuda_policy_next(struct garuda_policy_wait *const *v, unsigned n,
+uint64_t garuda_policy_next(const struct garuda_policy_wait *first, size_t stride, unsigned n,
 			    const struct garuda_policy_tuning *t, uint64_t now, uint64_t *ladder_ns)
 {
 	uint64_t early = t->early_ns;
 	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, early), next = UINT64_MAX;
 	bool overdue = false;
 	for (unsigned i = 0; i < n; i++) {
-		const struct garuda_policy_wait *w = v[i];
+		const struct garuda_policy_wait *w =
+			(const struct garuda_policy_wait *)((const char *)first + (size_t)i * stride);
 		if (w->state == GARUDA_POLICY_QUEUED)
 			continue; /* its predecessor's find starts its clock */
 		uint64_t open;

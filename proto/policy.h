@@ -65,6 +65,10 @@ struct garuda_policy_wait {
 	uint64_t sleep_ns;	 /* its point's sleep at arm (0: cold, no sleep) */
 	uint64_t exact_sleep_ns; /* its point's exact sleep (the second look) */
 	uint8_t state;		 /* enum garuda_policy_state */
+	/* derived, kept by this module whenever the state or the start changes (the look
+	 * reads them for every wait at every spin step): start + sleep, start + max(sleep,
+	 * exact sleep); UINT64_MAX while QUEUED */
+	uint64_t deadline_ns, resume_ns;
 };
 
 /* A new wait, its clock at its arm until garuda_policy_order() says otherwise. */
@@ -97,8 +101,10 @@ void garuda_policy_order(struct garuda_policy_wait *const *v, unsigned n, uint64
 /* The look after a pass that found nothing: spin (returns 0) or the absolute time of
  * the next pass. *ladder_ns: the short ladder's step while some wait is past its
  * deadline (less the early wake) and none is in its window (the caller resets it to 0
- * on activity). Over the waits v[0..n). */
-uint64_t garuda_policy_next(struct garuda_policy_wait *const *v, unsigned n,
+ * on activity). Over n waits, the i-th at (const char *)first + i * stride: the waits
+ * stay where their watcher keeps them (garudad's: inside its armed set's entries), no
+ * array of pointers is built for a look that runs at every spin step. */
+uint64_t garuda_policy_next(const struct garuda_policy_wait *first, size_t stride, unsigned n,
 			    const struct garuda_policy_tuning *t, uint64_t now,
 			    uint64_t *ladder_ns);
 

@@ -284,9 +284,8 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		t.early_ns = wake_late < WAKE_LATE_MAX_NS ? wake_late : WAKE_LATE_MAX_NS;
 		uint64_t until;
 		if (plan->predict) {
-			for (size_t i = 0; i < s.nwaits; i++)
-				s.wv[i] = &s.waits[i].w;
-			until = garuda_policy_next(s.wv, (unsigned)s.nwaits, &t, now, &ladder);
+			until = garuda_policy_next(&s.waits[0].w, sizeof(s.waits[0]), (unsigned)s.nwaits, &t, now,
+						   &ladder);
 		} else {
 			until = garuda_policy_ladder(&t, now, last_active, &ladder);
 		}

@@ -185,21 +185,21 @@ Test(policy, order_is_linear_and_handles_thousands_of_words)
 
 Test(policy, queued_waits_drive_no_wake_and_the_head_its_deadline)
 {
-	struct garuda_policy_wait a = wait_at(1, 1, 0, 2 * MS), b = wait_at(1, 2, 0, 2 * MS);
-	struct garuda_policy_wait *v[] = { &a, &b };
+	struct garuda_policy_wait w[2] = { wait_at(1, 1, 0, 2 * MS), wait_at(1, 2, 0, 2 * MS) };
+	struct garuda_policy_wait *v[] = { &w[0], &w[1] };
 	uint64_t scratch[64], ladder = 0;
 	garuda_policy_order(v, 2, 0, scratch);
 	struct garuda_policy_tuning t = tune;
 	t.early_ns = 30 * US;
-	cr_assert_eq(garuda_policy_next(v, 2, &t, 10 * US, &ladder), 2 * MS - 30 * US);
-	cr_assert_eq(garuda_policy_next(v, 2, &t, 2 * MS, &ladder), 0,
+	cr_assert_eq(garuda_policy_next(w, sizeof(w[0]), 2, &t, 10 * US, &ladder), 2 * MS - 30 * US);
+	cr_assert_eq(garuda_policy_next(w, sizeof(w[0]), 2, &t, 2 * MS, &ladder), 0,
 		     "in the head's window: spin");
 	/* past the window: the short ladder, doubling to backstop */
 	uint64_t after = 2 * MS + 1000 * US + 4 * MS + 1;
-	cr_assert_eq(garuda_policy_next(v, 2, &t, after, &ladder),
+	cr_assert_eq(garuda_policy_next(w, sizeof(w[0]), 2, &t, after, &ladder),
 		     after + GARUDA_POLICY_STEP_MIN_NS);
 	for (int i = 0; i < 8; i++)
-		garuda_policy_next(v, 2, &t, after, &ladder);
+		garuda_policy_next(w, sizeof(w[0]), 2, &t, after, &ladder);
 	cr_assert_eq(ladder, 200 * US);
 }
 
