@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 			double r50 = ratio(r.late_p50_ns, base.late_p50_ns),
 			       r99 = ratio(r.late_p99_ns, base.late_p99_ns);
 			double rb = ratio(r.busy_ns, base.busy_ns);
-			char label[12];
+			char label[24];
 			snprintf(label, sizeof(label), "plan %d", p + 1);
 			printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f %8.2f %8.2f %8.3f\n",
 			       name, label, r.completions, r.late_p50_ns / 1e3, r.late_p90_ns / 1e3,
