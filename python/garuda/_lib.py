@@ -14,12 +14,22 @@ failing call on the calling thread (the library keeps it per thread), and, for B
 garuda_plan_message(). Call sites never test return codes; the query calls return
 -EAGAIN ("still running") instead of raising it.
 
+garuda's objects (Client, Segment, Stream, HostStream) are passed to the calls as
+themselves: ctypes converts each through its ``_as_parameter_`` (the native handle). A
+closed object's ``_as_parameter_`` raises garuda.ClosedError; ctypes would report that as
+a ctypes.ArgumentError that has lost it, so the library's functions re-raise the
+ClosedError itself (_passing_closed).
+
 ctypes releases the GIL around every call, so a blocking ``garuda_stream_wait`` or
 ``garuda_host_stream_drain`` lets other Python threads run.
 """
+from __future__ import annotations
+
 import ctypes
+import errno
 import os
 import threading
+from typing import Any, Callable, Optional
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char_p, c_int, c_int64,
                     c_size_t, c_uint, c_uint32, c_uint64, c_void_p)
 
@@ -28,7 +38,7 @@ from . import errors
 SONAME = "libgaruda.so.0"
 
 _lock = threading.Lock()
-_lib = None
+_lib: Optional[Library] = None
 
 # garuda_stream_cb: void (*)(struct garuda_stream *s, uint64_t seq, void *user)
 STREAM_CB = CFUNCTYPE(None, c_void_p, c_uint64, c_void_p)
@@ -93,8 +103,7 @@ _OPTIONAL = {
 }
 
 
-EAGAIN = 11
-_BAD_PLAN = 1022
+_BAD_PLAN = errors.BadPlanError.code
 # the calls that set or clear garuda_last_error() every time (header: "the text of the
 # calling thread's last failed garuda_connect*()"; "" after a successful connect)
 _CONNECTS = frozenset({"garuda_connect", "garuda_connect_to"})
@@ -108,7 +117,7 @@ _QUERIES = frozenset({"garuda_stream_query", "garuda_host_stream_query"})
 _tls = threading.local()
 
 
-def _explanation(name, code):
+def _explanation(name: str, code: int) -> str:
     """libgaruda's words for the failure of `name` with `code` that the calling thread
     just got ("" when it gave none).
 
@@ -120,7 +129,7 @@ def _explanation(name, code):
     one attached on this thread is new; the same text again belongs to this failure only
     when the same call failed with the same code (a repeated refusal), and is otherwise
     an older failure's and left out."""
-    lib = _lib
+    lib = load()  # loaded: an errcheck runs after a call
     text = lib.garuda_last_error()
     text = text.decode(errors="replace") if text else ""
     seen = getattr(_tls, "seen", None)
@@ -137,45 +146,86 @@ def _explanation(name, code):
     return text
 
 
-def _raise(result, func):
+def _raise(result: int, func: Any) -> None:
     name = func.__name__
     code = -result
     what = name[len("garuda_"):] if name.startswith("garuda_") else name
     raise errors.from_code(code, what, _explanation(name, code))
 
 
-def _check(result, func, _args):
+def _check(result: int, func: Any, _args: tuple) -> int:
     """errcheck: a negative result raises; anything else is the call's value."""
     if result < 0:
         _raise(result, func)
     return result
 
 
-def _check_connect(result, func, _args):
+def _check_connect(result: int, func: Any, _args: tuple) -> int:
     if result < 0:
         _raise(result, func)
     _tls.seen = None  # a successful connect cleared the thread's text
     return result
 
 
-def _check_query(result, func, _args):
+def _check_query(result: int, func: Any, _args: tuple) -> int:
     """errcheck of the query calls: 0 done, -EAGAIN running (returned), else raises."""
-    if result < 0 and result != -EAGAIN:
+    if result < 0 and result != -errno.EAGAIN:
         _raise(result, func)
     return result
 
 
-def _declare(lib, name, proto):
-    fn = getattr(lib, name)
+def _closed_argument(args: tuple) -> Optional[BaseException]:
+    """The ClosedError of the first closed garuda object among a call's arguments."""
+    for a in args:
+        try:
+            getattr(a, "_as_parameter_", None)
+        except errors.ClosedError as e:
+            return e
+    return None
+
+
+def _passing_closed(fn: Any) -> Callable[..., Any]:
+    """fn, raising the ClosedError of a closed garuda object passed to it. ctypes
+    reports any failure to convert an argument as a ctypes.ArgumentError that keeps
+    only the text of the exception that caused it; this raises the ClosedError itself
+    (any other ArgumentError goes through as it is). A plain function: calling it costs
+    next to nothing beside the ctypes call (a ctypes function subclass with a Python
+    __call__ costs more than the call)."""
+    def call(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ctypes.ArgumentError:
+            closed = _closed_argument(args)
+            if closed is None:
+                raise
+        raise closed from None  # not shown 'during handling of' the ArgumentError
+    call.__name__ = call.__qualname__ = fn.__name__
+    return call
+
+
+class Library:
+    """The loaded libgaruda: each declared function as an attribute named as in C
+    (an optional one only when the library exports it), through _passing_closed;
+    ``cdll`` is the ctypes.CDLL."""
+
+    def __init__(self, cdll: ctypes.CDLL) -> None:
+        self.cdll = cdll
+
+    def __getattr__(self, name: str) -> Any:  # the declared functions, for type checkers
+        raise AttributeError(f"libgaruda: {name} is not declared (or not exported)")
+
+
+def _declare(lib: Library, name: str, proto: tuple) -> None:
+    fn = getattr(lib.cdll, name)
     fn.restype, fn.argtypes = proto
     if proto[0] is c_int and name not in _NO_CHECK:
         fn.errcheck = (_check_connect if name in _CONNECTS else
                        _check_query if name in _QUERIES else _check)
-    return fn
+    setattr(lib, name, _passing_closed(fn))
 
 
-def load():
-    """The loaded library (a ctypes.CDLL with every prototype declared)."""
+def load() -> Library:
+    """The loaded library (every prototype declared)."""
     global _lib
     lib = _lib
     if lib is not None:
@@ -184,7 +234,7 @@ def load():
         if _lib is None:
             path = os.environ.get("GARUDA_LIBRARY") or SONAME
             try:
-                lib = ctypes.CDLL(path)
+                lib = Library(ctypes.CDLL(path))
             except OSError as e:
                 raise ImportError(
                     f"garuda: cannot load libgaruda ({path}): {e}; install libgaruda or set "
@@ -196,13 +246,13 @@ def load():
                     raise ImportError(f"garuda: {path} lacks {name}: not a libgaruda "
                                       "with the GARUDA_0.1 interface") from e
             for name, proto in _OPTIONAL.items():
-                if hasattr(lib, name):
+                if hasattr(lib.cdll, name):
                     _declare(lib, name, proto)
             _lib = lib
         return _lib
 
 
-def has(name):
+def has(name: str) -> bool:
     """True when the loaded library exports the optional entry point `name`."""
     lib = load()
     return name in _OPTIONAL and hasattr(lib, name)

@@ -2,11 +2,14 @@
 
 Promises:
  - Every object owns exactly one libgaruda object and frees it once: on close(), on
-   leaving its ``with`` block, or when it is garbage-collected (a Stream frees its
-   garuda stream and so closes its eventfd; a Client disconnects and so closes its
-   socket). Children keep their parents alive (Stream -> Segment -> Client, Stream ->
-   HostStream), so collection frees children first. Closing a parent closes its
-   children first; a closed object raises garuda.ClosedError.
+   leaving its ``with`` block, or when it is garbage-collected (a weakref.finalize: a
+   Stream frees its garuda stream and so closes its eventfd; a Client disconnects and
+   so closes its socket). Children keep their parents alive (Stream -> Segment ->
+   Client, Stream -> HostStream), so collection frees children first. Closing a parent
+   closes its children first. What is still alive at interpreter exit is left to the
+   process's exit.
+ - Objects pass to libgaruda as themselves (``_as_parameter_``: their handle); a closed
+   object raises garuda.ClosedError, from its own calls and wherever it is passed.
  - Every failure is a garuda.Error (see errors.py); nothing returns an error code.
    The libgaruda calls raise by themselves (their ctypes ``errcheck``, _lib.py), with
    libgaruda's explanation in ``Error.detail``.
@@ -26,8 +29,11 @@ one Stream is signalled, waited on and drained by one thread at a time; value an
 reached() from anywhere. Close an object from one thread while nothing else uses it.
 A stream's async awaits belong to one event loop at a time.
 """
+from __future__ import annotations
+
 import ctypes
 import enum
+import errno
 import heapq
 import json
 import os
@@ -35,14 +41,20 @@ import threading
 import warnings
 import weakref
 from ctypes import byref, c_uint64, c_void_p
+from dataclasses import dataclass
+from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Protocol, TypeVar,
+                    Union)
 
 from . import _lib
-from .errors import (ClosedError, Error, GarudaWarning, TimeoutError as GTimeoutError,
-                     from_code)
+from .errors import (BusyError, ClosedError, Error, GarudaWarning,
+                     TimeoutError as GTimeoutError, from_code)
+
+if TYPE_CHECKING:
+    import asyncio
 
 _MASK = (1 << 64) - 1
 _HALF = 1 << 63
-_EVENTFD_FORM = 1
+_O = TypeVar("_O", bound="_Owned")
 
 
 class Readiness(enum.IntEnum):
@@ -53,27 +65,27 @@ class Readiness(enum.IntEnum):
     DOORBELL = 3
 
 
-def version():
+def version() -> str:
     """libgaruda's version, "MAJOR.MINOR.PATCH"."""
     return _lib.load().garuda_version().decode()
 
 
-def strerror(code):
+def strerror(code: int) -> str:
     """libgaruda's text for a return value or code (either sign)."""
     return _lib.load().garuda_strerror(int(code)).decode()
 
 
-def has_plans():
+def has_plans() -> bool:
     """True when the loaded libgaruda has garuda_stream_set_plan (Stream.set_plan)."""
     return _lib.has("garuda_stream_set_plan")
 
 
-def reached(value, seq):
+def reached(value: int, seq: int) -> bool:
     """Wrapping order of sequences: value has reached seq."""
     return ((value - seq) & _MASK) < _HALF
 
 
-def _ns(seconds, what):
+def _ns(seconds: Optional[float], what: str) -> int:
     if seconds is None:
         return -1
     if seconds < 0:
@@ -81,34 +93,81 @@ def _ns(seconds, what):
     return int(seconds * 1e9)
 
 
-class _Owned:
-    """Base: one libgaruda handle, freed once."""
-    _h = None
-    _kind = "object"
+class _ClosedHandle:
+    """The class-level ``_as_parameter_`` of garuda's objects, found only when the
+    object holds no handle (closed, or never opened): reading it raises ClosedError,
+    so passing a closed object to a libgaruda call raises (see _lib._passing_closed)."""
 
-    def _handle(self):
-        h = self._h
+    def __get__(self, obj: Optional[_Owned], cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        raise ClosedError(what=f"{obj._kind} is closed")
+
+
+def _quietly(free: Callable[..., None], *args: Any) -> None:
+    """A collected object's free: nothing could catch its failure (a parent already
+    gone, a faulted stream)."""
+    try:
+        free(*args)
+    except Exception:
+        pass
+
+
+class _Owned:
+    """Base: one libgaruda handle, passed to C as the object itself (ctypes reads
+    ``_as_parameter_``, an instance attribute while the object is open) and freed once:
+    by close(), or by a weakref.finalize when the object is collected. Objects still
+    alive at interpreter exit are left to the process's exit (another thread may still
+    be inside a call on them)."""
+    _kind = "object"
+    _as_parameter_: Any = _ClosedHandle()
+    _lib: Any
+    _finalizer: weakref.finalize
+
+    def _own(self, lib: Any, h: Optional[int], free: Callable[..., None], *args: Any) -> None:
+        """Hold handle h (the object stays closed if it is NULL); free(lib, h, *args)
+        releases it when the object is collected. args are what free needs besides the
+        object: never a garuda object or anything that may lead to one (the finalizer
+        keeps them alive from a global registry, so a reference cycle through them
+        would never be collected): weak sets, and a parent's finalizer, whose
+        ``alive`` says whether the parent still holds its handle."""
+        self._lib = lib
         if h is None:
-            raise ClosedError(what=f"{self._kind} is closed")
+            return
+        self._as_parameter_ = h
+        self._finalizer = weakref.finalize(self, _quietly, free, lib, h, *args)
+        self._finalizer.atexit = False
+
+    def _forget(self) -> Optional[int]:
+        """Let go of the handle without freeing it: returns it (None when closed
+        already); the object is closed from here on."""
+        h = self.__dict__.pop("_as_parameter_", None)
+        if h is not None:
+            self._finalizer.detach()
         return h
 
     @property
-    def closed(self):
-        return self._h is None
+    def closed(self) -> bool:
+        """True after close(); also, while the collector frees a reference cycle, for
+        an object of the cycle whose free already ran (a client whose disconnect freed
+        its segments and streams: theirs must not free them again)."""
+        return "_as_parameter_" not in self.__dict__ or not self._finalizer.alive
 
-    def __enter__(self):
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _O) -> _O:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.close()
         return False
 
-    def __del__(self):
-        try:
-            if self._h is not None:
-                self.close()
-        except Exception:
-            pass  # interpreter shutdown, or a parent already gone
+
+def _disconnect(lib: Any, h: int, segments: weakref.WeakSet) -> None:
+    for seg in list(segments):
+        seg._close_tree()
+    lib.garuda_disconnect(h)
 
 
 class Client(_Owned):
@@ -120,79 +179,95 @@ class Client(_Owned):
     and no garudad: an in-process reactor stands in) issues a garuda.GarudaWarning."""
     _kind = "client"
 
-    def __init__(self, path=None):
+    def __init__(self, path: Union[str, bytes, os.PathLike, None] = None) -> None:
         lib = _lib.load()
+        self._segments: weakref.WeakSet[Segment] = weakref.WeakSet()
+        self._lock = threading.Lock()
         h = c_void_p()
         if path is None:
             lib.garuda_connect(byref(h))
         else:
             lib.garuda_connect_to(os.fsencode(path), byref(h))
-        self._h = h.value
-        self._lib = lib
-        self._segments = weakref.WeakSet()
-        self._lock = threading.Lock()
+        self._own(lib, h.value, _disconnect, self._segments)
         w = self.warning
         if w is not None:
             warnings.warn(GarudaWarning(*w), stacklevel=2)
 
-    def close(self):
+    def close(self) -> None:
         """Close every segment and stream of this client, then disconnect."""
         with self._lock:
-            h, self._h = self._h, None
-            segs = list(self._segments)
-        if h is None:
-            return
-        for seg in segs:
-            seg._close_tree()
-        self._lib.garuda_disconnect(h)
+            h = self._forget()
+        if h is not None:
+            _disconnect(self._lib, h, self._segments)
 
     @property
-    def connected(self):
+    def connected(self) -> bool:
         """True while the client has a session (False while it reconnects)."""
-        return self._lib.garuda_client_connected(self._handle()) == 1
+        return self._lib.garuda_client_connected(self) == 1
 
     @property
-    def warning(self):
+    def warning(self) -> Optional[tuple[int, str]]:
         """The client's coded warning as (code, text), or None: (1035, "requested:
         ...; unavailable: ...; running: ...") while a GARUDA_FALLBACK=reactor client
         runs without garudad (garuda_client_warning(); cleared when garudad is back)."""
         buf = ctypes.create_string_buffer(512)
-        code = self._lib.garuda_client_warning(self._handle(), buf, len(buf))
+        code = self._lib.garuda_client_warning(self, buf, len(buf))
         if code == 0:
             return None
         return code, buf.value.decode(errors="replace")
 
     @property
-    def session(self):
+    def session(self) -> int:
         """garudad's session id for the current connection (0 while disconnected)."""
-        return self._lib.garuda_client_session(self._handle())
+        return self._lib.garuda_client_session(self)
 
     @property
-    def reconnects(self):
+    def reconnects(self) -> int:
         """Successful reconnections since connect."""
-        return self._lib.garuda_client_reconnects(self._handle())
+        return self._lib.garuda_client_reconnects(self)
 
-    def query(self):
+    def query(self) -> dict[str, Any]:
         """garudad's view of this client's own session, as a dict (docs/protocol.md
         §4.14: id, pid, uid, segments, bindings, armed, arms, completions, ...)."""
         buf = ctypes.create_string_buffer(4096)
-        n = self._lib.garuda_client_query(self._handle(), buf, len(buf))
+        n = self._lib.garuda_client_query(self, buf, len(buf))
         return json.loads(buf.raw[:n].decode())
 
-    def fileno(self):
+    def fileno(self) -> int:
         """An fd readable when dispatch() has callbacks to run (message form)."""
-        return self._lib.garuda_client_fd(self._handle())
+        return self._lib.garuda_client_fd(self)
 
-    def dispatch(self):
+    def dispatch(self) -> int:
         """Run pending callbacks of message-form streams; returns how many ran."""
-        return self._lib.garuda_dispatch(self._handle())
+        return self._lib.garuda_dispatch(self)
 
-    def segment(self, backend="host", device=0, lines=1):
+    def segment(self, backend: str = "host", device: int = 0, lines: int = 1) -> Segment:
         """Segment(self, backend, device, lines)."""
         return Segment(self, backend, device, lines)
 
-    def __repr__(self):
-        return f"<garuda.Client {'closed' if self._h is None else 'session %d' % self.session}>"
+    def __repr__(self) -> str:
+        return f"<garuda.Client {'closed' if self.closed else 'session %d' % self.session}>"
+
+
+def _settle(hosts: Union[set[HostStream], weakref.WeakSet[HostStream]]) -> None:
+    """Wait for the host streams that stores into a segment were queued on."""
+    for hs in hosts:
+        if not hs.closed:
+            try:
+                hs.drain()
+            except Error:
+                pass  # faulted: its remaining stores never happen
+    hosts.clear()
+
+
+def _close_segment(lib: Any, h: int, client: weakref.finalize, streams: weakref.WeakSet,
+                   hosts: Union[set[HostStream], weakref.WeakSet[HostStream]]) -> None:
+    if not client.alive:
+        return  # the client's disconnect freed it
+    for st in list(streams):
+        st.close()
+    _settle(hosts)
+    lib.garuda_segment_close(h)
 
 
 class Segment(_Owned):
@@ -200,70 +275,62 @@ class Segment(_Owned):
     `lines` lines of 8 words; each stream uses one word."""
     _kind = "segment"
 
-    def __init__(self, client, backend="host", device=0, lines=1):
+    def __init__(self, client: Client, backend: str = "host", device: int = 0,
+                 lines: int = 1) -> None:
         if not isinstance(client, Client):
             raise TypeError("client must be a garuda.Client")
-        ch = client._handle()
-        h = c_void_p()
-        client._lib.garuda_segment_open(ch, backend.encode(), int(device), int(lines),
-                                        byref(h))
-        self._h = h.value
-        self._lib = client._lib
         self.client = client
         self.backend = backend
         self.device = device
-        self._streams = weakref.WeakSet()
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         # host streams that were given stores into this segment: their queued stores
         # must land before the mapping goes (libgaruda unmaps on close)
-        self._hosts = set()
+        self._hosts: set[HostStream] = set()
+        # the same, for the collector's free: what it holds must not hold objects
+        self._hosts_seen: weakref.WeakSet[HostStream] = weakref.WeakSet()
+        h = c_void_p()
+        client._lib.garuda_segment_open(client, backend.encode(), int(device), int(lines),
+                                        byref(h))
+        self._own(client._lib, h.value, _close_segment, client._finalizer, self._streams,
+                  self._hosts_seen)
         client._segments.add(self)
 
-    def _close_tree(self):
+    def _close_tree(self) -> None:
         for s in list(self._streams):
             s.close()
-        self._settle_hosts()
-        self._h = None  # the client's disconnect frees it
+        _settle(self._hosts)
+        self._forget()  # the client's disconnect frees it
 
-    def _settle_hosts(self):
-        for hs in self._hosts:
-            if hs._h is not None:
-                try:
-                    hs.drain()
-                except Error:
-                    pass  # faulted: its remaining stores never happen
-        self._hosts.clear()
-
-    def close(self):
+    def close(self) -> None:
         """Close the segment's open streams, wait for the host streams that stores into
         it were queued on (a store into an unmapped segment would fault; GPU streams'
         stores must have landed before this), then close the segment."""
-        h = self._h
-        if h is None:
+        if self.closed:
             return
-        if self.client._h is None:  # the client's disconnect freed it
-            self._h = None
-            return
-        for st in list(self._streams):
-            st.close()
-        self._settle_hosts()
-        self._lib.garuda_segment_close(h)
-        self._h = None
+        # raises (BusyError...) with the segment still open
+        _close_segment(self._lib, self._as_parameter_, self.client._finalizer, self._streams,
+                       self._hosts)
+        self._forget()
         self.client._segments.discard(self)
 
     @property
-    def numa_node(self):
-        return self._lib.garuda_segment_numa_node(self._handle())
+    def numa_node(self) -> int:
+        return self._lib.garuda_segment_numa_node(self)
 
     @property
-    def free_words(self):
-        return self._lib.garuda_segment_free_words(self._handle())
+    def free_words(self) -> int:
+        return self._lib.garuda_segment_free_words(self)
 
-    def stream(self, native=None, form=Readiness.EVENTFD):
+    def stream(self, native: Native = None, form: Readiness = Readiness.EVENTFD) -> Stream:
         """Stream(self, native, form)."""
         return Stream(self, native, form)
 
-    def __repr__(self):
-        return f"<garuda.Segment {self.backend}:{self.device}{' closed' if self._h is None else ''}>"
+    def __repr__(self) -> str:
+        return f"<garuda.Segment {self.backend}:{self.device}{' closed' if self.closed else ''}>"
+
+
+def _free_host_stream(lib: Any, h: int) -> None:
+    lib.garuda_host_stream_free(h)
 
 
 class HostStream(_Owned):
@@ -271,69 +338,78 @@ class HostStream(_Owned):
     FIFO of items in order). Pass it as `native` to a stream on a "host" segment."""
     _kind = "host stream"
 
-    def __init__(self, depth=0, spin=0.0, nonblock=False):
+    def __init__(self, depth: int = 0, spin: float = 0.0, nonblock: bool = False) -> None:
         lib = _lib.load()
         cfg = _lib.HostStreamConfig(int(depth), int(spin * 1e9), 1 if nonblock else 0)
+        self._keep: list = []  # stamps and callbacks the worker may still touch
+        self._users: weakref.WeakSet[Stream] = weakref.WeakSet()
         h = c_void_p()
         lib.garuda_host_stream_new(byref(cfg), byref(h))
-        self._h = h.value
-        self._lib = lib
-        self._keep = []  # stamps and callbacks the worker may still touch
-        self._users = weakref.WeakSet()
+        # collected: its _keep lives until the free has run (the collector frees an
+        # object's attributes after calling its finalizer)
+        self._own(lib, h.value, _free_host_stream)
 
-    def close(self):
+    def close(self) -> None:
         """Let queued items finish, stop the worker, free. BusyError while garuda
         streams use it."""
-        if self._h is None:
+        if self.closed:
             return
         if any(not s.closed for s in self._users):
-            raise from_code(1033, "host stream still used by garuda streams")
-        h, self._h = self._h, None
-        self._lib.garuda_host_stream_free(h)
-        self._keep.clear()
+            raise BusyError(what="host stream still used by garuda streams")
+        h = self._forget()
+        if h is not None:
+            _free_host_stream(self._lib, h)
+            self._keep.clear()  # only now: the worker no longer touches them
 
-    def enqueue_work(self, seconds):
+    def enqueue_work(self, seconds: float) -> None:
         """A simulated kernel that keeps the stream busy for `seconds`."""
-        self._lib.garuda_host_stream_enqueue_work(self._handle(), int(seconds * 1e9))
+        self._lib.garuda_host_stream_enqueue_work(self, int(seconds * 1e9))
 
-    def enqueue_fault(self):
+    def enqueue_fault(self) -> None:
         """A failed context: later items never run, later enqueues fail."""
-        self._lib.garuda_host_stream_enqueue_fault(self._handle())
+        self._lib.garuda_host_stream_enqueue_fault(self)
 
-    def enqueue_stamp(self):
+    def enqueue_stamp(self) -> c_uint64:
         """Returns a ctypes c_uint64 that gets the monotonic time (ns) when the worker
         reaches this item (0 until then)."""
         cell = c_uint64(0)
-        self._lib.garuda_host_stream_enqueue_stamp(self._handle(), byref(cell))
+        self._lib.garuda_host_stream_enqueue_stamp(self, byref(cell))
         self._keep.append(cell)
         return cell
 
-    def enqueue_call(self, fn):
+    def enqueue_call(self, fn: Callable[[], object]) -> None:
         """Call fn() on the worker thread when it reaches this item."""
-        def tramp(_arg):
+        def tramp(_arg: Any) -> None:
             fn()
         cb = _lib.HOST_CALL(tramp)
-        self._lib.garuda_host_stream_enqueue_call(self._handle(), cb, None)
+        self._lib.garuda_host_stream_enqueue_call(self, cb, None)
         self._keep.append(cb)
 
-    def query(self):
+    def query(self) -> bool:
         """True when every item so far finished, False while some run; raises
         StreamFaultError on a faulted stream."""
-        return self._lib.garuda_host_stream_query(self._handle()) != -_lib.EAGAIN
+        return self._lib.garuda_host_stream_query(self) != -errno.EAGAIN
 
-    def drain(self):
+    def drain(self) -> None:
         """Block until every item so far finished (raises StreamFaultError)."""
-        self._lib.garuda_host_stream_drain(self._handle())
+        self._lib.garuda_host_stream_drain(self)
 
 
-def _native_pointer(native):
-    """The `native` argument of garuda_stream_new: None, a HostStream, an int handle
-    (CUstream, hipStream_t), or an object with .cuda_stream (torch.cuda.Stream)."""
-    if native is None:
-        return None
-    if isinstance(native, HostStream):
-        return native._handle()
-    if isinstance(native, int):
+class CudaStreamLike(Protocol):
+    """Anything with an int ``cuda_stream`` (torch.cuda.Stream)."""
+    @property
+    def cuda_stream(self) -> int: ...
+
+
+# what a stream is signalled through (see _native_pointer)
+Native = Union[None, HostStream, int, CudaStreamLike]
+
+
+def _native_pointer(native: Native) -> Union[None, int, HostStream]:
+    """The `native` argument of garuda_stream_new: None, a HostStream (passed as
+    itself: its handle, or ClosedError), an int handle (CUstream, hipStream_t), or an
+    object with .cuda_stream (torch.cuda.Stream)."""
+    if native is None or isinstance(native, (HostStream, int)):
         return native
     cs = getattr(native, "cuda_stream", None)
     if isinstance(cs, int):
@@ -342,159 +418,164 @@ def _native_pointer(native):
                     "object with an int .cuda_stream")
 
 
+def _free_stream(lib: Any, h: int, client: weakref.finalize) -> None:
+    if client.alive:  # else the client's disconnect freed it
+        lib.garuda_stream_free(h)
+
+
 class Stream(_Owned):
     """One word of `segment`, signalled through `native` (see _native_pointer; None on a
     "host" segment: signal() stores at once, from the calling thread)."""
     _kind = "stream"
-    async_backstop = 0.25
+    async_backstop: Optional[float] = 0.25
 
-    def __init__(self, segment, native=None, form=Readiness.EVENTFD):
+    def __init__(self, segment: Segment, native: Native = None,
+                 form: Readiness = Readiness.EVENTFD) -> None:
         if not isinstance(segment, Segment):
             raise TypeError("segment must be a garuda.Segment")
         form = Readiness(form)
-        sh = segment._handle()
-        h = c_void_p()
-        segment._lib.garuda_stream_new(sh, _native_pointer(native), int(form), byref(h))
-        self._h = h.value
-        self._lib = segment._lib
         self.segment = segment
         self.native = native
         self.form = form
-        self._cb = None
-        self._waiters = None
+        self._cb: Optional[Any] = None
+        self._waiters: Optional[_Waiters] = None
         self._seq = c_uint64(0)
+        h = c_void_p()
+        segment._lib.garuda_stream_new(segment, _native_pointer(native), int(form),
+                                       byref(h))
+        self._own(segment._lib, h.value, _free_stream, segment.client._finalizer)
         segment._streams.add(self)
         if isinstance(native, HostStream):
             native._users.add(self)
             segment._hosts.add(native)
+            segment._hosts_seen.add(native)
 
-    def close(self):
+    def close(self) -> None:
         """Fail pending async awaits with ClosedError (removing the loop reader),
         disarm, unbind, close the eventfd, give the word back."""
-        h = self._h
-        if h is None:
+        if self.closed:
             return
         w, self._waiters = self._waiters, None
         if w is not None:
             w.fail_all(ClosedError(what="stream closed while awaited"))
-        self._h = None
+        h = self._forget()
+        if h is None:
+            return
         self.segment._streams.discard(self)
-        if self.segment.client._h is not None:  # else the client's disconnect freed it
-            self._lib.garuda_stream_free(h)
+        _free_stream(self._lib, h, self.segment.client._finalizer)
         self._cb = None
 
     # --- the word ----------------------------------------------------------------
-    def signal(self):
+    def signal(self) -> int:
         """Enqueue the store of the next sequence behind the native stream's queued
         work and arm it; returns the sequence."""
-        self._lib.garuda_stream_signal(self._handle(), byref(self._seq))
+        self._lib.garuda_stream_signal(self, byref(self._seq))
         return self._seq.value
 
     @property
-    def last(self):
+    def last(self) -> int:
         """The sequence the last signal() returned (0 before the first)."""
-        return self._lib.garuda_stream_last(self._handle())
+        return self._lib.garuda_stream_last(self)
 
     @property
-    def value(self):
+    def value(self) -> int:
         """The word now: every sequence up to it has completed."""
-        return self._lib.garuda_stream_value(self._handle())
+        return self._lib.garuda_stream_value(self)
 
-    def reached(self, seq):
+    def reached(self, seq: int) -> bool:
         """True when the word has reached seq."""
-        return bool(self._lib.garuda_stream_reached(self._handle(), int(seq)))
+        return bool(self._lib.garuda_stream_reached(self, int(seq)))
 
-    def wait(self, seq=None, timeout=None):
+    def wait(self, seq: Optional[int] = None, timeout: Optional[float] = None) -> None:
         """Block until the word reaches seq (default: the last signalled); raises
         garuda.TimeoutError, StreamFaultError. timeout 0 only checks."""
-        h = self._handle()
         if seq is None:
-            seq = self._lib.garuda_stream_last(h)
-        self._lib.garuda_stream_wait(h, int(seq), _ns(timeout, "timeout"))
+            seq = self._lib.garuda_stream_last(self)
+        self._lib.garuda_stream_wait(self, int(seq), _ns(timeout, "timeout"))
 
-    def synchronize(self, timeout=None):
+    def synchronize(self, timeout: Optional[float] = None) -> int:
         """signal() then wait() for that sequence; returns it."""
         seq = self.signal()
         self.wait(seq, timeout)
         return seq
 
-    def fileno(self):
+    def fileno(self) -> int:
         """The stream's eventfd (EVENTFD form), owned by the stream."""
-        return self._lib.garuda_stream_fd(self._handle())
+        return self._lib.garuda_stream_fd(self)
 
-    def drain(self):
+    def drain(self) -> tuple[bool, int]:
         """Clear the eventfd; returns (moved, value): moved is True when the word moved
         since the previous drain."""
         v = c_uint64(0)
-        rc = self._lib.garuda_stream_drain(self._handle(), byref(v))
+        rc = self._lib.garuda_stream_drain(self, byref(v))
         return rc == 1, v.value
 
-    def query(self):
+    def query(self) -> bool:
         """Ask the native stream: True all queued work done, False running; raises
         StreamFaultError."""
-        return self._lib.garuda_stream_query(self._handle()) != -_lib.EAGAIN
+        return self._lib.garuda_stream_query(self) != -errno.EAGAIN
 
-    def set_wait(self, spin=20e-6, backstop=1e-3):
+    def set_wait(self, spin: float = 20e-6, backstop: float = 1e-3) -> None:
         """The blocking wait's plan: spin `spin` seconds, then block, querying the
         native stream every `backstop` seconds (at least 10 us)."""
-        self._lib.garuda_stream_set_wait(self._handle(), int(spin * 1e9), int(backstop * 1e9))
+        self._lib.garuda_stream_set_wait(self, int(spin * 1e9), int(backstop * 1e9))
 
-    def set_plan(self, text):
+    def set_plan(self, text: str) -> None:
         """The wait plan as text ("block", "poll", "flag:park_us=N,backstop_us=N"...).
         Needs a libgaruda with garuda_stream_set_plan (garuda.has_plans()); with an
         older one, NotImplementedError. A bad plan raises BadPlanError."""
-        h = self._handle()
+        self._as_parameter_  # a closed stream raises ClosedError first
         if not _lib.has("garuda_stream_set_plan"):
             raise NotImplementedError("garuda: this libgaruda has no garuda_stream_set_plan")
         # a refusal's detail is the offending key, as libgaruda words it
         # (garuda_plan_message(): "window: 17 exceeds 16")
-        self._lib.garuda_stream_set_plan(h, text.encode())
+        self._lib.garuda_stream_set_plan(self, text.encode())
 
     @property
-    def plan(self):
+    def plan(self) -> str:
         """The wait plan's text as libgaruda prints it back (garuda_stream_get_plan)."""
-        h = self._handle()
+        self._as_parameter_  # a closed stream raises ClosedError first
         if not _lib.has("garuda_stream_get_plan"):
             raise NotImplementedError("garuda: this libgaruda has no garuda_stream_get_plan")
         buf = ctypes.create_string_buffer(192)
-        n = self._lib.garuda_stream_get_plan(h, buf, len(buf))
+        n = self._lib.garuda_stream_get_plan(self, buf, len(buf))
         return buf.raw[:n].decode()
 
-    def set_callback(self, fn):
+    def set_callback(self, fn: Optional[Callable[[Stream, int], object]]) -> None:
         """MESSAGE form: fn(stream, seq) runs inside client.dispatch() when the word
         advanced (every sequence up to seq completed). None removes it."""
-        h = self._handle()
         if fn is None:
-            cb = ctypes.cast(None, _lib.STREAM_CB)
+            cb = ctypes.cast(None, _lib.STREAM_CB)  # type: ignore[arg-type]
         else:
             ref = weakref.ref(self)
+            call = fn
 
-            def tramp(_s, seq, _user):
+            def tramp(_s: Any, seq: int, _user: Any) -> None:
                 me = ref()
                 if me is not None:
-                    fn(me, seq)
+                    call(me, seq)
             cb = _lib.STREAM_CB(tramp)
-        self._lib.garuda_stream_set_callback(h, cb, None)
+        self._lib.garuda_stream_set_callback(self, cb, None)
         self._cb = cb if fn is not None else None
 
     # --- asyncio -------------------------------------------------------------------
-    async def wait_async(self, seq=None, timeout=None):
+    async def wait_async(self, seq: Optional[int] = None,
+                         timeout: Optional[float] = None) -> None:
         """Await the word reaching seq (default: the last signalled) in the running
         event loop (asyncio or uvloop), through the stream's eventfd. Raises
         garuda.TimeoutError, StreamFaultError, ClosedError. Cancelling the await leaves
         no reader in the loop."""
         import asyncio
-        h = self._handle()
-        last = self._lib.garuda_stream_last(h)
+        last = self._lib.garuda_stream_last(self)
         if seq is None:
             seq = last
         seq = int(seq)
         if seq == 0 or not reached(last, seq):
-            raise from_code(22, f"wait_async: sequence {seq} was not signalled")
-        if self._lib.garuda_stream_reached(h, seq):
+            raise from_code(errno.EINVAL, f"wait_async: sequence {seq} was not signalled")
+        if self._lib.garuda_stream_reached(self, seq):
             return
         if self.form != Readiness.EVENTFD:
-            raise from_code(95, "wait_async needs a stream of the EVENTFD form")
+            raise from_code(errno.EOPNOTSUPP, "wait_async needs a stream of the EVENTFD form")
         loop = asyncio.get_running_loop()
         w = self._waiters
         if w is None or w.loop is not loop:
@@ -513,44 +594,54 @@ class Stream(_Owned):
                 timer.cancel()
             w.remove(entry)
 
-    async def synchronize_async(self, timeout=None):
+    async def synchronize_async(self, timeout: Optional[float] = None) -> int:
         """signal() then await that sequence; returns it."""
         seq = self.signal()
         await self.wait_async(seq, timeout)
         return seq
 
-    def __repr__(self):
-        if self._h is None:
+    def __repr__(self) -> str:
+        if self.closed:
             return "<garuda.Stream closed>"
         return f"<garuda.Stream {self.form.name} last={self.last} value={self.value}>"
 
 
-def _expire(fut, seq):
+def _expire(fut: asyncio.Future, seq: int) -> None:
     if not fut.done():
         fut.set_exception(GTimeoutError(what=f"wait_async({seq})"))
 
 
-class _Waiters:
-    """The pending awaits of one stream in one loop: a heap by sequence, one reader on
-    the eventfd while any is pending, one backstop timer while any is pending."""
+@dataclass(eq=False)
+class _Await:
+    """One wait_async in a stream's heap: its future, and whether it still counts as
+    pending (an await that completed, failed or went away stays in the heap until it
+    reaches the top)."""
+    fut: asyncio.Future
+    pending: bool = True
 
-    def __init__(self, stream, loop):
+
+class _Waiters:
+    """The pending awaits of one stream in one loop: a heap of (seq, n, _Await) — n
+    keeps equal sequences in arrival order —, one reader on the eventfd while any is
+    pending, one backstop timer while any is pending."""
+
+    def __init__(self, stream: Stream, loop: asyncio.AbstractEventLoop) -> None:
         self.stream = weakref.ref(stream)  # no cycle: a dropped stream is freed at once
         self.loop = loop
         self.lib = stream._lib
-        self.h = stream._h
+        self.h = stream._as_parameter_
         self.fd = stream.fileno()
-        self.heap = []
+        self.heap: list[tuple[int, int, _Await]] = []
         self.live = 0
         self.n = 0
         self.reading = False
-        self.backstop = None
+        self.backstop: Optional[asyncio.TimerHandle] = None
         self.v = c_uint64(0)
 
-    def add(self, seq, fut):
+    def add(self, seq: int, fut: asyncio.Future) -> _Await:
         self.n += 1
-        entry = [seq, self.n, fut, True]
-        heapq.heappush(self.heap, entry)
+        entry = _Await(fut)
+        heapq.heappush(self.heap, (seq, self.n, entry))
         self.live += 1
         if not self.reading:
             self.loop.add_reader(self.fd, self.on_ready)
@@ -558,14 +649,14 @@ class _Waiters:
             self.arm_backstop()
         return entry
 
-    def remove(self, entry):
-        if entry[3]:
-            entry[3] = False
+    def remove(self, entry: _Await) -> None:
+        if entry.pending:
+            entry.pending = False
             self.live -= 1
             if self.live == 0:
                 self.stop()
 
-    def stop(self):
+    def stop(self) -> None:
         if self.reading:
             self.loop.remove_reader(self.fd)
             self.reading = False
@@ -574,13 +665,13 @@ class _Waiters:
             self.backstop = None
         self.heap.clear()
 
-    def arm_backstop(self):
+    def arm_backstop(self) -> None:
         s = self.stream()
         interval = s.async_backstop if s is not None else None
         if interval is not None and self.backstop is None:
             self.backstop = self.loop.call_later(interval, self.on_backstop)
 
-    def on_ready(self):
+    def on_ready(self) -> None:
         try:
             self.lib.garuda_stream_drain(self.h, byref(self.v))
         except Error as e:
@@ -588,7 +679,7 @@ class _Waiters:
             return
         self.resolve(self.v.value)
 
-    def on_backstop(self):
+    def on_backstop(self) -> None:
         self.backstop = None
         value = self.lib.garuda_stream_value(self.h)
         self.resolve(value)
@@ -604,23 +695,26 @@ class _Waiters:
             return
         self.arm_backstop()
 
-    def resolve(self, value):
+    def resolve(self, value: int) -> None:
         heap = self.heap
-        while heap and (not heap[0][3] or ((value - heap[0][0]) & _MASK) < _HALF):
-            e = heapq.heappop(heap)
-            if e[3]:
-                e[3] = False
+        while heap:
+            seq, _, a = heap[0]
+            if a.pending and not reached(value, seq):
+                break
+            heapq.heappop(heap)
+            if a.pending:
+                a.pending = False
                 self.live -= 1
-                if not e[2].done():
-                    e[2].set_result(None)
+                if not a.fut.done():
+                    a.fut.set_result(None)
         if self.live == 0:
             self.stop()
 
-    def fail_all(self, exc):
-        for e in self.heap:
-            if e[3]:
-                e[3] = False
-                if not e[2].done():
-                    e[2].set_exception(exc)
+    def fail_all(self, exc: BaseException) -> None:
+        for _, _, a in self.heap:
+            if a.pending:
+                a.pending = False
+                if not a.fut.done():
+                    a.fut.set_exception(exc)
         self.live = 0
         self.stop()

@@ -16,9 +16,12 @@ message ends with it. Coded warnings (garuda_client_warning()) are issued as
 REGISTRY below is a copy of the C registry; tests/test_errors.py compares it with
 proto/errcode.h and with the library's garuda_strerror(), so the two cannot drift.
 """
+from __future__ import annotations
+
 import builtins
 import errno as _errno
 import os
+from typing import Optional
 
 # (code, name) in registry order; append only, exactly as proto/errcode.h
 REGISTRY = (
@@ -71,10 +74,11 @@ class Error(Exception):
     detail: libgaruda's explanation of this failure (garuda_last_error(), e.g.
     "garudad refused SEGMENT_CREATE: quota.connection.segments ..."), "" if none.
     str(): "what: text (NAME): detail"."""
-    code = 0
-    name = ""
+    code: int = 0
+    name: str = ""
 
-    def __init__(self, code=None, text=None, what=None, detail=None):
+    def __init__(self, code: Optional[int] = None, text: Optional[str] = None,
+                 what: Optional[str] = None, detail: Optional[str] = None) -> None:
         if code is None:
             code = type(self).code
         self.code = code
@@ -93,18 +97,19 @@ class Error(Exception):
 class ErrnoError(Error, builtins.OSError):
     """A system failure: libgaruda forwarded a negative errno."""
 
-    def __init__(self, code, text=None, what=None, detail=None):
+    def __init__(self, code: int, text: Optional[str] = None, what: Optional[str] = None,
+                 detail: Optional[str] = None) -> None:
         Error.__init__(self, code, text, what, detail)
         self.errno = code
         self.strerror = self.text
         if what:
             self.filename = None
 
-    def __str__(self):
+    def __str__(self) -> str:
         return Error.__str__(self)
 
 
-def _name_of(code):
+def _name_of(code: int) -> str:
     if code >= ERR_BASE:
         return _NAMES.get(code, f"E{code}")
     if code == _errno.EOPNOTSUPP:  # == ENOTSUP on Linux; the name libgaruda documents
@@ -112,7 +117,7 @@ def _name_of(code):
     return _errno.errorcode.get(code, f"errno {code}")
 
 
-def _text_of(code):
+def _text_of(code: int) -> str:
     # the library's text when it is loaded; os.strerror for errno otherwise
     from . import _lib
     if _lib._lib is not None:
@@ -120,12 +125,12 @@ def _text_of(code):
     return os.strerror(code) if code < ERR_BASE else _NAMES.get(code, "unknown error")
 
 
-def _class_name(name):
+def _class_name(name: str) -> str:
     return "".join(p.capitalize() for p in name.split("_")) + "Error"
 
 
 _NAMES = dict(REGISTRY)
-BY_CODE = {}
+BY_CODE: dict[int, type[Error]] = {}
 __all__ = ["Error", "ErrnoError", "GarudaWarning", "REGISTRY", "from_code", "check"]
 for _code, _name in REGISTRY:
     _bases = (Error,)
@@ -145,7 +150,7 @@ for _code, _name in REGISTRY:
 del _code, _name, _bases, _cls
 
 
-def from_code(code, what=None, detail=None):
+def from_code(code: int, what: Optional[str] = None, detail: Optional[str] = None) -> Error:
     """The exception for a positive code (registry code or errno)."""
     if code >= ERR_BASE:
         return BY_CODE.get(code, Error)(code, what=what, detail=detail)
@@ -159,20 +164,20 @@ class GarudaWarning(UserWarning):
     code: the registry code; name: "FALLBACK_REACTOR"; text: libgaruda's words
     ("requested: ...; unavailable: ...; running: ...")."""
 
-    def __init__(self, code, text=""):
+    def __init__(self, code: int, text: str = "") -> None:
         self.code = code
         self.name = _name_of(code)
         self.text = text
         super().__init__(code, text)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"garuda: {self.name} ({self.code}): {self.text or _text_of(self.code)}"
 
     def __reduce__(self):
         return (type(self), (self.code, self.text))
 
 
-def check(rc, what=None):
+def check(rc: int, what: Optional[str] = None) -> int:
     """rc from a libgaruda call: returned when >= 0, raised when negative."""
     if rc < 0:
         raise from_code(-rc, what)

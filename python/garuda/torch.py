@@ -22,15 +22,18 @@ Promises:
 Threads: the module's registry is locked; one torch stream is signalled and awaited by
 one thread at a time (libgaruda's rule).
 """
+from __future__ import annotations
+
 import threading
+from typing import Any, Optional
 
 from . import core
 from .errors import NoDriverError
 
 _lock = threading.Lock()
-_client = None
-_segments = {}  # device -> [Segment]
-_streams = {}   # (device, handle) -> Stream
+_client: Optional[core.Client] = None
+_segments: dict[int, list[core.Segment]] = {}  # device -> [Segment]
+_streams: dict[tuple[int, int], core.Stream] = {}   # (device, handle) -> Stream
 _LINES = 8      # 64 words per segment
 
 
@@ -38,8 +41,8 @@ class NoCudaError(NoDriverError):
     """torch is there but has no CUDA (torch.cuda.is_available() is False): a CPU-only
     build, or no NVIDIA driver or GPU. A garuda.NoDriverError (code 1024)."""
 
-    def __init__(self, code=None, text="torch has no CUDA", what="garuda.torch",
-                 detail=None):
+    def __init__(self, code: Optional[int] = None, text: Optional[str] = "torch has no CUDA",
+                 what: Optional[str] = "garuda.torch", detail: Optional[str] = None) -> None:
         super().__init__(code, text, what, detail)
 
 _STILL_WORKS = ("garuda.torch needs CUDA streams. Without CUDA, host streams still work: "
@@ -47,7 +50,7 @@ _STILL_WORKS = ("garuda.torch needs CUDA streams. Without CUDA, host streams sti
                 "await wait_async() — as examples/python/asyncio_server.py does")
 
 
-def _torch():
+def _torch() -> Any:
     try:
         import torch  # noqa: PLC0415 — lazy by design
     except ImportError as e:
@@ -56,7 +59,7 @@ def _torch():
     return torch
 
 
-def require_cuda():
+def require_cuda() -> Any:
     """torch, when it has CUDA; else NoCudaError saying so and what still works (host
     streams) — instead of torch's own AssertionError or TypeError from the first CUDA
     call. ImportError without torch."""
@@ -76,7 +79,7 @@ def require_cuda():
     return torch
 
 
-def _resolve(torch_stream):
+def _resolve(torch_stream: Optional[core.CudaStreamLike]) -> tuple[Any, int, int]:
     if torch_stream is None:
         torch_stream = require_cuda().cuda.current_stream()
     handle = getattr(torch_stream, "cuda_stream", None)
@@ -89,7 +92,7 @@ def _resolve(torch_stream):
     return torch_stream, int(device or 0), handle
 
 
-def stream_for(torch_stream=None):
+def stream_for(torch_stream: Optional[core.CudaStreamLike] = None) -> core.Stream:
     """The garuda.Stream (EVENTFD form, cuda backend) that signals on torch_stream
     (default: torch.cuda.current_stream())."""
     global _client
@@ -112,35 +115,39 @@ def stream_for(torch_stream=None):
         return s
 
 
-def signal(torch_stream=None):
+def signal(torch_stream: Optional[core.CudaStreamLike] = None) -> int:
     """Enqueue the completion store behind the work queued on torch_stream; returns
     the sequence to wait for."""
     return stream_for(torch_stream).signal()
 
 
-def wait(torch_stream, seq, timeout=None):
+def wait(torch_stream: Optional[core.CudaStreamLike], seq: int,
+         timeout: Optional[float] = None) -> None:
     """Block (no spinning core beyond libgaruda's short spin) until seq completed."""
     stream_for(torch_stream).wait(seq, timeout)
 
 
-async def wait_async(torch_stream, seq, timeout=None):
+async def wait_async(torch_stream: Optional[core.CudaStreamLike], seq: int,
+                     timeout: Optional[float] = None) -> None:
     """Await seq on torch_stream in the running event loop."""
     await stream_for(torch_stream).wait_async(seq, timeout)
 
 
-def synchronize(torch_stream=None, timeout=None):
+def synchronize(torch_stream: Optional[core.CudaStreamLike] = None,
+                timeout: Optional[float] = None) -> None:
     """signal() and wait(): the work queued so far on torch_stream has finished."""
     s = stream_for(torch_stream)
     s.wait(s.signal(), timeout)
 
 
-async def synchronize_async(torch_stream=None, timeout=None):
+async def synchronize_async(torch_stream: Optional[core.CudaStreamLike] = None,
+                            timeout: Optional[float] = None) -> None:
     """signal() and await: the work queued so far on torch_stream has finished."""
     s = stream_for(torch_stream)
     await s.wait_async(s.signal(), timeout)
 
 
-def forget(torch_stream):
+def forget(torch_stream: core.CudaStreamLike) -> None:
     """Release the garuda stream of torch_stream (call before destroying it)."""
     _, device, handle = _resolve(torch_stream)
     with _lock:
@@ -149,7 +156,7 @@ def forget(torch_stream):
         s.close()
 
 
-def reset():
+def reset() -> None:
     """Close every stream, segment and the module's client (e.g. before fork, or to
     pick up a new GARUDA_SOCKET)."""
     global _client

@@ -1,6 +1,7 @@
 """Every synchronous call of the package against a real garudad: client, segment,
 stream (all readiness forms), host streams, callbacks, and that dropping objects frees
 their fds."""
+import ctypes
 import gc
 import os
 import threading
@@ -170,7 +171,7 @@ def test_host_stream_busy_while_used(client):
     assert e.value.code == 1033
     gate = threading.Event()
     hs.enqueue_call(lambda: gate.wait(60))
-    seq = s.signal()
+    s.signal()
     threading.Timer(0.05, gate.set).start()
     seg.close()  # closes its stream, waits for the store queued into it, unmaps
     assert s.closed and seg.closed and gate.is_set()
@@ -291,6 +292,53 @@ def test_closed_objects(client):
         seg.stream()
 
 
+def test_closed_object_passed_to_a_call_raises_closed_error(client):
+    """A closed object handed to a call — its own method, another object's constructor,
+    or a libgaruda function itself — raises ClosedError before C sees it: ctypes
+    converts each object through its _as_parameter_, which raises for a closed one,
+    and the library's functions raise that ClosedError rather than the
+    ctypes.ArgumentError ctypes makes of it. No crash, no NULL handed to C."""
+    lib = garuda._lib.load()
+
+    def closed(call, kind):
+        with pytest.raises(garuda.ClosedError) as e:
+            call()
+        assert not isinstance(e.value, ctypes.ArgumentError)
+        assert e.value.code == 1034 and e.value.name == "CLOSED"
+        assert str(e.value).startswith(f"{kind} is closed: ")
+        # not shown "during handling of" ctypes' ArgumentError
+        assert e.value.__context__ is None or e.value.__suppress_context__
+
+    hs = garuda.HostStream()
+    hs.close()
+    seg = client.segment()
+    closed(lambda: seg.stream(hs), "host stream")  # the native argument of stream_new
+    closed(lambda: garuda.Stream(seg, hs), "host stream")
+    closed(lambda: lib.garuda_host_stream_enqueue_work(hs, 0), "host stream")
+    assert seg.free_words == 8  # no stream was made
+    s = seg.stream()
+    s.close()
+    closed(lambda: s._as_parameter_, "stream")
+    closed(lambda: lib.garuda_stream_value(s), "stream")
+    closed(lambda: lib.garuda_stream_wait(s, 1, 0), "stream")
+    closed(s.drain, "stream")
+    closed(s.query, "stream")
+    closed(lambda: s.reached(1), "stream")
+    closed(lambda: s.set_callback(None), "stream")
+    # anything else ctypes cannot convert stays its ArgumentError
+    with pytest.raises(ctypes.ArgumentError):
+        lib.garuda_stream_value(object())
+    seg.close()
+    closed(lambda: seg.free_words, "segment")
+    closed(lambda: garuda.Stream(seg), "segment")
+    closed(lambda: lib.garuda_segment_free_words(seg), "segment")
+    client.close()
+    closed(lambda: garuda.Segment(client), "client")
+    closed(lambda: lib.garuda_client_session(client), "client")
+    closed(client.query, "client")
+    assert repr(client) == "<garuda.Client closed>"
+
+
 def test_client_close_frees_children(daemon):
     c = garuda.Client()
     seg = c.segment()
@@ -344,3 +392,30 @@ def test_fds_closed_on_close_and_gc(daemon):
     del c
     gc.collect()
     assert nfds() == base
+
+
+def test_reference_cycles_are_freed_by_the_collector(daemon, capfd):
+    """Objects in reference cycles are freed by the garbage collector (each object's
+    weakref.finalize), in whatever order it takes them: a client freed before its
+    segment and stream (its disconnect frees theirs) leaves them nothing to free
+    again, and a free that fails there (a segment closed while its stream lives is
+    BUSY) prints nothing."""
+    gc.collect()
+    base = nfds()
+    for order in range(3):
+        c = garuda.Client()
+        seg = c.segment()
+        hs = garuda.HostStream()
+        s = seg.stream(hs)
+        s.signal()
+        objs = [c, seg, s, hs]
+        for o in objs:
+            o.cycle = o  # refcounting alone frees none of them
+        objs[order].cycle = objs  # and one holds all: any may go first
+        del c, seg, s, hs, o, objs
+        gc.collect()
+        assert nfds() == base
+        assert daemon.wait_status("clients", 0) == 0
+    out, err = capfd.readouterr()
+    assert "Exception ignored" not in err and "Error" not in err, err
+

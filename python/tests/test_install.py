@@ -1,7 +1,8 @@
 """`meson install` puts the package where the interpreter finds it, next to libgaruda:
 from a DESTDIR install, with only PYTHONPATH (the site-packages directory) and
 LD_LIBRARY_PATH (found by soname, no GARUDA_LIBRARY) pointing into it, `import garuda`
-comes from the installed tree and signals and waits through a garudad."""
+comes from the installed tree and signals and waits through a garudad. The tree carries
+py.typed (PEP 561)."""
 import glob
 import os
 import shutil
@@ -32,6 +33,8 @@ def test_import_from_installed_tree(daemon):
         inits = glob.glob(os.path.join(dest, "**", "garuda", "__init__.py"), recursive=True)
         assert len(inits) == 1, inits
         site = os.path.dirname(os.path.dirname(inits[0]))
+        # the annotations are the package's types (PEP 561)
+        assert os.path.isfile(os.path.join(site, "garuda", "py.typed"))
         libs = glob.glob(os.path.join(dest, "**", "libgaruda.so.0"), recursive=True)
         assert len(libs) == 1, libs
         env = {k: v for k, v in os.environ.items()

@@ -72,7 +72,8 @@ def test_pip_install_into_venv(make_daemon):
         assert r.returncode == 0, r.stdout + r.stderr
         pip = os.path.join(tmp, "v", "bin", "pip")
         run(pip, "install", "--no-build-isolation", "--no-index", "./python")
-        run(pip, "show", "garuda")
+        files = run(pip, "show", "--files", "garuda").stdout.split()
+        assert "garuda/py.typed" in files, files  # PEP 561: the annotations are its types
         probe_env = dict(env, GARUDA_LIBRARY=LIBRARY, GARUDA_SOCKET=d.sock)
         r = run(os.path.join(tmp, "v", "bin", "python"), "-c", PROBE, env=probe_env)
         assert r.stdout.startswith("pip garuda 0.1.0 libgaruda 0.1.0 from " + tmp), r.stdout
