@@ -276,13 +276,15 @@ Test(plans, predict_learns_exact_and_censored)
 }
 
 /* Opens gates g[0..n) one at a time: gate k once the stream has recorded base + k
- * samples and the waiting thread sleeps in front of sequence k (events, not time). */
+ * samples (the waiter is then on sequence k: a 20 ms kernel follows each gate, so its
+ * store cannot overtake the waiter's next look), or after 2 s without (a sequence
+ * whose landing the waiter saw together with the next one's records nothing). Events,
+ * not time: the 2 s only bound a wait that went wrong. */
 struct in_order {
 	struct garuda_stream *s;
 	struct gate *g;
 	unsigned n;
 	uint64_t base;
-	pid_t waiter;
 	pthread_t t;
 };
 
@@ -297,8 +299,7 @@ static void *in_order_main(void *arg)
 {
 	struct in_order *o = arg;
 	for (unsigned k = 0; k < o->n; k++) {
-		for (int i = 0; i < 200000 && (samples(o->s) != o->base + k ||
-					       blocked_in(o->waiter) != SYS_clock_nanosleep); i++)
+		for (int i = 0; i < 20000 && samples(o->s) < o->base + k; i++)
 			usleep(100);
 		gate_open(&o->g[k]);
 	}
@@ -310,8 +311,8 @@ Test(plans, predict_waits_in_stream_order)
 	/* four sequences queued on one stream, one wait for the last: each sequence is
 	 * waited for with its own clock (its predecessor's landing), so each gives the
 	 * estimator a sample of one kernel; a wait from the call to the last landing
-	 * would have given one sample of four (docs/plans.md, "Several outstanding
-	 * sequences on one word") */
+	 * gives one sample of four (docs/plans.md, "Several outstanding sequences on one
+	 * word") */
 	struct fixture f = { 0 };
 	struct garuda_host_stream *hs;
 	struct garuda_stream *s;
@@ -327,15 +328,17 @@ Test(plans, predict_waits_in_stream_order)
 	for (int k = 0; k < 4; k++) {
 		gate_init(&g[k]);
 		gate_enqueue(&g[k], hs);
+		ok(garuda_host_stream_enqueue_work(hs, 20 * NS_PER_MS));
 		ok(garuda_stream_signal(s, &seq));
 	}
-	struct in_order o = { .s = s, .g = g, .n = 4, .base = samples(s),
-			      .waiter = (pid_t)syscall(SYS_gettid) };
+	struct in_order o = { .s = s, .g = g, .n = 4, .base = samples(s) };
 	cr_assert_eq(pthread_create(&o.t, NULL, in_order_main, &o), 0);
 	ok(garuda_stream_wait(s, seq, -1));
 	pthread_join(o.t, NULL);
-	cr_assert_eq(samples(s), o.base + 4, "one sample per queued sequence (%llu)",
-		     (unsigned long long)(samples(s) - o.base));
+	uint64_t got = samples(s) - o.base;
+	/* four here; a loaded machine may let a landing through with the next one's (that
+	 * sequence records nothing), never all: one wait for the last would record one */
+	cr_assert(got >= 2 && got <= 4, "samples for 4 queued sequences: %llu", (unsigned long long)got);
 	for (int k = 0; k < 4; k++)
 		gate_destroy(&g[k]);
 	garuda_stream_free(s);
