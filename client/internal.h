@@ -34,10 +34,9 @@
  */
 #pragma once
 
-/* the registry first: garuda.h then skips its copy of the codes */
-#include "errcode.h"
-
 #include <garuda/garuda.h>
+
+#include "errcode.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

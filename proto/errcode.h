@@ -13,7 +13,9 @@
 
 #include <stdbool.h>
 
-#define GARUDA_ERR_BASE 1000
+/* GARUDA_ERR_BASE and enum garuda_error (GARUDA_E_<name>): generated from the table
+ * below by scripts/gen-errcodes.py, and public (<garuda/garuda.h> includes it). */
+#include <garuda/errcodes.h>
 
 /*     name               number  message */
 #define GARUDA_ERRCODES(X)                                                            \
@@ -54,11 +56,6 @@
 	X(CLOSED,          1034, "object closed")                                            \
 	X(FALLBACK_REACTOR, 1035, "garudad unreachable: waits run on the in-process reactor")
 
-enum garuda_errcode {
-#define GARUDA_ERR_ENUM_(name, num, msg) GARUDA_E_##name = num,
-	GARUDA_ERRCODES(GARUDA_ERR_ENUM_)
-#undef GARUDA_ERR_ENUM_
-};
 
 /* True when code (positive) is a registered garuda code. */
 bool garuda_errcode_known(int code);

@@ -134,7 +134,7 @@ struct garuda_ready {
 	uint32_t flags; /* GARUDA_READY_* */
 };
 
-struct garuda_error {
+struct garuda_error_msg {
 	int32_t code; /* > 0: registry code; < 0: negative errno from the daemon */
 	uint32_t text_len;
 	char text[GARUDA_ERROR_TEXT_MAX + 1]; /* NUL-terminated after decode */
@@ -174,7 +174,7 @@ struct garuda_msg {
 		struct garuda_arm arm;
 		struct garuda_disarm disarm;
 		struct garuda_ready ready;
-		struct garuda_error error;
+		struct garuda_error_msg error;
 		struct garuda_query query;
 		struct garuda_query_reply query_reply;
 		struct garuda_arm_batch arm_batch;

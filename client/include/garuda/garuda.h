@@ -56,49 +56,9 @@ extern "C" {
 /* Default socket of garudad; the environment variable GARUDA_SOCKET overrides it. */
 #define GARUDA_DEFAULT_SOCKET "/run/garuda/garuda.sock"
 
-/* garuda's own error codes (returned negated). This is a copy of the append-only
- * registry in garuda's proto/errcode.h: a code never changes its number. */
-#ifndef GARUDA_ERR_BASE
-#define GARUDA_ERR_BASE 1000
-enum garuda_error {
-	GARUDA_E_PROTOCOL = 1000,       /* malformed message */
-	GARUDA_E_TOO_SHORT = 1001,      /* message shorter than its header or body */
-	GARUDA_E_TOO_LONG = 1002,       /* message longer than the protocol allows */
-	GARUDA_E_BAD_LENGTH = 1003,     /* header length field differs from the datagram */
-	GARUDA_E_UNKNOWN_TYPE = 1004,   /* unknown message type */
-	GARUDA_E_BAD_VERSION = 1005,    /* unsupported protocol version */
-	GARUDA_E_FD_COUNT = 1006,       /* number of passed fds differs from the header */
-	GARUDA_E_SLOT_RANGE = 1007,     /* slot out of range */
-	GARUDA_E_RESERVED_SET = 1008,   /* reserved field or flag is not zero */
-	GARUDA_E_BAD_VALUE = 1009,      /* field value out of range */
-	GARUDA_E_UNEXPECTED = 1010,     /* message not valid in this direction or state */
-	GARUDA_E_NO_SEGMENT = 1011,     /* no such segment in this session */
-	GARUDA_E_BAD_FD = 1012,         /* passed fd has the wrong type */
-	GARUDA_E_NOT_BOUND = 1013,      /* slot has no eventfd binding */
-	GARUDA_E_ALREADY_BOUND = 1014,  /* slot already has an eventfd binding */
-	GARUDA_E_NOT_ARMED = 1015,      /* no such armed descriptor */
-	GARUDA_E_QUOTA = 1016,          /* quota exceeded */
-	GARUDA_E_NO_MEMLOCK = 1017,     /* cannot lock segment memory */
-	GARUDA_E_BAD_SEGMENT = 1018,    /* presented segment has wrong seals, size or layout */
-	GARUDA_E_SLOW_PEER = 1019,      /* peer does not drain its socket; disconnected */
-	GARUDA_E_TIMEOUT = 1020,        /* timed out */
-	GARUDA_E_DISCONNECTED = 1021,   /* not connected to garudad */
-	GARUDA_E_BAD_PLAN = 1022,       /* invalid wait plan */
-	GARUDA_E_STREAM_FAULT = 1023,   /* the stream reported an error */
-	GARUDA_E_NO_DRIVER = 1024,      /* vendor runtime library not found */
-	GARUDA_E_DRIVER_TOO_OLD = 1025, /* vendor runtime lacks a required entry point */
-	GARUDA_E_UNSUPPORTED = 1026,    /* device cannot do 64-bit stream memory operations */
-	GARUDA_E_REGISTER_FAILED = 1027,/* vendor runtime refused to register host memory */
-	GARUDA_E_BAD_JSON = 1028,       /* (control plane) request is not a JSON object */
-	GARUDA_E_UNKNOWN_REQUEST = 1029,/* (control plane) unknown request */
-	GARUDA_E_BAD_ARGUMENT = 1030,   /* (control plane) missing or mistyped argument */
-	GARUDA_E_ACCESS_DENIED = 1031,  /* permission denied */
-	GARUDA_E_NO_CLIENT = 1032,      /* (control plane) no such client */
-	GARUDA_E_BUSY = 1033,           /* resource busy */
-	GARUDA_E_CLOSED = 1034,         /* object closed */
-	GARUDA_E_FALLBACK_REACTOR = 1035, /* (warning) garudad unreachable: in-process reactor */
-};
-#endif
+/* garuda's own error codes (returned negated): enum garuda_error, generated from the
+ * append-only registry (proto/errcode.h). */
+#include <garuda/errcodes.h>
 
 /* How a stream's waiter is told that its word may have reached a target.
  * Whatever the form, garuda_stream_wait() works; the form decides what it blocks on
