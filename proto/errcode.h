@@ -6,8 +6,11 @@
  * negative errno for a system failure (forwarded unchanged), or a negative registry
  * code for an API/protocol error. garuda_strerror() maps either kind to text.
  *
- * To add a code: append a line at the end of GARUDA_ERRCODES with the next number.
- * Never renumber, never remove (retire a code by leaving it in place).
+ * To add a code: append a line at the end of GARUDA_ERRCODES with the next number, then
+ * run scripts/gen-errcodes.py (or `meson compile -C build errcodes`): it writes the
+ * public <garuda/errcodes.h> and python/garuda/errors.py's classes, and the meson test
+ * errcodes-fresh fails until it has. Never renumber, never remove (retire a code by
+ * leaving it in place).
  */
 #pragma once
 
