@@ -126,12 +126,16 @@ static inline void gate_destroy(struct gate *g)
 	pthread_cond_destroy(&g->cv);
 }
 
-/* Wait (deadline) until cond holds, re-evaluating it every millisecond. */
-#define eventually(cond, what)                                                  \
-	do {                                                                    \
+/* Wait until cond holds (an event: a state, a count), re-evaluating it every
+ * millisecond, for at most TD_DEADLINE_MS; the value of cond at the end. For threads and
+ * forked children, which cannot assert. */
+#define settles(cond)                                                           \
+	({                                                                      \
 		long long ev_end_ = td_now_ms() + TD_DEADLINE_MS;               \
-		while (!(cond)) {                                               \
-			cr_assert(td_now_ms() < ev_end_, "never happened: %s", what); \
+		while (!(cond) && td_now_ms() < ev_end_)                        \
 			usleep(1000);                                           \
-		}                                                               \
-	} while (0)
+		(cond);                                                         \
+	})
+
+/* settles(cond), asserted. */
+#define eventually(cond, what) cr_assert(settles(cond), "never happened: %s", what)

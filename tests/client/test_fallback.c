@@ -514,9 +514,8 @@ static int child_runs_its_own_reactor(void)
 	garuda_host_stream_free(hs);
 	garuda_segment_close(seg);
 	garuda_disconnect(c);
-	for (int i = 0; i < 10000 && reactor_threads(NULL) != 0; i++)
-		usleep(1000); /* joined; the kernel reaps the thread just after */
-	return reactor_threads(NULL) == 0 ? 0 : 17;
+	/* joined; the kernel reaps the thread just after (an event, waited for) */
+	return settles(reactor_threads(NULL) == 0) ? 0 : 17;
 }
 
 Test(fallback, forked_child_has_no_reactor_until_it_needs_one)

@@ -125,8 +125,7 @@ static void *opener_main(void *arg)
 	usleep(o->delay_us);
 	/* a loaded machine may start the wait after the delay: then it would find the
 	 * work done on entry and record nothing */
-	for (int i = 0; o->asleep && i < 20000 && blocked_in(o->asleep) != SYS_clock_nanosleep; i++)
-		usleep(100);
+	(void)settles(!o->asleep || blocked_in(o->asleep) == SYS_clock_nanosleep);
 	gate_open(o->g);
 	return NULL;
 }
@@ -299,8 +298,7 @@ static void *in_order_main(void *arg)
 {
 	struct in_order *o = arg;
 	for (unsigned k = 0; k < o->n; k++) {
-		for (int i = 0; i < 20000 && samples(o->s) < o->base + k; i++)
-			usleep(100);
+		(void)settles(samples(o->s) >= o->base + k);
 		gate_open(&o->g[k]);
 	}
 	return NULL;

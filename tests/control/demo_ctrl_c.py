@@ -94,21 +94,23 @@ def main():
     daemon_pid = int(re.search(r"demo: garudad pid (\d+)", text()).group(1))
     if not os.path.isdir(rt):
         fail("the runtime directory %s is not there while the demo runs" % rt, text())
-    time.sleep(1.0)  # a few completions, a second frame
+    # a second frame of top: the workloads run and top redraws (an event, not a time)
+    frames = text().count("COMPL/S")
+    end = time.monotonic() + DEADLINE_UP_S
+    while time.monotonic() < end and text().count("COMPL/S") <= frames and read_some(0.2):
+        pass
 
     mark = len(buf)
     os.write(fd, b"\x03")  # Ctrl-C: ISIG turns it into SIGINT for the foreground group
     end = time.monotonic() + DEADLINE_END_S
     while time.monotonic() < end and read_some(0.2):
         pass
+    # the terminal closed (or the deadline passed): wait for the shell's exit on its
+    # pidfd, for what is left of the deadline
+    pidfd = os.pidfd_open(pid)
+    select.select([pidfd], [], [], max(0.0, end - time.monotonic()))
+    os.close(pidfd)
     done, status = os.waitpid(pid, os.WNOHANG)
-    if not done:
-        # the terminal closed but the shell is still there, or the deadline passed
-        for _ in range(50):
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            time.sleep(0.1)
     if not done:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
