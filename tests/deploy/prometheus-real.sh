@@ -7,8 +7,9 @@
 #   - the rules load (health ok) and garuda_up 1 and garudad's series reach Prometheus;
 #   - a real quota refusal (a second connection of the same uid) fires
 #     GarudaQuotaRefusals, whose summary says "refused 1 requests" (whole number);
-#   - GarudaDown goes pending on a stale garuda.prom (mtime 10 min ago) and, once that
-#     clears, on garuda_up 0 (garudad gone). Its `for: 2m` firing is covered by
+#   - GarudaDown goes pending on a stale garuda.prom (mtime 10 min ago), on a missing
+#     one (node_exporter up, no garuda_up series) and, once those clear, on garuda_up 0
+#     (garudad gone). Its `for: 2m` firing is covered by
 #     promtool test rules (test deploy-prometheus).
 # No mounts; the host is checked at the end for leftover processes and network changes.
 # Exit 77 (skip) naming the package when a tool is missing.
@@ -134,6 +135,14 @@ echo "GarudaDown: $(alerts GarudaDown)"
 "$prom/garuda-textfile" "$work/textfile"
 clear() { [[ -z $(alerts GarudaDown) ]]; }
 wait_for "GarudaDown cleared by a fresh file" clear
+
+echo "--- GarudaDown pending on a missing garuda.prom (node_exporter up, no garuda_up)"
+rm "$work/textfile/garuda.prom"
+missing() { [[ -z $(query garuda_up) ]] && alerts GarudaDown | grep -q '^pending garudad on .* does not answer $'; }
+wait_for "GarudaDown pending with no garuda_up series" missing
+echo "GarudaDown: $(alerts GarudaDown) (garuda_up: none; up: $(query 'up{job="node"}'))"
+"$prom/garuda-textfile" "$work/textfile"
+wait_for "GarudaDown cleared by the file's return" clear
 
 echo "--- GarudaDown pending on garuda_up 0"
 kill "$garudad_pid"; wait "$garudad_pid" 2>/dev/null || true
