@@ -4,6 +4,8 @@
  *   3. throughput (thru.c)       4. scale: pass cost, memory, idle (scale.c)
  *   5. wait plans against real kernel lengths (plans.c, issue 11)
  *   6. a spin step: hardware word wait vs pause (wordwait.c, issue 25)
+ *   7. tenants: one tenant's idle and churning arms against another's waits (tenants.c,
+ *      issue 29)
  *
  * Each section starts its own garudad from the build tree (benchd.h) with the tuning
  * it states, prints its table, and adds its numbers to one JSON document. At the end
@@ -39,12 +41,13 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: garuda-bench [OPTION]...\n"
 		"Benchmarks garudad against per-process baselines: wake latency, CPU per completion,\n"
-		"throughput of one scanner, scale (pass cost, memory, idle). Prints a table and writes JSON.\n\n"
+		"throughput of one scanner, scale (pass cost, memory, idle), wait plans, tenants (one\n"
+		"tenant's idle and churning arms against another's waits). Prints a table and writes JSON.\n\n"
 		"  --quick               short run (under 2 minutes; fewer samples and clients)\n"
 		"  --json=PATH           JSON output (default %s)\n"
 		"  --daemon=PATH         garudad to run (default %s)\n"
-		"  --only=LIST           sections to run: latency,cpu,throughput,scale,plans,wordwait\n"
-		"                        (default all)\n"
+		"  --only=LIST           sections to run: latency,cpu,throughput,scale,plans,wordwait,\n"
+		"                        tenants (default all)\n"
 		"  --gap-us=N            simulated kernel time between arm and store, latency (default 20)\n"
 		"  --spin-us=N           garudad spin_us for the latency-tuned daemon (default 100)\n"
 		"  --max-sleep-us=N      garudad max_sleep_us (default 1000)\n"
@@ -274,6 +277,8 @@ int main(int argc, char **argv)
 		bench_scale(&b);
 	if (want(&b, "wordwait"))
 		bench_wordwait_section(&b);
+	if (want(&b, "tenants"))
+		bench_tenants(&b);
 	targets(&b);
 	double secs = (double)(now_ns() - t0) / 1e9;
 	cJSON_AddNumberToObject(b.json, "seconds", secs);

@@ -141,6 +141,24 @@ int bench_scale(struct bench *b);
 int bench_plans(struct bench *b);
 /* 6. the row "spin step: hardware wait vs pause" (wordwait.c) */
 int bench_wordwait_section(struct bench *b);
+/* 7. tenants (tenants.c, issue 29): one tenant's idle and churning arms, another's lateness */
+int bench_tenants(struct bench *b);
+
+/* The plans section's garudad stream processes (plans.c), for other sections: `streams`
+ * streams of n fixed 1 ms kernels each against the running garudad d (eventfd form over
+ * the raw protocol, one kernel at a time, a producer process stores after the kernel),
+ * as the plans section's "garuda +predict" cells under whatever plan d runs. lat: store
+ * -> wake of all but each stream's first 16 completions; daemon_us and total_us: CPU per
+ * completion (garudad's; garudad's and the streams'). 0, or -1 after a recorded failure. */
+struct gd_daemon;
+struct plans_streams_result {
+	bool ok;
+	struct lat_stats lat;
+	uint64_t completions;
+	double daemon_us, total_us;
+};
+int plans_garuda_streams(struct bench *b, struct gd_daemon *d, unsigned streams, unsigned n,
+			 struct plans_streams_result *out);
 /* The hardware word wait libgaruda would use here (util/wordwait.h; GARUDA_WORDWAIT=off:
  * none), for the header line */
 struct wordwait;

@@ -472,12 +472,13 @@ static unsigned cell_n(const struct bench *b, enum kernel k, unsigned streams, u
 	return n;
 }
 
-static int run_cell(struct bench *b, struct gd_daemon *d, enum prow row, enum kernel k, unsigned streams,
-		    unsigned depth, struct presult *out)
+/* One cell of n completions per stream (n > WARMUP). */
+static int run_cell_n(struct bench *b, struct gd_daemon *d, enum prow row, enum kernel k, unsigned streams,
+		      unsigned depth, unsigned n, struct presult *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct pcell c = { .row = row, .k = k, .streams = streams, .n = cell_n(b, k, streams, depth),
-			   .depth = depth, .sock = d ? d->sock : NULL };
+	struct pcell c = { .row = row, .k = k, .streams = streams, .n = n, .depth = depth,
+			   .sock = d ? d->sock : NULL };
 	c.bytes = sizeof(struct pstream) + 3 * (c.n + 1) * sizeof(uint64_t);
 	for (unsigned i = 0; i < streams; i++) {
 		c.st[i] = shm_alloc(c.bytes);
@@ -545,6 +546,29 @@ out:
 		if (c.st[i])
 			shm_free(c.st[i], c.bytes);
 	return out->ok ? 0 : -1;
+}
+
+static int run_cell(struct bench *b, struct gd_daemon *d, enum prow row, enum kernel k, unsigned streams,
+		    unsigned depth, struct presult *out)
+{
+	return run_cell_n(b, d, row, k, streams, depth, cell_n(b, k, streams, depth), out);
+}
+
+int plans_garuda_streams(struct bench *b, struct gd_daemon *d, unsigned streams, unsigned n,
+			 struct plans_streams_result *out)
+{
+	struct presult r;
+	memset(out, 0, sizeof(*out));
+	if (streams < 1 || streams > PLAN_MAX_STREAMS || n <= WARMUP) {
+		bench_fail(b, "plans: %u streams of %u completions asked (1..%d streams, more than %d each)",
+			   streams, n, PLAN_MAX_STREAMS, WARMUP);
+		return -1;
+	}
+	if (run_cell_n(b, d, R_GPREDICT, K_1MS, streams, 1, n, &r) < 0)
+		return -1;
+	*out = (struct plans_streams_result){ .ok = true, .lat = r.lat, .completions = (uint64_t)n * streams,
+					      .daemon_us = r.daemon_us, .total_us = r.total_us };
+	return 0;
 }
 
 /* ---------------------------------------------------------------- the section */
