@@ -9,6 +9,9 @@
 #   restart-watchdog the same; SIGSTOP: the watchdog (the unit's WatchdogSec) kills it
 #   restart-stopkill the same; SIGSTOP, 8 s, SIGKILL (not registered: the watchdog's
 #                    case without the watchdog)
+#   metrics          garuda-metrics.service and .timer as shipped: garuda.prom in
+#                    /var/lib/prometheus/node-exporter (written, parses, 0644), another
+#                    directory by a drop-in, the timer's run, garuda_up 0 without garudad
 #   tenant           per-tenant keys under the shipped unit: clients of uid gtin and of
 #                    root, each in a scope of its own (systemd-run --scope, as a job or
 #                    a unit would be), show their cgroup and command name in garctl
@@ -233,6 +236,97 @@ tenant() {
 	check "systemctl stop exits 0" sd_ctl stop garuda.service
 }
 
+# prom_parses: stdin is Prometheus text that promtool accepts (lint included); without
+# promtool, that every sample line is NAME{LABELS} VALUE and the file has garuda_up
+prom_parses() {
+	if command -v promtool >/dev/null; then
+		promtool check metrics
+	else
+		python3 -c '
+import re, sys
+ok = False
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if not line or line.startswith("#"):
+        continue
+    m = re.fullmatch(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)", line)
+    if not m:
+        sys.exit("not a sample: %r" % line)
+    float(m.group(3))
+    ok = ok or m.group(1) == "garuda_up"
+sys.exit(0 if ok else "no garuda_up")'
+	fi
+}
+
+# metrics: garuda-fleet's garuda-metrics.service and .timer as shipped (but for where
+# garuda-textfile and garctl are), into Debian's /var/lib/prometheus/node-exporter
+# (a tmpfs in the namespace), under the unit's ProtectSystem=strict
+metrics() {
+	local dir=/var/lib/prometheus/node-exporter text i t0 rc
+	# the timer first: its first run (OnBootSec=15s: in a container, from the manager's
+	# start) comes while the service is checked by hand
+	check "garuda-metrics.timer starts" sd_ctl start garuda-metrics.timer
+	check "garuda-metrics.timer waits for its first run" \
+		test "$(prop garuda-metrics.timer ActiveState)/$(prop garuda-metrics.timer SubState)" = active/waiting
+
+	# by hand: garctl metrics activates garudad through the control socket
+	check "garuda-metrics.service runs and exits 0" sd_ctl start garuda-metrics.service
+	check "... Result=success" test "$(prop garuda-metrics.service Result)" = success
+	text=$(sd_in cat "$dir/garuda.prom")
+	check "garuda.prom written into $dir, with garuda_up 1" grep -qx 'garuda_up 1' <<<"$text"
+	check "... and garudad's series" grep -q '^garuda_uptime_seconds ' <<<"$text"
+	check "... and it parses (promtool check metrics)" prom_parses <<<"$text"
+	check "... mode 0644" test "$(sd_in stat -c %a "$dir/garuda.prom")" = 644
+	check "... and nothing else is left in $dir" test "$(sd_in ls -A "$dir")" = garuda.prom
+
+	# another directory, as the unit's comment and deploy.md say: TEXTFILE_DIR alone
+	# is refused with a reason, TEXTFILE_DIR and ReadWritePaths= work
+	mkdir "$T/textfile2"
+	printf '[Service]\nEnvironment=TEXTFILE_DIR=/run/gt/textfile2\n' \
+		>"$T/units/garuda-metrics.service.d/20-dir.conf"
+	sd_ctl daemon-reload
+	sd_ctl start garuda-metrics.service 2>/dev/null
+	check "TEXTFILE_DIR alone (no ReadWritePaths=): the service fails" test $? -ne 0
+	check "... and says to add it to ReadWritePaths=" \
+		grep -q "garuda-textfile: cannot create a file in /run/gt/textfile2 (under systemd: is /run/gt/textfile2 in the ReadWritePaths= of the unit?" "$T/logs/metrics.log"
+	printf 'ReadWritePaths=/run/gt/textfile2\n' >>"$T/units/garuda-metrics.service.d/20-dir.conf"
+	sd_ctl daemon-reload
+	check "TEXTFILE_DIR and ReadWritePaths=: the service exits 0" sd_ctl start garuda-metrics.service
+	check "... garuda.prom with garuda_up 1 there" grep -qx 'garuda_up 1' "$T/textfile2/garuda.prom"
+	rm "$T/units/garuda-metrics.service.d/20-dir.conf"
+	sd_ctl daemon-reload
+
+	# the timer runs it: garuda.prom comes back (within its 15 s, and a loaded
+	# machine's slack)
+	sd_in rm "$dir/garuda.prom"
+	t0=$SECONDS
+	for ((i = 0; i < 800; i++)); do
+		[[ $(prop garuda-metrics.timer LastTriggerUSecMonotonic) != 0 ]] &&
+			[[ $(prop garuda-metrics.service ActiveState) != activating ]] &&
+			sd_in test -s "$dir/garuda.prom" && break
+		sleep 0.05
+	done
+	check "the timer ran garuda-metrics.service (after $((SECONDS - t0)) s)" \
+		test "$(prop garuda-metrics.timer LastTriggerUSecMonotonic)" != 0
+	text=$(sd_in cat "$dir/garuda.prom" 2>/dev/null)
+	check "... which wrote garuda.prom again, with garuda_up 1" grep -qx 'garuda_up 1' <<<"$text"
+	check "... that parses" prom_parses <<<"$text"
+	check "... and the timer waits for its next run" \
+		test "$(prop garuda-metrics.timer SubState)" = waiting -a \
+		"$(prop garuda-metrics.timer NextElapseUSecMonotonic)" != infinity
+	sd_ctl stop garuda-metrics.timer
+
+	# garudad not answering: garuda_up 0, and the unit fails with garctl's status
+	sd_ctl stop garuda.socket garuda-control.socket garuda.service
+	sd_ctl start garuda-metrics.service 2>/dev/null
+	rc=$?
+	check "garudad gone: garuda-metrics.service fails ($rc)" test "$rc" -ne 0 -a "$(prop garuda-metrics.service Result)" = exit-code
+	text=$(sd_in cat "$dir/garuda.prom")
+	check "... and garuda.prom says garuda_up 0" grep -qx 'garuda_up 0' <<<"$text"
+	check "... which parses" prom_parses <<<"$text"
+	check "... and nothing else is left in $dir" test "$(sd_in ls -A "$dir")" = garuda.prom
+}
+
 # kernel_has X.Y: the running kernel is X.Y or later
 kernel_has() {
 	[[ $(printf '%s\n%s\n' "$1" "$(uname -r | cut -d- -f1)" | sort -V | head -n 1) == "$1" ]]
@@ -240,6 +334,7 @@ kernel_has() {
 
 case $scenario in
 units) units ;;
+metrics) metrics ;;
 tenant) tenant ;;
 tenant-invisible) tenant invisible ;;
 restart-kill) restart kill ;;

@@ -2,7 +2,8 @@
 # namespaces, with garuda's units, for the systemd suite. Sourced by run.sh.
 #
 #   sd_setup          build $T: units (the configured garuda.service, the two sockets,
-#                     stub targets), passwd/group made by systemd-sysusers from
+#                     garuda-metrics.service and .timer from contrib/prometheus, stub
+#                     targets), passwd/group made by systemd-sysusers from
 #                     garuda.sysusers (plus two test users), then start systemd
 #   sd_stage FILE     copy an executable of the build tree into $T/b (see below) and
 #                     print its path inside the namespace
@@ -12,8 +13,9 @@
 #
 # Inside: a private /proc, a tmpfs /run, a cgroup2 mount of a fresh cgroup of ours,
 # /etc read-only with passwd, group (and shadow files) bind-mounted from $T/root/etc,
-# tmpfs over /tmp and /var's writable places, $T visible at /run/gt (the service has
-# PrivateTmp=yes, so nothing it reads may live under /tmp). What the namespace runs
+# tmpfs over /tmp and /var's writable places (/var/lib then holds only an empty
+# /var/lib/prometheus/node-exporter, the metrics unit's directory), $T visible at
+# /run/gt (the service has PrivateTmp=yes, so nothing it reads may live under /tmp). What the namespace runs
 # from the build tree (the unit's garudad, the clients, garctl) is run from copies in
 # $T/b (/run/gt/b inside), 0755 all the way down: the build may live where the service
 # user cannot reach it (under a 0700 home, which ProtectHome=yes hides from the
@@ -117,6 +119,18 @@ sd_setup() {
 	# $T/b) and the sockets
 	cp "$UNIT_SERVICE" "$UNIT_SRC/garuda.socket" "$UNIT_SRC/garuda-control.socket" "$T/units/"
 	sd_stage_unit "$T/units/garuda.service" || return 1
+	# garuda-fleet's metrics units as shipped, but for where garuda-textfile and
+	# garctl are (a drop-in names this build's garctl: on a host with the packages,
+	# garctl on PATH is the installed one)
+	local prom=${PROM_SRC:-$UNIT_SRC/../contrib/prometheus} textfile staged_garctl
+	textfile=$(sd_stage "$prom/garuda-textfile") || return 1
+	staged_garctl=$(sd_stage "${GARCTL:-$(sd_build_root)/client/garctl/garctl}") || return 1
+	sed "s|/usr/libexec/garuda/garuda-textfile|$textfile|g" "$prom/garuda-metrics.service" \
+		>"$T/units/garuda-metrics.service"
+	cp "$prom/garuda-metrics.timer" "$T/units/"
+	mkdir -p "$T/units/garuda-metrics.service.d"
+	printf '[Service]\nEnvironment=GARCTL=%s\nStandardOutput=append:/run/gt/logs/metrics.log\nStandardError=append:/run/gt/logs/metrics.log\n' \
+		"$staged_garctl" >"$T/units/garuda-metrics.service.d/10-test.conf"
 	local t
 	for t in sysinit basic sockets shutdown multi-user paths timers slices local-fs network \
 		umount final emergency rescue; do
@@ -168,7 +182,7 @@ sd_setup() {
 	# Only our unit directory (no trailing ":"): the host's units and their .wants
 	# (tmpfiles, journald, sysusers...) must never run here. And in case anything still
 	# tried to write the host's disk: /etc read-only, tmpfs over /tmp, /var/tmp,
-	# /var/log, /var/lib/systemd, /var/cache.
+	# /var/log, /var/lib, /var/cache.
 	cat >"$T/inner.sh" <<EOF
 #!/bin/sh
 set -e
@@ -177,9 +191,13 @@ mount -t proc proc /proc
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir -p /run/gt
 mount --bind $T /run/gt
-for d in /tmp /var/tmp /var/log /var/lib/systemd /var/cache; do
+for d in /tmp /var/tmp /var/log /var/lib /var/cache; do
 	[ -d \$d ] && mount -t tmpfs -o mode=1777 tmpfs \$d
 done
+# /var/lib: systemd's, and node_exporter's textfile directory (Debian's path, as
+# garuda-metrics.service has it), empty
+mkdir -p /var/lib/systemd /var/lib/prometheus/node-exporter
+chmod 755 /var/lib /var/lib/systemd /var/lib/prometheus /var/lib/prometheus/node-exporter
 mount --bind /etc /etc
 mount -o remount,bind,ro /etc
 for f in passwd group shadow gshadow; do
