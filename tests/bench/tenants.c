@@ -27,7 +27,7 @@
  * section's garudad streams, plans.c: eventfd form over the raw protocol, a producer
  * process stores after the kernel; store -> wake), with A idle (connected, no arms:
  * the baseline), A loaded (A holding 65,536 idle arms; full mode also 1,048,576) and A
- * churning (holding them, plus the churn). Rows: B's p50 and p99 and their deltas
+ * churning (holding 65,536, plus the churn). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
  * baseline's. The section prints issue 29's targets as verdicts; like every timing in
  * this bench they never fail the run.
@@ -429,7 +429,7 @@ int bench_tenants(struct bench *b)
 
 	struct gd_daemon d;
 	struct tenant_a a = { .pid = -1 };
-	struct b_row rows[5];
+	struct b_row rows[4];
 	unsigned nrows = 0;
 	int rcode = -1;
 	memset(rows, 0, sizeof(rows));
@@ -541,10 +541,13 @@ int bench_tenants(struct bench *b)
 		cJSON_AddNumberToObject(o, "rss_increase_kib", drss);
 		cJSON_AddNumberToObject(o, "rss_bytes_per_arm", per_arm);
 		cJSON_AddItemToArray(idle, o);
-		/* B against A holding 65,536 and 1,048,576 idle arms, then churning */
+		/* B against A holding 65,536 and 1,048,576 idle arms; churning over 65,536 (over
+		 * 1,048,576 garudad 85e4664 took minutes for B's row) */
 		if (n == 65536 || n == 1048576) {
 			rows[nrows] = (struct b_row){ .state = "loaded", .armed = n };
 			run_b(b, &d, nb, &rows[nrows++]);
+		}
+		if (n == 65536) {
 			rows[nrows] = (struct b_row){ .state = "churning", .armed = n };
 			if (run_b_churning(b, &d, &a, nb, &rows[nrows++]) < 0)
 				goto out;
