@@ -28,12 +28,21 @@
 # from copies in the namespace: sdns.sh's sd_stage). SD_DROPIN: extra
 # [Service] lines for garuda.service (e.g. RestartSec=100ms, to compare); SD_CLIENTS,
 # SD_STREAMS: the load (default 8 and 1104; the checks want >= 1000 armed per client).
+# run.sh SCENARIO packaged: the same on a node made to look as if garuda's packages
+# were installed (sdns.sh, SD_HOST=packaged), in the namespace's copy of /etc only.
+# Every scenario checks at the end that the host's passwd, group, shadow, gshadow and
+# garuda files are as they were.
 # Exit 77 (skipped) only when this machine refuses the namespaces, with the reason.
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/sdns.sh"
 
 scenario=${1:?scenario}
+# run.sh SCENARIO packaged: on a node made to look as if garuda's packages were
+# installed (sdns.sh, sd_fake_packaged), whatever this host has
+if [[ ${2:-} == packaged ]]; then
+	export SD_HOST=packaged
+fi
 if [[ $scenario == tenant-invisible ]]; then
 	SD_DROPIN="ProtectProc=invisible${SD_DROPIN:+$'\n'$SD_DROPIN}"
 fi
@@ -54,7 +63,17 @@ if ! why=$(sd_can_run); then
 	echo "SKIP: $why"
 	exit 77
 fi
+
+# the host's files the suite copies and fakes: unchanged by the end
+host_etc() {
+	local f
+	for f in /etc/passwd /etc/group /etc/shadow /etc/gshadow /etc/default/garuda \
+		/etc/garuda/garudad.json; do
+		if [[ -e $f ]]; then md5sum "$f"; else echo "none $f"; fi
+	done
+}
 trap 'sd_teardown' EXIT
+etc_before=$(host_etc)
 t0=$(date +%s%N)
 sd_setup || exit 1
 echo "systemd up in $((($(date +%s%N) - t0) / 1000000)) ms (PID $SD_PID on the host)"
@@ -71,8 +90,25 @@ dump() {
 	sd_ctl show -p Result -p ExecMainStatus -p NRestarts -p MainPID garuda.service
 }
 
+# what the namespace's host looks like, where it matters to the suite
+host_checks() {
+	local gr=$T/root/etc/group members
+	members=$(sd_in getent group garuda | cut -d: -f4)
+	if [[ ${SD_HOST:-} == packaged ]]; then
+		check "packaged node: group garuda has members of its own ($members)" \
+			grep -qx 'gtopa,gtopb,gtin' <<<"$members"
+		check "packaged node: /etc/default/garuda says GARUDAD_OPTIONS=\"\"" \
+			sd_in grep -qx 'GARUDAD_OPTIONS=""' /etc/default/garuda
+		check "packaged node: /etc/garuda/garudad.json exists" sd_in test -s /etc/garuda/garudad.json
+	fi
+	check "gtin is a member of group garuda ($members)" grep -qw gtin <<<"$members"
+	check "gtout is not" test "$(sd_in id -nG gtout)" = gtout
+}
+
+
 units() {
 	local pw=$T/root/etc/passwd gr=$T/root/etc/group
+	host_checks
 	check "systemd-sysusers made user garuda in group garuda" \
 		grep -q "^garuda:x:[0-9]*:$(awk -F: '$1=="garuda"{print $3}' "$gr"):" "$pw"
 	check "both sockets listen" test "$(prop garuda.socket SubState)$(prop garuda-control.socket SubState)" = listeninglistening
@@ -83,6 +119,8 @@ units() {
 	check "a client (root) is served through socket activation" sd_in "$EXAMPLE_MINIMAL"
 	check "garuda.service active after the first connection" test "$(prop garuda.service ActiveState)" = active
 	check "Type=notify: running (READY=1 seen)" test "$(prop garuda.service SubState)" = running
+	check "garudad reads the test's config (GARUDAD_OPTIONS from the test's environment file)" \
+		grep -q '"config_path": *"/run/gt/garudad.json"' <<<"$(sd_in "$GARCTL" --json=short config)"
 	local status
 	status=$(sd_ctl status garuda.service)
 	check "STATUS= shown by systemctl status" grep -q 'Status: "clients=[0-9]* armed=[0-9]* completions=[0-9]*"' <<<"$status"
@@ -165,6 +203,7 @@ proc_of() { nsenter -t "$SD_PID" -m -p -C cat "/proc/$1/$2" 2>/dev/null; }
 # tenant [invisible]: see the scenarios above
 tenant() {
 	local invisible=${1:-}
+	host_checks
 	printf '{ "log_level": "info", "quota": { "cgroup": { "connections": 1 } } }\n' >"$T/garudad.json"
 	# tenant A: uid gtin in scope gt-tenant, a client held connected (an 8 s "kernel"),
 	# then, once $T/go exists, a second client from the same cgroup
@@ -185,14 +224,14 @@ tenant() {
 		pb=$(sd_in pgrep -u root -x minimal | head -n 1)
 		if [[ -n $pa && -n $pb ]]; then
 			j=$(sd_in "$GARCTL" -j clients 2>/dev/null)
-			[[ $(client_field "$j" "$pa" uid) == 64001 && $(client_field "$j" "$pb" uid) == 0 ]] && break
+			[[ $(client_field "$j" "$pa" uid) == "$SD_GTIN_UID" && $(client_field "$j" "$pb" uid) == 0 ]] && break
 		fi
 		sleep 0.05
 	done
 	# A's second client now, while its first is surely connected (8 s)
 	touch "$T/go"
 	check "garctl clients lists tenant A (uid gtin, pid ${pa:-?}) and B (root, pid ${pb:-?})" \
-		test "$(client_field "$j" "${pa:-0}" uid)/$(client_field "$j" "${pb:-0}" uid)" = 64001/0
+		test "$(client_field "$j" "${pa:-0}" uid)/$(client_field "$j" "${pb:-0}" uid)" = "$SD_GTIN_UID/0"
 	local p who unit cg comm want_cg want_comm pa_cg=''
 	for p in "${pa:-0}:A:gt-tenant" "${pb:-0}:B:gt-root"; do
 		IFS=: read -r p who unit <<<"$p"
@@ -228,7 +267,7 @@ tenant() {
 		check "tenant A's second connection is refused (quota.cgroup.connections 1)" \
 			grep -q '^exit 1' "$T/logs/tenant-a2.out"
 		check "... by quota.cgroup, naming A's cgroup (garudad's log)" \
-			grep -qE "uid 64001: connection refused: quota.cgroup.connections exceeded: limit 1, 1 in use, 1 more asked \(cgroup ${pa_cg:-?}\)" "$T/logs/garudad.log"
+			grep -qE "uid $SD_GTIN_UID: connection refused: quota.cgroup.connections exceeded: limit 1, 1 in use, 1 more asked \(cgroup ${pa_cg:-?}\)" "$T/logs/garudad.log"
 	fi
 	wait "$bg_a" "$bg_b"
 	check "tenant A's first client was served" grep -q '^exit 0' "$T/logs/tenant-a1.out"
@@ -346,6 +385,8 @@ restart-stopkill) restart stopkill ;;
 	exit 2
 	;;
 esac
+check "the host's /etc/passwd, group, shadow, gshadow, default/garuda, garuda/ are as they were" \
+	test "$(host_etc)" = "$etc_before"
 if ((fails)); then
 	dump
 	echo "$fails check(s) failed"

@@ -3,8 +3,10 @@
 #
 #   sd_setup          build $T: units (the configured garuda.service, the two sockets,
 #                     garuda-metrics.service and .timer from contrib/prometheus, stub
-#                     targets), passwd/group made by systemd-sysusers from
-#                     garuda.sysusers (plus two test users), then start systemd
+#                     targets), a copy of /etc where systemd-sysusers ran on
+#                     garuda.sysusers and two test users were added (gtin, a member of
+#                     group garuda, and gtout), then start systemd. SD_HOST=packaged:
+#                     the copy looks like a node with the packages (sd_fake_packaged)
 #   sd_stage FILE     copy an executable of the build tree into $T/b (see below) and
 #                     print its path inside the namespace
 #   sd_ctl ARGS       systemctl inside the namespace
@@ -12,7 +14,9 @@
 #   sd_teardown       systemctl exit, kill what is left, remove the cgroup and $T
 #
 # Inside: a private /proc, a tmpfs /run, a cgroup2 mount of a fresh cgroup of ours,
-# /etc read-only with passwd, group (and shadow files) bind-mounted from $T/root/etc,
+# /etc read-only: the copy in $T/root/etc, bind-mounted over it (the host's /etc is
+# only read); garuda.service's environment is the test's file, /run/gt/default-garuda,
+# alone (its drop-in resets EnvironmentFile=),
 # tmpfs over /tmp and /var's writable places (/var/lib then holds only an empty
 # /var/lib/prometheus/node-exporter, the metrics unit's directory), $T visible at
 # /run/gt (the service has PrivateTmp=yes, so nothing it reads may live under /tmp). What the namespace runs
@@ -106,6 +110,61 @@ sd_stage_unit() {
 	fi
 }
 
+sd_sysusers() { # FILE: systemd-sysusers on FILE, into $T/root
+	systemd-sysusers --root="$T/root" "$1" >>"$T/sysusers.out" 2>&1 || {
+		cat "$T/sysusers.out"
+		return 1
+	}
+}
+
+# sd_add_user NAME — user and group NAME (no login) in $T/root/etc, with the first id
+# from 64001 up that neither passwd nor group uses (an entry NAME the host has is
+# replaced); prints the id
+sd_add_user() {
+	local name=$1 e=$T/root/etc id f
+	for f in passwd group shadow gshadow; do
+		[[ -f $e/$f ]] && sed -i "/^$name:/d" "$e/$f"
+	done
+	id=$(awk -F: '{ used[$3] = 1 } END { for (i = 64001; i in used; i++); print i }' "$e/passwd" "$e/group")
+	echo "$name:x:$id:$id::/:/usr/sbin/nologin" >>"$e/passwd"
+	echo "$name:x:$id:" >>"$e/group"
+	echo "$id"
+}
+
+# sd_group_add_member GROUP USER — USER joins GROUP's members in $T/root/etc/group
+# (after those it has, as usermod -aG does)
+sd_group_add_member() {
+	local g=$T/root/etc/group
+	awk -F: -v OFS=: -v g="$1" -v u="$2" '
+		$1 == g {
+			n = split($4, m, ",")
+			for (i = 1; i <= n; i++) if (m[i] == u) n = -1
+			if (n == 0) $4 = u
+			else if (n > 0) $4 = $4 "," u
+		}
+		{ print }' "$g" >"$g.new" && cat "$g.new" >"$g" && rm "$g.new"
+}
+
+# sd_fake_packaged — make the copy of /etc ($T/root/etc) what a GPU node with
+# garuda's packages installed has (tests systemd-*-packaged), whatever this host is:
+# the package's sysusers (group and user garuda), two operators in group garuda
+# (usermod -aG, as an operator does), the package's /etc/default/garuda
+# (GARUDAD_OPTIONS=""), and a site /etc/garuda/garudad.json. The host's /etc is
+# only read.
+sd_fake_packaged() {
+	local deb=${DEBIAN_SRC:-$UNIT_SRC/../debian} u
+	sd_sysusers "$deb/garuda.sysusers" || return 1
+	for u in gtopa gtopb; do
+		sd_add_user "$u" >/dev/null || return 1
+		sd_group_add_member garuda "$u"
+	done
+	mkdir -p "$T/root/etc/default" "$T/root/etc/garuda"
+	cp "$deb/garuda.default" "$T/root/etc/default/garuda"
+	printf '{ "log_level": "err", "spin_us": 11, "quota": { "uid": { "segments": 3 } } }\n' \
+		>"$T/root/etc/garuda/garudad.json"
+	chmod 644 "$T/root/etc/default/garuda" "$T/root/etc/garuda/garudad.json"
+}
+
 sd_stub_target() {
 	printf '[Unit]\nDescription=stub %s\n' "$1" >"$T/units/$1.target"
 }
@@ -145,32 +204,35 @@ sd_setup() {
 	# the service's output into a file we can read, and test overrides (an ASan build's
 	# garudad: no leak check at exit, LeakSanitizer cannot stop the world under the
 	# unit's hardening and would turn a clean exit into status 1)
+	# The unit's environment is the test's file alone: the unit reads
+	# /etc/default/garuda with EnvironmentFile=, which wins over any Environment=, and
+	# the package's copy says GARUDAD_OPTIONS="" (the empty assignment drops the
+	# unit's EnvironmentFile= lines).
 	mkdir -p "$T/units/garuda.service.d"
-	printf '[Service]\nStandardOutput=append:/run/gt/logs/garudad.log\nStandardError=append:/run/gt/logs/garudad.log\nEnvironment=GARUDAD_OPTIONS="--config=/run/gt/garudad.json"\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n' \
+	printf '[Service]\nStandardOutput=append:/run/gt/logs/garudad.log\nStandardError=append:/run/gt/logs/garudad.log\nEnvironmentFile=\nEnvironmentFile=/run/gt/default-garuda\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n' \
 		>"$T/units/garuda.service.d/10-test.conf"
+	printf 'GARUDAD_OPTIONS="--config=/run/gt/garudad.json"\n' >"$T/default-garuda"
 	if [[ -n ${SD_DROPIN:-} ]]; then
 		printf '[Service]\n%s\n' "$SD_DROPIN" >"$T/units/garuda.service.d/20-scenario.conf"
 	fi
 	printf '{ "log_level": "info" }\n' >"$T/garudad.json"
 	chmod 644 "$T/garudad.json"
 
-	# users: systemd-sysusers on the project's file, into a copy of /etc
-	local f
-	for f in passwd group shadow gshadow; do
-		[[ -f /etc/$f ]] && cp -p "/etc/$f" "$T/root/etc/$f"
-	done
-	systemd-sysusers --root="$T/root" "$UNIT_SRC/garuda.sysusers" >"$T/sysusers.out" 2>&1 || {
-		cat "$T/sysusers.out"
-		return 1
-	}
-	# two clients: one in group garuda, one not (uids chosen free in the copy)
-	local gid
-	gid=$(awk -F: '$1=="garuda"{print $3}' "$T/root/etc/group")
-	echo "gtin:x:64001:64001::/:/usr/sbin/nologin" >>"$T/root/etc/passwd"
-	echo "gtout:x:64002:64002::/:/usr/sbin/nologin" >>"$T/root/etc/passwd"
-	echo "gtin:x:64001:" >>"$T/root/etc/group"
-	echo "gtout:x:64002:" >>"$T/root/etc/group"
-	sed -i "s/^garuda:x:$gid:\$/garuda:x:$gid:gtin/" "$T/root/etc/group"
+	# /etc: a copy of the host's, which the namespace sees read-only in place of /etc
+	# (as the host has it: a node with garuda's packages has group garuda, maybe with
+	# members, /etc/default/garuda, maybe /etc/garuda/garudad.json); with
+	# SD_HOST=packaged, made to look like such a node whatever this host is
+	cp -a /etc/. "$T/root/etc/" || return 1
+	: >"$T/sysusers.out"
+	if [[ ${SD_HOST:-} == packaged ]]; then
+		sd_fake_packaged || return 1
+	fi
+	# users: systemd-sysusers on the project's file, into the copy
+	sd_sysusers "$UNIT_SRC/garuda.sysusers" || return 1
+	# two clients: one in group garuda (added to its members, whoever else is there),
+	# one not (ids chosen free in the copy)
+	SD_GTIN_UID=$(sd_add_user gtin) && SD_GTOUT_UID=$(sd_add_user gtout) || return 1
+	sd_group_add_member garuda gtin
 
 	# a cgroup of our own, which becomes the namespace's cgroup root
 	local root parent
@@ -198,11 +260,8 @@ done
 # garuda-metrics.service has it), empty
 mkdir -p /var/lib/systemd /var/lib/prometheus/node-exporter
 chmod 755 /var/lib /var/lib/systemd /var/lib/prometheus /var/lib/prometheus/node-exporter
-mount --bind /etc /etc
+mount --bind /run/gt/root/etc /etc
 mount -o remount,bind,ro /etc
-for f in passwd group shadow gshadow; do
-	[ -f /run/gt/root/etc/\$f ] && mount --bind /run/gt/root/etc/\$f /etc/\$f
-done
 umount -R /sys/fs/cgroup 2>/dev/null || umount -l /sys/fs/cgroup 2>/dev/null || true
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 : >/run/gt/systemd.log
