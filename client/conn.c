@@ -22,6 +22,10 @@
  *    words moved, so eventfd users keep seeing progress; a fallback client's reactor
  *    (reactor.c) is unparked and its coded warning set, and cleared again once a new
  *    session is presented.
+ *  - In a session, while some stream has an arm garudad refused (lost_any), the I/O
+ *    thread looks at those streams' words every 1 ms, doubling to 16 ms while none
+ *    moves, and lets the router nudge those that moved: an arm refused for a quota
+ *    still ends in readiness.
  *
  * Threads: the I/O thread owns the socket's reading end and the presenter's lifetime
  * (it starts and joins it); API threads and the presenter send under c->lock.
@@ -49,6 +53,10 @@
 #define HANDSHAKE_TIMEOUT_MS 5000
 #define RECONNECT_MIN_NS 1000000ull    /* 1 ms */
 #define RECONNECT_MAX_NS 100000000ull  /* 100 ms */
+/* how often the words of streams with a refused arm are looked at: every 1 ms,
+ * doubling up to 16 ms while none moves (docs/client.md) */
+#define LOST_POLL_MIN_MS 1
+#define LOST_POLL_MAX_MS 16
 #define SEND_WAIT_MS 10
 /* a reply that has not come after this long is given up (-GARUDA_E_TIMEOUT): only a
  * hung daemon gets there, and no caller (garuda_stream_free() included) waits forever */
@@ -427,12 +435,14 @@ static void *io_main(void *arg)
 {
 	struct garuda_client *c = arg;
 	uint64_t backoff = RECONNECT_MIN_NS;
+	int lost_step = LOST_POLL_MIN_MS;
 
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
 		enum conn_state st = c->state;
 		int sock = c->sock;
 		bool failed = c->present_failed, done = c->presenter_done;
+		bool lost = c->lost_any;
 		pthread_mutex_unlock(&c->lock);
 		if (st == CONN_CLOSING)
 			break;
@@ -446,12 +456,22 @@ static void *io_main(void *arg)
 		if (st == CONN_UP || st == CONN_PRESENTING) {
 			struct pollfd p[2] = { { .fd = sock, .events = POLLIN },
 					       { .fd = c->wake_efd, .events = POLLIN } };
-			if (poll(p, 2, -1) < 0)
+			/* streams whose arms garudad refused: their words are looked at every
+			 * lost_step ms (router.c while_lost) */
+			if (!lost)
+				lost_step = LOST_POLL_MIN_MS;
+			if (poll(p, 2, lost ? lost_step : -1) < 0)
 				continue;
 			if (p[1].revents)
 				drain_efd(c->wake_efd);
-			if (p[0].revents && pump(c) < 0)
+			if (p[0].revents && pump(c) < 0) {
 				go_down(c);
+				continue;
+			}
+			if (lost && c->router->while_lost(c))
+				lost_step = LOST_POLL_MIN_MS;
+			else if (lost && lost_step < LOST_POLL_MAX_MS)
+				lost_step *= 2;
 			continue;
 		}
 

@@ -141,9 +141,11 @@ struct garuda_stream {
 		uint64_t gen;        /* session in which the stream is bound/armed (0: none) */
 		uint64_t armed_gen;  /* session in which it last sent an ARM (0: none) */
 		int arm_err;         /* async error of an ARM/BIND, reported by the next signal */
+		char arm_err_text[GARUDA_ERROR_TEXT_MAX + 1]; /* garudad's words for it ("") */
 		uint64_t err_upto;   /* refusals of arms up to this target were reported already */
 		bool dying;          /* garuda_stream_free() in progress: not queued or presented */
-		bool arm_lost;       /* arms may be missing (async error): waits poll */
+		bool arm_lost;       /* arms may be missing (async error): waits poll, and the
+				      * I/O thread nudges it when its word moves (lost_any) */
 		uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
 		pthread_cond_t ready_cond;
 		uint64_t polled;     /* word value the I/O thread or reactor saw last while down */
@@ -191,6 +193,10 @@ struct garuda_client {
 	_Atomic uint64_t stray_errors; /* async errors naming no live stream's signalled arm */
 	struct garuda_stream *cbq_head, *cbq_tail;
 	int last_error;     /* last connection-level error (ERROR cookie 0, protocol) */
+	/* some stream has arm_lost set in the current session: the I/O thread looks at
+	 * their words every LOST_POLL step and nudges those that moved (conn.c, router.c
+	 * while_lost), so that an arm garudad refused still ends in readiness */
+	bool lost_any;
 	_Atomic uint64_t reconnects;
 	/* GARUDA_WORDWAIT, read at connect: how a spin step of a wait idles
 	 * (util/wordwait.h): the process's hardware word wait ("auto", the default) or
@@ -252,6 +258,9 @@ struct conn_router {
 	/* no session: wake streams whose words moved (not on a fallback client: its
 	 * reactor does that, better); I/O thread, no lock held */
 	void (*while_down)(struct garuda_client *c);
+	/* in a session, while lost_any: nudge the streams with a refused arm whose words
+	 * moved (true when one did); I/O thread, no lock held */
+	bool (*while_lost)(struct garuda_client *c);
 };
 extern const struct conn_router client_router;
 
@@ -336,7 +345,13 @@ DEFINE_CLEANUP(struct garuda_stream, stream_discard)
 DEFINE_CLEANUP(struct garuda_stream, garuda_stream_free)
 
 /* Async error (ERROR for a NOREPLY ARM) with this cookie (arm_cookie()). */
-void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code);
+void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code,
+			       const char *text);
+/* s's arms may be missing in this session (code: why, the first one is reported by
+ * the next signal, with text, garudad's words or NULL): nudge it now (the waiter looks
+ * and finds the word short), and have the I/O thread nudge it again when its word
+ * moves, until nothing signalled is outstanding. c->lock held. */
+void stream_arm_lost_locked(struct garuda_stream *s, int code, const char *text);
 /* READY for token. */
 void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value);
 

@@ -45,7 +45,8 @@ static void route(struct garuda_client *c, struct garuda_msg *m, int fd)
 		int err = m->type == GARUDA_MSG_ERROR ? error_to_ret(m->error.code) : 0;
 		if (m->cookie & COOKIE_STREAM_BIT) {
 			if (err)
-				stream_async_error_locked(c, m->cookie, err);
+				stream_async_error_locked(c, m->cookie, err,
+							  m->type == GARUDA_MSG_ERROR ? m->error.text : NULL);
 			break;
 		}
 		if (m->cookie == 0) {
@@ -115,10 +116,38 @@ static void while_down(struct garuda_client *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* In a session: nudge the streams whose arms garudad refused (arm_lost) when their
+ * words move, as garudad would have; a stream with nothing outstanding any more is
+ * served by garudad again (its next arm). Clears lost_any when none is left. */
+static bool while_lost(struct garuda_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool any = false, moved = false;
+	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
+		struct garuda_stream *s = c->streams[i];
+		if (!s || !s->ses.arm_lost || s->ses.dying)
+			continue;
+		uint64_t v = word_load(s->word);
+		if (v != s->ses.polled) {
+			s->ses.polled = v;
+			stream_nudge_locked(s);
+			moved = true;
+		}
+		if (garuda_reached(v, atomic_load_explicit(&s->signalled, memory_order_acquire)))
+			s->ses.arm_lost = false;
+		else
+			any = true;
+	}
+	c->lost_any = any;
+	pthread_mutex_unlock(&c->lock);
+	return moved;
+}
+
 const struct conn_router client_router = {
 	.route = route,
 	.present = present,
 	.session_lost_locked = session_lost_locked,
 	.session_up_locked = session_up_locked,
 	.while_down = while_down,
+	.while_lost = while_lost,
 };

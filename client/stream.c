@@ -20,6 +20,10 @@
  *    and querying the native stream; a faulted stream fails the wait.
  *  - Without a session (or with an arm refused), waits poll the word with a growing
  *    interval (POLL_STEP_MIN_NS .. POLL_STEP_MAX_NS).
+ *  - A refused arm ends in the stream's readiness form: the refusal nudges the stream
+ *    (stream_arm_lost_locked), the I/O thread nudges it again whenever its word moves
+ *    until nothing signalled is outstanding (router.c while_lost), and the next signal
+ *    reports the refusal once, with garudad's text in garuda_last_error().
  *
  * Memory ordering (what the wake-up paths rely on; each is repeated where it lives):
  *  - The word: the device's (or host worker's) store is read with acquire loads only
@@ -47,6 +51,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -96,7 +101,37 @@ static struct garuda_stream *stream_by_serial_locked(struct garuda_client *c, ui
 	return NULL;
 }
 
-void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code)
+/* s is served by the I/O thread's while_lost from here: it nudges the next move of
+ * its word (what the waiter sees now is the caller's to cover). c->lock held. */
+static void watch_lost_locked(struct garuda_stream *s)
+{
+	struct garuda_client *c = s->client;
+	if (!s->ses.arm_lost) { /* (already lost: while_lost has a move to report) */
+		s->ses.arm_lost = true; /* waits poll until it is behind us */
+		s->ses.polled = word_load(s->word);
+	}
+	if (!c->lost_any) {
+		c->lost_any = true;
+		if (!is_io_thread(c)) { /* wake it: its poll takes a timeout from now on */
+			uint64_t one = 1;
+			ssize_t n = write(c->wake_efd, &one, sizeof(one));
+			(void)n;
+		}
+	}
+}
+
+void stream_arm_lost_locked(struct garuda_stream *s, int code, const char *text)
+{
+	if (code && !s->ses.arm_err) {
+		s->ses.arm_err = code;
+		snprintf(s->ses.arm_err_text, sizeof(s->ses.arm_err_text), "%s", text ? text : "");
+	}
+	watch_lost_locked(s);
+	stream_nudge_locked(s); /* the waiter looks now: the refusal ends its block */
+}
+
+void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int code,
+			       const char *text)
 {
 	uint32_t serial = (uint32_t)(cookie >> 32) & STREAM_SERIAL_MASK;
 	uint32_t target = (uint32_t)cookie;
@@ -110,11 +145,9 @@ void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int cod
 		atomic_fetch_add_explicit(&c->stray_errors, 1, memory_order_relaxed);
 		return;
 	}
-	s->ses.arm_lost = true; /* that arm is missing: waits poll until it is behind us */
 	/* report once: not for arms older than the last report */
-	if (!s->ses.arm_err && (int32_t)(target - (uint32_t)s->ses.err_upto) > 0)
-		s->ses.arm_err = code;
-	stream_nudge_locked(s);
+	bool report = (int32_t)(target - (uint32_t)s->ses.err_upto) > 0;
+	stream_arm_lost_locked(s, report ? code : 0, text);
 }
 
 /* ARM target on s; c->lock and s->lock held; s presented in the current session. */
@@ -154,9 +187,8 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		goto out;
 	if (!seg_ok) {
 		pthread_mutex_lock(&c->lock);
-		s->ses.arm_lost = true;
-		if (!s->ses.arm_err)
-			s->ses.arm_err = seg_err ? seg_err : -GARUDA_E_NO_SEGMENT;
+		stream_arm_lost_locked(s, seg_err ? seg_err : -GARUDA_E_NO_SEGMENT,
+				       "the stream's segment is not attached in this session");
 		pthread_mutex_unlock(&c->lock);
 		goto out;
 	}
@@ -172,9 +204,7 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		}
 		if (r < 0) {
 			pthread_mutex_lock(&c->lock);
-			s->ses.arm_lost = true;
-			if (!s->ses.arm_err)
-				s->ses.arm_err = r;
+			stream_arm_lost_locked(s, r, garuda_last_error());
 			pthread_mutex_unlock(&c->lock);
 			r = 0;
 			goto out;
@@ -607,8 +637,12 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 	int err = s->ses.arm_err;
 	s->ses.arm_err = 0;
 	uint64_t prev = atomic_load_explicit(&s->signalled, memory_order_relaxed);
-	if (err)
+	if (err) {
 		s->ses.err_upto = prev; /* every arm sent so far is covered by this report */
+		client_set_error("garudad refused the arm of an earlier sequence of this stream "
+				 "(its wait completes by polling the word): %s",
+				 s->ses.arm_err_text[0] ? s->ses.arm_err_text : garuda_strerror(err));
+	}
 	pthread_mutex_unlock(&c->lock);
 	if (err) {
 		pthread_mutex_unlock(&s->lock);
@@ -625,14 +659,22 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 	atomic_store_explicit(&s->signalled, next, memory_order_release);
 	if (s->form != GARUDA_READINESS_POLL) {
 		pthread_mutex_lock(&c->lock);
-		if (s->ses.arm_lost && garuda_reached(word_load(s->word), prev))
+		uint64_t v = word_load(s->word);
+		if (s->ses.arm_lost && garuda_reached(v, prev)) {
 			s->ses.arm_lost = false; /* nothing older is outstanding any more */
+			if (v != s->ses.polled) /* a move while_lost has not reported yet */
+				stream_nudge_locked(s);
+		}
 		/* also while the session is being presented: a stream presented in it
 		 * already is not armed again by the presentation */
 		if ((c->state == CONN_UP || c->state == CONN_PRESENTING) && s->ses.gen == c->gen) {
 			r = arm_locked(s, next);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
-				s->ses.arm_lost = true;
+				stream_arm_lost_locked(s, 0, NULL); /* the session is ending */
+		} else if (c->state == CONN_UP && !c->fallback) {
+			/* not presented in this session (garudad refused its segment): the
+			 * I/O thread watches it */
+			watch_lost_locked(s);
 		} else {
 			reactor_signalled_locked(s, prev); /* fallback clients: the reactor's */
 		}

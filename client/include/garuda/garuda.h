@@ -329,8 +329,10 @@ int garuda_stream_set_callback(struct garuda_stream *s, garuda_stream_cb cb, voi
  * Errors: -EINVAL (s or seq NULL), the backend's enqueue errors (-GARUDA_E_STREAM_FAULT
  * on a faulted stream, -EAGAIN on a full non-blocking host stream...), or
  * -GARUDA_E_QUOTA / another daemon code when garudad refused an earlier arm of this
- * stream (reported once; this call enqueued nothing; waits on earlier sequences still
- * complete, by polling). */
+ * stream (reported once, garudad's words in garuda_last_error(); this call enqueued
+ * nothing). A refused arm still ends in the stream's readiness form: the refusal makes
+ * the stream ready at once, and libgaruda watches its word from then on and makes it
+ * ready again when it moves (docs/client.md, "A refused arm never ends in silence"). */
 int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq);
 
 /* The sequence the last garuda_stream_signal() returned (0 before the first). */
