@@ -504,34 +504,40 @@ static int load_default_file(struct config *c)
 	return -1;
 }
 
+enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
+       O_CHECK, O_KEYS, O_PLAN, O_NOCONFIG, O_WORDWAIT };
+/* garudad's options; config_from_args() reads them in two passes (--config first) */
+static const struct option config_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "socket", required_argument, NULL, O_SOCKET },
+	{ "control-socket", required_argument, NULL, O_CONTROL },
+	{ "event-loop", required_argument, NULL, O_LOOP },
+	{ "scanners", required_argument, NULL, O_SCANNERS },
+	{ "spin-us", required_argument, NULL, O_SPIN },
+	{ "plan", required_argument, NULL, O_PLAN },
+	{ "log-level", required_argument, NULL, O_LEVEL },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, O_VERSION },
+	{ "runtime-dir", required_argument, NULL, O_RUNDIR },
+	{ "check-config", no_argument, NULL, O_CHECK },
+	{ "list-config-keys", no_argument, NULL, O_KEYS },
+	{ "no-config", no_argument, NULL, O_NOCONFIG },
+	{ "wordwait", required_argument, NULL, O_WORDWAIT },
+	{ 0 },
+};
+
+static int flags_and_paths(struct config *c);
+
 int config_from_args(struct config *c, int argc, char **argv)
 {
-	enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
-	       O_CHECK, O_KEYS, O_PLAN, O_NOCONFIG, O_WORDWAIT };
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "socket", required_argument, NULL, O_SOCKET },
-		{ "control-socket", required_argument, NULL, O_CONTROL },
-		{ "event-loop", required_argument, NULL, O_LOOP },
-		{ "scanners", required_argument, NULL, O_SCANNERS },
-		{ "spin-us", required_argument, NULL, O_SPIN },
-		{ "plan", required_argument, NULL, O_PLAN },
-		{ "log-level", required_argument, NULL, O_LEVEL },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ "runtime-dir", required_argument, NULL, O_RUNDIR },
-		{ "check-config", no_argument, NULL, O_CHECK },
-		{ "list-config-keys", no_argument, NULL, O_KEYS },
-		{ "no-config", no_argument, NULL, O_NOCONFIG },
-		{ "wordwait", required_argument, NULL, O_WORDWAIT },
-		{ 0 },
-	};
+	c->argc = argc;
+	c->argv = argv;
 	/* pass 1: --config and --help, so the file is applied before the other flags */
 	int o;
 	bool config_chosen = false; /* --config (an empty one too) or --no-config */
 	optind = 1;
 	opterr = 1;
-	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:h", config_opts, NULL)) != -1) {
 		switch (o) {
 		case O_NOCONFIG:
 			config_chosen = true;
@@ -577,11 +583,20 @@ int config_from_args(struct config *c, int argc, char **argv)
 	}
 	if (!config_chosen && load_default_file(c) < 0)
 		return -1;
+	return flags_and_paths(c);
+}
+
+/* Pass 2 of c->argv: every flag but --config, over what the defaults and the file
+ * gave; then the socket paths. At start, and again by every reload. 0, or -1 after
+ * printing an error. */
+static int flags_and_paths(struct config *c)
+{
+	int o;
 	optind = 1;
 	opterr = 0;
 	const char *rundir = NULL;
 	bool socket_flag = false, control_flag = false;
-	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(c->argc, c->argv, "c:h", config_opts, NULL)) != -1) {
 		switch (o) {
 		case O_SOCKET:
 		case O_CONTROL:
@@ -646,4 +661,121 @@ int config_from_args(struct config *c, int argc, char **argv)
 	}
 	config_settle(c);
 	return config_resolve_paths(c, rundir, socket_flag, control_flag);
+}
+
+int config_reload(struct config *next, const struct config *cur, char **err)
+{
+	*err = NULL;
+	config_defaults(next);
+	next->argc = cur->argc;
+	next->argv = cur->argv;
+	if (!cur->config_path) {
+		config_free(next);
+		return fail(err, "no config file");
+	}
+	if (config_load_file(next, cur->config_path, err) < 0) {
+		config_free(next);
+		return -1;
+	}
+	/* the flags were valid at start and the environment is the same: this fails only
+	 * where start would have failed (its message went to stderr) */
+	if (flags_and_paths(next) < 0) {
+		config_free(next);
+		return fail(err, "the command-line flags no longer apply (see the message above)");
+	}
+	return 0;
+}
+
+/* One key's value as the log shows it: numbers, names, strings in quotes. */
+struct config_item {
+	const char *key;
+	bool restart_only;
+	char value[GARUDA_PLAN_TEXT_MAX + 2];
+};
+
+#define CONFIG_ITEMS_MAX 40
+
+static void item(struct config_item *out, size_t *n, const char *key, bool restart_only, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void item(struct config_item *out, size_t *n, const char *key, bool restart_only, const char *fmt, ...)
+{
+	if (*n >= CONFIG_ITEMS_MAX)
+		return;
+	struct config_item *it = &out[(*n)++];
+	it->key = key;
+	it->restart_only = restart_only;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(it->value, sizeof(it->value), fmt, ap);
+	va_end(ap);
+}
+
+static void quota_items(struct config_item *out, size_t *n, const struct quota_limits *q,
+			const char *const keys[7], bool connections)
+{
+	item(out, n, keys[0], false, "%u", q->segments);
+	item(out, n, keys[1], false, "%u", q->lines);
+	item(out, n, keys[2], false, "%u", q->bindings);
+	item(out, n, keys[3], false, "%u", q->armed);
+	item(out, n, keys[4], false, "%llu", (unsigned long long)q->outbox_bytes);
+	item(out, n, keys[5], false, "%u", q->points);
+	if (connections)
+		item(out, n, keys[6], false, "%u", q->connections);
+}
+
+/* Every key of c as the config file names it, in one fixed order. */
+static size_t config_items(const struct config *c, struct config_item *out)
+{
+	static const char *const qc[7] = { "quota.connection.segments", "quota.connection.lines",
+					   "quota.connection.bindings", "quota.connection.armed",
+					   "quota.connection.outbox_bytes", "quota.connection.points", NULL };
+	static const char *const qu[7] = { "quota.uid.segments", "quota.uid.lines", "quota.uid.bindings",
+					   "quota.uid.armed", "quota.uid.outbox_bytes", "quota.uid.points",
+					   "quota.uid.connections" };
+	static const char *const qg[7] = { "quota.cgroup.segments", "quota.cgroup.lines",
+					   "quota.cgroup.bindings", "quota.cgroup.armed",
+					   "quota.cgroup.outbox_bytes", "quota.cgroup.points",
+					   "quota.cgroup.connections" };
+	size_t n = 0;
+	char plan[GARUDA_PLAN_TEXT_MAX];
+	garuda_plan_format(&c->plan, plan, sizeof(plan));
+	item(out, &n, "socket", true, "%s", c->socket_path ? c->socket_path : "-");
+	item(out, &n, "control_socket", true, "%s", c->control_socket_path ? c->control_socket_path : "-");
+	item(out, &n, "socket_group", true, "\"%s\"", c->socket_group ? c->socket_group : "");
+	item(out, &n, "control_group", false, "\"%s\"", c->control_group ? c->control_group : "");
+	item(out, &n, "event_loop", true, "%s", event_loop_name(c->event_loop));
+	item(out, &n, "scanners", true, "%u", c->scanners);
+	item(out, &n, "plan", false, "%s", plan);
+	item(out, &n, "spin_us", false, "%u", c->spin_us);
+	item(out, &n, "max_sleep_us", false, "%u", c->max_sleep_us);
+	item(out, &n, "log_level", false, "%s", log_level_to_string(c->log_level));
+	item(out, &n, "wordwait", false, "%s", c->wordwait ? "auto" : "off");
+	quota_items(out, &n, &c->quota_connection, qc, false);
+	quota_items(out, &n, &c->quota_uid, qu, true);
+	quota_items(out, &n, &c->quota_cgroup, qg, true);
+	return n;
+}
+
+unsigned config_log_changes(const struct config *old, const struct config *new)
+{
+	struct config_item a[CONFIG_ITEMS_MAX], b[CONFIG_ITEMS_MAX];
+	size_t na = config_items(old, a), nb = config_items(new, b);
+	unsigned changed = 0;
+	for (size_t i = 0; i < na && i < nb; i++) {
+		if (strcmp(a[i].value, b[i].value) == 0)
+			continue;
+		changed++;
+		log_notice("reload: %s: %s -> %s%s", a[i].key, a[i].value, b[i].value,
+			   a[i].restart_only ? " (on the next restart; kept until then)" : "");
+	}
+	return changed;
+}
+
+void config_keep_restart_only(struct config *next, const struct config *cur)
+{
+	set_str(&next->socket_path, cur->socket_path);
+	set_str(&next->control_socket_path, cur->control_socket_path);
+	set_str(&next->socket_group, cur->socket_group ? cur->socket_group : "");
+	next->event_loop = cur->event_loop;
+	next->scanners = cur->scanners;
 }

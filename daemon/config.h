@@ -1,7 +1,9 @@
 /* config.h — garudad's configuration: defaults, a JSON file (cJSON), then
  * command-line flags on top. Every key is checked for type and range; a bad value
- * gives an error that names the key and the reason. Reload (SIGHUP) parses into a
- * fresh struct so a bad file leaves the running configuration untouched. */
+ * gives an error that names the key and the reason. Reload (SIGHUP, garctl reload)
+ * builds a fresh struct from the defaults, the file and the flags, so a bad file leaves
+ * the running configuration untouched and a key removed from the file returns to its
+ * default. */
 #pragma once
 
 #include <stdbool.h>
@@ -46,6 +48,10 @@ struct config {
 	struct quota_limits quota_uid;
 	struct quota_limits quota_cgroup; /* per peer cgroup v2 path (quota.h) */
 	bool check_only; /* --check-config: parse, report, exit */
+	/* The command line garudad started with (main's argv, alive as long as the
+	 * process): a reload applies its flags again, over the defaults and the file. */
+	int argc;
+	char **argv;
 };
 
 /* The configuration file read when no --config (and no --no-config) is given, only
@@ -66,6 +72,22 @@ int config_from_args(struct config *c, int argc, char **argv);
 /* Read a JSON config file into c (on top of what c holds). On error, *err gets a
  * malloc'ed message naming the key and the reason; returns -1. */
 int config_load_file(struct config *c, const char *path, char **err);
+
+/* The configuration a restart would start with, built afresh into next: the defaults,
+ * then cur's config file as it is now, then cur's command-line flags, then the socket
+ * paths resolved as at start. A key removed from the file returns to its default.
+ * Socket paths, socket_group, event_loop and scanners are what a restart changes:
+ * next has the new values (config_log_changes() says so), config_keep_restart_only()
+ * puts the running ones back. Returns 0, or -1 with *err set (next then empty). */
+int config_reload(struct config *next, const struct config *cur, char **err);
+
+/* Log, at notice, each key whose value differs between old and new as
+ * "reload: KEY: OLD -> NEW" (a key that only a restart changes says so); returns
+ * how many differ. */
+unsigned config_log_changes(const struct config *old, const struct config *new);
+
+/* Put cur's socket paths, socket_group, event_loop and scanners back into next. */
+void config_keep_restart_only(struct config *next, const struct config *cur);
 
 /* Deep copy / free. */
 int config_copy(struct config *dst, const struct config *src);

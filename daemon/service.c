@@ -86,33 +86,25 @@ int daemon_reload(struct daemon *d, char **why)
 		return 0;
 	}
 	service_notify(d, "RELOADING=1");
-	config_copy(&next, &d->cfg);
-	if (config_load_file(&next, d->cfg.config_path, &err)) {
+	/* afresh: the defaults, the file, the flags; a key gone from the file is its
+	 * default again (as after a restart) */
+	if (config_reload(&next, &d->cfg, &err) < 0) {
 		log_err("reload failed, keeping the running configuration: %s", err ? err : "?");
 		if (why)
 			*why = err;
 		else
 			free(err);
-		config_free(&next);
 		service_notify(d, "READY=1");
 		return -GARUDA_E_BAD_ARGUMENT;
 	}
-	if (strcmp(next.socket_path, d->cfg.socket_path) || next.scanners != d->cfg.scanners ||
-	    strcmp(next.control_socket_path, d->cfg.control_socket_path) || next.event_loop != d->cfg.event_loop)
-		log_notice("reload: socket paths, scanners and event loop change only on restart");
-	/* keep what only a restart can change */
-	free(next.socket_path);
-	free(next.control_socket_path);
-	next.socket_path = strdup(d->cfg.socket_path);
-	next.control_socket_path = strdup(d->cfg.control_socket_path);
-	next.scanners = d->cfg.scanners;
-	next.event_loop = d->cfg.event_loop;
+	unsigned changed = config_log_changes(&d->cfg, &next);
+	config_keep_restart_only(&next, &d->cfg);
 	if (!garuda_plan_equal(&next.plan, &d->cfg.plan))
 		d->plan_gen++; /* points re-initialise under the new plan */
 	config_free(&d->cfg);
 	d->cfg = next;
 	service_apply_tuning(d);
-	log_info("configuration reloaded from %s", d->cfg.config_path);
+	log_info("configuration reloaded from %s: %u key(s) changed", d->cfg.config_path, changed);
 	service_notify(d, "READY=1");
 	return 0;
 }

@@ -43,7 +43,7 @@ static const struct command commands[] = {
 	{ "log-level", 0, 1, cmd_log_level, true, "-",
 	  "log-level [LEVEL]\nShow the log level, or set it to LEVEL: err, warning, notice, info or debug\n(until the next reload or restart)." },
 	{ "reload", 0, 0, cmd_reload, true, "",
-	  "reload\nRe-read garudad's config file (as SIGHUP); a bad file is refused, naming the\nkey, and the running configuration is kept." },
+	  "reload\nRe-read garudad's config file (as SIGHUP), from the defaults: a key removed from\nthe file returns to its default. Answers once the new configuration is in force;\na bad file is refused, naming the key (exit 1), and the running one is kept." },
 };
 
 static void usage(FILE *f)

@@ -927,6 +927,66 @@ Test(garctl, reload)
 	ctl_stop(&d);
 }
 
+/* A reload builds the configuration afresh, as a restart would: the defaults, the file
+ * as it is now, the command-line flags on top. A key removed from the file returns to
+ * its default (reloading {} leaves what a daemon started on {} has), a flag stays in
+ * force, and the log names each key that changed, old -> new. */
+Test(garctl, reload_returns_removed_keys_to_their_defaults)
+{
+	static const char *const args[] = { "--scanners=2", "--spin-us=33", NULL };
+	struct gd_opts o = {
+		.config = "{\"spin_us\": 50, \"max_sleep_us\": 999, \"log_level\": \"debug\", "
+			  "\"quota\": {\"uid\": {\"segments\": 3}, \"cgroup\": {\"connections\": 2}}}",
+		.config_verbatim = true,
+		.args = args,
+	};
+	struct gd_daemon d, fresh;
+	memset(&d, 0, sizeof(d));
+	gd_start(&d, &o);
+	struct ctl_run r;
+	GARCTL(&r, &d, "-j", "config");
+	cJSON *j = ctl_run_json(&r);
+	cr_assert_eq(num(get(get(j, "quota"), "uid"), "segments"), 3);
+	cr_assert_eq(num(j, "spin_us"), 33, "--spin-us=33 is below the file's 50");
+	cr_assert_eq(num(j, "max_sleep_us"), 999);
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+
+	ctl_write_config(&d, "{}");
+	GARCTL(&r, &d, "reload");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	ctl_run_free(&r);
+	GARCTL(&r, &d, "-j", "config");
+	cJSON *after = ctl_run_json(&r);
+	ctl_run_free(&r);
+	cr_assert(gd_wait_log(&d, "reload: quota.uid.segments: 3 -> 256"), "the log does not name the change");
+	cr_assert(gd_wait_log(&d, "reload: quota.cgroup.connections: 2 -> 4096"));
+	cr_assert(gd_wait_log(&d, "reload: log_level: debug -> info"));
+	cr_assert(gd_wait_log(&d, ": 4 key(s) changed"), "spin_us stays 33 (the flag): 4 keys changed");
+
+	/* the same as a daemon started on {} with the same flags, but for the paths */
+	o.config = "{}";
+	memset(&fresh, 0, sizeof(fresh));
+	gd_start(&fresh, &o);
+	GARCTL(&r, &fresh, "-j", "config");
+	cJSON *want = ctl_run_json(&r);
+	ctl_run_free(&r);
+	static const char *const paths[] = { "config_path", "socket", "control_socket" };
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		cJSON_DeleteItemFromObjectCaseSensitive(after, paths[i]);
+		cJSON_DeleteItemFromObjectCaseSensitive(want, paths[i]);
+	}
+	char *a = cJSON_PrintUnformatted(after), *w = cJSON_PrintUnformatted(want);
+	cr_assert_str_eq(a, w, "reloaded {}: %s\nstarted on {}: %s", a, w);
+	cr_assert_eq(num(after, "spin_us"), 33, "the flag --spin-us=33 no longer applies");
+	free(a);
+	free(w);
+	cJSON_Delete(after);
+	cJSON_Delete(want);
+	ctl_stop(&fresh);
+	ctl_stop(&d);
+}
+
 /* ------------------------------------------------- usage, no daemon, help ---- */
 
 Test(garctl, usage_errors_exit_2)
