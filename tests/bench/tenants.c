@@ -25,7 +25,7 @@
  *
  * Tenant B is the bench's own uid: 2 streams of fixed 1 ms kernels (the plans
  * section's garudad streams, plans.c: eventfd form over the raw protocol, a producer
- * process stores after the kernel; store -> wake), with A idle (connected, no arms:
+ * process stores after the kernel; store -> wake), with A none (connected, no arms:
  * the baseline), A loaded (A holding 65,536 idle arms; full mode also 1,048,576) and A
  * churning (holding 65,536, plus the churn). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
@@ -304,7 +304,7 @@ static void loadavg(char *buf, size_t cap)
 }
 
 struct b_row {
-	const char *state; /* "idle", "loaded", "churning" */
+	const char *state; /* "none", "loaded", "churning" */
 	uint64_t armed;    /* A's held arms */
 	struct plans_streams_result r;
 	double churn_per_s; /* A's churn batches per second (churning) */
@@ -483,7 +483,7 @@ int bench_tenants(struct bench *b)
 	cJSON_AddNumberToObject(sec, "after_s", win_s);
 
 	/* B with A connected and nothing armed: the baseline */
-	rows[nrows] = (struct b_row){ .state = "idle", .armed = 0 };
+	rows[nrows] = (struct b_row){ .state = "none", .armed = 0 };
 	run_b(b, &d, nb, &rows[nrows++]);
 
 	sleep_ns(200000000ull);
@@ -554,7 +554,7 @@ int bench_tenants(struct bench *b)
 		}
 	}
 
-	printf("\n   B's store -> wake (us) and garudad CPU per B completion, against A idle (no arms);\n"
+	printf("\n   B's store -> wake (us) and garudad CPU per B completion, against A none (connected, no arms);\n"
 	       "   %u streams x %u completions per row (the first 16 of each stream not counted)\n",
 	       B_STREAMS, nb);
 	printf("  %-9s %9s %8s %8s %9s %9s %11s %8s\n", "A", "A armed", "p50", "p99", "d p50", "d p99",
