@@ -33,6 +33,19 @@ void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64
 	derive(w);
 }
 
+void garuda_policy_wait_start(struct garuda_policy_wait *w, uint64_t start)
+{
+	w->state = GARUDA_POLICY_STARTED;
+	w->start_ns = start;
+	derive(w);
+}
+
+void garuda_policy_wait_queue(struct garuda_policy_wait *w)
+{
+	w->state = GARUDA_POLICY_QUEUED;
+	derive(w);
+}
+
 uint64_t garuda_policy_start(const struct garuda_policy_wait *w)
 {
 	switch (w->state) {

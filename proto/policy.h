@@ -76,6 +76,11 @@ void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64
 			     uint64_t arm_ns, uint64_t taken_ns, uint64_t sleep_ns,
 			     uint64_t exact_sleep_ns);
 
+/* Stream order for one word, set by its watcher (watch.h): w is at the head of its
+ * word and its clock is start; or w is queued behind an armed predecessor. */
+void garuda_policy_wait_start(struct garuda_policy_wait *w, uint64_t start);
+void garuda_policy_wait_queue(struct garuda_policy_wait *w);
+
 /* Its clock: arm (NEW), start (STARTED); UINT64_MAX while QUEUED. */
 uint64_t garuda_policy_start(const struct garuda_policy_wait *w);
 /* start + sleep (UINT64_MAX: QUEUED). */

@@ -1,0 +1,681 @@
+/* watch.c — the watcher (watch.h): waits by word, the due schedule, owners. */
+#include "watch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "seq.h"
+
+enum place { P_NONE, P_SPIN, P_AT, P_LEVEL };
+
+struct garuda_watch_word {
+	uint64_t key;
+	uint64_t due;       /* P_AT: its time */
+	uint64_t last_look; /* when it was last looked at (0: never) */
+	uint32_t head, tail; /* waits, ascending target (GARUDA_WATCH_NONE: none) */
+	uint32_t owner;
+	uint32_t pos;       /* index in the spin array or the heap */
+	uint32_t lprev, lnext; /* P_LEVEL: its level's list */
+	uint8_t place, level;
+	bool spun;          /* its last look was a spin step (not a timed one) */
+};
+
+/* an owner's level: a list of words through lprev/lnext; new words go in at the head,
+ * a sweep walks from the head to the tail (cursor: the next word to look at), so a
+ * word placed during a sweep waits for the next one */
+struct garuda_watch_level {
+	uint32_t head, n;
+	uint32_t cursor; /* GARUDA_WATCH_NONE: not sweeping, or swept to the end */
+	uint64_t next;   /* when its next sweep is due */
+	uint32_t hpos;   /* its timer's heap position (GARUDA_WATCH_NONE: none) */
+	bool sweeping;
+};
+
+struct garuda_watch_ownerrec {
+	uint64_t key;
+	uint32_t nwords;
+	struct garuda_watch_owner_stats st;
+	uint64_t last_step; /* the last step that looked at one of its words */
+	struct garuda_watch_level lv[GARUDA_WATCH_LEVELS];
+};
+
+/* a heap entry: a word (tag 0) or an owner's level (tag 1) */
+struct garuda_watch_timer {
+	uint64_t due;
+	uint32_t what; /* word index, or owner * LEVELS + level */
+	uint32_t tag;
+};
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* a's target comes before b's, in wrapping order */
+static bool before(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b) < 0;
+}
+
+void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out)
+{
+	*out = (struct garuda_watch_tuning){ 0 };
+	out->predict = p->predict;
+	out->pol.forever = p->kind == GARUDA_PLAN_POLL;
+	if (p->kind == GARUDA_PLAN_FLAG) {
+		out->pol.spin_ns = p->flag.park_us * 1000ull;
+		out->pol.max_step_ns = p->flag.backstop_us * 1000ull;
+	}
+	if (p->predict)
+		out->sleep_step_ns = p->pred.max_sleep_us * 1000ull;
+}
+
+void garuda_watch_init(struct garuda_watch *w, const struct garuda_watch_tuning *t)
+{
+	*w = (struct garuda_watch){ .t = *t, .free_head = GARUDA_WATCH_NONE,
+				    .wfree = GARUDA_WATCH_NONE };
+}
+
+void garuda_watch_fini(struct garuda_watch *w)
+{
+	free(w->owners);
+	free(w->waits);
+	free(w->words);
+	free(w->hash);
+	free(w->spin);
+	free(w->heap);
+	*w = (struct garuda_watch){ 0 };
+}
+
+/* ---------------------------------------------------------------- the heap */
+
+static void heap_set(struct garuda_watch *w, uint32_t i, struct garuda_watch_timer e)
+{
+	w->heap[i] = e;
+	if (e.tag == 0)
+		w->words[e.what].pos = i;
+	else
+		w->owners[e.what / GARUDA_WATCH_LEVELS].lv[e.what % GARUDA_WATCH_LEVELS].hpos = i;
+}
+
+static void heap_sift(struct garuda_watch *w, uint32_t i)
+{
+	struct garuda_watch_timer e = w->heap[i];
+	while (i > 0 && w->heap[(i - 1) / 2].due > e.due) { /* up */
+		heap_set(w, i, w->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	for (;;) { /* down */
+		uint32_t c = 2 * i + 1;
+		if (c >= w->nheap)
+			break;
+		if (c + 1 < w->nheap && w->heap[c + 1].due < w->heap[c].due)
+			c++;
+		if (w->heap[c].due >= e.due)
+			break;
+		heap_set(w, i, w->heap[c]);
+		i = c;
+	}
+	heap_set(w, i, e);
+}
+
+/* room: reserve() keeps heapcap >= words + owners x levels */
+static void heap_push(struct garuda_watch *w, uint64_t due, uint32_t what, uint32_t tag)
+{
+	uint32_t i = w->nheap++;
+	w->heap[i] = (struct garuda_watch_timer){ due, what, tag };
+	heap_sift(w, i);
+}
+
+static void heap_del(struct garuda_watch *w, uint32_t i)
+{
+	uint32_t last = --w->nheap;
+	if (i != last) {
+		heap_set(w, i, w->heap[last]);
+		heap_sift(w, i);
+	}
+}
+
+/* ---------------------------------------------------------------- places */
+
+static struct garuda_watch_level *level_of(struct garuda_watch *w, uint32_t owner, unsigned l)
+{
+	return &w->owners[owner].lv[l];
+}
+
+static void unplace(struct garuda_watch *w, uint32_t wi)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	switch (d->place) {
+	case P_SPIN: {
+		uint32_t last = w->spin[--w->nspin];
+		w->spin[d->pos] = last;
+		w->words[last].pos = d->pos;
+		break;
+	}
+	case P_AT:
+		heap_del(w, d->pos);
+		break;
+	case P_LEVEL: {
+		struct garuda_watch_level *lv = level_of(w, d->owner, d->level);
+		if (lv->cursor == wi)
+			lv->cursor = d->lnext;
+		if (d->lprev != GARUDA_WATCH_NONE)
+			w->words[d->lprev].lnext = d->lnext;
+		else
+			lv->head = d->lnext;
+		if (d->lnext != GARUDA_WATCH_NONE)
+			w->words[d->lnext].lprev = d->lprev;
+		if (!--lv->n && lv->hpos != GARUDA_WATCH_NONE) {
+			heap_del(w, lv->hpos);
+			lv->hpos = GARUDA_WATCH_NONE;
+			lv->sweeping = false;
+		}
+		break;
+	}
+	}
+	d->place = P_NONE;
+}
+
+/* The backoff of a word overdue by t (watch.h): its level. */
+static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
+{
+	uint64_t ladder = max_u64(GARUDA_WATCH_STEP_MIN_NS, overdue / 2);
+	uint64_t top = t->pol.max_step_ns ? t->pol.max_step_ns : GARUDA_WATCH_STEP_MIN_NS;
+	uint64_t iv = max_u64(min_u64(top, ladder), overdue >> GARUDA_WATCH_BACKOFF_SHIFT);
+	unsigned l = 0;
+	while (l + 1 < GARUDA_WATCH_LEVELS && (GARUDA_WATCH_STEP_MIN_NS << (l + 1)) <= iv)
+		l++;
+	return l;
+}
+
+/* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level. */
+static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h, uint64_t now, uint64_t *due,
+			    unsigned *level)
+{
+	const struct garuda_watch_tuning *t = &w->t;
+	uint64_t early = t->pol.early_ns;
+	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, early);
+	uint64_t dl, open, end;
+	if (!t->predict) {
+		/* no prediction: the flag ladder per word, from its last activity (its head's
+		 * start, or the last find on the word) */
+		open = garuda_policy_start(h);
+		end = t->pol.forever ? UINT64_MAX : add_sat(open, t->pol.spin_ns);
+		dl = end; /* the ladder starts where the spin ends */
+	} else {
+		dl = garuda_policy_deadline(h);
+		open = t->pol.forever ? dl : garuda_policy_resume(h);
+		end = t->pol.forever ? UINT64_MAX : add_sat(open, t->pol.spin_ns);
+	}
+	if (add_sat(now, lead) >= open && now < end)
+		return P_SPIN;
+	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
+		uint64_t at = dl - early;
+		if (t->sleep_step_ns)
+			at = min_u64(at, add_sat(now, t->sleep_step_ns));
+		*due = at;
+		return P_AT;
+	}
+	uint64_t overdue = now > dl ? now - dl : 0;
+	*level = level_for(t, overdue);
+	if (now < open) { /* between its deadline and its window: no later than the window */
+		uint64_t period = GARUDA_WATCH_STEP_MIN_NS << *level;
+		if (open - early <= add_sat(now, period)) {
+			*due = open > early ? open - early : 0;
+			return P_AT;
+		}
+	}
+	return P_LEVEL;
+}
+
+static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	uint64_t due = 0;
+	unsigned level = 0;
+	enum place p = place_for(w, &w->waits[d->head].pw, now, &due, &level);
+	if (p == d->place && (p == P_SPIN || (p == P_LEVEL && level == d->level)))
+		return;
+	if (p == P_AT && d->place == P_AT) {
+		w->heap[d->pos].due = due;
+		heap_sift(w, d->pos);
+		return;
+	}
+	unplace(w, wi);
+	d->place = (uint8_t)p;
+	switch (p) {
+	case P_SPIN:
+		d->pos = w->nspin;
+		w->spin[w->nspin++] = wi;
+		break;
+	case P_AT:
+		heap_push(w, due, wi, 0);
+		break;
+	default: {
+		struct garuda_watch_level *lv = level_of(w, d->owner, level);
+		d->level = (uint8_t)level;
+		d->lprev = GARUDA_WATCH_NONE;
+		d->lnext = lv->head;
+		if (lv->head != GARUDA_WATCH_NONE)
+			w->words[lv->head].lprev = wi;
+		lv->head = wi;
+		lv->n++;
+		if (lv->hpos == GARUDA_WATCH_NONE) {
+			/* a new level's first sweep: one period from now */
+			lv->next = add_sat(now, GARUDA_WATCH_STEP_MIN_NS << level);
+			lv->sweeping = false;
+			heap_push(w, lv->next, d->owner * GARUDA_WATCH_LEVELS + level, 1);
+		}
+		break;
+	}
+	}
+}
+
+void garuda_watch_retune(struct garuda_watch *w, const struct garuda_watch_tuning *t, uint64_t now)
+{
+	w->t = *t;
+	for (uint32_t i = 0; i < w->wcap; i++)
+		if (w->words[i].head != GARUDA_WATCH_NONE) {
+			unplace(w, i);
+			place(w, i, now);
+		}
+}
+
+/* ---------------------------------------------------------------- storage */
+
+static uint32_t hash_slot(uint64_t key, uint32_t mask)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+/* the slot holding key, or the empty slot where it would go */
+static uint32_t hash_find(const struct garuda_watch *w, uint64_t key)
+{
+	uint32_t mask = w->hcap - 1;
+	for (uint32_t i = hash_slot(key, mask);; i = (i + 1) & mask) {
+		uint32_t v = w->hash[i];
+		if (v == GARUDA_WATCH_NONE || w->words[v].key == key)
+			return i;
+	}
+}
+
+static int hash_rebuild(struct garuda_watch *w, uint32_t cap)
+{
+	uint32_t *h = malloc((size_t)cap * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	memset(h, 0xff, (size_t)cap * sizeof(*h));
+	free(w->hash);
+	w->hash = h;
+	w->hcap = cap;
+	w->hused = 0;
+	for (uint32_t i = 0; i < w->wcap; i++)
+		if (w->words[i].head != GARUDA_WATCH_NONE) {
+			w->hash[hash_find(w, w->words[i].key)] = i;
+			w->hused++;
+		}
+	return 0;
+}
+
+static int grow(void **p, uint32_t *cap, uint32_t want, size_t size)
+{
+	if (want <= *cap)
+		return 0;
+	uint32_t n = *cap ? *cap : 16;
+	while (n < want)
+		n *= 2;
+	void *q = realloc(*p, (size_t)n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+int garuda_watch_reserve(struct garuda_watch *w, uint32_t n)
+{
+	uint32_t want = w->nlive + n;
+	if (want > w->cap) {
+		uint32_t old = w->cap;
+		if (grow((void **)&w->waits, &w->cap, want, sizeof(*w->waits)))
+			return -ENOMEM;
+		for (uint32_t i = w->cap; i-- > old;) { /* lowest ids first */
+			w->waits[i] = (struct garuda_watch_wait){ .next = w->free_head };
+			w->free_head = i;
+		}
+	}
+	/* a word per wait at most */
+	uint32_t wwant = w->nwords + n;
+	if (wwant > w->wcap) {
+		uint32_t old = w->wcap;
+		if (grow((void **)&w->words, &w->wcap, wwant, sizeof(*w->words)))
+			return -ENOMEM;
+		for (uint32_t i = w->wcap; i-- > old;) {
+			w->words[i] = (struct garuda_watch_word){ .head = GARUDA_WATCH_NONE,
+								  .tail = w->wfree };
+			w->wfree = i;
+		}
+	}
+	if (2 * (w->hused + n) + 1 > w->hcap) {
+		uint32_t hc = 16;
+		while (hc < 2 * (w->hused + n) + 1)
+			hc *= 2;
+		if (hash_rebuild(w, hc))
+			return -ENOMEM;
+	}
+	if (grow((void **)&w->spin, &w->spincap, w->nwords + n, sizeof(*w->spin)) ||
+	    grow((void **)&w->heap, &w->heapcap, w->nwords + n + w->ocap * GARUDA_WATCH_LEVELS,
+		 sizeof(*w->heap)))
+		return -ENOMEM;
+	return 0;
+}
+
+uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
+{
+	for (uint32_t o = 0; o < w->nowners; o++)
+		if (w->owners[o].key == key)
+			return o;
+	if (grow((void **)&w->owners, &w->ocap, w->nowners + 1, sizeof(*w->owners)) ||
+	    grow((void **)&w->heap, &w->heapcap, w->wcap + w->ocap * GARUDA_WATCH_LEVELS,
+		 sizeof(*w->heap)))
+		return GARUDA_WATCH_NONE;
+	uint32_t o = w->nowners++;
+	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key };
+	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
+		w->owners[o].lv[l] = (struct garuda_watch_level){ .head = GARUDA_WATCH_NONE,
+								  .cursor = GARUDA_WATCH_NONE,
+								  .hpos = GARUDA_WATCH_NONE };
+	return o;
+}
+
+bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
+			      struct garuda_watch_owner_stats *out)
+{
+	for (uint32_t o = 0; o < w->nowners; o++)
+		if (w->owners[o].key == key) {
+			*out = w->owners[o].st;
+			return true;
+		}
+	return false;
+}
+
+void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
+{
+	for (uint32_t o = 0; o < w->nowners; o++) {
+		if (w->owners[o].key != key || w->owners[o].nwords)
+			continue;
+		uint32_t last = --w->nowners;
+		if (o == last)
+			return;
+		/* the last owner takes its index: its words and level timers follow */
+		w->owners[o] = w->owners[last];
+		for (uint32_t i = 0; i < w->wcap; i++)
+			if (w->words[i].head != GARUDA_WATCH_NONE && w->words[i].owner == last)
+				w->words[i].owner = o;
+		for (uint32_t i = 0; i < w->cap; i++)
+			if (w->waits[i].live && w->waits[i].owner == last)
+				w->waits[i].owner = o;
+		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
+			if (w->owners[o].lv[l].hpos != GARUDA_WATCH_NONE)
+				w->heap[w->owners[o].lv[l].hpos].what = o * GARUDA_WATCH_LEVELS + l;
+		return;
+	}
+}
+
+/* ---------------------------------------------------------------- waits */
+
+/* Stream order on word wi (policy.h garuda_policy_order, for one word): the head run
+ * (the lowest target) starts, at its earliest clock; the rest queue. Only the waits
+ * whose state changes are touched: the head run, and a new wait. */
+static void order_head(struct garuda_watch *w, uint32_t wi, uint64_t landing)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	uint64_t target = w->waits[d->head].pw.target, start = UINT64_MAX;
+	for (uint32_t i = d->head; i != GARUDA_WATCH_NONE && w->waits[i].pw.target == target;
+	     i = w->waits[i].next) {
+		const struct garuda_policy_wait *p = &w->waits[i].pw;
+		uint64_t c = p->state == GARUDA_POLICY_QUEUED ? max_u64(p->arm_ns, landing)
+			     : p->state == GARUDA_POLICY_STARTED ? p->start_ns
+								 : p->arm_ns;
+		start = min_u64(start, c);
+	}
+	for (uint32_t i = d->head; i != GARUDA_WATCH_NONE && w->waits[i].pw.target == target;
+	     i = w->waits[i].next)
+		garuda_policy_wait_start(&w->waits[i].pw, start);
+}
+
+uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
+			  uint32_t owner, uint64_t now)
+{
+	uint32_t id = w->free_head;
+	struct garuda_watch_wait *a = &w->waits[id];
+	w->free_head = a->next;
+	*a = (struct garuda_watch_wait){ .pw = *pw, .owner = owner, .next = GARUDA_WATCH_NONE,
+					 .live = 1 };
+	w->nlive++;
+	uint32_t slot = hash_find(w, pw->word), wi = w->hash[slot];
+	if (wi == GARUDA_WATCH_NONE) {
+		wi = w->wfree;
+		struct garuda_watch_word *d = &w->words[wi];
+		w->wfree = d->tail;
+		*d = (struct garuda_watch_word){ .key = pw->word, .head = id, .tail = id,
+						 .owner = owner };
+		w->hash[slot] = wi;
+		w->hused++;
+		w->nwords++;
+		w->owners[owner].nwords++;
+		a->word = wi;
+		order_head(w, wi, now);
+		place(w, wi, now);
+		return id;
+	}
+	struct garuda_watch_word *d = &w->words[wi];
+	a->word = wi;
+	uint64_t t = pw->target;
+	if (!before(t, w->waits[d->tail].pw.target)) { /* the usual case: behind the rest */
+		w->waits[d->tail].next = id;
+		d->tail = id;
+	} else if (before(t, w->waits[d->head].pw.target)) {
+		a->next = d->head;
+		d->head = id;
+	} else {
+		uint32_t p = d->head;
+		while (!before(t, w->waits[w->waits[p].next].pw.target))
+			p = w->waits[p].next;
+		a->next = w->waits[p].next;
+		w->waits[p].next = id;
+	}
+	if (w->waits[d->head].pw.target == t) { /* it is (in) the head run */
+		if (d->head == id) /* a new head: the old run queues behind it */
+			for (uint32_t i = a->next; i != GARUDA_WATCH_NONE; i = w->waits[i].next)
+				garuda_policy_wait_queue(&w->waits[i].pw);
+		order_head(w, wi, now);
+		place(w, wi, now);
+	} else {
+		garuda_policy_wait_queue(&a->pw);
+	}
+	return id;
+}
+
+/* unlink wait id from its word; drop the word when it was the last */
+static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool reorder)
+{
+	struct garuda_watch_wait *a = &w->waits[id];
+	uint32_t wi = a->word;
+	struct garuda_watch_word *d = &w->words[wi];
+	bool was_head_run = w->waits[d->head].pw.target == a->pw.target;
+	uint32_t prev = GARUDA_WATCH_NONE;
+	for (uint32_t i = d->head; i != id; i = w->waits[i].next)
+		prev = i;
+	if (prev == GARUDA_WATCH_NONE)
+		d->head = a->next;
+	else
+		w->waits[prev].next = a->next;
+	if (d->tail == id)
+		d->tail = prev;
+	a->live = 0;
+	a->next = w->free_head;
+	w->free_head = id;
+	w->nlive--;
+	if (d->head == GARUDA_WATCH_NONE) {
+		unplace(w, wi);
+		w->owners[d->owner].nwords--;
+		/* out of the hash: the chain after it is put back */
+		uint32_t mask = w->hcap - 1, s = hash_find(w, d->key);
+		w->hash[s] = GARUDA_WATCH_NONE;
+		for (uint32_t i = (s + 1) & mask; w->hash[i] != GARUDA_WATCH_NONE; i = (i + 1) & mask) {
+			uint32_t v = w->hash[i];
+			w->hash[i] = GARUDA_WATCH_NONE;
+			w->hash[hash_find(w, w->words[v].key)] = v;
+		}
+		w->hused--;
+		w->nwords--;
+		d->tail = w->wfree;
+		w->wfree = wi;
+		return;
+	}
+	if (reorder && was_head_run) {
+		order_head(w, wi, now);
+		place(w, wi, now);
+	}
+}
+
+void garuda_watch_remove(struct garuda_watch *w, uint32_t id, uint64_t now)
+{
+	unlink_wait(w, id, now, true);
+}
+
+uint32_t garuda_watch_first_on(const struct garuda_watch *w, uint64_t key)
+{
+	if (!w->hcap)
+		return GARUDA_WATCH_NONE;
+	uint32_t wi = w->hash[hash_find(w, key)];
+	return wi == GARUDA_WATCH_NONE ? GARUDA_WATCH_NONE : w->words[wi].head;
+}
+
+uint64_t garuda_watch_word_key(const struct garuda_watch *w, uint32_t word)
+{
+	return w->words[word].key;
+}
+
+/* ---------------------------------------------------------------- a step */
+
+static void charge(struct garuda_watch *w, uint32_t owner)
+{
+	struct garuda_watch_ownerrec *o = &w->owners[owner];
+	o->st.loads++;
+	if (o->last_step != w->steps) {
+		o->last_step = w->steps;
+		o->st.steps++;
+	}
+}
+
+unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words, unsigned max)
+{
+	unsigned n = 0;
+	w->step_ns = now;
+	w->steps++;
+	/* the spin words, from where the last step that could not take them all stopped */
+	uint32_t from = w->nspin > max ? w->spin_rr % w->nspin : 0;
+	for (uint32_t i = 0; i < w->nspin && n < max; i++)
+		words[n++] = w->spin[(from + i) % w->nspin];
+	w->spin_rr = from + n;
+	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, w->t.pol.early_ns);
+	/* the due timers, in due order; a level gives at most a chunk per turn */
+	while (n < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
+		struct garuda_watch_timer e = w->heap[0];
+		if (e.tag == 0) {
+			words[n++] = e.what;
+			/* it stays in the heap until found() places it again; move it out of
+			 * the way of this loop */
+			w->heap[0].due = UINT64_MAX;
+			heap_sift(w, 0);
+			continue;
+		}
+		struct garuda_watch_level *lv =
+			level_of(w, e.what / GARUDA_WATCH_LEVELS, e.what % GARUDA_WATCH_LEVELS);
+		if (!lv->sweeping) { /* a new period: every word it holds now */
+			lv->sweeping = true;
+			lv->cursor = lv->head;
+			lv->next = add_sat(now, GARUDA_WATCH_STEP_MIN_NS << (e.what % GARUDA_WATCH_LEVELS));
+		}
+		unsigned take = GARUDA_WATCH_CHUNK;
+		while (take-- && lv->cursor != GARUDA_WATCH_NONE && n < max) {
+			words[n++] = lv->cursor;
+			lv->cursor = w->words[lv->cursor].lnext;
+		}
+		/* swept: due again at its next period; else at once, behind the others */
+		if (lv->cursor == GARUDA_WATCH_NONE) {
+			lv->sweeping = false;
+			w->heap[0].due = lv->next;
+		} else { /* behind every timer due in this step */
+			w->heap[0].due = add_sat(add_sat(now, lead), 1);
+		}
+		heap_sift(w, 0);
+	}
+	return n;
+}
+
+unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uint64_t now,
+			    struct garuda_watch_fire *out)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	charge(w, d->owner);
+	uint64_t prev = d->last_look;
+	/* the watcher was not looking closely at this word since its last look: it slept,
+	 * or the word was waiting on a timer */
+	bool slept = !d->spun || w->woke_ns > prev;
+	unsigned nf = 0;
+	while (d->head != GARUDA_WATCH_NONE && garuda_reached(v, w->waits[d->head].pw.target)) {
+		uint32_t id = d->head;
+		struct garuda_watch_wait *a = &w->waits[id];
+		out[nf].id = id;
+		out[nf].find = garuda_policy_find(&a->pw, &w->t.pol, now, prev ? prev : a->pw.taken_ns,
+						  slept);
+		nf++;
+		w->owners[a->owner].st.fired++;
+		bool last = a->next == GARUDA_WATCH_NONE;
+		unlink_wait(w, id, now, false);
+		if (last)
+			return nf; /* the word went with its last wait */
+	}
+	d->last_look = now;
+	if (nf)
+		order_head(w, wi, now); /* the successors of what landed start here */
+	d->spun = false;
+	place(w, wi, now);
+	d->spun = d->place == P_SPIN;
+	return nf;
+}
+
+uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
+{
+	if (!w->nlive)
+		return UINT64_MAX;
+	if (w->nspin)
+		return 0;
+	if (!w->nheap)
+		return UINT64_MAX;
+	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, w->t.pol.early_ns);
+	uint64_t due = w->heap[0].due;
+	if (due <= add_sat(now, lead))
+		return 0;
+	return due;
+}
+
+void garuda_watch_woke(struct garuda_watch *w, uint64_t now)
+{
+	w->woke_ns = now;
+}

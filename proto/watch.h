@@ -1,0 +1,196 @@
+/* watch.h — the watcher: the whole watch state of one thread that waits on many words
+ * (garudad's scanner, garuda-replay's simulated scanner), and the questions its driver
+ * asks of it: which words are due now, what a find records, spin or sleep until when.
+ * The driver keeps only the edges: it loads the words, sleeps, delivers. The rules of
+ * each decision are proto/policy.h's (the spin window, stream order, the find); this
+ * module adds where each word waits until its next look (the due schedule) and whose
+ * work it is (owners: garudad's sessions). docs/plans.md, "The watcher".
+ *
+ * The due schedule. Waits are indexed by word (a hash of the word's key, the driver's
+ * address of it); a word is looked at for its head wait (the lowest target; the others
+ * are queued behind it, stream order), and waits in one of three places:
+ *   - SPIN: its head is in its spin window: looked at every step;
+ *   - AT: its head's deadline (or window) is ahead: a min-heap of times, O(log n);
+ *   - LEVEL L of its owner: its head is overdue by t (past its deadline, outside its
+ *     window): looked at every P_L = GARUDA_WATCH_STEP_MIN_NS << L, the largest period
+ *     not above backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), t/32)).
+ *     So a store to an overdue word is found within max(backstop, t/32) of landing
+ *     (3.1 % of how long the wait has been overdue), at most P_max = 524 ms; a word
+ *     that never moves is looked at ~32 ln(t) + t/P_max times in its first t. Each
+ *     owner's levels are one timer each in the heap; a level's sweep is a linear walk
+ *     of its words. Why levels and a heap, not a heap of every word: the overdue words
+ *     of a tenant can be hundreds of thousands, and a level costs one heap entry and a
+ *     sequential walk per period, where a heap would cost O(log n) per word per look;
+ *     the few words that sleep toward a predicted deadline keep an exact time.
+ * A step looks at the SPIN words and at the heap's due timers, in due order, at most
+ * GARUDA_WATCH_CHUNK words of one level per turn (a level left half-swept is due again
+ * at once, behind the others): every owner's due words are served in turn, and a
+ * session's backlog never stands in front of another session's due word for more than
+ * a chunk. Words that are not due are never loaded.
+ *
+ * Promises:
+ *   - Pure: no clock, no atomics, no I/O; libc only. Allocation only in
+ *     garuda_watch_reserve() and owner creation (the driver calls them off its hot
+ *     path; every other call is allocation-free). Deterministic.
+ *   - Every wait that is added is either fired (its word read at or past its target
+ *     by garuda_watch_found()) or removed by the driver: never lost, never twice.
+ *   - A wait whose word the driver reports reached fires in that same call, with
+ *     every lower wait on the word (a word that jumped fires them all).
+ *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
+ *     within GARUDA_POLICY_SPIN_AHEAD_NS + the early wake; with nothing added it says
+ *     UINT64_MAX (park).
+ *   - Work counted per owner: every word look is charged to its word's owner.
+ *
+ * Threads: none of its own; a struct garuda_watch belongs to the one thread that
+ * drives it (garudad: its scanner thread; replay: its caller). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "policy.h"
+
+#define GARUDA_WATCH_STEP_MIN_NS  GARUDA_POLICY_STEP_MIN_NS /* level 0's period */
+#define GARUDA_WATCH_LEVELS       15u   /* periods 32 us .. 524 ms */
+#define GARUDA_WATCH_BACKOFF_SHIFT 5u   /* an overdue word's period <= its age / 32 */
+#define GARUDA_WATCH_CHUNK        256u  /* words of one level per turn */
+#define GARUDA_WATCH_NONE         UINT32_MAX
+
+/* A plan as the watcher takes it. One function makes it from a plan, for every
+ * driver (garuda_watch_tuning_of). */
+struct garuda_watch_tuning {
+	struct garuda_policy_tuning pol; /* spin_ns: the spin window (park_us); forever: poll;
+					  * max_step_ns: backstop_us, the short ladder's top;
+					  * early_ns: timed wakes end this early */
+	bool predict;          /* +predict: heads sleep toward their deadlines */
+	uint64_t sleep_step_ns; /* +predict's max_sleep_us: the longest single sleep (a far
+				 * deadline is slept toward in steps of at most this) */
+};
+
+/* The tuning of plan p (garuda_plan_check() accepts it); early_ns 0. */
+void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out);
+
+/* One wait, as the driver sees it: the policy's wait, and whose it is. */
+struct garuda_watch_wait {
+	struct garuda_policy_wait pw;
+	uint32_t owner;  /* owner index (garuda_watch_owner) */
+	uint32_t word;   /* private: its word's index */
+	uint32_t next;   /* private: the next wait on the word (ascending target) */
+	uint32_t live;   /* private: 1 while added */
+};
+
+/* What the watcher keeps per owner (garudad: a session). */
+struct garuda_watch_owner_stats {
+	uint64_t loads;  /* word looks charged to it */
+	uint64_t fired;  /* waits of it fired */
+	uint64_t steps;  /* steps in which at least one of its words was looked at */
+};
+
+struct garuda_watch_word;
+struct garuda_watch_ownerrec;
+struct garuda_watch_timer;
+
+struct garuda_watch {
+	struct garuda_watch_tuning t;
+	/* waits by id (0 .. cap): the driver keeps its own payload by the same id */
+	struct garuda_watch_wait *waits;
+	uint32_t cap, nlive, free_head; /* free ids chain through .next */
+	/* words: a pool (free chain through head) and a hash of key -> index */
+	struct garuda_watch_word *words;
+	uint32_t wcap, nwords, wfree;
+	uint32_t *hash; /* open addressing, GARUDA_WATCH_NONE: empty; tombstones rebuilt */
+	uint32_t hcap, hused;
+	/* the schedule */
+	uint32_t *spin, nspin, spincap, spin_rr;
+	struct garuda_watch_timer *heap;
+	uint32_t nheap, heapcap;
+	/* owners: key -> index, linear (a scanner has a few hundred sessions at most) */
+	struct garuda_watch_ownerrec *owners;
+	uint32_t nowners, ocap;
+	/* the step in progress, and what the previous ones tell a find */
+	uint64_t step_ns;  /* when the current step began */
+	uint64_t woke_ns;  /* when the watcher last ended a sleep */
+	uint64_t steps;
+};
+
+/* An empty watcher with tuning t. garuda_watch_fini() frees it. */
+void garuda_watch_init(struct garuda_watch *w, const struct garuda_watch_tuning *t);
+void garuda_watch_fini(struct garuda_watch *w);
+/* A new tuning: every word is placed again at now. */
+void garuda_watch_retune(struct garuda_watch *w, const struct garuda_watch_tuning *t, uint64_t now);
+
+/* Room for n more waits (and their words): 0 or -ENOMEM. The driver grows its payload
+ * to garuda_watch_capacity() after it. */
+int garuda_watch_reserve(struct garuda_watch *w, uint32_t n);
+static inline uint32_t garuda_watch_capacity(const struct garuda_watch *w)
+{
+	return w->cap;
+}
+static inline uint32_t garuda_watch_count(const struct garuda_watch *w)
+{
+	return w->nlive;
+}
+static inline uint32_t garuda_watch_words(const struct garuda_watch *w)
+{
+	return w->nwords;
+}
+static inline bool garuda_watch_live(const struct garuda_watch *w, uint32_t id)
+{
+	return id < w->cap && w->waits[id].live;
+}
+static inline const struct garuda_watch_wait *garuda_watch_get(const struct garuda_watch *w,
+							       uint32_t id)
+{
+	return &w->waits[id];
+}
+
+/* The owner with this key (garudad: the session id), made on first use: its index, or
+ * GARUDA_WATCH_NONE out of memory. */
+uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key);
+/* Its counts; false for an unknown key. */
+bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
+			      struct garuda_watch_owner_stats *out);
+/* Forget an owner that has no waits left (its session ended). */
+void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key);
+
+/* Add a wait (room reserved): the policy wait pw (garuda_policy_wait_init; its word is
+ * the key), for owner (an index). It queues behind the waits on its word with lower
+ * targets (stream order) and its word is placed at now. Returns its id. */
+uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
+			  uint32_t owner, uint64_t now);
+/* Remove a live wait; the rest of its word is ordered (landing: now) and placed. */
+void garuda_watch_remove(struct garuda_watch *w, uint32_t id, uint64_t now);
+/* The first wait on the word with this key (GARUDA_WATCH_NONE: none), then the next. */
+uint32_t garuda_watch_first_on(const struct garuda_watch *w, uint64_t key);
+static inline uint32_t garuda_watch_next_on(const struct garuda_watch *w, uint32_t id)
+{
+	return w->waits[id].next;
+}
+
+/* A step: the words due at now, at most max of them, into words[] (word indices;
+ * garuda_watch_word_key() gives each one's key). The driver loads each and reports it
+ * with garuda_watch_found(), every one, before the next step. */
+unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words, unsigned max);
+uint64_t garuda_watch_word_key(const struct garuda_watch *w, uint32_t word);
+
+/* One fired wait and what its find records (policy.h garuda_policy_find). */
+struct garuda_watch_fire {
+	uint32_t id;
+	struct garuda_find find;
+};
+
+/* Word `word` (from this step's garuda_watch_due) was read as v at now: fire every wait
+ * on it whose target v reached, into out[0..) (room: the waits on the word, at most
+ * garuda_watch_count()), order the rest (the new head starts at now) and place the
+ * word. Returns the number fired. The fired waits are removed (their ids free) once
+ * this returns; their payload is the driver's to release. */
+unsigned garuda_watch_found(struct garuda_watch *w, uint32_t word, uint64_t v, uint64_t now,
+			    struct garuda_watch_fire *out);
+
+/* After a step: 0 = spin (look again now), else the absolute time of the next step
+ * (UINT64_MAX: nothing added, park). */
+uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now);
+/* The driver slept and woke at now (finds after it are censored: policy.h). */
+void garuda_watch_woke(struct garuda_watch *w, uint64_t now);

@@ -1,0 +1,336 @@
+/* test_watch.c — the watcher (proto/watch.h) on a simulated clock: no sleep, no wall
+ * clock. A tiny driver here plays the scanner: words are numbers in an array, a step
+ * asks garuda_watch_due(), "loads" each due word and reports it, then jumps the clock
+ * to garuda_watch_next(). Asserted:
+ *   - the schedule yields exactly the due words: a word sleeping toward its deadline is
+ *     not looked at before it; a word in its window is looked at every step;
+ *   - the backoff: a word that never moves is looked at no later than
+ *     max(backstop, age/32) after the previous look (capped at the top level), and a
+ *     few hundred times in 100 s; a store that lands at any time is found within that
+ *     bound;
+ *   - fairness: a session with 65,536 overdue words and one with 1, all due together:
+ *     the second's word is in the first step, and no step looks at more than a chunk of
+ *     the first's words per turn;
+ *   - work is counted in word loads, per owner, and a wait not due costs none;
+ *   - stream order: a wait queued behind another on its word has no deadline until the
+ *     first is found, then its clock starts at that find;
+ *   - a 10 s prediction is slept toward in steps (sleep_step_ns) and then spun on for
+ *     one short window only.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "fdcheck.h"
+#include "policy.h"
+#include "seq.h"
+#include "watch.h"
+
+TestSuite(watch, .init = fdcheck_begin, .fini = fdcheck_end);
+
+#define US 1000ull
+#define MS 1000000ull
+#define S 1000000000ull
+
+/* the default plan's numbers: park_us=1000, backstop_us=200, max_sleep_us=1 s */
+static struct garuda_watch_tuning tuning(bool predict)
+{
+	return (struct garuda_watch_tuning){
+		.pol = { .spin_ns = 1000 * US, .max_step_ns = 200 * US },
+		.predict = predict,
+		.sleep_step_ns = predict ? 1000 * MS : 0,
+	};
+}
+
+/* the simulated memory: word k is value[k]; its key is k + 1 */
+struct sim {
+	struct garuda_watch w;
+	uint64_t *value;
+	uint64_t now;
+	uint32_t due[70000];
+	struct garuda_watch_fire fire[70000];
+	unsigned fired_total;
+	uint64_t loads;
+};
+
+static void sim_init(struct sim *s, bool predict, unsigned words)
+{
+	struct garuda_watch_tuning t = tuning(predict);
+	garuda_watch_init(&s->w, &t);
+	s->value = calloc(words, sizeof(*s->value));
+	s->now = 1 * S;
+	s->fired_total = 0;
+	s->loads = 0;
+}
+
+static void sim_fini(struct sim *s)
+{
+	garuda_watch_fini(&s->w);
+	free(s->value);
+}
+
+static uint32_t arm(struct sim *s, uint32_t owner, uint64_t word, uint64_t target, uint64_t sleep)
+{
+	struct garuda_policy_wait pw;
+	garuda_policy_wait_init(&pw, word + 1, target, s->now, s->now, sleep, sleep);
+	cr_assert_eq(garuda_watch_reserve(&s->w, 1), 0);
+	return garuda_watch_add(&s->w, &pw, owner, s->now);
+}
+
+/* One step at s->now: look at the due words; returns how many were looked at. */
+static unsigned step(struct sim *s, unsigned max)
+{
+	unsigned n = garuda_watch_due(&s->w, s->now, s->due, max);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t key = garuda_watch_word_key(&s->w, s->due[i]);
+		s->fired_total += garuda_watch_found(&s->w, s->due[i], s->value[key - 1], s->now,
+						     s->fire);
+	}
+	s->loads += n;
+	return n;
+}
+
+/* The clock to the watcher's next step (a spin step: +2 us), at most until `limit`. */
+static void advance(struct sim *s, uint64_t limit)
+{
+	uint64_t next = garuda_watch_next(&s->w, s->now);
+	uint64_t to = next == 0 ? s->now + 2 * US : next;
+	if (next != 0)
+		garuda_watch_woke(&s->w, to);
+	s->now = to < limit ? to : limit;
+}
+
+Test(watch, schedule_yields_exactly_the_due_words)
+{
+	static struct sim s;
+	sim_init(&s, true, 4);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	arm(&s, o, 0, 1, 5 * MS);   /* sleeps 5 ms */
+	arm(&s, o, 1, 1, 50 * MS);  /* sleeps 50 ms */
+	/* nothing is due before 5 ms: the watcher sleeps until then */
+	cr_assert_eq(step(&s, 100), 0);
+	uint64_t next = garuda_watch_next(&s.w, s.now);
+	cr_assert_eq(next, s.now + 5 * MS, "next %llu", (unsigned long long)(next - s.now));
+	s.now = next;
+	garuda_watch_woke(&s.w, s.now);
+	/* word 0's deadline: it alone (its window opens: spin on it) */
+	cr_assert_eq(step(&s, 100), 1);
+	cr_assert_eq(garuda_watch_word_key(&s.w, s.due[0]), 1);
+	cr_assert_eq(garuda_watch_next(&s.w, s.now), 0, "in its window: spin");
+	s.now += 2 * US;
+	cr_assert_eq(step(&s, 100), 1, "only the word in its window");
+	s.value[0] = 1;
+	s.now += 2 * US;
+	cr_assert_eq(step(&s, 100), 1);
+	cr_assert_eq(s.fired_total, 1);
+	/* then word 1 alone, at its deadline, not before */
+	next = garuda_watch_next(&s.w, s.now);
+	cr_assert_eq(next, 1 * S + 50 * MS);
+	cr_assert_eq(garuda_watch_count(&s.w), 1);
+	sim_fini(&s);
+}
+
+Test(watch, overdue_word_backs_off_with_its_age_and_is_found_within_the_bound)
+{
+	static struct sim s;
+	sim_init(&s, true, 1);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	uint64_t dl = s.now; /* cold: no sleep, the deadline is the arm */
+	arm(&s, o, 0, 1, 0);
+	uint64_t last = s.now, looks = 0, window_end = dl + 1000 * US;
+	uint64_t end = dl + 100 * S;
+	while (s.now < end) {
+		unsigned n = step(&s, 100);
+		if (n) {
+			uint64_t gap = s.now - last, age = s.now - dl;
+			uint64_t bound = age / 32 > 200 * US ? age / 32 : 200 * US;
+			if (bound > GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1))
+				bound = GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1);
+			/* a look no later than the bound after the previous one (the window's
+			 * spin steps are 2 us apart) */
+			if (last > window_end)
+				cr_assert_leq(gap, 2 * bound, "look at age %llu us came %llu us after the last",
+					      (unsigned long long)(age / US), (unsigned long long)(gap / US));
+			last = s.now;
+			looks++;
+		}
+		advance(&s, end);
+	}
+	/* the window's ~500 spin steps, then a few hundred backed-off looks, not 100 s / 200 us */
+	cr_assert_lt(looks, 1500, "%llu looks in 100 s", (unsigned long long)looks);
+	cr_assert_gt(looks, 300);
+	/* a store landing now (100 s overdue) is found within the top period */
+	s.value[0] = 1;
+	uint64_t landed = s.now;
+	while (!s.fired_total) {
+		advance(&s, UINT64_MAX);
+		step(&s, 100);
+	}
+	cr_assert_leq(s.now - landed, GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1));
+	sim_fini(&s);
+}
+
+Test(watch, late_store_is_found_within_a_thirty_second_of_its_age)
+{
+	/* stores landing at many ages: each found within max(backstop, age/32) x 2 (the
+	 * level's period is at most the bound; the look may come a period after) */
+	uint64_t ages[] = { 3 * MS, 17 * MS, 230 * MS, 1100 * MS, 4700 * MS };
+	for (unsigned k = 0; k < sizeof(ages) / sizeof(ages[0]); k++) {
+		static struct sim s;
+		sim_init(&s, true, 1);
+		uint32_t o = garuda_watch_owner(&s.w, 1);
+		uint64_t dl = s.now + 1 * MS;
+		arm(&s, o, 0, 1, 1 * MS);
+		uint64_t land = dl + ages[k], found = 0;
+		while (!found) {
+			if (s.now >= land)
+				s.value[0] = 1;
+			step(&s, 100);
+			if (s.fired_total)
+				found = s.now;
+			else
+				advance(&s, land > s.now ? land : UINT64_MAX);
+		}
+		uint64_t bound = ages[k] / 32 > 200 * US ? ages[k] / 32 : 200 * US;
+		cr_assert_leq(found - land, 2 * bound, "age %llu ms: found %llu us late",
+			      (unsigned long long)(ages[k] / MS), (unsigned long long)((found - land) / US));
+		sim_fini(&s);
+	}
+}
+
+Test(watch, a_session_backlog_does_not_delay_another_session)
+{
+	static struct sim s;
+	sim_init(&s, true, 65537);
+	uint32_t a = garuda_watch_owner(&s.w, 100), b = garuda_watch_owner(&s.w, 200);
+	cr_assert_eq(garuda_watch_reserve(&s.w, 65537), 0);
+	for (uint64_t k = 0; k < 65536; k++)
+		arm(&s, a, k, 1, 0);
+	arm(&s, b, 65536, 1, 0);
+	/* every word past its window: one look each puts them on their owners' levels */
+	s.now += 2 * MS;
+	cr_assert_eq(step(&s, 70000), 65537);
+	bool b_seen = false;
+	struct garuda_watch_owner_stats sa, sb;
+	for (int r = 0; r < 64 && !b_seen; r++) {
+		s.now += 50 * US;
+		unsigned n = step(&s, GARUDA_WATCH_CHUNK * 4);
+		unsigned from_a = 0;
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t key = garuda_watch_word_key(&s.w, s.due[i]);
+			b_seen |= key == 65537;
+			from_a += key != 65537;
+		}
+		/* no step looks at more than a chunk of a's words per level that is due:
+		 * b's level, when due, is served in that step */
+		cr_assert_leq(from_a, 2 * GARUDA_WATCH_CHUNK, "%u of a's words in one step", from_a);
+	}
+	cr_assert(b_seen, "the lone session's due word was never looked at");
+	cr_assert(garuda_watch_owner_stats(&s.w, 100, &sa));
+	cr_assert(garuda_watch_owner_stats(&s.w, 200, &sb));
+	cr_assert_gt(sa.loads, sb.loads);
+	cr_assert_eq(sa.loads + sb.loads, s.loads, "every look is charged to an owner");
+	sim_fini(&s);
+}
+
+Test(watch, a_wait_not_due_costs_no_load)
+{
+	static struct sim s;
+	sim_init(&s, true, 2);
+	uint32_t a = garuda_watch_owner(&s.w, 1), b = garuda_watch_owner(&s.w, 2);
+	arm(&s, a, 0, 1, 10 * S); /* far */
+	arm(&s, b, 1, 1, 1 * MS);
+	uint64_t end = s.now + 5 * MS;
+	s.value[1] = 1;
+	while (s.now < end) {
+		step(&s, 100);
+		advance(&s, end);
+	}
+	struct garuda_watch_owner_stats sa, sb;
+	cr_assert(garuda_watch_owner_stats(&s.w, 1, &sa));
+	cr_assert(garuda_watch_owner_stats(&s.w, 2, &sb));
+	cr_assert_eq(sa.loads, 0, "a word sleeping toward its deadline was loaded %llu times",
+		     (unsigned long long)sa.loads);
+	cr_assert_geq(sb.loads, 1);
+	cr_assert_eq(sb.fired, 1);
+	sim_fini(&s);
+}
+
+Test(watch, stream_order_starts_the_successor_at_the_find)
+{
+	static struct sim s;
+	sim_init(&s, true, 1);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	uint32_t w1 = arm(&s, o, 0, 1, 1 * MS);
+	uint32_t w2 = arm(&s, o, 0, 2, 1 * MS);
+	const struct garuda_watch_wait *q = garuda_watch_get(&s.w, w2);
+	cr_assert_eq(q->pw.state, GARUDA_POLICY_QUEUED);
+	cr_assert_eq(garuda_policy_deadline(&q->pw), UINT64_MAX);
+	cr_assert_eq(garuda_watch_first_on(&s.w, 1), w1);
+	cr_assert_eq(garuda_watch_next_on(&s.w, w1), w2);
+	uint64_t end = s.now + 1200 * US;
+	uint64_t land = s.now + 1100 * US;
+	while (!s.fired_total) {
+		if (s.now >= land)
+			s.value[0] = 1;
+		step(&s, 100);
+		if (!s.fired_total)
+			advance(&s, s.now < land ? land : end + 10 * MS);
+	}
+	uint64_t found = s.now;
+	q = garuda_watch_get(&s.w, w2);
+	cr_assert_eq(q->pw.state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(garuda_policy_start(&q->pw), found);
+	cr_assert_eq(garuda_policy_deadline(&q->pw), found + 1 * MS);
+	sim_fini(&s);
+}
+
+Test(watch, a_ten_second_prediction_is_slept_toward_in_steps)
+{
+	static struct sim s;
+	sim_init(&s, true, 1);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	uint64_t start = s.now;
+	arm(&s, o, 0, 1, 10 * S - 150 * US); /* the estimator's prediction less the margin */
+	uint64_t land = start + 10 * S, wakes = 0, spin_steps = 0;
+	while (!s.fired_total) {
+		if (s.now >= land)
+			s.value[0] = 1;
+		step(&s, 100);
+		if (s.fired_total)
+			break;
+		uint64_t next = garuda_watch_next(&s.w, s.now);
+		if (next)
+			wakes++;
+		else
+			spin_steps++;
+		advance(&s, s.now < land ? land : UINT64_MAX);
+	}
+	/* ten 1 s steps, then one window of at most park_us (1 ms) of 2 us spin steps */
+	cr_assert_leq(wakes, 14, "%llu wakes", (unsigned long long)wakes);
+	cr_assert_leq(spin_steps, 1000 * US / (2 * US) + 1, "%llu spin steps",
+		      (unsigned long long)spin_steps);
+	cr_assert_leq(s.now - land, 10 * US, "found %llu us late", (unsigned long long)((s.now - land) / US));
+	sim_fini(&s);
+}
+
+Test(watch, removal_and_owner_drop_leave_nothing)
+{
+	static struct sim s;
+	sim_init(&s, true, 8);
+	uint32_t o = garuda_watch_owner(&s.w, 7);
+	uint32_t ids[16];
+	for (int i = 0; i < 16; i++)
+		ids[i] = arm(&s, o, (uint64_t)(i % 8), (uint64_t)(i / 8 + 1), 0);
+	cr_assert_eq(garuda_watch_words(&s.w), 8);
+	s.now += 3 * MS;
+	step(&s, 100); /* some on levels now */
+	for (int i = 0; i < 16; i++)
+		garuda_watch_remove(&s.w, ids[i], s.now);
+	cr_assert_eq(garuda_watch_count(&s.w), 0);
+	cr_assert_eq(garuda_watch_words(&s.w), 0);
+	cr_assert_eq(garuda_watch_next(&s.w, s.now), UINT64_MAX, "nothing added: park");
+	garuda_watch_owner_drop(&s.w, 7);
+	struct garuda_watch_owner_stats st;
+	cr_assert_not(garuda_watch_owner_stats(&s.w, 7, &st));
+	sim_fini(&s);
+}
