@@ -7,7 +7,8 @@
 # (systemd is not PID 1 there), garudad started from the installed unit's
 # ExecStart behind systemd-socket-activate (the sockets as the units declare them,
 # the daemon as User=garuda with CAP_IPC_LOCK) is reached by a client (python3-garuda
-# over libgaruda0) and `garctl status` and `garctl clients` answer; then dpkg --purge
+# over libgaruda0), `garctl status` and `garctl clients` answer, and the unit's
+# ExecReload= (the installed garctl reload) exits 0; then dpkg --purge
 # leaves no file of ours behind (Debian keeps the system user: Policy 9.2.2).
 # Exit 77 (skip) says why when a tool, root or the mirror is missing.
 # The debootstrap'd root is cached as BUILDDIR/deploy-root.tar (GARUDA_DEBIAN_MIRROR
@@ -159,6 +160,13 @@ chmod 0600 "$root$control_sock"
 
 status=$(in_root garctl status) || { cat "$work/garudad.log"; echo "garctl status failed"; exit 1; }
 echo "$status"
+# systemctl reload garuda runs the installed garctl (as root: the control socket's owner)
+exec_reload=$(sed -n 's/^ExecReload=//p' "$unitdir/garuda.service")
+[[ $exec_reload == '!/usr/bin/garctl reload' ]] ||
+	{ echo "garuda.service: ExecReload=$exec_reload, not the installed garctl reload"; exit 1; }
+# shellcheck disable=SC2086 # the command line, split as systemd splits it
+in_root ${exec_reload#!} || { cat "$work/garudad.log"; echo "ExecReload= ($exec_reload) failed"; exit 1; }
+echo "ExecReload=$exec_reload: exits 0"
 # the installed prolog as slurmd runs it (no environment but Slurm's), with the
 # installed /etc/default/garuda and its absolute defaults: garudad answers, it passes
 in_root env -i SLURMD_NODENAME=gpu7 SLURM_JOB_ID=1 /usr/libexec/garuda/garuda-prolog ||

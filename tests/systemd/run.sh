@@ -2,8 +2,9 @@
 # run.sh SCENARIO — garuda's units under a real systemd 252 (PID 1 of private
 # namespaces, tests/systemd/sdns.sh). Scenarios:
 #   units            sysusers, socket activation of both sockets, Type=notify READY and
-#                    STATUS=, reload, group access to the client socket, garctl for root
-#                    only, `systemctl stop` exits 0
+#                    STATUS=, reload (in force when systemctl returns, 50 times; a bad
+#                    file fails it; a removed key is its default again), group access
+#                    to the client socket, garctl for root only, `systemctl stop` exits 0
 #   restart-kill     8 clients x 1104 armed streams; SIGKILL of garudad (Restart=)
 #   restart-upgrade  the same; `systemctl restart garuda` (an upgrade)
 #   restart-watchdog the same; SIGSTOP: the watchdog (the unit's WatchdogSec) kills it
@@ -90,6 +91,16 @@ dump() {
 	sd_ctl show -p Result -p ExecMainStatus -p NRestarts -p MainPID garuda.service
 }
 
+# config_value KEY: garctl config's value of KEY (a.b.c for nested keys)
+config_value() {
+	sd_in "$GARCTL" --json=short config | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[k]
+print(v)' "$1"
+}
+
 # what the namespace's host looks like, where it matters to the suite
 host_checks() {
 	local gr=$T/root/etc/group members
@@ -139,13 +150,35 @@ units() {
 	check "garctl is refused for a user in group garuda" test $? -ne 0
 	check "... with permission denied" grep -qi "permission denied" <<<"$out"
 
-	# reload applies the config
-	printf '{ "log_level": "info", "spin_us": 77 }\n' >"$T/garudad.json"
+	# reload applies the config before systemctl returns (ExecReload= is garctl reload)
+	printf '{ "log_level": "info", "spin_us": 77, "quota": { "uid": { "segments": 3 } } }\n' >"$T/garudad.json"
 	local pid
 	pid=$(prop garuda.service MainPID)
 	check "systemctl reload exits 0" sd_ctl reload garuda.service
 	check "reload kept the process" test "$(prop garuda.service MainPID)" = "$pid"
-	check "reload applied spin_us 77" grep -q '"spin_us": *77' <<<"$(sd_in "$GARCTL" --json=short config)"
+	check "reload applied spin_us 77" test "$(config_value spin_us)" = 77
+	check "... and quota.uid.segments 3" test "$(config_value quota.uid.segments)" = 3
+	local i n=0 v=
+	for ((i = 1; i <= 50; i++)); do
+		printf '{ "log_level": "info", "spin_us": %d }\n' $((100 + i)) >"$T/garudad.json"
+		sd_ctl reload garuda.service || break
+		v=$(config_value spin_us)
+		[[ $v == $((100 + i)) ]] || break
+		n=$i
+	done
+	check "50 reloads, the config read at once after each: each in force ($n ok${v:+, the last read spin_us $v})" test "$n" = 50
+	check "the key removed from the file is its default again (quota.uid.segments 256)" \
+		test "$(config_value quota.uid.segments)" = 256
+	check "... and garudad's log says so" grep -q 'reload: quota.uid.segments: 3 -> 256$' "$T/logs/garudad.log"
+	printf '{ "spin_us": "fast" }\n' >"$T/garudad.json"
+	local out
+	out=$(sd_ctl reload garuda.service 2>&1)
+	check "a bad file: systemctl reload fails" test $? -ne 0
+	check "... the running config is kept (spin_us 150)" test "$(config_value spin_us)" = 150
+	check "... in the same process, still running" \
+		test "$(prop garuda.service MainPID)/$(prop garuda.service SubState)" = "$pid/running"
+	check "... and the log says why" grep -q 'reload failed, keeping the running configuration: config key "spin_us": expected a number' "$T/logs/garudad.log"
+	printf '{ "log_level": "info" }\n' >"$T/garudad.json"
 
 	# stop exits 0; control socket activation afterwards
 	check "systemctl stop exits 0" sd_ctl stop garuda.service
