@@ -9,28 +9,6 @@
 #include "quota.h"
 #include "ref.h"
 
-void armed_push(struct armed_set *s, const struct armed *a, unsigned scanner_index)
-{
-	if (s->n == s->cap) {
-		unsigned cap = s->cap ? s->cap * 2 : 1024;
-		struct armed *na = realloc(s->armed, cap * sizeof(*na));
-		if (na)
-			s->armed = na;
-		struct armed *nf = na ? realloc(s->fired, cap * sizeof(*nf)) : NULL;
-		if (nf)
-			s->fired = nf;
-		struct armed_hot *nh = nf ? realloc(s->hot, cap * sizeof(*nh)) : NULL;
-		if (!nh) {
-			log_err("scanner %u: out of memory for an armed descriptor", scanner_index);
-			abort();
-		}
-		s->hot = nh;
-		s->cap = cap;
-	}
-	s->hot[s->n] = (struct armed_hot){ .word = a->word, .target = a->target };
-	s->armed[s->n++] = *a;
-}
-
 void notice_release(enum notice_release what, void *obj)
 {
 	switch (what) {
@@ -82,31 +60,17 @@ void armed_release_refs(struct armed *a, struct notice_queue *loop)
 		put(loop, RELEASE_BINDING, a->bind, &a->bind->refs);
 }
 
-void armed_set_free(struct armed_set *s)
-{
-	for (unsigned i = 0; i < s->n; i++)
-		armed_release(&s->armed[i], NULL);
-	free(s->armed);
-	free(s->hot);
-	free(s->fired);
-	*s = (struct armed_set){ 0 };
-}
-
 /* ---- the removal index ----
  *
  * Every command gets a sequence number (gen) as it is applied, and every armed
  * descriptor remembers the gen of its ARM. A removal applies to the descriptors armed
  * before it (gen smaller than its own), so the removals of a whole batch of commands
- * can wait and be applied together in one pass over the armed set, whatever order they
- * came in relative to ARMs (an ARM after a DROP_SINK of a sink at a reused address is
- * not dropped). That keeps a batch at O(armed + commands): a client that floods
- * DISARMs or closes bindings in a loop costs one pass per batch, not one per command. */
-
-struct removal_table {
-	int *slot; /* index into rem[], or -1 */
-	unsigned mask;
-	struct removal *rem;
-};
+ * can wait and be applied together, whatever order they came in relative to ARMs (an
+ * ARM after a DROP_SINK of a sink at a reused address is not dropped). A batch of
+ * DISARMs only looks at the descriptors on their words (the watcher's index by word:
+ * O(commands + the waits on those words)); a batch with a drop is one walk over every
+ * descriptor: a client that floods DISARMs or closes bindings in a loop costs one
+ * walk per batch, not one per command (scanner.c, apply_removals). */
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -185,8 +149,7 @@ static int removal_index(struct removal_table *t, struct removal *rem, unsigned 
 	return 0;
 }
 
-/* Does a removal in t take descriptor a? */
-static bool removal_takes(const struct removal_table *t, const struct armed *a)
+bool armed_removals_takes(const struct removal_table *t, const struct armed *a)
 {
 	const struct {
 		enum removal_kind kind;
@@ -210,21 +173,17 @@ static bool removal_takes(const struct removal_table *t, const struct armed *a)
 	return false;
 }
 
-void armed_apply_removals(struct armed_set *s, struct removal *rem, unsigned n, unsigned scanner_index,
-			  struct notice_queue *loop)
+void armed_removals_index(struct removal_table *t, struct removal *rem, unsigned n,
+			  unsigned scanner_index)
 {
-	struct removal_table t;
-	if (removal_index(&t, rem, n) < 0) {
+	if (removal_index(t, rem, n) < 0) {
 		log_err("scanner %u: out of memory applying removals", scanner_index);
 		abort(); /* a lost DROP would leave dangling references */
 	}
-	for (unsigned i = 0; i < s->n;) {
-		if (removal_takes(&t, &s->armed[i])) {
-			armed_release(&s->armed[i], loop);
-			armed_remove_at(s, i);
-		} else {
-			i++;
-		}
-	}
-	free(t.slot);
+}
+
+void armed_removals_free(struct removal_table *t)
+{
+	free(t->slot);
+	t->slot = NULL;
 }

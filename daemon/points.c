@@ -72,8 +72,11 @@ void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_ge
 	}
 	p->last_use = ++t->tick;
 	*slot = (uint32_t)i;
-	*sleep_ns = garuda_estimator_sleep_ns(&p->est);
-	*exact_sleep_ns = garuda_estimator_exact_sleep_ns(&p->est);
+	/* the deadline as far as the prediction goes: the scanner's watcher sleeps toward
+	 * it in steps of at most max_sleep_us (a 10 s kernel: ten 1 s sleeps, then one
+	 * short window), never a long spin */
+	*sleep_ns = garuda_estimator_horizon_ns(&p->est);
+	*exact_sleep_ns = garuda_estimator_exact_horizon_ns(&p->est);
 out:
 	pthread_mutex_unlock(&t->lock);
 }

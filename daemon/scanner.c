@@ -43,6 +43,7 @@
 #include "points.h"
 #include "readiness.h"
 #include "seq.h"
+#include "watch.h"
 #include "wordwait.h"
 
 /* The longest a spin step parks in a hardware word wait. Only a store to the watched
@@ -66,7 +67,9 @@ struct list_request {
 
 struct cmd {
 	enum cmd_kind kind;
-	struct armed a;   /* ARM */
+	struct armed a;   /* ARM: the payload */
+	struct garuda_policy_wait pw; /* ARM: its wait (the key is its word's address) */
+	const uint64_t *word; /* ARM, DISARM: the slot's word */
 	void *obj;        /* DROP_*: segment, binding or sink; DISARM: sink. Compared only,
 			   * never dereferenced: it may be freed by the time the scanner reads it */
 	uint32_t segment_id, index;
@@ -93,17 +96,24 @@ struct scanner {
 	atomic_int sleeping; /* the thread is in (or about to enter) FUTEX_WAIT */
 	atomic_uint_fast64_t wake_at; /* while sleeping: when it wakes (UINT64_MAX: parked) */
 
-	/* thread-private */
-	struct armed_set set;
+	/* thread-private: the watcher (proto/watch.h: the waits by word, the due
+	 * schedule, the owners: sessions by id) and the payload of each wait by its id */
+	struct garuda_watch watch;
+	struct armed *pay;       /* [paycap >= garuda_watch_capacity()] */
+	uint32_t paycap;
+	uint32_t *due;           /* a step's due words [SCANNER_STEP_MAX] */
+	struct sink **due_sink;  /* whose each one is [SCANNER_STEP_MAX] */
+	struct garuda_watch_fire *fires; /* one word's fires [paycap] */
+	struct armed *fired;     /* a step's fired payloads [firedcap] */
+	uint32_t firedcap;
+	struct garuda_watch_tuning wt; /* what the watcher runs with (retuned on change) */
 	struct readiness out;
 	uint64_t gen; /* commands applied so far */
 	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
 	uintptr_t line; /* the cache line every armed descriptor's word is on; 0: nothing
 			 * armed, or several lines (note_line, after every change of the set) */
-	struct garuda_policy_wait **waits; /* waits on touched words, for garuda_policy_order() */
-	uint64_t *scratch;                 /* garuda_policy_order()'s table */
-	size_t waits_cap, scratch_cap;
 	bool stop;
+	bool check_watch; /* GARUDA_WATCH_CHECK=1: check the watcher after every step */
 
 	/* stats, written by the thread, read by anyone */
 	atomic_uint_fast64_t st_armed, st_wake_late_ns;
@@ -149,7 +159,7 @@ static void post(struct scanner *s, const struct cmd *c)
 		return;
 	/* an ARM wakes it only when its deadline is earlier than the wake time */
 	if (!backlog && c->kind == CMD_ARM) {
-		urgent = garuda_policy_deadline(&c->a.wait) < atomic_load(&s->wake_at);
+		urgent = garuda_policy_deadline(&c->pw) < atomic_load(&s->wake_at);
 		count(s, urgent ? SC_arm_wakes : SC_arm_nowakes, 1);
 	}
 	if (urgent)
@@ -160,8 +170,6 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 {
 	struct cmd c = { .kind = CMD_ARM };
 	c.a = (struct armed){
-		.word = segment_word(r->segment, r->index),
-		.target = r->target,
 		.token = r->token,
 		.sink = r->sink,
 		.seg = r->segment,
@@ -171,17 +179,18 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 		.point_key = r->point_key,
 		.point_slot = r->point_slot,
 	};
-	garuda_policy_wait_init(&c.a.wait, (uintptr_t)c.a.word, r->target, r->arm_ns, r->arm_ns,
+	c.word = segment_word(r->segment, r->index);
+	garuda_policy_wait_init(&c.pw, (uintptr_t)c.word, r->target, r->arm_ns, r->arm_ns,
 				r->sleep_ns, r->exact_sleep_ns);
 	post(s, &c);
 }
 
-void scanner_disarm(struct scanner *s, struct sink *sink, uint32_t segment_id, uint32_t index,
+void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, uint32_t index,
 		    uint64_t token, uint64_t cookie, bool noreply)
 {
-	struct cmd c = { .kind = CMD_DISARM, .obj = sink, .segment_id = segment_id, .index = index,
-			 .token = token, .cookie = cookie, .session_id = sink->session_id,
-			 .noreply = noreply };
+	struct cmd c = { .kind = CMD_DISARM, .obj = sink, .segment_id = seg->id, .index = index,
+			 .word = segment_word(seg, index), .token = token, .cookie = cookie,
+			 .session_id = sink->session_id, .noreply = noreply };
 	post(s, &c);
 }
 
@@ -209,23 +218,28 @@ void scanner_drop_binding(struct scanner *s, struct binding *b, const struct sca
 
 void scanner_drop_sink(struct scanner *s, struct sink *sink)
 {
-	post(s, &(struct cmd){ .kind = CMD_DROP_SINK, .obj = sink });
+	/* the session id now (the loop thread's sink is alive): the scanner never reads
+	 * the sink of a DROP_SINK, which may be freed by then */
+	post(s, &(struct cmd){ .kind = CMD_DROP_SINK, .obj = sink, .session_id = sink->session_id });
 }
 
 /* ---------------- thread side ---------------- */
 
 static void answer_list(struct scanner *s, struct list_request *lr)
 {
+	const struct garuda_watch *w = &s->watch;
+	uint32_t cap = garuda_watch_capacity(w);
 	unsigned n = 0;
-	for (unsigned i = 0; i < s->set.n; i++)
-		n += s->set.armed[i].seg == lr->seg;
+	for (uint32_t id = 0; id < cap; id++)
+		n += garuda_watch_live(w, id) && s->pay[id].seg == lr->seg;
 	lr->views = calloc(n ? n : 1, sizeof(*lr->views));
 	lr->n = lr->views ? 0 : -ENOMEM;
-	for (unsigned i = 0; lr->views && i < s->set.n; i++) {
-		const struct armed *a = &s->set.armed[i];
-		if (a->seg == lr->seg)
-			lr->views[lr->n++] = (struct armed_view){ .index = a->index, .form = a->form,
-								  .target = a->target, .token = a->token };
+	for (uint32_t id = 0; lr->views && id < cap; id++) {
+		const struct armed *a = &s->pay[id];
+		if (garuda_watch_live(w, id) && a->seg == lr->seg)
+			lr->views[lr->n++] = (struct armed_view){
+				.index = a->index, .form = a->form,
+				.target = garuda_watch_get(w, id)->pw.target, .token = a->token };
 	}
 	pthread_mutex_lock(&lr->lock);
 	lr->done = true;
@@ -247,12 +261,46 @@ static enum removal_kind removal_kind_of(enum cmd_kind k)
 	}
 }
 
-/* Apply a batch's removals; every DISARM and every answered drop is answered through
- * a notice, after the removal (no pass runs in between: this thread runs them). */
-static void apply_removals(struct scanner *s, struct removal *rem, const struct cmd **c, unsigned n)
+/* Take wait id out if a removal of t takes it. */
+static void remove_if_taken(struct scanner *s, const struct removal_table *t, uint32_t id,
+			    uint64_t now)
 {
-	armed_apply_removals(&s->set, rem, n, s->index, s->notices);
+	if (!armed_removals_takes(t, &s->pay[id]))
+		return;
+	armed_release(&s->pay[id], s->notices);
+	garuda_watch_remove(&s->watch, id, now);
+}
+
+/* Apply a batch's removals; every DISARM and every answered drop is answered through
+ * a notice, after the removal (no step runs in between: this thread runs them). A
+ * batch of DISARMs looks only at the waits on their words; one with a drop walks every
+ * wait. */
+static void apply_removals(struct scanner *s, struct removal *rem, const struct cmd **c, unsigned n,
+			   uint64_t now)
+{
+	struct removal_table t;
+	armed_removals_index(&t, rem, n, s->index);
+	bool drops = false;
+	for (unsigned i = 0; i < n; i++)
+		drops |= rem[i].kind != RM_DISARM;
+	if (drops) {
+		for (uint32_t id = 0; id < garuda_watch_capacity(&s->watch); id++)
+			if (garuda_watch_live(&s->watch, id))
+				remove_if_taken(s, &t, id, now);
+	} else {
+		for (unsigned i = 0; i < n; i++) {
+			uint32_t id = garuda_watch_first_on(&s->watch, (uintptr_t)rem[i].word);
+			while (id != GARUDA_WATCH_NONE) {
+				uint32_t next = garuda_watch_next_on(&s->watch, id);
+				remove_if_taken(s, &t, id, now);
+				id = next;
+			}
+		}
+	}
+	armed_removals_free(&t);
 	for (unsigned i = 0; i < n; i++) {
+		if (rem[i].kind == RM_DROP_SINK) /* its session is over: forget its owner */
+			garuda_watch_owner_drop(&s->watch, c[i]->session_id);
 		if (rem[i].kind != RM_DISARM && !c[i]->answer)
 			continue;
 		notice_push(s->notices, &(struct notice){ .kind = NOTICE_ANSWER,
@@ -267,92 +315,79 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
  * loaded or virtual machine tens of microseconds), at most this much */
 #define WAKE_LATE_MAX_NS 200000ull
 
-/* The plan's tuning as the policy takes it (proto/policy.h). */
-static struct garuda_policy_tuning tuning_of(const struct scanner *s)
+/* The plan's tuning as the watcher takes it (proto/watch.h): the loop thread's
+ * scanner_tuning, the early wake this thread measured. */
+static struct garuda_watch_tuning tuning_of(const struct scanner *s)
 {
 	const struct scanner_tuning *t = s->tuning;
-	return (struct garuda_policy_tuning){
-		.spin_ns = (uint64_t)atomic_load_explicit(&t->spin_us, memory_order_relaxed) * 1000,
-		.forever = atomic_load_explicit(&t->spin_forever, memory_order_relaxed),
-		.max_step_ns = (uint64_t)atomic_load_explicit(&t->max_sleep_us, memory_order_relaxed) * 1000,
-		.early_ns = s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS,
+	return (struct garuda_watch_tuning){
+		.pol = {
+			.spin_ns = (uint64_t)atomic_load_explicit(&t->spin_us, memory_order_relaxed) * 1000,
+			.forever = atomic_load_explicit(&t->spin_forever, memory_order_relaxed),
+			.max_step_ns = (uint64_t)atomic_load_explicit(&t->max_sleep_us, memory_order_relaxed) * 1000,
+			.early_ns = s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS,
+		},
+		.predict = atomic_load_explicit(&t->predict, memory_order_relaxed),
+		.sleep_step_ns = (uint64_t)atomic_load_explicit(&t->sleep_step_us, memory_order_relaxed) * 1000,
 	};
 }
 
-/* Room for the armed set's waits and the policy's scratch. false when out of memory
- * (the waits keep their clocks). */
-static bool waits_room(struct scanner *s)
+/* Retune the watcher when the plan (a reload) or the early wake changed. */
+static void retune(struct scanner *s, uint64_t now)
 {
-	unsigned n = s->set.n;
-	size_t scratch = garuda_policy_order_scratch(n);
-	if (n > s->waits_cap || scratch > s->scratch_cap) {
-		struct garuda_policy_wait **w = realloc(s->waits, (n ? n : 1) * sizeof(*w));
-		if (w)
-			s->waits = w;
-		uint64_t *sc = realloc(s->scratch, scratch * sizeof(*sc));
-		if (sc)
-			s->scratch = sc;
-		if (!w || !sc)
-			return false;
-		s->waits_cap = n;
-		s->scratch_cap = scratch;
-	}
-	return true;
-}
-
-/* The words a change of the set touched (arms taken, descriptors fired): stream order
- * is per word, so only the waits on them need ordering again. Up to TOUCH_MAX words,
- * else all (a removal, a big batch). */
-#define TOUCH_MAX 8
-struct touched {
-	unsigned n;
-	bool all;
-	const uint64_t *word[TOUCH_MAX];
-};
-
-static void touch(struct touched *t, const uint64_t *word)
-{
-	for (unsigned i = 0; i < t->n && !t->all; i++)
-		if (t->word[i] == word)
-			return;
-	if (t->n == TOUCH_MAX)
-		t->all = true;
-	else if (!t->all)
-		t->word[t->n++] = word;
-}
-
-static bool touched(const struct touched *t, const uint64_t *word)
-{
-	for (unsigned i = 0; i < t->n && !t->all; i++)
-		if (t->word[i] == word)
-			return true;
-	return t->all;
-}
-
-/* Stream order on the touched words: the pass that found a predecessor starts its
- * successor's clock at landing_ns (policy.h). O(armed) pointer compares, the policy's
- * O(waits on those words). */
-static void order_touched(struct scanner *s, const struct touched *t, uint64_t landing_ns)
-{
-	if ((!t->n && !t->all) || !s->set.n || !waits_room(s))
+	struct garuda_watch_tuning t = tuning_of(s);
+	if (t.pol.spin_ns == s->wt.pol.spin_ns && t.pol.forever == s->wt.pol.forever &&
+	    t.pol.max_step_ns == s->wt.pol.max_step_ns && t.predict == s->wt.predict &&
+	    t.sleep_step_ns == s->wt.sleep_step_ns) {
+		s->watch.t.pol.early_ns = t.pol.early_ns; /* used from the next placement on */
 		return;
-	unsigned k = 0;
-	for (unsigned i = 0; i < s->set.n; i++)
-		if (touched(t, s->set.hot[i].word))
-			s->waits[k++] = &s->set.armed[i].wait;
-	if (k)
-		garuda_policy_order(s->waits, k, landing_ns, s->scratch);
+	}
+	s->wt = t;
+	garuda_watch_retune(&s->watch, &t, now);
 }
 
-/* The set changed: is every armed word on one cache line? O(armed) at most, and it
- * stops at the second line it finds (one busy stream: its descriptors share a word). */
+/* Room for n more waits: the watcher's and the payload's. Aborts when out of memory (a
+ * lost arm would leak its quota unit and references). */
+static void room(struct scanner *s, uint32_t n)
+{
+	if (garuda_watch_reserve(&s->watch, n) == 0) {
+		uint32_t cap = garuda_watch_capacity(&s->watch);
+		if (cap <= s->paycap)
+			return;
+		struct armed *p = realloc(s->pay, cap * sizeof(*p));
+		if (p)
+			s->pay = p;
+		struct garuda_watch_fire *f = p ? realloc(s->fires, cap * sizeof(*f)) : NULL;
+		if (f)
+			s->fires = f;
+		if (f) {
+			s->paycap = cap;
+			return;
+		}
+	}
+	log_err("scanner %u: out of memory for an armed descriptor", s->index);
+	abort();
+}
+
+/* The set changed: is every armed word on one cache line? Looked at for a few words
+ * only (one busy stream: its descriptors share a word); more: several lines. */
 static void note_line(struct scanner *s)
 {
 	const uintptr_t mask = ~(uintptr_t)63;
-	uintptr_t line = s->set.n ? (uintptr_t)s->set.hot[0].word & mask : 0;
-	for (unsigned i = 1; line && i < s->set.n; i++)
-		if (((uintptr_t)s->set.hot[i].word & mask) != line)
-			line = 0;
+	const struct garuda_watch *w = &s->watch;
+	uintptr_t line = 0;
+	if (garuda_watch_count(w) && garuda_watch_count(w) <= 64) {
+		for (uint32_t id = 0; id < garuda_watch_capacity(w); id++) {
+			if (!garuda_watch_live(w, id))
+				continue;
+			uintptr_t l = (uintptr_t)garuda_watch_get(w, id)->pw.word & mask;
+			if (line && l != line) {
+				line = 0;
+				break;
+			}
+			line = l;
+		}
+	}
 	s->line = line;
 }
 
@@ -372,19 +407,26 @@ static bool take_commands(struct scanner *s)
 	struct removal *rem = NULL;
 	const struct cmd **remcmd = NULL; /* the command of each removal */
 	unsigned nrem = 0;
-	struct touched words = { 0 };
 	uint64_t now = garuda_now_ns();
+	retune(s, now);
 	for (unsigned i = 0; i < n; i++) {
 		struct cmd *c = &cmds[i];
 		uint64_t gen = ++s->gen;
 		switch (c->kind) {
-		case CMD_ARM:
+		case CMD_ARM: {
+			room(s, 1);
+			uint32_t owner = garuda_watch_owner(&s->watch, c->a.sink->session_id);
+			if (owner == GARUDA_WATCH_NONE) {
+				log_err("scanner %u: out of memory for a session", s->index);
+				abort();
+			}
 			c->a.gen = gen;
-			c->a.wait.taken_ns = now;
-			armed_push(&s->set, &c->a, s->index);
-			touch(&words, c->a.word);
+			c->pw.taken_ns = now;
+			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
+			s->pay[id] = c->a;
 			armed = true;
 			break;
+		}
 		case CMD_DISARM:
 		case CMD_DROP_SEGMENT:
 		case CMD_DROP_BINDING:
@@ -395,10 +437,9 @@ static bool take_commands(struct scanner *s)
 				abort();
 			}
 			rem[nrem] = (struct removal){ .kind = removal_kind_of(c->kind), .obj = c->obj,
-						      .segment_id = c->segment_id, .index = c->index,
-						      .token = c->token, .gen = gen };
+						      .word = c->word, .segment_id = c->segment_id,
+						      .index = c->index, .token = c->token, .gen = gen };
 			remcmd[nrem++] = c;
-			words.all = true; /* a successor of what goes may start */
 			break;
 		case CMD_LIST:
 		case CMD_STOP:
@@ -406,7 +447,7 @@ static bool take_commands(struct scanner *s)
 		}
 	}
 	if (nrem)
-		apply_removals(s, rem, remcmd, nrem);
+		apply_removals(s, rem, remcmd, nrem, now);
 	free(rem);
 	free(remcmd);
 	for (unsigned i = 0; i < n; i++) { /* after the batch: the set as it now stands */
@@ -416,116 +457,114 @@ static bool take_commands(struct scanner *s)
 			s->stop = true;
 	}
 	free(cmds);
-	order_touched(s, &words, now); /* new arms queue behind armed predecessors; removals start successors */
 	note_line(s);
-	atomic_store_explicit(&s->st_armed, s->set.n, memory_order_relaxed);
+	atomic_store_explicit(&s->st_armed, garuda_watch_count(&s->watch), memory_order_relaxed);
 	return armed;
 }
 
-/* Count f[0..nf) before anything is sent: whoever sees a readiness can already see
- * it in the counters (a client that got its last READY may ask at once); record each
- * into its point, exact or censored. */
-static void count_fired(struct scanner *s, const struct armed *f, unsigned nf, unsigned bucket,
-			uint64_t now, uint64_t prev_pass, bool slept)
+/* Count the k fires of one word (their payloads at f, the word read as v) before
+ * anything is sent: whoever sees a readiness can already see it in the counters (a
+ * client that got its last READY may ask at once); record each find into its point,
+ * exact or censored (the watcher's garuda_policy_find); the detection bound: the store
+ * landed since the word's previous look. */
+static void count_fired(struct scanner *s, const struct armed *f, const struct garuda_watch_fire *fires,
+			unsigned k)
 {
-	count(s, slept ? SC_censored : SC_exact, nf);
-	struct garuda_policy_tuning t = tuning_of(s);
-	for (unsigned i = 0; i < nf; i++) {
-		/* the store landed in (prev_pass, now]: what that tells its point is the
-		 * policy's (garuda_policy_find) */
-		struct garuda_find fd = garuda_policy_find(&f[i].wait, &t, now, prev_pass, slept);
-		if (fd.kind == GARUDA_FIND_LATE)
+	for (unsigned i = 0; i < k; i++) {
+		const struct garuda_find *fd = &fires[i].find;
+		count(s, fires[i].slept ? SC_censored : SC_exact, 1);
+		if (fd->kind == GARUDA_FIND_LATE)
 			count(s, SC_late_wakes, 1);
-		else if (fd.kind != GARUDA_FIND_UNKNOWN)
+		else if (fd->kind != GARUDA_FIND_UNKNOWN)
 			points_record(f[i].sink, f[i].point_slot, f[i].point_key,
-				      fd.kind == GARUDA_FIND_EXACT, fd.ns);
+				      fd->kind == GARUDA_FIND_EXACT, fd->ns);
+		uint64_t d = fires[i].since_ns;
+		unsigned b = d ? 63 - (unsigned)__builtin_clzll(d) : 0;
+		if (b >= SCANNER_LAT_BUCKETS)
+			b = SCANNER_LAT_BUCKETS - 1;
+		atomic_fetch_add_explicit(&s->st_hist[b], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->st_detect_ns_sum, d, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->count[SN_completions], 1, memory_order_relaxed);
 		unsigned form = garuda_form_index(f[i].form);
 		atomic_fetch_add_explicit(&f[i].sink->by_form[form], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_by_form[form], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&f[i].sink->detect_hist[bucket], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&f[i].sink->detect_hist[b], 1, memory_order_relaxed);
 	}
-	count(s, SC_completions, nf);
+	count(s, SC_completions, k);
 }
 
-/* One pass over the armed set: O(armed). Returns completions delivered. slept: the
- * thread slept since the previous pass (its completions are censored). */
-/* Move descriptor i into set->fired[nf] (its word read as v); the last one takes its
- * place. */
-static inline unsigned fire_at(struct armed_set *set, unsigned i, unsigned nf, uint64_t v)
+/* The step's work charged to the sessions it was done for: a word look each, and the
+ * step's time shared by looks (runs of one session's words are charged at once). */
+static void charge_sessions(struct scanner *s, unsigned n, uint64_t step_ns)
 {
-	set->fired[nf] = set->armed[i];
-	set->fired[nf].value = v;
-	armed_remove_at(set, i);
-	return nf + 1;
-}
-
-/* Move every descriptor whose word reached its target into set->fired[nf..): the
- * pass's loop, one load and one compare a descriptor. */
-static unsigned sweep(struct armed_set *set, unsigned nf)
-{
-	for (unsigned i = 0; i < set->n;) {
-		uint64_t v = __atomic_load_n(set->hot[i].word, __ATOMIC_ACQUIRE);
-		if (garuda_reached(v, set->hot[i].target))
-			nf = fire_at(set, i, nf, v);
-		else
-			i++;
+	uint64_t per = n ? step_ns / n : 0;
+	for (unsigned i = 0; i < n;) {
+		struct sink *k = s->due_sink[i];
+		unsigned run = 1;
+		while (i + run < n && s->due_sink[i + run] == k)
+			run++;
+		atomic_fetch_add_explicit(&k->count[SN_word_loads], run, memory_order_relaxed);
+		atomic_fetch_add_explicit(&k->count[SN_scan_ns], per * run, memory_order_relaxed);
+		i += run;
 	}
-	return nf;
 }
 
-/* The same over the descriptors on the words t names only. */
-static unsigned sweep_touched(struct armed_set *set, unsigned nf, const struct touched *t)
+#define SCANNER_STEP_MAX 4096u /* words looked at per step, at most */
+
+/* Room for m fired payloads. Aborts when out of memory. */
+static void fired_room(struct scanner *s, uint32_t m)
 {
-	for (unsigned i = 0; i < set->n;) {
-		if (!touched(t, set->hot[i].word)) {
-			i++;
+	if (m <= s->firedcap)
+		return;
+	uint32_t cap = s->firedcap ? s->firedcap : 64;
+	while (cap < m)
+		cap *= 2;
+	struct armed *f = realloc(s->fired, cap * sizeof(*f));
+	if (!f) {
+		log_err("scanner %u: out of memory for fired descriptors", s->index);
+		abort();
+	}
+	s->fired = f;
+	s->firedcap = cap;
+}
+
+/* One step: look at the words the watcher says are due (proto/watch.h), fire what
+ * reached its target, deliver: O(due words + fired), whatever else is armed. Returns
+ * the completions delivered. */
+static unsigned scan_step(struct scanner *s, uint64_t now)
+{
+	struct garuda_watch *w = &s->watch;
+	unsigned n = garuda_watch_due(w, now, s->due, SCANNER_STEP_MAX);
+	unsigned nf = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t wi = s->due[i];
+		s->due_sink[i] = s->pay[garuda_watch_word_head(w, wi)].sink;
+		uint64_t v = __atomic_load_n((const uint64_t *)(uintptr_t)garuda_watch_word_key(w, wi),
+					     __ATOMIC_ACQUIRE);
+		unsigned k = garuda_watch_found(w, wi, v, now, s->fires);
+		if (!k)
 			continue;
+		fired_room(s, nf + k);
+		for (unsigned j = 0; j < k; j++) {
+			s->fired[nf + j] = s->pay[s->fires[j].id];
+			s->fired[nf + j].value = v;
 		}
-		uint64_t v = __atomic_load_n(set->hot[i].word, __ATOMIC_ACQUIRE);
-		if (garuda_reached(v, set->hot[i].target))
-			nf = fire_at(set, i, nf, v);
-		else
-			i++;
+		count_fired(s, &s->fired[nf], s->fires, k);
+		nf += k;
 	}
-	return nf;
-}
-
-static unsigned scan_pass(struct scanner *s, uint64_t prev_pass, bool slept)
-{
-	struct armed_set *set = &s->set;
-	unsigned nf = sweep(set, 0);
 	count(s, SC_passes, 1);
+	uint64_t end = garuda_now_ns();
+	charge_sessions(s, n, end - now);
 	if (!nf)
 		return 0;
-	/* a store that landed during the sweep fired the descriptors read after it, not
-	 * those read before: the words that fired are looked at once more, so that
-	 * whatever a readiness of this pass tells a client (a word reached v) holds for
-	 * all its descriptors (their quota and count released before it is sent; a
-	 * 65,536-descriptor pass left ~40,000 armed behind its READY) */
-	struct touched words = { 0 };
-	for (unsigned i = 0; i < nf; i++)
-		touch(&words, set->fired[i].word);
-	if (set->n)
-		nf = sweep_touched(set, nf, &words);
+	atomic_store_explicit(&s->st_armed, garuda_watch_count(w), memory_order_relaxed);
 	note_line(s);
-	uint64_t now = garuda_now_ns();
-	/* the stores landed within (prev_pass, now]: record that bound */
-	uint64_t d = now - prev_pass;
-	unsigned b = d ? 63 - (unsigned)__builtin_clzll(d) : 0;
-	if (b >= SCANNER_LAT_BUCKETS)
-		b = SCANNER_LAT_BUCKETS - 1;
-	atomic_fetch_add_explicit(&s->st_hist[b], nf, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->st_detect_ns_sum, d * nf, memory_order_relaxed);
-	atomic_store_explicit(&s->st_armed, set->n, memory_order_relaxed);
-	count_fired(s, set->fired, nf, b, now, prev_pass, slept);
 	/* the armed quota first: a client that got its READY may re-arm at once */
 	for (unsigned i = 0; i < nf; i++)
-		armed_release_quota(&set->fired[i]);
-	readiness_deliver(&s->out, set->fired, nf);
-	order_touched(s, &words, now); /* the successors of what landed start their clocks */
+		armed_release_quota(&s->fired[i]);
+	readiness_deliver(&s->out, s->fired, nf);
 	for (unsigned i = 0; i < nf; i++)
-		armed_release_refs(&set->fired[i], s->notices);
+		armed_release_refs(&s->fired[i], s->notices);
 	return nf;
 }
 
@@ -546,17 +585,6 @@ static void scanner_wait(struct scanner *s, unsigned seq, uint64_t until_ns, boo
 	atomic_store(&s->sleeping, 0);
 }
 
-/* The plan's answer after a pass that fired nothing: 0 = spin, else sleep until.
- * +predict: the policy's look over the armed set (proto/policy.h); flag: the ladder. */
-static uint64_t plan_wait(struct scanner *s, uint64_t now, uint64_t last_active, uint64_t *sleep_ns)
-{
-	struct garuda_policy_tuning t = tuning_of(s);
-	if (atomic_load_explicit(&s->tuning->predict, memory_order_relaxed))
-		return garuda_policy_next(&s->set.armed[0].wait, sizeof(struct armed), s->set.n, &t, now,
-					  sleep_ns);
-	return garuda_policy_ladder(&t, now, last_active, sleep_ns);
-}
-
 const struct wordwait *scanner_wordwait(const struct scanner_tuning *tuning)
 {
 	return atomic_load_explicit(&tuning->wordwait, memory_order_relaxed) ? wordwait_system()
@@ -564,10 +592,10 @@ const struct wordwait *scanner_wordwait(const struct scanner_tuning *tuning)
 }
 
 /* A spin step's idle in a hardware word wait (util/wordwait.h): when every armed
- * descriptor is on one line, watch it, look once more at what the pass looked at
- * (a store that landed since, a command posted since the loop took them: the step
- * ends at once), then park until a store to the line or SCANNER_WORDWAIT_STEP_NS.
- * false: no hardware wait here; the caller idles as before (cpu_relax). */
+ * descriptor is on one line, watch it, look once more at the command queue (a command
+ * posted since the loop took them: the step ends at once), then park until a store to
+ * the line or SCANNER_WORDWAIT_STEP_NS. false: no hardware wait here; the caller
+ * idles as before (cpu_relax). */
 static bool wordwait_step(struct scanner *s, unsigned seq)
 {
 	if (!s->line)
@@ -578,9 +606,17 @@ static bool wordwait_step(struct scanner *s, unsigned seq)
 	wordwait_arm(w, (const void *)s->line);
 	if (atomic_load(&s->seq) != seq)
 		return true;
-	for (unsigned i = 0; i < s->set.n; i++)
-		if (garuda_reached(__atomic_load_n(s->set.hot[i].word, __ATOMIC_ACQUIRE), s->set.hot[i].target))
+	/* a store that landed since the step's look ends the step at once (note_line
+	 * keeps a line only for a few waits) */
+	const struct garuda_watch *gw = &s->watch;
+	for (uint32_t id = 0; id < garuda_watch_capacity(gw); id++) {
+		if (!garuda_watch_live(gw, id))
+			continue;
+		const struct garuda_policy_wait *pw = &garuda_watch_get(gw, id)->pw;
+		if (garuda_reached(__atomic_load_n((const uint64_t *)(uintptr_t)pw->word, __ATOMIC_ACQUIRE),
+				   pw->target))
 			return true;
+	}
 	if (wordwait_park(w, SCANNER_WORDWAIT_STEP_NS))
 		count(s, SC_wordwait_steps, 1);
 	return true;
@@ -598,40 +634,35 @@ static void *scanner_main(void *arg)
 		log_warning("scanner %u: cannot pin to node %d's CPUs", s->index, s->numa_node);
 
 	readiness_init(&s->out, s->index, s->notices);
+	const char *chk = getenv("GARUDA_WATCH_CHECK");
+	s->check_watch = chk && strcmp(chk, "1") == 0;
+	s->wt = tuning_of(s);
+	garuda_watch_init(&s->watch, &s->wt);
 
-	uint64_t last_active = garuda_now_ns(), prev_pass = last_active, sleep_ns = 0;
-	bool slept = false;
 	while (!s->stop) {
 		unsigned seq = atomic_load(&s->seq);
-		bool was_idle = s->set.n == 0;
-		if (take_commands(s)) {
-			/* new work: sleep short again; only the first arm after idle restarts
-			 * the spin window (arms trickling in must not keep it spinning) */
-			sleep_ns = 0;
-			if (was_idle)
-				last_active = garuda_now_ns();
-		}
+		take_commands(s);
 		if (s->stop)
 			break;
-		if (s->set.n == 0) {
+		if (garuda_watch_count(&s->watch) == 0) {
 			count(s, SC_parks, 1);
 			scanner_wait(s, seq, UINT64_MAX, true);
-			prev_pass = last_active = garuda_now_ns();
-			sleep_ns = 0;
-			slept = true;
+			garuda_watch_woke(&s->watch, garuda_now_ns());
 			continue;
 		}
-		uint64_t start = garuda_now_ns();
-		unsigned fired = scan_pass(s, prev_pass, slept);
-		prev_pass = start;
-		slept = false;
 		uint64_t now = garuda_now_ns();
-		if (fired) {
-			last_active = now;
-			sleep_ns = 0;
-			continue;
+		unsigned fired = scan_step(s, now);
+		if (s->check_watch) {
+			char why[160];
+			if (garuda_watch_check(&s->watch, why, sizeof(why)) < 0) {
+				log_err("scanner %u: watcher broken: %s", s->index, why);
+				abort();
+			}
 		}
-		uint64_t until = plan_wait(s, now, last_active, &sleep_ns);
+		if (fired)
+			continue; /* successors may be due at once */
+		now = garuda_now_ns();
+		uint64_t until = garuda_watch_next(&s->watch, now);
 		if (!until) {
 			count(s, SC_spins, 1);
 			if (!wordwait_step(s, seq))
@@ -640,12 +671,12 @@ static void *scanner_main(void *arg)
 			spin_give_way();
 			continue;
 		}
-		bool predict = atomic_load_explicit(&s->tuning->predict, memory_order_relaxed);
 		count(s, SC_sleeps, 1);
-		scanner_wait(s, seq, until, !predict);
-		slept = true;
+		/* +predict: an ARM wakes it only when its deadline is earlier (post()) */
+		scanner_wait(s, seq, until, !s->wt.predict);
 		uint64_t woke = garuda_now_ns();
-		if (predict && woke >= until) { /* a timed wake (a post wakes it early) */
+		garuda_watch_woke(&s->watch, woke);
+		if (s->wt.predict && until != UINT64_MAX && woke >= until) { /* a timed wake */
 			s->wake_late_ns = s->wake_late_ns - s->wake_late_ns / 8 + (woke - until) / 8;
 			atomic_store_explicit(&s->st_wake_late_ns, s->wake_late_ns, memory_order_relaxed);
 		}
@@ -666,11 +697,21 @@ int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu
 		s->cpus = *cpus;
 	s->tuning = tuning;
 	s->notices = notices;
+	s->due = malloc(SCANNER_STEP_MAX * sizeof(*s->due));
+	s->due_sink = malloc(SCANNER_STEP_MAX * sizeof(*s->due_sink));
+	if (!s->due || !s->due_sink) {
+		free(s->due);
+		free(s->due_sink);
+		free(s);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	readiness_install_guard_handler();
 	int r = pthread_create(&s->thread, NULL, scanner_main, s);
 	if (r) {
 		pthread_mutex_destroy(&s->lock);
+		free(s->due);
+		free(s->due_sink);
 		free(s);
 		return -r;
 	}
@@ -686,9 +727,15 @@ void scanner_stop(struct scanner *s)
 	post(s, &(struct cmd){ .kind = CMD_STOP });
 	pthread_join(s->thread, NULL);
 	take_commands(s); /* anything posted after the stop */
-	armed_set_free(&s->set);
-	free(s->waits);
-	free(s->scratch);
+	for (uint32_t id = 0; id < garuda_watch_capacity(&s->watch); id++)
+		if (garuda_watch_live(&s->watch, id))
+			armed_release(&s->pay[id], NULL); /* the loop thread: last references */
+	garuda_watch_fini(&s->watch);
+	free(s->pay);
+	free(s->due);
+	free(s->due_sink);
+	free(s->fires);
+	free(s->fired);
 	free(s->cmds);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

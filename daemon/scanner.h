@@ -31,6 +31,8 @@ struct scanner_tuning {
 	atomic_uint spin_us;      /* ladder: spin this long after the last activity;
 				   * predict: spin at most this (+ 2x the sleep) past a deadline */
 	atomic_uint max_sleep_us; /* then sleep, doubling from 32 us up to this */
+	atomic_uint sleep_step_us; /* +predict's max_sleep_us: the longest single sleep
+				    * toward a far deadline (proto/watch.h) */
 	atomic_bool predict;      /* +predict: sleep until the earliest deadline */
 	atomic_bool spin_forever; /* poll: never sleep while something is armed */
 	atomic_bool wordwait;     /* config wordwait auto: a spin step may park in a
@@ -74,7 +76,7 @@ void scanner_stop(struct scanner *s);
 void scanner_arm(struct scanner *s, const struct arm_request *req);
 /* Remove not-yet-fired arms of (sink, segment_id, index, token); the outcome comes
  * back as NOTICE_ANSWER with cookie. */
-void scanner_disarm(struct scanner *s, struct sink *sink, uint32_t segment_id, uint32_t index,
+void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, uint32_t index,
 		    uint64_t token, uint64_t cookie, bool noreply);
 /* Drop every arm on a segment / a binding's slot (eventfd form) / of a sink. */
 /* reply (or NULL): the request to acknowledge (NOTICE_ANSWER, code 0) once the drop is

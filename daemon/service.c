@@ -69,6 +69,7 @@ void service_apply_tuning(struct daemon *d)
 {
 	atomic_store(&d->tuning.spin_us, d->cfg.spin_us);
 	atomic_store(&d->tuning.max_sleep_us, d->cfg.max_sleep_us);
+	atomic_store(&d->tuning.sleep_step_us, (unsigned)d->cfg.plan.pred.max_sleep_us);
 	atomic_store(&d->tuning.predict, d->cfg.plan.predict);
 	atomic_store(&d->tuning.spin_forever, d->cfg.plan.kind == GARUDA_PLAN_POLL);
 	atomic_store(&d->tuning.wordwait, d->cfg.wordwait);

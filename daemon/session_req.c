@@ -357,7 +357,7 @@ static void on_disarm(struct session *s, const struct garuda_msg *m, int *fds)
 	if (!g)
 		return;
 	/* the scanner owns the armed set: it answers through a notice */
-	scanner_disarm(scanner_of(s, g), s->sink, g->id, m->disarm.slot.index, m->disarm.token,
+	scanner_disarm(scanner_of(s, g), s->sink, g, m->disarm.slot.index, m->disarm.token,
 		       m->cookie, m->flags & GARUDA_F_NOREPLY);
 }
 

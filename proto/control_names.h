@@ -38,6 +38,8 @@
 #define CTL_KEY_CONFIG_PATH "config_path"
 #define CTL_KEY_WARNINGS "warnings"
 #define CTL_KEY_WRITE_RETRIES "write_retries"
+#define CTL_KEY_WORD_LOADS "word_loads"
+#define CTL_KEY_SCAN_NS "scan_ns"
 #define CTL_KEY_CONNECTED_S "connected_s"
 #define CTL_KEY_CONNECTION "connection"
 #define CTL_KEY_CONNECTIONS "connections"

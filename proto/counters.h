@@ -51,7 +51,11 @@ enum garuda_scanner_counter {
 	X(undelivered, CTL_KEY_UNDELIVERED,                                                          \
 	  "Of the completions, eventfd readiness not written: the eventfd would have blocked.")      \
 	X(write_retries, CTL_KEY_WRITE_RETRIES,                                                      \
-	  "Eventfd writes made again after an interrupted write on a non-blocking eventfd.")
+	  "Eventfd writes made again after an interrupted write on a non-blocking eventfd.")         \
+	X(word_loads, CTL_KEY_WORD_LOADS,                                                            \
+	  "Loads of its words by the scanners (each a look at one due word: the watcher's work).")   \
+	X(scan_ns, CTL_KEY_SCAN_NS,                                                                  \
+	  "Scanner time attributed to it: each step's time shared by the words it looked at.")
 
 /* SN_completions, SN_undelivered, ...: a session counter's index */
 enum garuda_session_counter {

@@ -83,7 +83,7 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 	e->censored++;
 }
 
-static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip)
+static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip, uint64_t cap)
 {
 	uint64_t pred;
 	if (!min_of(e, skip, &pred) || pred <= e->margin_ns)
@@ -91,15 +91,25 @@ static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip)
 	uint64_t s = pred - e->margin_ns;
 	if (s < e->min_sleep_ns)
 		return 0;
-	return s > e->max_sleep_ns ? e->max_sleep_ns : s;
+	return s > cap ? cap : s;
+}
+
+uint64_t garuda_estimator_horizon_ns(const struct garuda_estimator *e)
+{
+	return sleep_of(e, 0, UINT64_MAX);
+}
+
+uint64_t garuda_estimator_exact_horizon_ns(const struct garuda_estimator *e)
+{
+	return sleep_of(e, e->censored_slots, UINT64_MAX);
 }
 
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, 0);
+	return sleep_of(e, 0, e->max_sleep_ns);
 }
 
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, e->censored_slots);
+	return sleep_of(e, e->censored_slots, e->max_sleep_ns);
 }

@@ -70,3 +70,8 @@ uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e);
 
 /* The same, from the exact records in the window alone (0: none, or no sleep). */
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e);
+
+/* The sleeps without the max_sleep cap: how far from the wait's start its deadline
+ * lies (a watcher sleeps toward it in steps of at most max_sleep: watch.h). */
+uint64_t garuda_estimator_horizon_ns(const struct garuda_estimator *e);
+uint64_t garuda_estimator_exact_horizon_ns(const struct garuda_estimator *e);

@@ -19,6 +19,7 @@ struct garuda_watch_word {
 	uint32_t lprev, lnext; /* P_LEVEL: its level's list */
 	uint8_t place, level;
 	bool spun;          /* its last look was a spin step (not a timed one) */
+	uint64_t step;      /* the step that last gave it out (due(): once per step) */
 };
 
 /* an owner's level: a list of words through lprev/lnext; new words go in at the head,
@@ -570,6 +571,11 @@ uint64_t garuda_watch_word_key(const struct garuda_watch *w, uint32_t word)
 	return w->words[word].key;
 }
 
+uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word)
+{
+	return w->words[word].head;
+}
+
 /* ---------------------------------------------------------------- a step */
 
 static void charge(struct garuda_watch *w, uint32_t owner)
@@ -589,14 +595,18 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 	w->steps++;
 	/* the spin words, from where the last step that could not take them all stopped */
 	uint32_t from = w->nspin > max ? w->spin_rr % w->nspin : 0;
-	for (uint32_t i = 0; i < w->nspin && n < max; i++)
-		words[n++] = w->spin[(from + i) % w->nspin];
+	for (uint32_t i = 0; i < w->nspin && n < max; i++) {
+		uint32_t wi = w->spin[(from + i) % w->nspin];
+		w->words[wi].step = w->steps;
+		words[n++] = wi;
+	}
 	w->spin_rr = from + n;
 	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, w->t.pol.early_ns);
 	/* the due timers, in due order; a level gives at most a chunk per turn */
 	while (n < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
 		struct garuda_watch_timer e = w->heap[0];
 		if (e.tag == 0) {
+			w->words[e.what].step = w->steps;
 			words[n++] = e.what;
 			/* it stays in the heap until found() places it again; move it out of
 			 * the way of this loop */
@@ -613,15 +623,21 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		}
 		unsigned take = GARUDA_WATCH_CHUNK;
 		while (take-- && lv->cursor != GARUDA_WATCH_NONE && n < max) {
-			words[n++] = lv->cursor;
-			lv->cursor = w->words[lv->cursor].lnext;
+			struct garuda_watch_word *d = &w->words[lv->cursor];
+			if (d->step != w->steps) { /* once a step, whatever list it was on */
+				d->step = w->steps;
+				words[n++] = lv->cursor;
+			}
+			lv->cursor = d->lnext;
 		}
-		/* swept: due again at its next period; else at once, behind the others */
+		/* swept: due again at its next period (never within this step); else at
+		 * once, behind every timer due in this step */
+		uint64_t behind = add_sat(add_sat(now, lead), 1);
 		if (lv->cursor == GARUDA_WATCH_NONE) {
 			lv->sweeping = false;
-			w->heap[0].due = lv->next;
-		} else { /* behind every timer due in this step */
-			w->heap[0].due = add_sat(add_sat(now, lead), 1);
+			w->heap[0].due = lv->next > behind ? lv->next : behind;
+		} else {
+			w->heap[0].due = behind;
 		}
 		heap_sift(w, 0);
 	}
@@ -641,9 +657,11 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 	while (d->head != GARUDA_WATCH_NONE && garuda_reached(v, w->waits[d->head].pw.target)) {
 		uint32_t id = d->head;
 		struct garuda_watch_wait *a = &w->waits[id];
+		uint64_t since = prev ? prev : a->pw.taken_ns;
 		out[nf].id = id;
-		out[nf].find = garuda_policy_find(&a->pw, &w->t.pol, now, prev ? prev : a->pw.taken_ns,
-						  slept);
+		out[nf].find = garuda_policy_find(&a->pw, &w->t.pol, now, since, slept);
+		out[nf].since_ns = now > since ? now - since : 0;
+		out[nf].slept = slept;
 		nf++;
 		w->owners[a->owner].st.fired++;
 		bool last = a->next == GARUDA_WATCH_NONE;
@@ -678,4 +696,47 @@ uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 void garuda_watch_woke(struct garuda_watch *w, uint64_t now)
 {
 	w->woke_ns = now;
+}
+
+/* ---------------------------------------------------------------- self-check */
+
+#include <stdio.h>
+
+int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
+{
+	uint32_t live = 0, at = 0, timers = 0;
+	for (uint32_t i = 0; i < w->wcap; i++) {
+		const struct garuda_watch_word *d = &w->words[i];
+		if (d->head == GARUDA_WATCH_NONE)
+			continue;
+		live++;
+		if (!w->waits[d->head].live)
+			return snprintf(why, cap, "word %u: its head wait is not live", i), -1;
+		if (d->place == P_SPIN && (d->pos >= w->nspin || w->spin[d->pos] != i))
+			return snprintf(why, cap, "word %u: not at its spin position", i), -1;
+		if (d->place == P_AT && (d->pos >= w->nheap || w->heap[d->pos].tag || w->heap[d->pos].what != i))
+			return snprintf(why, cap, "word %u: not at its heap position", i), -1;
+		if (d->place == P_NONE)
+			return snprintf(why, cap, "word %u: has waits and no place", i), -1;
+		at += d->place == P_AT;
+	}
+	if (live != w->nwords)
+		return snprintf(why, cap, "%u words with waits, %u counted", live, w->nwords), -1;
+	for (uint32_t o = 0; o < w->nowners; o++)
+		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++) {
+			const struct garuda_watch_level *lv = &w->owners[o].lv[l];
+			uint32_t c = 0;
+			for (uint32_t x = lv->head; x != GARUDA_WATCH_NONE && c <= w->wcap; x = w->words[x].lnext, c++)
+				if (w->words[x].head == GARUDA_WATCH_NONE || w->words[x].place != P_LEVEL ||
+				    w->words[x].owner != o || w->words[x].level != l)
+					return snprintf(why, cap, "owner %u level %u: word %u does not belong", o, l, x), -1;
+			if (c != lv->n)
+				return snprintf(why, cap, "owner %u level %u: %u words, n %u", o, l, c, lv->n), -1;
+			if ((lv->hpos != GARUDA_WATCH_NONE) != (lv->n != 0))
+				return snprintf(why, cap, "owner %u level %u: timer and words disagree", o, l), -1;
+			timers += lv->hpos != GARUDA_WATCH_NONE;
+		}
+	if (w->nheap != at + timers)
+		return snprintf(why, cap, "heap %u entries, %u words and %u levels", w->nheap, at, timers), -1;
+	return 0;
 }

@@ -174,11 +174,16 @@ static inline uint32_t garuda_watch_next_on(const struct garuda_watch *w, uint32
  * with garuda_watch_found(), every one, before the next step. */
 unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words, unsigned max);
 uint64_t garuda_watch_word_key(const struct garuda_watch *w, uint32_t word);
+/* The first wait on a word (its lowest target): whose word it is. */
+uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word);
 
 /* One fired wait and what its find records (policy.h garuda_policy_find). */
 struct garuda_watch_fire {
 	uint32_t id;
 	struct garuda_find find;
+	uint64_t since_ns; /* the store landed at most this long ago (the word's previous
+			    * look, or the wait's first) */
+	bool slept;        /* the watcher was not spinning on the word: censored */
 };
 
 /* Word `word` (from this step's garuda_watch_due) was read as v at now: fire every wait
@@ -194,3 +199,8 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t word, uint64_t v, u
 uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now);
 /* The driver slept and woke at now (finds after it are censored: policy.h). */
 void garuda_watch_woke(struct garuda_watch *w, uint64_t now);
+
+/* Check the watcher's own invariants (every word with waits placed exactly once, the
+ * lists, the heap): 0, or -1 with why. O(words + owners x levels): tests and
+ * GARUDA_WATCH_CHECK=1 in garudad (after every step), never the hot path. */
+int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap);

@@ -61,7 +61,6 @@ static void setup(struct fixture *f, int efd_flags)
 					      .bind = &f->bind,
 					      .index = i,
 					      .form = GARUDA_FORM_EVENTFD,
-					      .target = 1,
 					      .value = 1 };
 	eintr_fd = f->bind.fd;
 	eintr_left = 0;
