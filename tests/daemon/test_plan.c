@@ -583,3 +583,65 @@ Test(plan, named_points_negotiated_and_used)
 	cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
 	gd_stop(&d);
 }
+
+/* ------------------------------------------------------------- tenants ---- */
+
+/* The word loads garudad charged to session id (control plane `clients`). */
+static double session_loads(struct gd_daemon *d, uint64_t id)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j);
+	double v = -1;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id")) == (double)id)
+			v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "word_loads"));
+	cJSON_Delete(j);
+	cr_assert_geq(v, 0, "session %llu has no word_loads", (unsigned long long)id);
+	return v;
+}
+
+/* One session holds 65,536 idle arms (8 targets on each of 8,192 words that never
+ * move); another session's waits complete 1,000 times. The scanner's work follows what
+ * is due: the second session's completions load its own word, not the first session's
+ * (before the watcher every pass loaded every armed descriptor: 1,000 completions cost
+ * >= 1,000 x 65,536 loads of the first session's). Counted by garudad itself
+ * (word_loads per session), so no timing is asserted: the idle words are looked at on
+ * their own backoff schedule (a queued target never), ~32 ln(age) times each, under
+ * valgrind too: 1,000 x 65,536 / 10 leaves room for 800 looks of each idle word. */
+Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":70000,\"lines\":8192}}}" });
+	struct gd_client a, b;
+	struct gd_seg sa, sb;
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_open(&b, d.sock));
+	gd_ok(gd_segment_open(&a, 1024, -1, &sa));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb));
+	/* 8 targets on each of 8,192 words, as pipelined streams queue them */
+	enum { N = 65536, WORDS = 8192, DONE = 1000 };
+	static struct gd_arm_req reqs[N];
+	for (uint32_t i = 0; i < N; i++)
+		reqs[i] = (struct gd_arm_req){ .index = i % WORDS, .target = 1 + i / WORDS, .token = i,
+					       .form = GARUDA_FORM_MESSAGE };
+	cr_assert_eq(gd_arm_batched(&a, sa.id, reqs, N), N);
+	cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	double a0 = session_loads(&d, a.welcome.session_id);
+	for (uint64_t k = 0; k < DONE; k++)
+		complete(&b, &sb, 0, 1000 + k);
+	double a1 = session_loads(&d, a.welcome.session_id);
+	double b1 = session_loads(&d, b.welcome.session_id);
+	cr_log_info("idle session: %.0f word loads during %d completions of another (%.0f its own)",
+		    a1 - a0, DONE, b1);
+	cr_assert_geq(b1, DONE, "the completing session's own loads: %.0f", b1);
+	/* a tenth of one load per idle word per completion at most; the old pass did one */
+	cr_assert_lt(a1 - a0, (double)DONE * N / 10,
+		     "%.0f loads of the idle session's words during %d completions of another",
+		     a1 - a0, DONE);
+	gd_seg_unmap(&sa);
+	gd_seg_unmap(&sb);
+	gd_close(&a);
+	gd_close(&b);
+	gd_stop(&d);
+}
