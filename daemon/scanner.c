@@ -509,7 +509,8 @@ static void charge_sessions(struct scanner *s, unsigned n, uint64_t step_ns)
 	}
 }
 
-#define SCANNER_STEP_MAX 4096u /* words looked at per step, at most */
+#define SCANNER_STEP_MAX 512u /* words looked at per step, at most: a step of other sessions' words
+                               * delays a spinning word by at most this many looks */
 
 /* Room for m fired payloads. Aborts when out of memory. */
 static void fired_room(struct scanner *s, uint32_t m)

@@ -55,7 +55,7 @@
 #define GARUDA_WATCH_STEP_MIN_NS  GARUDA_POLICY_STEP_MIN_NS /* level 0's period */
 #define GARUDA_WATCH_LEVELS       15u   /* periods 32 us .. 524 ms */
 #define GARUDA_WATCH_BACKOFF_SHIFT 5u   /* an overdue word's period <= its age / 32 */
-#define GARUDA_WATCH_CHUNK        256u  /* words of one level per turn */
+#define GARUDA_WATCH_CHUNK        64u   /* words of one level per turn */
 #define GARUDA_WATCH_NONE         UINT32_MAX
 
 /* A plan as the watcher takes it. One function makes it from a plan, for every
