@@ -97,6 +97,14 @@ static void explain_connect(int r, const char *path, const char *why)
 		set_error("cannot connect to garudad at %s (%s): the path is empty or longer than "
 			  "107 bytes", path, why);
 		return;
+	case GARUDA_E_BAD_PLAN: {
+		/* GARUDA_WAIT_PLAN was refused before any socket: name the variable, its text
+		 * and the key (garuda_plan_message()), not garudad */
+		const char *env = getenv("GARUDA_WAIT_PLAN");
+		set_error("cannot connect to garudad: $GARUDA_WAIT_PLAN=\"%.96s\": %s (see docs/plans.md; "
+			  "unset it for the built-in plan)", env ? env : "", garuda_plan_message());
+		return;
+	}
 	default: {
 		/* garudad's own words, when it refused us (conn_handshake() set them) */
 		char said[GARUDA_ERROR_TEXT_MAX + 1];

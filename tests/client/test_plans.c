@@ -372,6 +372,23 @@ Test(plans, wait_plan_environment)
 	cr_assert_null(c);
 	cr_assert(strncmp(garuda_plan_message(), "park_us:", 8) == 0, "message '%s'",
 		  garuda_plan_message());
+	/* and garuda_last_error() names the variable, its text and the key, not garudad
+	 * (it was "cannot connect to garudad at ...: invalid wait plan") */
+	cr_assert(strstr(garuda_last_error(), "$GARUDA_WAIT_PLAN=\"flag:park_us=20000,backstop_us=1\": park_us:"),
+		  "last error '%s'", garuda_last_error());
+	cr_assert_null(strstr(garuda_last_error(), d.sock), "last error '%s'", garuda_last_error());
+	setenv("GARUDA_WAIT_PLAN", "spin", 1);
+	fails(garuda_connect_to(d.sock, &c), -GARUDA_E_BAD_PLAN);
+	cr_assert(strstr(garuda_last_error(), "$GARUDA_WAIT_PLAN=\"spin\": "), "last error '%s'",
+		  garuda_last_error());
+	cr_assert(strstr(garuda_last_error(), garuda_plan_message()), "last error '%s'",
+		  garuda_last_error());
+	/* the search path (garuda_connect) says the same */
+	setenv("GARUDA_SOCKET", d.sock, 1);
+	fails(garuda_connect(&c), -GARUDA_E_BAD_PLAN);
+	cr_assert(strstr(garuda_last_error(), "$GARUDA_WAIT_PLAN=\"spin\": "), "last error '%s'",
+		  garuda_last_error());
+	unsetenv("GARUDA_SOCKET");
 
 	/* empty: the built-in default */
 	setenv("GARUDA_WAIT_PLAN", "", 1);
