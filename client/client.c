@@ -222,13 +222,22 @@ int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client *
 	bool has_next = garuda_socket_path_next(GARUDA_SOCKET_CLIENT, why, next, sizeof(next), &next_why) == 0;
 	int r = connect_wait(buf, why, has_next ? 0 : timeout_ms, out);
 	if (r < 0 && has_next && connect_retryable(r)) {
-		char first[512];
-		snprintf(first, sizeof(first), "%s", garuda_last_error());
 		r = connect_wait(next, next_why, timeout_ms, out);
-		if (r < 0)
-			client_append_error("; before that: %s", first);
-		else
+		if (r < 0 && connect_retryable(r)) {
+			/* nobody anywhere: lead with what the user can act on, their own
+			 * garudad, and name the system one once */
+			set_error("cannot connect to garudad: your own garudad (%s) is gone and left "
+				  "its socket: start it again (garudad, as yourself); the system "
+				  "garudad (%s) is not running either (systemctl start garuda.socket), "
+				  "or point GARUDA_SOCKET at a running garudad's socket", buf, next);
+			if (timeout_ms > 0)
+				client_append_error(" (waited %d ms)", timeout_ms);
+		} else if (r < 0) {
+			client_append_error("; your own garudad (%s) is gone: start it again (garudad, "
+					    "as yourself)", buf);
+		} else {
 			buf[0] = '\0', why = next_why;
+		}
 	}
 	if (r >= 0)
 		client_debug("connected to garudad at %s (%s)", buf[0] ? buf : next, why);

@@ -13,8 +13,9 @@
  * refused the restart. Under the lock, a socket file is replaced when nothing accepts
  * on it or when the process that listens there is the previous lock holder (a dying
  * garudad); a socket some other process listens on (a systemd socket unit), a symlink
- * or any other file at the path is refused. A held lock is retried for up to 2 s (a
- * SIGKILLed garudad holds it until the kernel has torn the process down). A fully
+ * or any other file at the path is refused. A held lock is retried for up to 2 s only
+ * while its holder is dying (a SIGKILLed garudad holds it until the kernel has torn
+ * the process down; holder_dying()); a running holder is refused at once. A fully
  * socket-activated garudad takes no lock: its manager runs one instance. */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,6 +118,33 @@ static bool names_file(const char *path, int fd)
 	       held.st_ino == named.st_ino;
 }
 
+/* Is the lock's holder (the pid it recorded) on its way out, so that the lock is
+ * worth waiting for? Gone from /proc (torn down, or not in our pid namespace:
+ * unknown, so wait), a zombie, or exiting (PF_EXITING in /proc/PID/stat's flags: a
+ * SIGKILLed garudad whose files the kernel has not released yet). A holder that
+ * runs is not waited for. */
+static bool holder_dying(pid_t pid)
+{
+	if (pid <= 0)
+		return true; /* no pid recorded yet: a holder between flock and write */
+	char path[40], text[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0)
+		return true;
+	text[n] = '\0';
+	const char *p = strrchr(text, ')'); /* comm may hold spaces and parentheses */
+	char state;
+	unsigned long long flags;
+	/* ") S ppid pgrp session tty_nr tpgid flags" */
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %llu", &state, &flags) != 2)
+		return true;
+	return state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4 /* PF_EXITING */);
+}
+
 /* Take the single-instance lock (see the head comment); *prev gets the pid the
  * previous holder recorded (0: none). */
 static int lock_instance(struct daemon *d, pid_t *prev)
@@ -158,16 +186,34 @@ static int lock_instance(struct daemon *d, pid_t *prev)
 			log_err("lock file %s: flock: %s", path, strerror(-r));
 			return r;
 		}
+		if (!names_file(path, fd)) {
+			/* its holder is exiting cleanly (it unlinks the file first): the
+			 * file the path names now, if any, is the one to lock */
+			close(TAKE_FD(fd));
+			if (waited >= LOCK_WAIT_MS) {
+				log_err("lock file %s keeps being replaced; giving up", path);
+				return -EBUSY;
+			}
+			usleep(10 * 1000);
+			continue;
+		}
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
-		if (waited >= LOCK_WAIT_MS) {
-			log_err("another garudad (pid %d) holds %s: one garudad per socket path", atoi(buf),
-				path);
+		pid_t holder = (pid_t)atoi(buf);
+		bool dying = holder_dying(holder);
+		if (!dying || waited >= LOCK_WAIT_MS) {
+			if (dying)
+				log_err("another garudad (pid %d) holds %s and has not finished exiting after "
+					"%u ms: one garudad per socket path", (int)holder, path, LOCK_WAIT_MS);
+			else
+				log_err("another garudad (pid %d) holds %s and is running: one garudad per "
+					"socket path (stop it first, or give this one other sockets: "
+					"--runtime-dir=DIR or --socket=PATH)", (int)holder, path);
 			return -EADDRINUSE;
 		}
 		if (waited == 0)
-			log_info("garudad pid %d holds %s: waiting up to %u ms for it to exit", atoi(buf), path,
-				 LOCK_WAIT_MS);
+			log_info("garudad pid %d holds %s and is exiting: waiting up to %u ms for it", (int)holder,
+				 path, LOCK_WAIT_MS);
 		usleep(10 * 1000);
 	}
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);

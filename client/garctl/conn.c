@@ -7,6 +7,7 @@
  * control_group), a daemon error (its message and registry name), or a timeout. */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -32,6 +33,7 @@ int conn_open(struct conn *c, struct options *o)
 	 * garudad: on a refusal try the next place (proto/paths.h) */
 	static char next[108];
 	const char *next_why;
+	bool own_gone = false; /* the user's own garudad left its socket, no system one either */
 	if ((c->fd == -ECONNREFUSED || c->fd == -ENOENT) &&
 	    garuda_socket_path_next(GARUDA_SOCKET_CONTROL, o->socket_why, next, sizeof(next), &next_why) == 0) {
 		int fd = fdio_connect(next);
@@ -39,6 +41,8 @@ int conn_open(struct conn *c, struct options *o)
 			o->socket = next;
 			o->socket_why = next_why;
 			c->fd = fd;
+		} else {
+			own_gone = true;
 		}
 	}
 	if (c->fd >= 0)
@@ -60,8 +64,22 @@ int conn_open(struct conn *c, struct options *o)
 			o->socket, o->socket_why ? o->socket_why : "default");
 		break;
 	case ECONNREFUSED:
-		fprintf(stderr, "garctl: garudad is not running: nothing listens on %s (%s; a stale socket)\n",
-			o->socket, o->socket_why ? o->socket_why : "default");
+		if (own_gone)
+			fprintf(stderr,
+				"garctl: your own garudad is gone: nothing listens on %s (it left its "
+				"socket), and no system garudad runs at %s\n"
+				"garctl: start it again (garudad, as yourself), or start the system one "
+				"(systemctl start garuda.socket garuda.service), or name another socket "
+				"with --socket=PATH or GARUDA_CONTROL_SOCKET\n",
+				o->socket, next);
+		else
+			fprintf(stderr,
+				"garctl: garudad is not running: nothing listens on %s (%s; a stale "
+				"socket: garudad stopped without removing it)\n"
+				"garctl: start it (systemctl start garuda.socket garuda.service, or "
+				"garudad as yourself: garctl then finds it in $XDG_RUNTIME_DIR/garuda) or "
+				"name another socket with --socket=PATH or GARUDA_CONTROL_SOCKET\n",
+				o->socket, o->socket_why ? o->socket_why : "default");
 		break;
 	case EACCES:
 	case EPERM:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dead-private-socket.sh — first hour round 2, item 4: a user's own garudad was killed
+# dead-private-socket.sh — first hour round 2, item 4 (and round 3, item 14): a user's own garudad was killed
 # and left its sockets in $XDG_RUNTIME_DIR/garuda; the system garudad runs at
 # /run/garuda. A client (examples/minimal, libgaruda's default search) and garctl
 # status, run as that user with no GARUDA_SOCKET, must reach the system garudad, and
@@ -41,6 +41,34 @@ PY
 chown -R "$user" "$work/xdg"
 chmod 0700 "$work/xdg"
 
+run_user() {
+	setpriv --reuid="$user" --regid="$group" --clear-groups -- "$@"
+}
+
+# issue 30, item 14: no garudad anywhere (the system one not started yet). The client
+# leads with the user's own garudad and says "start it" once per garudad; garctl
+# gives a next step on a second line.
+if out=$(run_user env -i PATH=/usr/bin:/bin XDG_RUNTIME_DIR="$work/xdg" LD_LIBRARY_PATH="$work/bin" \
+	"$work/bin/minimal" 2>&1); then
+	echo "$out"; echo "FAIL: the client connected with no garudad running"; exit 1
+fi
+echo "client, nobody listening: $out"
+grep -q "^minimal: cannot connect to garudad: your own garudad ($work/xdg/garuda/garuda.sock) is gone" <<<"$out" ||
+	{ echo "FAIL: the client's message does not lead with the user's own garudad"; exit 1; }
+grep -q "start it again" <<<"$out" || { echo "FAIL: no 'start it again'"; exit 1; }
+[[ $(grep -o "systemctl start" <<<"$out" | wc -l) == 1 ]] ||
+	{ echo "FAIL: the client's message repeats its remedy"; exit 1; }
+(( ${#out} < 400 )) || { echo "FAIL: the client's message is ${#out} characters"; exit 1; }
+if out=$(run_user env -i PATH=/usr/bin:/bin XDG_RUNTIME_DIR="$work/xdg" LD_LIBRARY_PATH="$work/bin" \
+	"$work/bin/garctl" --no-pager status 2>&1); then
+	echo "$out"; echo "FAIL: garctl status succeeded with no garudad running"; exit 1
+fi
+echo "garctl, nobody listening: $out"
+[[ $(wc -l <<<"$out") == 2 ]] || { echo "FAIL: garctl's message is not two lines"; exit 1; }
+grep -q "^garctl: your own garudad is gone: nothing listens on $work/xdg/garuda/control.sock" <<<"$out" ||
+	{ echo "FAIL: garctl does not lead with the user's own garudad"; exit 1; }
+grep -q "^garctl: start it again" <<<"$out" || { echo "FAIL: garctl gives no next step"; exit 1; }
+
 # the system garudad, its sockets admitting group nogroup
 printf '{"socket_group": "%s", "control_group": "%s"}\n' "$group" "$group" >"$work/garudad.json"
 GARUDAD_DEFAULT_CONFIG= "$garudad" --config="$work/garudad.json" --runtime-dir=/run/garuda \
@@ -51,10 +79,6 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 [[ -S /run/garuda/control.sock ]] || { cat "$work/garudad.log"; echo "garudad did not start"; exit 1; }
-
-run_user() {
-	setpriv --reuid="$user" --regid="$group" --clear-groups -- "$@"
-}
 
 out=$(run_user env -i PATH=/usr/bin:/bin XDG_RUNTIME_DIR="$work/xdg" LD_LIBRARY_PATH="$work/bin" \
 	GARUDA_DEBUG=1 "$work/bin/minimal" 2>&1) || { echo "$out"; echo "FAIL: the client did not reach the system garudad"; exit 1; }

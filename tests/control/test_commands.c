@@ -1049,6 +1049,8 @@ Test(garctl, no_daemon_exit_1)
 	cr_assert_eq(r.status, 1);
 	cr_assert_not_null(strstr(r.err, "not running"), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, path), "%s", r.err);
+	/* and the same next step as with no socket (issue 30, item 14) */
+	cr_assert_not_null(strstr(r.err, "\ngarctl: start it (systemctl start garuda.socket"), "%s", r.err);
 	ctl_run_free(&r);
 	unlink(path);
 	rmdir(dir);

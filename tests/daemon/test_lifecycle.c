@@ -192,7 +192,7 @@ Test(lifecycle_restart, restart_at_once_after_sigkill)
 }
 
 /* One garudad per socket path: a second one is refused while the first runs (its
- * lock), and the first keeps serving; a socket at the path that some other process
+ * lock; at once, since the holder is not dying), and the first keeps serving; a socket at the path that some other process
  * listens on is not replaced. */
 Test(lifecycle, second_instance_refused)
 {
@@ -215,6 +215,13 @@ Test(lifecycle, second_instance_refused)
 	text[n] = '\0';
 	fclose(f);
 	cr_assert_not_null(strstr(text, "another garudad"), "second garudad said: %s", text);
+	/* refused at once, not after the 2 s kept for a dying holder (issue 30, item
+	 * 14): the message is the running holder's, with its pid and a next step */
+	char holder[64];
+	snprintf(holder, sizeof(holder), "(pid %d) holds", (int)d.pid);
+	cr_assert_not_null(strstr(text, holder), "second garudad said: %s", text);
+	cr_assert_not_null(strstr(text, "is running"), "second garudad said: %s", text);
+	cr_assert_null(strstr(text, "finished exiting"), "second garudad said: %s", text);
 	serves(&d);
 	gd_stop(&d);
 
