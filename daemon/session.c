@@ -256,6 +256,21 @@ static int pidfd_cgroup(int pidfd, char **path)
 	return quota_cgroup_by_id(NULL, info.cgroupid, path);
 }
 
+/* Whether a peer's cgroup path is one that unrelated clients share, so a key there
+ * would make quota.cgroup node-wide (issue 30, item 6): the root "/" (a host or a
+ * container without systemd, Slurm's proctrack/linuxproc, a hybrid host's unified
+ * hierarchy where systemd does not manage it) or garudad's own cgroup (a container
+ * that runs garudad beside its clients). Returns the words for the log, or NULL. */
+static const char *shared_cgroup(const char *path)
+{
+	if (strcmp(path, "/") == 0)
+		return "the root cgroup";
+	char *own = NULL;
+	bool same = quota_peer_cgroup("/proc", getpid(), &own) == 0 && strcmp(own, path) == 0;
+	free(own);
+	return same ? "garudad's own cgroup" : NULL;
+}
+
 /* The peer's cgroup quota record, or NULL (no cgroup key: logged, rate-limited);
  * *oom on ENOMEM. path and r: what quota_peer_cgroup() gave (path taken); exited:
  * peer_exited() after the reads from /proc. */
@@ -301,6 +316,14 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 				   : r == -ESRCH ? "pid outside garudad's pid namespace"
 				   : r == -ENOENT ? "the process is gone"
 						  : strerror(-r));
+		return NULL;
+	}
+	const char *shared = shared_cgroup(path);
+	if (shared) {
+		log_client(LOG_NOTICE, "pid %d: no cgroup quota key: its cgroup %s is %s, which "
+			   "unrelated clients share (a host or container without systemd, Slurm's "
+			   "proctrack/linuxproc); charged per connection and per uid only",
+			   (int)pid, path, shared);
 		return NULL;
 	}
 	struct quota_cgroup *c = quota_cgroup_get(&d->quotas, path);

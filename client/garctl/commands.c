@@ -134,10 +134,12 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 			if (i != 4 && i != 5) /* COMM, CGROUP: left */
 				table_right(t, i);
 		const cJSON *it;
+		unsigned no_key = 0;
 		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_CLIENTS))
 		{
 			char up[64];
 			fmt_duration(up, sizeof(up), N(it, CTL_KEY_CONNECTED_S));
+			no_key += !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_CGROUP));
 			table_cell(t, "%.0f", N(it, CTL_KEY_ID));
 			table_cell(t, "%.0f", N(it, CTL_KEY_PID));
 			table_cell(t, "%.0f", N(it, CTL_KEY_UID));
@@ -160,7 +162,15 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%s", p99);
 			table_cell(t, "%s ago", up);
 		}
-		print_table(o, t);
+		pager_open(o);
+		table_print(t, stdout, o->legend);
+		if (no_key && o->legend) /* issue 30, item 6: say what "-" means */
+			printf("\nCGROUP -: no cgroup key, so quota.cgroup does not apply (charged per "
+			       "connection and per uid only): the client is in the root cgroup or in "
+			       "garudad's own, which unrelated clients share, or garudad could not read "
+			       "its cgroup; garudad's log says which (garudad(8), \"The cgroup key\")\n");
+		pager_close();
+		table_free(t);
 	}
 	cJSON_Delete(r);
 	return 0;

@@ -520,8 +520,8 @@ Test(quota_cgroup, no_key_when_the_peer_is_gone)
 	memset(&c, 0, sizeof(c));
 	c.fd = fds[0];
 	gd_ok(gd_hello(&c));
-	/* a second one from here (with a cgroup key, this test's own) is not refused by the
-	 * first: that one is in no cgroup's count */
+	/* a second one from here (no cgroup key either: this test shares garudad's cgroup)
+	 * is not refused by the first: that one is in no cgroup's count */
 	struct gd_client e;
 	gd_ok(gd_open(&e, d.sock));
 	cJSON *j = gd_control(&d, "{\"request\":\"clients\"}");
@@ -550,4 +550,111 @@ Test(quota_cgroup, no_key_when_the_peer_is_gone)
 	gd_close(&c);
 	gd_close(&e);
 	gd_stop(&d);
+}
+
+/* Whether session id is listed with a null cgroup (no key) */
+static bool session_has_no_key(struct gd_daemon *d, uint64_t id)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j, "no clients reply");
+	bool seen = false, none = false;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+	{
+		if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "id")) != id)
+			continue;
+		seen = true;
+		none = cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "cgroup"));
+	}
+	cJSON_Delete(j);
+	cr_assert(seen, "session %llu not listed", (unsigned long long)id);
+	return none;
+}
+
+/* A cgroup that unrelated clients share is no key (issue 30, item 6), else quota.cgroup
+ * is node-wide: on a host without systemd every client's key was "/", and one uid's
+ * 256 segments refused another uid's first. This test's clients share the cgroup of
+ * the garudad it started (here, or on a host without systemd, the root one): with
+ * quota.cgroup.connections 1, three connect, each with a null cgroup, and garudad says
+ * why at notice. */
+Test(quota_cgroup, shared_cgroup_is_no_key)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"cgroup\":{\"connections\":1}}}" });
+	struct gd_client c[3];
+	for (int i = 0; i < 3; i++) {
+		gd_ok(gd_open(&c[i], d.sock));
+		cr_assert(session_has_no_key(&d, c[i].welcome.session_id), "client %d has a cgroup key", i);
+	}
+	char self[256], want[400];
+	if (cg_self(self, sizeof(self)) == 0) { /* else no "0::" line: no key for that reason */
+		snprintf(want, sizeof(want), "pid %d: no cgroup quota key: its cgroup %s is %s, which "
+			 "unrelated clients share", (int)getpid(), self,
+			 strcmp(self, "/") == 0 ? "the root cgroup" : "garudad's own cgroup");
+		cr_assert(gd_wait_log(&d, want), "no log line says why (%s): %s", want, d.log);
+	}
+	struct gd_seg s;
+	gd_ok(gd_segment_open(&c[2], 1, -1, &s));
+	still_works(&c[2], &s, 0, 1);
+	gd_seg_unmap(&s);
+	for (int i = 0; i < 3; i++)
+		gd_close(&c[i]);
+	gd_stop(&d);
+}
+
+/* Each shared cgroup on its own: garudad moved into group A, so A is garudad's own
+ * cgroup (a container running garudad beside its clients) and the root cgroup is not;
+ * clients in A and in the root are no key (two each under a limit of one connection),
+ * a client in group B still has its key (its second connection is refused). */
+Test(quota_cgroup, garudads_own_and_the_root_cgroup_are_no_key)
+{
+	cg_setup();
+	char mdir[256], mroot[256], why[300];
+	cr_assert_eq(cg_mount(mdir, sizeof(mdir), mroot, sizeof(mroot), why, sizeof(why)), 0, "%s", why);
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"cgroup\":{\"connections\":1}}}" });
+	char procs[300], pid[16];
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_a.dir);
+	int n = snprintf(pid, sizeof(pid), "%d", (int)d.pid);
+	FILE *f = fopen(procs, "we");
+	cr_assert_not_null(f, "%s: %s", procs, strerror(errno));
+	bool moved = fwrite(pid, 1, (size_t)n, f) == (size_t)n;
+	moved = fclose(f) == 0 && moved;
+	if (!moved) {
+		gd_stop(&d);
+		cr_skip_test("cannot move garudad into %s", cg_a.dir);
+	}
+	struct gd_client a[2], b[2], r[2];
+	char text[GARUDA_ERROR_TEXT_MAX + 1], want[512];
+	for (int i = 0; i < 2; i++) {
+		cg_client(&cg_a, d.sock, &a[i], false, NULL, 0);
+		cr_assert(session_has_no_key(&d, a[i].welcome.session_id), "a client in garudad's own cgroup has a key");
+	}
+	snprintf(want, sizeof(want), "no cgroup quota key: its cgroup %s is garudad's own cgroup", cg_a.path);
+	cr_assert(gd_wait_log(&d, want), "no log line says why (%s): %s", want, d.log);
+
+	cg_client(&cg_b, d.sock, &b[0], false, NULL, 0);
+	cr_assert_not(session_has_no_key(&d, b[0].welcome.session_id), "a client in group B has no key");
+	cg_client(&cg_b, d.sock, &b[1], true, text, sizeof(text));
+	snprintf(want, sizeof(want), "quota.cgroup.connections exceeded: limit 1, 1 in use, 1 more asked (cgroup %s)",
+		 cg_b.path);
+	cr_assert_str_eq(text, want);
+	gd_close(&b[1]);
+
+	if (strcmp(mroot, "/") == 0) { /* the mount shows the root (not a delegated subtree) */
+		struct cg_group root = { .path = "/" };
+		snprintf(root.dir, sizeof(root.dir), "%s", mdir);
+		for (int i = 0; i < 2; i++) {
+			cg_client(&root, d.sock, &r[i], false, NULL, 0);
+			cr_assert(session_has_no_key(&d, r[i].welcome.session_id), "a client in / has a key");
+			gd_close(&r[i]);
+		}
+		cr_assert(gd_wait_log(&d, "no cgroup quota key: its cgroup / is the root cgroup"), "%s", d.log);
+	}
+	for (int i = 0; i < 2; i++)
+		gd_close(&a[i]);
+	gd_close(&b[0]);
+	gd_stop(&d); /* group A is empty again */
+	cr_assert_eq(cg_remove(&cg_a), 0, "rmdir %s", cg_a.dir);
+	cr_assert_eq(cg_remove(&cg_b), 0, "rmdir %s", cg_b.dir);
 }
