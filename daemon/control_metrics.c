@@ -4,16 +4,20 @@
  * as is, for node_exporter's textfile collector.
  *
  * Promises: every family has # HELP and # TYPE lines before its samples, and its
- * samples are contiguous; counter names end in _total; label values are escaped;
- * the wake-latency histogram's buckets are cumulative, their le edges are in seconds
- * and increase, and the last is +Inf (equal to _count). The histogram has no _sum:
- * the scanners record bucket counts only. */
+ * samples are contiguous; a family with no sample is left out; counter names end in
+ * _total; label values are escaped; the wake-latency histogram's buckets are
+ * cumulative, their le edges are in seconds and increase, and the last is +Inf (equal
+ * to _count); its _sum is the sum of the recorded bounds. Who costs what: quota
+ * refusals by uid, cgroup key and quota key; per cgroup key (sessions without one
+ * under cgroup=""), the scanner's work for the cgroup's connected sessions. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "control_internal.h"
@@ -78,6 +82,147 @@ static void cgroup_samples(const struct quota_cgroup *c, void *arg)
 	}
 }
 
+
+/* ---- who costs what ---- */
+
+/* One connected session's cost, under its cgroup key (NULL: none). */
+struct cost_row {
+	const char *cgroup;
+	uint64_t clients, armed, completions, word_loads, scan_ns;
+};
+
+static int cmp_cost(const void *a, const void *b)
+{
+	const char *x = ((const struct cost_row *)a)->cgroup, *y = ((const struct cost_row *)b)->cgroup;
+	if (!x || !y)
+		return (y == NULL) - (x == NULL); /* no key first */
+	return strcmp(x, y);
+}
+
+/* The per-cgroup families: the connected sessions' counters (proto/counters.h's session
+ * table) summed by cgroup key, one series per key in path order; sessions without a key
+ * under cgroup="". A sum over connected sessions, so it falls when one of a cgroup's
+ * sessions ends: the help texts say so. */
+static void cgroup_costs(FILE *f, struct daemon *d)
+{
+	if (!d->nsessions)
+		return;
+	struct cost_row *v = calloc(d->nsessions, sizeof(*v));
+	if (!v)
+		return; /* out of memory: these families are left out of this scrape */
+	size_t n = 0;
+	for (struct session *s = d->sessions; s && n < d->nsessions; s = s->next) {
+		struct session_view sv;
+		session_describe(s, &sv);
+		v[n++] = (struct cost_row){ sv.cgroup, 1, sv.armed, sv.counters[SN_completions],
+					    sv.counters[SN_word_loads], sv.counters[SN_scan_ns] };
+	}
+	qsort(v, n, sizeof(*v), cmp_cost);
+	/* one group per run of equal keys */
+	size_t ng = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ng && !cmp_cost(&v[ng - 1], &v[i])) {
+			v[ng - 1].clients += v[i].clients;
+			v[ng - 1].armed += v[i].armed;
+			v[ng - 1].completions += v[i].completions;
+			v[ng - 1].word_loads += v[i].word_loads;
+			v[ng - 1].scan_ns += v[i].scan_ns;
+			continue;
+		}
+		v[ng++] = v[i];
+	}
+	static const struct {
+		const char *name, *type, *help;
+	} fam[] = {
+		{ "garuda_cgroup_clients", "gauge",
+		  "Connected client sessions, by cgroup key (v2 path; \"\": sessions without one)." },
+		{ "garuda_cgroup_armed", "gauge", "Armed waits of the connected sessions, by cgroup key." },
+		{ "garuda_cgroup_completions_total", "counter",
+		  "Readiness delivered to the connected sessions, by cgroup key (summed over the sessions "
+		  "connected now: falls when one ends)." },
+		{ "garuda_cgroup_word_loads_total", "counter",
+		  "Loads of the words of the connected sessions by the scanners (a look at one due word: "
+		  "the scanner's work), by cgroup key (summed over the sessions connected now: falls "
+		  "when one ends)." },
+		{ "garuda_cgroup_scan_seconds_total", "counter",
+		  "Scanner time attributed to the connected sessions (each step's time shared by the "
+		  "words it looked at), by cgroup key (summed over the sessions connected now: falls "
+		  "when one ends)." },
+	};
+	for (unsigned k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+		family(f, fam[k].name, fam[k].type, fam[k].help);
+		for (size_t g = 0; g < ng; g++) {
+			fprintf(f, "%s{cgroup=\"", fam[k].name);
+			label_value(f, v[g].cgroup ? v[g].cgroup : "");
+			fputs("\"} ", f);
+			switch (k) {
+			case 0: fprintf(f, "%llu\n", (unsigned long long)v[g].clients); break;
+			case 1: fprintf(f, "%llu\n", (unsigned long long)v[g].armed); break;
+			case 2: fprintf(f, "%llu\n", (unsigned long long)v[g].completions); break;
+			case 3: fprintf(f, "%llu\n", (unsigned long long)v[g].word_loads); break;
+			default: fprintf(f, "%.9f\n", (double)v[g].scan_ns / 1e9); break;
+			}
+		}
+	}
+	free(v);
+}
+
+/* garuda_quota_refusals_total{uid,cgroup,key}: each uid's refusal rows (quota.h), the
+ * counts that are not 0; left out while nothing was refused. */
+static void quota_refusals(FILE *f, struct daemon *d)
+{
+	bool head = false;
+	for (const struct quota_uid *q = d->quotas.head; q; q = q->next)
+		for (const struct quota_refusals *r = q->refusals; r; r = r->next)
+			for (unsigned sc = 0; sc < QS_SCOPES_; sc++)
+				for (unsigned k = 0; k < Q_KINDS_; k++) {
+					if (!r->n[sc][k])
+						continue;
+					if (!head)
+						family(f, "garuda_quota_refusals_total", "counter",
+						       "Requests and connections refused by a quota, by client uid, "
+						       "cgroup key (\"\": none; \"" QUOTA_REFUSAL_OTHER "\": a uid's "
+						       "cgroups past its first " GARUDA_STR(QUOTA_REFUSAL_ROWS) ") and the "
+						       "quota key that refused (quota.SCOPE.NAME).");
+					head = true;
+					fprintf(f, "garuda_quota_refusals_total{uid=\"%u\",cgroup=\"", (unsigned)q->uid);
+					label_value(f, r->cgroup ? r->cgroup : "");
+					fprintf(f, "\",key=\"quota.%s.%s\"} %llu\n", quota_scope_name(sc),
+						quota_kind_name(k), (unsigned long long)r->n[sc][k]);
+				}
+}
+
+/* ---- the process ---- */
+
+/* Resident bytes from /proc/self/statm (its second field, in pages); -1 when unread. */
+static long long resident_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long long size, res;
+	int n = f ? fscanf(f, "%llu %llu", &size, &res) : 0;
+	if (f)
+		fclose(f);
+	long page = sysconf(_SC_PAGESIZE);
+	return n == 2 && page > 0 ? (long long)(res * (unsigned long long)page) : -1;
+}
+
+static void process_families(FILE *f)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		family(f, "process_cpu_seconds_total", "counter",
+		       "CPU time garudad used, user and system, all threads (scanners, loop).");
+		fprintf(f, "process_cpu_seconds_total %.6f\n",
+			(double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+				(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	}
+	long long rss = resident_bytes();
+	if (rss >= 0) {
+		family(f, "process_resident_memory_bytes", "gauge", "garudad's resident memory in bytes.");
+		fprintf(f, "process_resident_memory_bytes %lld\n", rss);
+	}
+}
+
 char *ctl_metrics_text(struct daemon *d)
 {
 	char *buf = NULL;
@@ -131,8 +276,15 @@ char *ctl_metrics_text(struct daemon *d)
 			fprintf(f, "garuda_errors_total{code=\"%d\",name=\"%s\"} %llu\n", GARUDA_ERR_BASE + i,
 				name, (unsigned long long)d->errors_by_code[i]);
 	}
-	family(f, "garuda_quota_refusals_total", "counter", "Requests refused by a quota.");
-	fprintf(f, "garuda_quota_refusals_total %llu\n", (unsigned long long)d->quota_refusals);
+	quota_refusals(f, d);
+	family(f, "garuda_quota_limit", "gauge",
+	       "The quota limits in force, by scope (quota.SCOPE: connection, uid, cgroup) and quota "
+	       "(quota.SCOPE.NAME).");
+	for (unsigned sc = 0; sc < QS_SCOPES_; sc++)
+		for (unsigned k = 0; k < Q_KINDS_; k++)
+			fprintf(f, "garuda_quota_limit{scope=\"%s\",quota=\"%s\"} %llu\n", quota_scope_name(sc),
+				quota_kind_name(k),
+				(unsigned long long)quota_limit(quota_scope_limits(&d->cfg, sc), k));
 
 	/* per quota key: uids with a session, cgroups with a live sink (quota.h); a family
 	 * with no sample is left out (with no client, both are) */
@@ -150,6 +302,8 @@ char *ctl_metrics_text(struct daemon *d)
 	}
 	struct cgroup_samples cs = { f, false };
 	quota_cgroups_each(&d->quotas, cgroup_samples, &cs);
+	cgroup_costs(f, d);
+	process_families(f);
 
 	/* per scanner */
 	family(f, "garuda_scanner_armed", "gauge", "Armed descriptors, by scanner.");
@@ -176,9 +330,13 @@ char *ctl_metrics_text(struct daemon *d)
 		fprintf(f, "garuda_scanner_cpu_seconds_total{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", i,
 			st[i].numa_node, (double)st[i].cpu_ns / 1e9);
 
+	/* the figure garctl's GAP50/GAP99 show (scanner.c count_fired(): since_ns) */
 	family(f, "garuda_wake_latency_seconds", "histogram",
-	       "Bound on the delay between a word reaching its target and its scanner seeing it, "
-	       "by scanner (log2 buckets).");
+	       "Per completion, the gap between its scanner's previous look at the word and the look "
+	       "that saw the target reached, by scanner (log2 buckets): the store landed inside it, so "
+	       "it bounds word reached -> scanner saw it from above, and after a timed sleep it spans "
+	       "the sleep. Not the client's wake latency: the store may have landed anywhere inside "
+	       "the gap, and delivery and the client's own wake come after it.");
 	for (unsigned i = 0; i < d->nscanners; i++) {
 		uint64_t cum = 0;
 		for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {

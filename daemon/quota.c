@@ -31,6 +31,20 @@ const char *quota_kind_name(enum quota_kind k)
 	return kind_names[k];
 }
 
+static const char *const scope_names[QS_SCOPES_] = {
+	[QS_CONNECTION] = "connection", [QS_UID] = "uid", [QS_CGROUP] = "cgroup",
+};
+
+const char *quota_scope_name(enum quota_scope s)
+{
+	return scope_names[s];
+}
+
+const struct quota_limits *quota_scope_limits(const struct config *cfg, enum quota_scope s)
+{
+	return s == QS_CONNECTION ? &cfg->quota_connection : s == QS_UID ? &cfg->quota_uid : &cfg->quota_cgroup;
+}
+
 uint64_t quota_limit(const struct quota_limits *l, enum quota_kind k)
 {
 	switch (k) {
@@ -120,6 +134,12 @@ void quota_table_free(struct quota_table *t)
 	while (t->head) {
 		struct quota_uid *q = t->head;
 		t->head = q->next;
+		while (q->refusals) {
+			struct quota_refusals *r = q->refusals;
+			q->refusals = r->next;
+			free(r->cgroup);
+			free(r);
+		}
 		free(q);
 	}
 	/* sinks still holding references are gone with the daemon */
@@ -250,19 +270,54 @@ int quota_cgroup_by_id(const char *mount, uint64_t id, char **path)
 
 /* The scopes of one charge, in the order they are taken and named. */
 struct scope {
+	enum quota_scope id;
 	const char *name;
 	struct quota_usage *usage;
 	const struct quota_limits *limits;
 };
 
-static unsigned scopes(struct scope s[3], struct quota_account *a, const struct config *cfg)
+static unsigned scopes(struct scope s[QS_SCOPES_], struct quota_account *a, const struct config *cfg)
 {
 	unsigned n = 0;
-	s[n++] = (struct scope){ "connection", &a->usage, &cfg->quota_connection };
-	s[n++] = (struct scope){ "uid", &a->uid->usage, &cfg->quota_uid };
+	s[n++] = (struct scope){ QS_CONNECTION, "connection", &a->usage, &cfg->quota_connection };
+	s[n++] = (struct scope){ QS_UID, "uid", &a->uid->usage, &cfg->quota_uid };
 	if (a->cgroup)
-		s[n++] = (struct scope){ "cgroup", &a->cgroup->usage, &cfg->quota_cgroup };
+		s[n++] = (struct scope){ QS_CGROUP, "cgroup", &a->cgroup->usage, &cfg->quota_cgroup };
 	return n;
+}
+
+static bool same_key(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The row of u's refusals for cgroup path (NULL: no key): found, else a new one, else
+ * (QUOTA_REFUSAL_ROWS reached) the QUOTA_REFUSAL_OTHER row; NULL out of memory. */
+static struct quota_refusals *refusal_row(struct quota_uid *u, const char *path)
+{
+	struct quota_refusals *other = NULL;
+	for (struct quota_refusals *r = u->refusals; r; r = r->next) {
+		if (r->cgroup && strcmp(r->cgroup, QUOTA_REFUSAL_OTHER) == 0)
+			other = r;
+		else if (same_key(r->cgroup, path))
+			return r;
+	}
+	bool full = u->nrefusals + 1 >= QUOTA_REFUSAL_ROWS; /* the last row is "other" */
+	if (full && other)
+		return other;
+	struct quota_refusals *r = calloc(1, sizeof(*r));
+	const char *key = full ? QUOTA_REFUSAL_OTHER : path;
+	if (!r || (key && !(r->cgroup = strdup(key)))) {
+		free(r);
+		return NULL;
+	}
+	/* appended: rows keep the order of their first refusal */
+	struct quota_refusals **pp = &u->refusals;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = r;
+	u->nrefusals++;
+	return r;
 }
 
 static int take(struct quota_usage *u, const struct quota_limits *l, enum quota_kind k, uint64_t n)
@@ -289,7 +344,7 @@ static int take_all(const struct scope *s, unsigned ns, enum quota_kind k, uint6
 
 int quota_charge(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n)
 {
-	struct scope s[3];
+	struct scope s[QS_SCOPES_];
 	return take_all(s, scopes(s, a, cfg), k, n) < 0 ? 0 : -GARUDA_E_QUOTA;
 }
 
@@ -309,10 +364,13 @@ int quota_charge_explain(struct quota_account *a, const struct config *cfg, enum
 			 char *why, size_t cap)
 {
 	struct quota_cgroup *cg = a->cgroup;
-	struct scope s[3];
+	struct scope s[QS_SCOPES_];
 	int i = take_all(s, scopes(s, a, cfg), k, n);
 	if (i < 0)
 		return 0;
+	struct quota_refusals *row = refusal_row(a->uid, cg ? cg->path : NULL);
+	if (row)
+		row->n[s[i].id][k]++;
 	int len = snprintf(why, cap, "quota.%s.%s exceeded: limit %llu, %llu in use, %llu more asked",
 			   s[i].name, kind_names[k], (unsigned long long)quota_limit(s[i].limits, k),
 			   (unsigned long long)atomic_load(&s[i].usage->used[k]), (unsigned long long)n);

@@ -29,9 +29,31 @@ struct quota_usage {
 	atomic_uint_fast64_t used[Q_KINDS_];
 };
 
+/* The quota scopes, in the order a charge takes them: quota.connection.*, quota.uid.*,
+ * quota.cgroup.* */
+enum quota_scope { QS_CONNECTION, QS_UID, QS_CGROUP, QS_SCOPES_ };
+
+/* Refusals of one uid's requests from one cgroup key, by the quota key that refused
+ * (quota.SCOPE.KIND): what garuda_quota_refusals_total{uid,cgroup,key} exports. A uid
+ * has at most QUOTA_REFUSAL_ROWS rows; refusals from further cgroups count in a last
+ * row whose cgroup is QUOTA_REFUSAL_OTHER, so the rows stay bounded however many
+ * cgroups a uid runs in (a Slurm job each). Rows live as long as their uid record, so
+ * each count only grows. */
+#define QUOTA_REFUSAL_ROWS 16
+#define QUOTA_REFUSAL_OTHER "(other)" /* a cgroup path starts with '/': no clash */
+struct quota_refusals {
+	char *cgroup; /* the cgroup key's path, NULL: no cgroup key, or QUOTA_REFUSAL_OTHER */
+	uint64_t n[QS_SCOPES_][Q_KINDS_];
+	struct quota_refusals *next;
+};
+
 struct quota_uid {
 	uid_t uid;
 	struct quota_usage usage;
+	/* refusals of requests (quota_charge_explain), by cgroup key; the loop thread's,
+	 * as the uid list is */
+	struct quota_refusals *refusals;
+	unsigned nrefusals;
 	struct quota_uid *next;
 };
 
@@ -53,6 +75,10 @@ struct quota_table {
 };
 
 const char *quota_kind_name(enum quota_kind k);
+/* "connection", "uid", "cgroup" */
+const char *quota_scope_name(enum quota_scope s);
+/* The limits of scope s in cfg. */
+const struct quota_limits *quota_scope_limits(const struct config *cfg, enum quota_scope s);
 uint64_t quota_limit(const struct quota_limits *l, enum quota_kind k);
 
 /* Find or create the record of uid. NULL on ENOMEM. */
@@ -97,9 +123,11 @@ struct quota_account {
 };
 
 int quota_charge(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n);
-/* As quota_charge(); on a refusal, why gets the words for the peer and the log: the
- * key of the quota that refused ("quota.uid.armed"), its limit, the usage and n, and
- * for quota.cgroup the cgroup's path (its tail when long). */
+/* As quota_charge(), for a request or a connection (loop thread only); on a refusal,
+ * why gets the words for the peer and the log: the key of the quota that refused
+ * ("quota.uid.armed"), its limit, the usage and n, and for quota.cgroup the cgroup's
+ * path (its tail when long); and the refusal is counted in the uid record's row of
+ * the account's cgroup key (struct quota_refusals; out of memory: not counted). */
 int quota_charge_explain(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n,
 			 char *why, size_t cap);
 void quota_release(struct quota_account *a, enum quota_kind k, uint64_t n);

@@ -687,7 +687,15 @@ Test(garctl, metrics_text_and_json)
 	cr_assert_eq(prom_value(r.out, "garuda_errors_total{code=\"1016\",name=\"QUOTA\"}"), 1);
 	cr_assert_eq(prom_value(r.out, "garuda_errors_total{code=\"1011\",name=\"NO_SEGMENT\"}"), 1);
 	cr_assert_eq(prom_sum(r.out, "garuda_errors_total"), 2);
-	cr_assert_eq(prom_value(r.out, "garuda_quota_refusals_total"), 1);
+	/* the one refusal: A's third segment, by quota.connection.segments; A has no
+	 * cgroup key (garudad's own cgroup) */
+	char series[128];
+	snprintf(series, sizeof(series),
+		 "garuda_quota_refusals_total{uid=\"%u\",cgroup=\"\",key=\"quota.connection.segments\"}",
+		 (unsigned)geteuid());
+	cr_assert_eq(prom_value(r.out, series), 1, "no %s:\n%s", series, r.out);
+	cr_assert_eq(prom_sum(r.out, "garuda_quota_refusals_total"), 1);
+	cr_assert_eq(prom_value(r.out, "garuda_quota_limit{scope=\"connection\",quota=\"segments\"}"), 2);
 	cr_assert_eq(prom_sum(r.out, "garuda_scanner_armed"), 3);
 	cr_assert_eq(prom_sum(r.out, "garuda_scanner_completions_total"), 3);
 	cr_assert_eq(prom_sum(r.out, "garuda_wake_latency_seconds_count"), 3);
