@@ -37,7 +37,7 @@ static const struct command commands[] = {
 	{ "metrics", 0, 0, cmd_metrics, true, "",
 	  "metrics\nCounters, gauges and histograms as Prometheus text (-j: as JSON)." },
 	{ "top", 0, 0, cmd_top, true, "",
-	  "top\nCompletions/s, armed, wake latency and CPU, refreshed every --delay seconds.\nOptions: -d SECONDS, -b (frame after frame, each headed by its UTC time, instead\nof redrawing), -j (one JSON object per frame per line), -n N (stop after N frames).\nOn a terminal, q quits." },
+	  "top\nCompletions/s, armed, CPU, each client's scanner cost (word loads/s, scan time\nas % of a core) and the scanner's look gap (GAP50/GAP99: an upper bound on word\nreached -> seen, not a client's wake latency), refreshed every --delay seconds.\nOptions: -d SECONDS, -b (frame after frame, each headed by its UTC time, instead\nof redrawing), -j (one JSON object per frame per line), -n N (stop after N frames).\nOn a terminal, q quits." },
 	{ "disconnect", 1, 1, cmd_disconnect, true, "c",
 	  "disconnect CLIENT\nEnd client CLIENT's session. libgaruda reconnects at once (a new session id):\nthis ends a session, it does not ban a client." },
 	{ "log-level", 0, 1, cmd_log_level, true, "-",

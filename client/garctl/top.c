@@ -5,12 +5,24 @@
  * prints one frame after another, each headed by its UTC time; with -j, one JSON object
  * per frame, one per line (JSON lines). -n stops after that many frames.
  *
+ * What the columns measure: COMPL/S readiness delivered per second; LOADS/S the
+ * scanners' word loads per second on a client's behalf and SCAN% the scanner time
+ * attributed to it, in % of one core (proto/counters.h's word_loads and scan_ns: who
+ * costs garudad what); GAP50/GAP99 percentiles of the "wake_latency" histogram, which
+ * holds, per completion, the gap between the scanner's previous look at the word and
+ * the look that saw it reached: the store landed inside that gap, so it bounds word
+ * reached -> scanner saw it from above (after a timed sleep it spans the sleep), and it
+ * is not the client's wake latency. A legend under the tables says so (not with
+ * --no-legend).
+ *
  * Promises: the first frame has no previous sample, so its rates print as "-" and its
  * percentiles cover everything since the daemon started; later frames cover only the
  * interval since the previous one. Per-client percentiles show when the daemon's
  * clients reply carries a per-client "wake_latency" histogram, else "-" (null in -j).
  * In -j the percentiles are numbers: p50_ns/p99_ns, the bucket bound in ns, with
- * p50_bound/p99_bound saying which bound ("le" or, in the open last bucket, "gt").
+ * p50_bound/p99_bound saying which bound ("le" or, in the open last bucket, "gt"); each
+ * client also has its word_loads and scan_ns (totals), word_loads_per_s and
+ * scan_percent (null in the first frame).
  *
  * Keys: when stdin and stdout are both a terminal, top puts the terminal in
  * non-canonical mode without echo while it runs and `q` quits (exit 0) at once, even
@@ -141,6 +153,26 @@ static void rate(char *buf, size_t len, const cJSON *cur, const cJSON *prev, con
 		snprintf(buf, len, "%.1f", (jnum(cur, key) - jnum(prev, key)) / dt);
 }
 
+/* The share of one core that the ns counter key grew by over dt, in %. */
+static void share(char *buf, size_t len, const cJSON *cur, const cJSON *prev, const char *key, double dt)
+{
+	if (!prev || dt <= 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f", 100 * (jnum(cur, key) - jnum(prev, key)) / 1e9 / dt);
+}
+
+/* Under the tables (with the header rows): what the columns that are easy to misread
+ * measure (top.c's head, garctl(1)). */
+static void legend(void)
+{
+	puts("GAP50/GAP99: per completion, the scanner's gap between its previous look at the word and"
+	     " the look\n  that saw it reached (the store landed inside it): an upper bound on word reached ->"
+	     " seen, <=EDGE\n  of a power-of-two bucket; after a sleep it spans the sleep. A client's own"
+	     " wake comes on top.\nLOADS/S: word loads by the scanners for the client; SCAN%: scanner time"
+	     " attributed to it, % of a core.");
+}
+
 struct client_row {
 	const cJSON *cur, *prev;
 	double rate;
@@ -165,7 +197,7 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 	       jstr(st, CTL_KEY_DAEMON_VERSION), jnum(st, CTL_KEY_PID), jstr(st, CTL_KEY_EVENT_LOOP), jnum(st, CTL_KEY_CLIENTS),
 	       jnum(st, CTL_KEY_SEGMENTS), jnum(st, CTL_KEY_ARMED), jnum(st, CTL_KEY_COMPLETIONS), total_rate);
 
-	static const char *const sh[] = { "SCANNER", "NODE", "SEGMENTS", "ARMED", "COMPL/S", "CPU%", "P50", "P99" };
+	static const char *const sh[] = { "SCANNER", "NODE", "SEGMENTS", "ARMED", "COMPL/S", "CPU%", "GAP50", "GAP99" };
 	struct table *t = table_new(8, sh);
 	for (unsigned i = 0; i < 6; i++)
 		table_right(t, i);
@@ -210,15 +242,18 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 		k++;
 	}
 	qsort(rows, (size_t)k, sizeof(*rows), cmp_rows);
-	static const char *const ch[] = { "CLIENT", "PID", "COMM", "SEGMENTS", "ARMED", "COMPL/S", "P50", "P99" };
-	t = table_new(8, ch);
+	static const char *const ch[] = { "CLIENT", "PID", "COMM", "SEGMENTS", "ARMED", "COMPL/S",
+					  "LOADS/S", "SCAN%", "GAP50", "GAP99" };
+	t = table_new(10, ch);
 	table_right(t, 0);
 	table_right(t, 1);
-	for (unsigned i = 3; i < 6; i++)
+	for (unsigned i = 3; i < 8; i++)
 		table_right(t, i);
 	for (int i = 0; i < k; i++) {
-		char r[32], p50[32], p99[32];
+		char r[32], loads[32], scan[32], p50[32], p99[32];
 		rate(r, sizeof(r), rows[i].cur, rows[i].prev, "completions", dt);
+		rate(loads, sizeof(loads), rows[i].cur, rows[i].prev, CTL_KEY_WORD_LOADS, dt);
+		share(scan, sizeof(scan), rows[i].cur, rows[i].prev, CTL_KEY_SCAN_NS, dt);
 		percentiles(rows[i].cur, rows[i].prev, p50, p99, sizeof(p50));
 		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_ID));
 		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_PID));
@@ -226,12 +261,18 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_SEGMENTS));
 		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_ARMED));
 		table_cell(t, "%s", r);
+		table_cell(t, "%s", loads);
+		table_cell(t, "%s", scan);
 		table_cell(t, "%s", p50);
 		table_cell(t, "%s", p99);
 	}
 	table_print(t, stdout, o->legend);
 	table_free(t);
 	free(rows);
+	if (o->legend) {
+		putchar('\n');
+		legend();
+	}
 }
 
 /* now as UTC ISO 8601, for frame headings and JSON lines */
@@ -292,6 +333,13 @@ static void frame_json(const struct sample *cur, const struct sample *prev)
 		cJSON_AddStringToObject(o, "comm", jstr(cl, CTL_KEY_COMM));
 		cJSON_AddNumberToObject(o, "armed", jnum(cl, CTL_KEY_ARMED));
 		cJSON_AddItemToObject(o, "completions_per_s", rate_json(cl, pc, "completions", dt));
+		cJSON_AddNumberToObject(o, CTL_KEY_WORD_LOADS, jnum(cl, CTL_KEY_WORD_LOADS));
+		cJSON_AddNumberToObject(o, CTL_KEY_SCAN_NS, jnum(cl, CTL_KEY_SCAN_NS));
+		cJSON_AddItemToObject(o, "word_loads_per_s", rate_json(cl, pc, CTL_KEY_WORD_LOADS, dt));
+		cJSON *pct = rate_json(cl, pc, CTL_KEY_SCAN_NS, dt);
+		if (cJSON_IsNumber(pct))
+			cJSON_SetNumberValue(pct, pct->valuedouble * 100 / 1e9);
+		cJSON_AddItemToObject(o, "scan_percent", pct);
 		percentile_json(o, "p50", cl, pc, 0.50);
 		percentile_json(o, "p99", cl, pc, 0.99);
 		cJSON_AddItemToArray(cls, o);

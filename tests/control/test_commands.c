@@ -755,8 +755,9 @@ Test(garctl, top_batch_two_frames)
 		while (t[i] && !(t[i][0] && strcmp(t[i][0], "SCANNER") == 0))
 			i++;
 		cr_assert_not_null(t[i], "frame %d has no scanner table", k);
-		cr_assert_str_eq(t[i][6], "P50");
-		cr_assert_str_eq(t[i][7], "P99");
+		/* named for what they measure: the scanner's look gap (issue 30, item 11) */
+		cr_assert_str_eq(t[i][6], "GAP50");
+		cr_assert_str_eq(t[i][7], "GAP99");
 		bool latency_shown = false;
 		for (int s = 1; s <= 2; s++) {
 			char **row = t[i + (size_t)s];

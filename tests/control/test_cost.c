@@ -1,0 +1,377 @@
+/* test_cost.c — who costs garudad what (issue 29 item 4, issue 30 items 7 and 11),
+ * with real sessions doing real work: clients connected from cgroup v2 groups of
+ * their own (tests/common/cgroup.h), arms fired by stores and arms left waiting.
+ *
+ * Asserted: each client's word_loads and scan_ns in the control plane's `clients`
+ * JSON (a client whose arms fired on 3 words has at least 3 word loads); garctl top's
+ * LOADS/S and SCAN% columns ("-" in the first frame, numbers after) and its -j keys
+ * (the totals equal the clients reply's, the rate times the interval equals the
+ * difference); the per-cgroup Prometheus families (garuda_cgroup_clients, _armed,
+ * _completions_total, _word_loads_total, _scan_seconds_total) equal the sum over the
+ * cgroup's sessions, read between two clients replies; garuda_quota_refusals_total
+ * by uid, cgroup and quota key; garuda_quota_limit equal to `config`; the process
+ * series; the wake-latency family's help and top's legend say what GAP50/GAP99
+ * measure; and `promtool check metrics` accepts the text where promtool is installed.
+ * No timing is asserted: counts are compared with counts read before and after. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "ctl_harness.h"
+
+static struct cg_group cg_t;
+
+static void cost_fini(void)
+{
+	cg_remove(&cg_t); /* empty: cg_open_in()'s children have exited */
+	ctl_test_fini();
+}
+
+TestSuite(cost, .init = ctl_test_init, .fini = cost_fini, .timeout = 120);
+
+#define GARCTL(r, d, ...)                                                                   \
+	do {                                                                                \
+		char sockarg_[160];                                                         \
+		snprintf(sockarg_, sizeof(sockarg_), "--socket=%s", (d)->ctl);              \
+		const char *args_[] = { sockarg_, "--no-pager", __VA_ARGS__, NULL };        \
+		ctl_garctl((r), args_);                                                     \
+	} while (0)
+
+/* A fresh cgroup v2 group for the tenant, or the test is skipped. */
+static void tenant_group(void)
+{
+	char why[300];
+	memset(&cg_t, 0, sizeof(cg_t));
+	if (cg_make(&cg_t, "tenant", why, sizeof(why)))
+		cr_skip_test("no writable cgroup2 to make a test group in: %s", why);
+}
+
+/* A client connected from the tenant's group (accepted). */
+static void tenant_client(const char *sock, struct ctl_client *c)
+{
+	memset(c, 0, sizeof(*c));
+	bool refused = false;
+	int r = cg_open_in(&cg_t, sock, &c->raw, &refused, NULL, 0);
+	if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EOPNOTSUPP || r == -EBUSY)
+		cr_skip_test("cannot move a process into %s: %s", cg_t.dir, strerror(-r));
+	cr_assert_eq(r, 0, "client from cgroup %s: %s", cg_t.path, gd_strerr(r));
+	cr_assert(!refused, "the tenant's client was refused at accept");
+	c->session_id = c->raw.welcome.session_id;
+}
+
+/* The `clients` entry of session id in reply j. */
+static const cJSON *client_of(const cJSON *j, uint64_t id)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+		if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "id")) == id)
+			return it;
+	cr_assert_fail("no client %llu in the clients reply", (unsigned long long)id);
+	return NULL;
+}
+
+static double jnum_(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert(cJSON_IsNumber(v), "\"%s\" is missing or not a number", key);
+	return v->valuedouble;
+}
+
+static char *metrics_text(const char *ctl)
+{
+	cJSON *j = ctl_json(ctl, "{\"request\":\"metrics\"}");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "text");
+	cr_assert(cJSON_IsString(t));
+	char *text = strdup(t->valuestring);
+	cJSON_Delete(j);
+	char *e = prom_check(text);
+	cr_assert_null(e, "%s\n%s", e, text);
+	return text;
+}
+
+/* `promtool check metrics` on text, where promtool is installed (it lints what
+ * prom_check does not: names, units, help). */
+static void promtool_check(const char *text)
+{
+	if (system("command -v promtool >/dev/null 2>&1") != 0) {
+		cr_log_warn("promtool not installed: promtool check metrics skipped");
+		return;
+	}
+	char path[] = "/tmp/garuda-cost-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	size_t n = strlen(text);
+	cr_assert_eq(write(fd, text, n), (ssize_t)n);
+	close(fd);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "promtool check metrics <%s 2>&1", path);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	char out[4096] = "";
+	size_t got = fread(out, 1, sizeof(out) - 1, p);
+	out[got] = '\0';
+	int st = pclose(p);
+	unlink(path);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool check metrics failed:\n%s\n%s", out, text);
+}
+
+/* The series name{cgroup="path"} (path as a label value: the test's groups need no
+ * escaping). */
+static double cgroup_series(const char *text, const char *name, const char *path)
+{
+	char series[512];
+	snprintf(series, sizeof(series), "%s{cgroup=\"%s\"}", name, path);
+	return prom_value(text, series);
+}
+
+/* A tenant of two sessions in one cgroup (T1: arms fired on 3 words; T2: 2 arms left
+ * waiting) and a client of the test's own (B: one arm fired). */
+Test(cost, per_session_and_per_cgroup)
+{
+	tenant_group();
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	struct ctl_client t1, t2, b;
+	tenant_client(d.sock, &t1);
+	tenant_client(d.sock, &t2);
+	ctl_client_open(&b, d.sock);
+	struct gd_seg s1, s2, sb;
+	cr_assert_eq(ctl_segment_open(&t1, 1, &s1), 0);
+	cr_assert_eq(ctl_segment_open(&t2, 1, &s2), 0);
+	cr_assert_eq(ctl_segment_open(&b, 1, &sb), 0);
+	for (uint32_t w = 0; w < 3; w++) {
+		ctl_arm(&t1, s1.id, w, 1, 100 + w, GARUDA_FORM_DOORBELL);
+		gd_store(&s1, w, 1);
+	}
+	ctl_arm(&t2, s2.id, 0, 1, 200, GARUDA_FORM_MESSAGE); /* never stored: waits */
+	ctl_arm(&t2, s2.id, 1, 1, 201, GARUDA_FORM_MESSAGE);
+	ctl_arm(&b, sb.id, 0, 7, 300, GARUDA_FORM_DOORBELL);
+	gd_store(&sb, 0, 7);
+	cr_assert_eq(ctl_wait_status(d.ctl, "completions", 4), 4);
+
+	/* the control plane's JSON: every session has its counters; T1's 3 fired words
+	 * were each loaded (looked at) at least once, on its behalf */
+	cJSON *before = ctl_json(d.ctl, "{\"request\":\"clients\"}");
+	const cJSON *c1 = client_of(before, t1.session_id), *c2 = client_of(before, t2.session_id),
+		    *cb = client_of(before, b.session_id);
+	cr_assert_geq(jnum_(c1, "word_loads"), 3, "T1's fires on 3 words cost %.0f word loads", jnum_(c1, "word_loads"));
+	cr_assert_gt(jnum_(c1, "scan_ns"), 0, "T1's word loads are attributed no scanner time");
+	cr_assert_geq(jnum_(cb, "word_loads"), 1);
+	cr_assert_geq(jnum_(c2, "word_loads"), 0);
+	cr_assert_geq(jnum_(c2, "scan_ns"), 0);
+	cr_assert_eq(jnum_(c1, "completions"), 3);
+	cr_assert_eq(jnum_(c2, "armed"), 2);
+	const char *tpath = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c1, "cgroup"));
+	cr_assert_not_null(tpath, "the tenant's session has no cgroup key");
+	cr_assert_str_eq(tpath, cg_t.path);
+	const char *bpath = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cb, "cgroup"));
+
+	/* per cgroup: the sum over the cgroup's sessions, between two readings (T2's
+	 * waits may still be looked at meanwhile: its counts only grow) */
+	char *m = metrics_text(d.ctl);
+	cJSON *after = ctl_json(d.ctl, "{\"request\":\"clients\"}");
+	const cJSON *a1 = client_of(after, t1.session_id), *a2 = client_of(after, t2.session_id),
+		    *ab = client_of(after, b.session_id);
+	cr_assert_eq(cgroup_series(m, "garuda_cgroup_clients", tpath), 2, "%s", m);
+	cr_assert_eq(cgroup_series(m, "garuda_cgroup_armed", tpath), 2);
+	cr_assert_eq(cgroup_series(m, "garuda_cgroup_completions_total", tpath), 3);
+	double loads = cgroup_series(m, "garuda_cgroup_word_loads_total", tpath);
+	cr_assert_geq(loads, jnum_(c1, "word_loads") + jnum_(c2, "word_loads"), "%s", m);
+	cr_assert_leq(loads, jnum_(a1, "word_loads") + jnum_(a2, "word_loads"), "%s", m);
+	double scan = cgroup_series(m, "garuda_cgroup_scan_seconds_total", tpath) * 1e9;
+	cr_assert_geq(scan + 0.5, jnum_(c1, "scan_ns") + jnum_(c2, "scan_ns"), "%s", m);
+	cr_assert_leq(scan - 0.5, jnum_(a1, "scan_ns") + jnum_(a2, "scan_ns"), "%s", m);
+	/* B: under its own key, or under "" when it has none */
+	const char *bl = bpath ? bpath : "";
+	cr_assert_eq(cgroup_series(m, "garuda_cgroup_clients", bl), 1, "%s", m);
+	cr_assert_eq(cgroup_series(m, "garuda_cgroup_completions_total", bl), 1);
+	double bloads = cgroup_series(m, "garuda_cgroup_word_loads_total", bl);
+	cr_assert(bloads >= jnum_(cb, "word_loads") && bloads <= jnum_(ab, "word_loads"), "B's word loads %.0f", bloads);
+	/* every session is under one key */
+	cr_assert_eq(prom_sum(m, "garuda_cgroup_clients"), 3);
+	cr_assert_eq(prom_sum(m, "garuda_cgroup_armed"), 2);
+	/* the process */
+	cr_assert_gt(prom_value(m, "process_resident_memory_bytes"), 0);
+	cr_assert_geq(prom_value(m, "process_cpu_seconds_total"), 0);
+	/* the histogram's help names what it holds (issue 30, item 11) */
+	cr_assert_not_null(strstr(m, "# HELP garuda_wake_latency_seconds Per completion, the gap between its "
+				     "scanner's previous look at the word and the look that saw the target reached"),
+			   "%s", m);
+	cr_assert_not_null(strstr(m, "Not the client's wake latency"));
+	promtool_check(m);
+	free(m);
+	cJSON_Delete(before);
+	cJSON_Delete(after);
+
+	/* garctl top: LOADS/S and SCAN% per client, "-" in the first frame, numbers in
+	 * the second; the legend names what GAP50/GAP99 measure */
+	struct ctl_run r;
+	GARCTL(&r, &d, "top", "-b", "-n", "2", "-d", "0.2");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.out, "GAP50/GAP99: per completion, the scanner's gap between its previous look"),
+			   "top has no legend for GAP50/GAP99:\n%s", r.out);
+	cr_assert_not_null(strstr(r.out, "A client's own wake comes on top."), "%s", r.out);
+	char ***t = ctl_table(r.out);
+	int frame = 0;
+	for (size_t i = 0; t[i]; i++) {
+		if (!t[i][0] || strcmp(t[i][0], "CLIENT") != 0)
+			continue;
+		int cl = ctl_table_col(t + i, "LOADS/S"), cs = ctl_table_col(t + i, "SCAN%");
+		cr_assert(cl >= 0 && cs >= 0, "top's client table lacks LOADS/S or SCAN%%:\n%s", r.out);
+		cr_assert_geq(ctl_table_col(t + i, "GAP50"), 0);
+		cr_assert_geq(ctl_table_col(t + i, "GAP99"), 0);
+		int rows = 0;
+		for (size_t k = i + 1; t[k] && t[k][0] && t[k][cs] && strspn(t[k][0], "0123456789") == strlen(t[k][0]);
+		     k++, rows++) {
+			if (frame == 0) {
+				cr_assert_str_eq(t[k][cl], "-", "LOADS/S in the first frame");
+				cr_assert_str_eq(t[k][cs], "-", "SCAN%% in the first frame");
+			} else {
+				cr_assert_eq(strspn(t[k][cl], "0123456789."), strlen(t[k][cl]), "LOADS/S %s", t[k][cl]);
+				cr_assert_eq(strspn(t[k][cs], "0123456789."), strlen(t[k][cs]), "SCAN%% %s", t[k][cs]);
+			}
+		}
+		cr_assert_eq(rows, 3, "frame %d has %d client rows:\n%s", frame, rows, r.out);
+		frame++;
+	}
+	cr_assert_eq(frame, 2, "%s", r.out);
+	ctl_table_free(t);
+	ctl_run_free(&r);
+
+	/* top -j: the totals as the clients reply has them, the rates consistent with them */
+	cJSON *c0 = ctl_json(d.ctl, "{\"request\":\"clients\"}");
+	GARCTL(&r, &d, "-j", "top", "-n", "2", "-d", "0.2");
+	cJSON *c9 = ctl_json(d.ctl, "{\"request\":\"clients\"}");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char *save = NULL, *copy = strdup(r.out);
+	double loads1[3] = { 0 }, scan1[3] = { 0 };
+	int lines = 0;
+	const struct ctl_client *all[] = { &t1, &t2, &b };
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save), lines++) {
+		cJSON *j = cJSON_Parse(l);
+		cr_assert(cJSON_IsObject(j), "%s", l);
+		double dt = lines ? jnum_(j, "interval_s") : 0;
+		for (int k = 0; k < 3; k++) {
+			const cJSON *o = NULL, *it;
+			cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "clients_detail"))
+				if ((uint64_t)jnum_(it, "id") == all[k]->session_id)
+					o = it;
+			cr_assert_not_null(o, "frame %d lacks client %d", lines, k);
+			double wl = jnum_(o, "word_loads"), sn = jnum_(o, "scan_ns");
+			cr_assert_geq(wl, jnum_(client_of(c0, all[k]->session_id), "word_loads"));
+			cr_assert_leq(wl, jnum_(client_of(c9, all[k]->session_id), "word_loads"));
+			cr_assert_geq(sn, jnum_(client_of(c0, all[k]->session_id), "scan_ns"));
+			cr_assert_leq(sn, jnum_(client_of(c9, all[k]->session_id), "scan_ns"));
+			const cJSON *wr = cJSON_GetObjectItemCaseSensitive(o, "word_loads_per_s");
+			const cJSON *sp = cJSON_GetObjectItemCaseSensitive(o, "scan_percent");
+			if (lines == 0) {
+				cr_assert(cJSON_IsNull(wr) && cJSON_IsNull(sp), "rates in the first frame");
+				loads1[k] = wl;
+				scan1[k] = sn;
+			} else {
+				cr_assert(cJSON_IsNumber(wr) && cJSON_IsNumber(sp), "no rates in the second frame");
+				cr_assert(fabs(wr->valuedouble * dt - (wl - loads1[k])) <= 1e-6 * (1 + wl),
+					  "word_loads_per_s %g x %g s != %g", wr->valuedouble, dt, wl - loads1[k]);
+				cr_assert(fabs(sp->valuedouble / 100 * 1e9 * dt - (sn - scan1[k])) <= 1e-6 * (1 + sn),
+					  "scan_percent %g over %g s != %g ns", sp->valuedouble, dt, sn - scan1[k]);
+			}
+		}
+		cJSON_Delete(j);
+	}
+	cr_assert_eq(lines, 2);
+	free(copy);
+	cJSON_Delete(c0);
+	cJSON_Delete(c9);
+	ctl_run_free(&r);
+
+	gd_seg_unmap(&s1);
+	gd_seg_unmap(&s2);
+	gd_seg_unmap(&sb);
+	ctl_client_close(&t1);
+	ctl_client_close(&t2);
+	ctl_client_close(&b);
+	cr_assert_eq(ctl_wait_status(d.ctl, "clients", 0), 0);
+	/* no session, no per-cgroup series */
+	m = metrics_text(d.ctl);
+	cr_assert(isnan(prom_sum(m, "garuda_cgroup_clients")), "per-cgroup series with no session:\n%s", m);
+	free(m);
+	ctl_stop(&d);
+}
+
+/* garuda_quota_refusals_total by uid, cgroup key and quota key: the tenant's second
+ * segment is refused by quota.cgroup.segments (its cgroup), a client of the test's own
+ * is refused its second by quota.connection.segments; garuda_quota_limit is the
+ * config's. */
+Test(cost, refusals_by_uid_cgroup_and_key)
+{
+	tenant_group();
+	struct gd_daemon d;
+	ctl_start(&d, "{\"quota\":{\"cgroup\":{\"segments\":1},\"connection\":{\"segments\":1}}}");
+	struct ctl_client t1, t2, b;
+	tenant_client(d.sock, &t1);
+	tenant_client(d.sock, &t2);
+	ctl_client_open(&b, d.sock);
+	struct gd_seg s1, sx, sb;
+	cr_assert_eq(ctl_segment_open(&t1, 1, &s1), 0);
+	cr_assert_eq(ctl_segment_open(&t2, 1, &sx), GARUDA_E_QUOTA, "the cgroup's second segment");
+	cr_assert_eq(ctl_segment_open(&t2, 1, &sx), GARUDA_E_QUOTA);
+	cr_assert_eq(ctl_segment_open(&b, 1, &sb), 0);
+	cr_assert_eq(ctl_segment_open(&b, 1, &sx), GARUDA_E_QUOTA, "the connection's second segment");
+
+	char *m = metrics_text(d.ctl);
+	cJSON *cl = ctl_json(d.ctl, "{\"request\":\"clients\"}");
+	const char *bpath = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(client_of(cl, b.session_id), "cgroup"));
+	char series[512];
+	snprintf(series, sizeof(series),
+		 "garuda_quota_refusals_total{uid=\"%u\",cgroup=\"%s\",key=\"quota.cgroup.segments\"}",
+		 (unsigned)geteuid(), cg_t.path);
+	cr_assert_eq(prom_value(m, series), 2, "no %s == 2:\n%s", series, m);
+	snprintf(series, sizeof(series),
+		 "garuda_quota_refusals_total{uid=\"%u\",cgroup=\"%s\",key=\"quota.connection.segments\"}",
+		 (unsigned)geteuid(), bpath ? bpath : "");
+	cr_assert_eq(prom_value(m, series), 1, "no %s == 1:\n%s", series, m);
+	cr_assert_eq(prom_sum(m, "garuda_quota_refusals_total"), ctl_status_num(d.ctl, "quota_refusals"),
+		     "the labelled refusals do not add up to status' quota_refusals");
+	cr_assert_eq(prom_sum(m, "garuda_quota_refusals_total"), 3);
+
+	/* the limits: each as `config` has it */
+	cJSON *cfg = ctl_json(d.ctl, "{\"request\":\"config\"}");
+	static const char *const scopes[] = { "connection", "uid", "cgroup" };
+	static const char *const kinds[] = { "segments", "lines",       "bindings",   "armed",
+					     "points",   "outbox_bytes", "connections" };
+	int n = 0;
+	for (int s = 0; s < 3; s++)
+		for (int k = 0; k < 7; k++) {
+			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cfg, "quota"), scopes[s]),
+				kinds[k]);
+			cr_assert(cJSON_IsNumber(q), "config lacks quota.%s.%s", scopes[s], kinds[k]);
+			snprintf(series, sizeof(series), "garuda_quota_limit{scope=\"%s\",quota=\"%s\"}", scopes[s], kinds[k]);
+			cr_assert_eq(prom_value(m, series), q->valuedouble, "%s", series);
+			n++;
+		}
+	cr_assert_eq(n, 21);
+	cr_assert_eq(prom_value(m, "garuda_quota_limit{scope=\"cgroup\",quota=\"segments\"}"), 1);
+	promtool_check(m);
+	free(m);
+	cJSON_Delete(cfg);
+	cJSON_Delete(cl);
+
+	gd_seg_unmap(&s1);
+	gd_seg_unmap(&sb);
+	ctl_client_close(&t1);
+	ctl_client_close(&t2);
+	ctl_client_close(&b);
+	/* the counts outlive the sessions: a counter never goes down */
+	cr_assert_eq(ctl_wait_status(d.ctl, "clients", 0), 0);
+	m = metrics_text(d.ctl);
+	cr_assert_eq(prom_sum(m, "garuda_quota_refusals_total"), 3, "%s", m);
+	free(m);
+	ctl_stop(&d);
+}
