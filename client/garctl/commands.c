@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "control_names.h"
 #include "garctl.h"
@@ -78,7 +79,19 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 		const cJSON *rd = cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_READINESS);
 		table_cell(t, "Socket:"), table_cell(t, "%s (%s)", o->socket, o->socket_why ? o->socket_why : "default");
 		table_cell(t, "Version:"), table_cell(t, "%s", jstr(r, CTL_KEY_DAEMON_VERSION));
-		table_cell(t, "PID:"), table_cell(t, "%.0f", N(r, CTL_KEY_PID));
+		/* the pid garudad reports is its own namespace's (1 in a container): say so,
+		 * with its pid here from SO_PEERCRED (0: outside our pid namespace) */
+		struct ucred peer;
+		socklen_t plen = sizeof(peer);
+		double said = N(r, CTL_KEY_PID);
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || (double)peer.pid == said)
+			table_cell(t, "PID:"), table_cell(t, "%.0f", said);
+		else if (peer.pid > 0)
+			table_cell(t, "PID:"), table_cell(t, "%.0f (in its own pid namespace; %d here)", said,
+							  (int)peer.pid);
+		else
+			table_cell(t, "PID:"), table_cell(t, "%.0f (in another pid namespace, not visible "
+							  "from here)", said);
 		table_cell(t, "Event loop:"), table_cell(t, "%s", jstr(r, CTL_KEY_EVENT_LOOP));
 		table_cell(t, "Uptime:"), table_cell(t, "%s", up);
 		table_cell(t, "Log level:"), table_cell(t, "%s", jstr(r, CTL_KEY_LOG_LEVEL));
