@@ -103,7 +103,8 @@ struct scanner {
 	uint32_t paycap;
 	uint32_t *due;           /* a step's due words [SCANNER_STEP_MAX] */
 	struct sink **due_sink;  /* whose each one is [SCANNER_STEP_MAX] */
-	struct garuda_watch_fire *fires; /* one word's fires [paycap] */
+	struct garuda_watch_fire *fires; /* one word's fires [firescap] */
+	uint32_t firescap;
 	struct armed *fired;     /* a step's fired payloads [firedcap] */
 	uint32_t firedcap;
 	struct garuda_watch_tuning wt; /* what the watcher runs with (retuned on change) */
@@ -355,12 +356,8 @@ static void room(struct scanner *s, uint32_t n)
 		if (cap <= s->paycap)
 			return;
 		struct armed *p = realloc(s->pay, cap * sizeof(*p));
-		if (p)
+		if (p) {
 			s->pay = p;
-		struct garuda_watch_fire *f = p ? realloc(s->fires, cap * sizeof(*f)) : NULL;
-		if (f)
-			s->fires = f;
-		if (f) {
 			s->paycap = cap;
 			return;
 		}
@@ -512,21 +509,22 @@ static void charge_sessions(struct scanner *s, unsigned n, uint64_t step_ns)
 #define SCANNER_STEP_MAX 512u /* words looked at per step, at most: a step of other sessions' words
                                * delays a spinning word by at most this many looks */
 
-/* Room for m fired payloads. Aborts when out of memory. */
-static void fired_room(struct scanner *s, uint32_t m)
+/* Grow *p (*cap elements of size) to hold n. Aborts when out of memory: a fire that
+ * cannot be recorded would be a readiness lost. */
+static void grow_for(struct scanner *s, void **p, uint32_t *cap, uint32_t n, size_t size)
 {
-	if (m <= s->firedcap)
+	if (n <= *cap)
 		return;
-	uint32_t cap = s->firedcap ? s->firedcap : 64;
-	while (cap < m)
-		cap *= 2;
-	struct armed *f = realloc(s->fired, cap * sizeof(*f));
-	if (!f) {
+	uint32_t c = *cap ? *cap : 64;
+	while (c < n)
+		c *= 2;
+	void *q = realloc(*p, (size_t)c * size);
+	if (!q) {
 		log_err("scanner %u: out of memory for fired descriptors", s->index);
 		abort();
 	}
-	s->fired = f;
-	s->firedcap = cap;
+	*p = q;
+	*cap = c;
 }
 
 /* One step: look at the words the watcher says are due (proto/watch.h), fire what
@@ -542,10 +540,12 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 		s->due_sink[i] = s->pay[garuda_watch_word_head(w, wi)].sink;
 		uint64_t v = __atomic_load_n((const uint64_t *)(uintptr_t)garuda_watch_word_key(w, wi),
 					     __ATOMIC_ACQUIRE);
+		grow_for(s, (void **)&s->fires, &s->firescap, garuda_watch_word_waits(w, wi),
+			 sizeof(*s->fires));
 		unsigned k = garuda_watch_found(w, wi, v, now, s->fires);
 		if (!k)
 			continue;
-		fired_room(s, nf + k);
+		grow_for(s, (void **)&s->fired, &s->firedcap, nf + k, sizeof(*s->fired));
 		for (unsigned j = 0; j < k; j++) {
 			s->fired[nf + j] = s->pay[s->fires[j].id];
 			s->fired[nf + j].value = v;

@@ -16,7 +16,6 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-static void derive(struct garuda_policy_wait *w);
 
 void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64_t target,
 			     uint64_t arm_ns, uint64_t taken_ns, uint64_t sleep_ns,
@@ -30,20 +29,17 @@ void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64
 					  .sleep_ns = sleep_ns,
 					  .exact_sleep_ns = exact_sleep_ns,
 					  .state = GARUDA_POLICY_NEW };
-	derive(w);
 }
 
 void garuda_policy_wait_start(struct garuda_policy_wait *w, uint64_t start)
 {
 	w->state = GARUDA_POLICY_STARTED;
 	w->start_ns = start;
-	derive(w);
 }
 
 void garuda_policy_wait_queue(struct garuda_policy_wait *w)
 {
 	w->state = GARUDA_POLICY_QUEUED;
-	derive(w);
 }
 
 uint64_t garuda_policy_start(const struct garuda_policy_wait *w)
@@ -58,23 +54,19 @@ uint64_t garuda_policy_start(const struct garuda_policy_wait *w)
 	}
 }
 
+/* start + sleep, start + max(sleep, exact sleep); UINT64_MAX while QUEUED. Computed
+ * at each call (a watcher looks only at due words: no cache per wait is worth its 16
+ * bytes a wait) */
 uint64_t garuda_policy_deadline(const struct garuda_policy_wait *w)
 {
-	return w->deadline_ns;
+	return add_sat(garuda_policy_start(w), w->sleep_ns);
 }
 
 uint64_t garuda_policy_resume(const struct garuda_policy_wait *w)
 {
-	return w->resume_ns;
+	return add_sat(garuda_policy_start(w), max_u64(w->sleep_ns, w->exact_sleep_ns));
 }
 
-/* after a change of state or start: the derived times */
-static void derive(struct garuda_policy_wait *w)
-{
-	uint64_t start = garuda_policy_start(w);
-	w->deadline_ns = add_sat(start, w->sleep_ns);
-	w->resume_ns = add_sat(start, max_u64(w->sleep_ns, w->exact_sleep_ns));
-}
 
 bool garuda_policy_in_window(const struct garuda_policy_wait *w,
 			     const struct garuda_policy_tuning *t, uint64_t at, uint64_t *open_at)
@@ -172,7 +164,6 @@ void garuda_policy_order(struct garuda_policy_wait *const *v, unsigned n, uint64
 		} else {
 			v[i]->state = GARUDA_POLICY_QUEUED;
 		}
-		derive(v[i]);
 	}
 }
 

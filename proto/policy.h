@@ -65,10 +65,6 @@ struct garuda_policy_wait {
 	uint64_t sleep_ns;	 /* its point's sleep at arm (0: cold, no sleep) */
 	uint64_t exact_sleep_ns; /* its point's exact sleep (the second look) */
 	uint8_t state;		 /* enum garuda_policy_state */
-	/* derived, kept by this module whenever the state or the start changes (the look
-	 * reads them for every wait at every spin step): start + sleep, start + max(sleep,
-	 * exact sleep); UINT64_MAX while QUEUED */
-	uint64_t deadline_ns, resume_ns;
 };
 
 /* A new wait, its clock at its arm until garuda_policy_order() says otherwise. */

@@ -14,6 +14,7 @@ struct garuda_watch_word {
 	uint64_t due;       /* P_AT: its time */
 	uint64_t last_look; /* when it was last looked at (0: never) */
 	uint32_t head, tail; /* waits, ascending target (GARUDA_WATCH_NONE: none) */
+	uint32_t nwaits;
 	uint32_t owner;
 	uint32_t pos;       /* index in the spin array or the heap */
 	uint32_t lprev, lnext; /* P_LEVEL: its level's list */
@@ -472,7 +473,7 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		struct garuda_watch_word *d = &w->words[wi];
 		w->wfree = d->tail;
 		*d = (struct garuda_watch_word){ .key = pw->word, .head = id, .tail = id,
-						 .owner = owner };
+						 .owner = owner, .nwaits = 1 };
 		w->hash[slot] = wi;
 		w->hused++;
 		w->nwords++;
@@ -484,6 +485,7 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 	}
 	struct garuda_watch_word *d = &w->words[wi];
 	a->word = wi;
+	d->nwaits++;
 	uint64_t t = pw->target;
 	if (!before(t, w->waits[d->tail].pw.target)) { /* the usual case: behind the rest */
 		w->waits[d->tail].next = id;
@@ -530,6 +532,7 @@ static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool 
 	a->next = w->free_head;
 	w->free_head = id;
 	w->nlive--;
+	d->nwaits--;
 	if (d->head == GARUDA_WATCH_NONE) {
 		unplace(w, wi);
 		w->owners[d->owner].nwords--;
@@ -576,6 +579,11 @@ uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word)
 	return w->words[word].head;
 }
 
+uint32_t garuda_watch_word_waits(const struct garuda_watch *w, uint32_t word)
+{
+	return w->words[word].nwaits;
+}
+
 /* ---------------------------------------------------------------- a step */
 
 static void charge(struct garuda_watch *w, uint32_t owner)
@@ -601,7 +609,8 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		words[n++] = wi;
 	}
 	w->spin_rr = from + n;
-	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, w->t.pol.early_ns);
+	/* timers' times have the early wake taken off already (place_for) */
+	uint64_t lead = GARUDA_POLICY_SPIN_AHEAD_NS;
 	/* the due timers, in due order; a level gives at most a chunk per turn */
 	while (n < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
 		struct garuda_watch_timer e = w->heap[0];
@@ -686,7 +695,8 @@ uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 		return 0;
 	if (!w->nheap)
 		return UINT64_MAX;
-	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, w->t.pol.early_ns);
+	/* timers' times have the early wake taken off already (place_for) */
+	uint64_t lead = GARUDA_POLICY_SPIN_AHEAD_NS;
 	uint64_t due = w->heap[0].due;
 	if (due <= add_sat(now, lead))
 		return 0;

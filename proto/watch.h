@@ -37,8 +37,8 @@
  *   - A wait whose word the driver reports reached fires in that same call, with
  *     every lower wait on the word (a word that jumped fires them all).
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
- *     within GARUDA_POLICY_SPIN_AHEAD_NS + the early wake; with nothing added it says
- *     UINT64_MAX (park).
+ *     within GARUDA_POLICY_SPIN_AHEAD_NS (a timer's time has the early wake taken off
+ *     already); with nothing added it says UINT64_MAX (park).
  *   - Work counted per owner: every word look is charged to its word's owner.
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
@@ -176,6 +176,8 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 uint64_t garuda_watch_word_key(const struct garuda_watch *w, uint32_t word);
 /* The first wait on a word (its lowest target): whose word it is. */
 uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word);
+/* How many waits are on a word (garuda_watch_found() fires at most that many). */
+uint32_t garuda_watch_word_waits(const struct garuda_watch *w, uint32_t word);
 
 /* One fired wait and what its find records (policy.h garuda_policy_find). */
 struct garuda_watch_fire {
@@ -187,8 +189,7 @@ struct garuda_watch_fire {
 };
 
 /* Word `word` (from this step's garuda_watch_due) was read as v at now: fire every wait
- * on it whose target v reached, into out[0..) (room: the waits on the word, at most
- * garuda_watch_count()), order the rest (the new head starts at now) and place the
+ * on it whose target v reached, into out[0..) (room: garuda_watch_word_waits()), order the rest (the new head starts at now) and place the
  * word. Returns the number fired. The fired waits are removed (their ids free) once
  * this returns; their payload is the driver's to release. */
 unsigned garuda_watch_found(struct garuda_watch *w, uint32_t word, uint64_t v, uint64_t now,
