@@ -58,12 +58,26 @@ static void client_free(struct garuda_client *c)
 
 static const char *env_refused(void);
 
+/* Whether this process runs in a container or a Kubernetes pod (where systemctl is
+ * not the remedy): podman's /run/.containerenv, docker's /.dockerenv, the service
+ * variable every pod gets, or $container (systemd-nspawn, LXC, podman). */
+static bool in_container(void)
+{
+	const char *c = getenv("container");
+	return (c && *c) || getenv("KUBERNETES_SERVICE_HOST") || access("/run/.containerenv", F_OK) == 0 ||
+	       access("/.dockerenv", F_OK) == 0;
+}
+
 /* Words for a failed connect to `path` (chosen by `why`): what is wrong and the remedy. */
 static void explain_connect(int r, const char *path, const char *why)
 {
-	const char *how = "start garudad (systemctl start garuda.socket; or run garudad as "
-			  "yourself: it then listens in $XDG_RUNTIME_DIR/garuda, where clients look "
-			  "first), or point GARUDA_SOCKET at its socket";
+	const char *how = in_container()
+		? "in a container or pod, garudad runs on the host: mount the host's /run/garuda "
+		  "into it (a hostPath volume or a bind mount, see deploy.md) and point "
+		  "GARUDA_SOCKET at garuda.sock there (or run a garudad in the container)"
+		: "start garudad (systemctl start garuda.socket; or run garudad as "
+		  "yourself: it then listens in $XDG_RUNTIME_DIR/garuda, where clients look "
+		  "first), or point GARUDA_SOCKET at its socket";
 	switch (-r) {
 	case ENOENT:
 	case ENOTDIR:
@@ -83,6 +97,15 @@ static void explain_connect(int r, const char *path, const char *why)
 				  "admits its owner and group \"%s\" (mode %04o): join that group (usermod "
 				  "-aG %s $USER, then log in again)", path, why, g->gr_name,
 				  (unsigned)(st.st_mode & 07777), g->gr_name);
+		else if (stat(path, &st) == 0)
+			/* a gid with no name here: a pod or container, garudad's group is the
+			 * host's (deploy.md: 61000) */
+			set_error("cannot connect to garudad at %s (%s): permission denied; the socket "
+				  "admits its owner and gid %u (mode %04o), which has no name here (a "
+				  "container?): run with gid %u as a supplementary group (Kubernetes: "
+				  "securityContext.supplementalGroups: [%u]; podman/docker: --group-add "
+				  "%u)", path, why, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777),
+				  (unsigned)st.st_gid, (unsigned)st.st_gid, (unsigned)st.st_gid);
 		else
 			set_error("cannot connect to garudad at %s (%s): permission denied on the socket "
 				  "or a directory above it; garudad's config key socket_group names the "
