@@ -62,6 +62,6 @@ if __name__ == "__main__":
     args = p.parse_args()
     try:
         sys.exit(asyncio.run(main(args)))
-    except garuda.Error as e:
+    except (garuda.Error, ImportError) as e:  # ImportError: no torch (garuda.torch says so)
         print(f"torch_server.py: {e}", file=sys.stderr)
         sys.exit(1)

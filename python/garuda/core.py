@@ -171,8 +171,10 @@ def _disconnect(lib: Any, h: int, segments: weakref.WeakSet) -> None:
 
 
 class Client(_Owned):
-    """One connection to garudad: $GARUDA_SOCKET (default /run/garuda/garuda.sock), or
-    `path`. The library reconnects in the background when garudad restarts.
+    """One connection to garudad at `path`, or where libgaruda looks: $GARUDA_SOCKET
+    when set, else your own garudad's $XDG_RUNTIME_DIR/garuda/garuda.sock when it exists
+    (not as root), else the system's /run/garuda/garuda.sock (docs/python.md). The
+    library reconnects in the background when garudad restarts.
 
     A failed connect raises with libgaruda's words (which socket, how it was chosen,
     what to do). A connect that succeeds with a coded warning (GARUDA_FALLBACK=reactor

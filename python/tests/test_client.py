@@ -419,3 +419,13 @@ def test_reference_cycles_are_freed_by_the_collector(daemon, capfd):
     out, err = capfd.readouterr()
     assert "Exception ignored" not in err and "Error" not in err, err
 
+
+
+def test_client_docstring_gives_the_socket_search():
+    """The Client docstring said the default socket is /run/garuda/garuda.sock (issue 30,
+    item 15); it gives libgaruda's search order (proto/paths.h)."""
+    doc = garuda.Client.__doc__
+    order = [doc.find("$GARUDA_SOCKET"), doc.find("$XDG_RUNTIME_DIR/garuda/garuda.sock"),
+             doc.find("/run/garuda/garuda.sock")]
+    assert -1 not in order and order == sorted(order), doc
+    assert "default /run/garuda" not in doc, doc

@@ -78,6 +78,22 @@ def test_torch_server_without_cuda(tmp_path):
     assert "Traceback" not in r.stderr and "AssertionError" not in r.stderr, r.stderr
 
 
+def test_torch_server_without_torch(tmp_path):
+    """No torch at all (a stand-in that fails to import, first on PYTHONPATH): one line
+    from garuda.torch saying torch is not installed, no traceback (issue 30, item 15)."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path)] + [p for p in env.get(
+        "PYTHONPATH", "").split(os.pathsep) if p])
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "torch_server.py"),
+                        "--requests", "4"], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "torch_server.py: garuda.torch: PyTorch is not installed" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("example", ["asyncio_server.py", "torch_server.py"])
 def test_header_names_build_tree_variables(example):
     import ast
