@@ -47,6 +47,8 @@ const char *garuda_errcode_name(int code)
 
 const char *garuda_strerror(int err)
 {
+	if (err == 0)
+		return "success"; /* a return value of 0, printed as is (issue 30, item 16) */
 	if (err == INT_MIN)
 		return "unknown error";
 	int code = err < 0 ? -err : err;

@@ -90,8 +90,8 @@ struct garuda_stream; /* one word, signalled by one native stream */
 const char *garuda_version(void);
 
 /* Text for any return value of this library: a negative errno, a negative garuda
- * code (either sign of a garuda code is accepted). Never NULL; an unknown value gives
- * "unknown error". Thread-safe. */
+ * code (either sign of a garuda code is accepted), or 0 ("success"). Never NULL; an
+ * unknown value gives "unknown error". Thread-safe. */
 const char *garuda_strerror(int err);
 
 /* ------------------------------------------------------------------------------
