@@ -208,18 +208,20 @@ static long long resident_bytes(void)
 
 static void process_families(FILE *f)
 {
+	/* garuda_-prefixed: node_exporter, whose textfile collector reads these, exports
+	 * process_* of its own */
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0) {
-		family(f, "process_cpu_seconds_total", "counter",
+		family(f, "garuda_process_cpu_seconds_total", "counter",
 		       "CPU time garudad used, user and system, all threads (scanners, loop).");
-		fprintf(f, "process_cpu_seconds_total %.6f\n",
+		fprintf(f, "garuda_process_cpu_seconds_total %.6f\n",
 			(double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 				(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	}
 	long long rss = resident_bytes();
 	if (rss >= 0) {
-		family(f, "process_resident_memory_bytes", "gauge", "garudad's resident memory in bytes.");
-		fprintf(f, "process_resident_memory_bytes %lld\n", rss);
+		family(f, "garuda_process_resident_memory_bytes", "gauge", "garudad's resident memory in bytes.");
+		fprintf(f, "garuda_process_resident_memory_bytes %lld\n", rss);
 	}
 }
 

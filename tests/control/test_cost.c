@@ -197,8 +197,8 @@ Test(cost, per_session_and_per_cgroup)
 	cr_assert_eq(prom_sum(m, "garuda_cgroup_clients"), 3);
 	cr_assert_eq(prom_sum(m, "garuda_cgroup_armed"), 2);
 	/* the process */
-	cr_assert_gt(prom_value(m, "process_resident_memory_bytes"), 0);
-	cr_assert_geq(prom_value(m, "process_cpu_seconds_total"), 0);
+	cr_assert_gt(prom_value(m, "garuda_process_resident_memory_bytes"), 0);
+	cr_assert_geq(prom_value(m, "garuda_process_cpu_seconds_total"), 0);
 	/* the histogram's help names what it holds (issue 30, item 11) */
 	cr_assert_not_null(strstr(m, "# HELP garuda_wake_latency_seconds Per completion, the gap between its "
 				     "scanner's previous look at the word and the look that saw the target reached"),
@@ -374,4 +374,30 @@ Test(cost, refusals_by_uid_cgroup_and_key)
 	cr_assert_eq(prom_sum(m, "garuda_quota_refusals_total"), 3, "%s", m);
 	free(m);
 	ctl_stop(&d);
+}
+
+/* garctl(1) names each key, column and family this file asserts, and says what the
+ * look gap is (issue 30, item 11: the figure's meaning in top, the man page and the
+ * metrics' help). */
+Test(cost, man_page_names_them)
+{
+	const char *man = getenv("GARCTL_MAN");
+	cr_assert(man && *man, "GARCTL_MAN is not set");
+	FILE *f = fopen(man, "re");
+	cr_assert_not_null(f, "%s", man);
+	static char text[1 << 17];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	cr_assert_lt(n, sizeof(text) - 1, "garctl(1) is larger than the test's buffer");
+	static const char *const names[] = {
+		"word_loads", "scan_ns", "word_loads_per_s", "scan_percent", "LOADS/S", "SCAN%", "GAP50",
+		"GAP99", "garuda_cgroup_clients", "garuda_cgroup_armed", "garuda_cgroup_completions_total",
+		"garuda_cgroup_word_loads_total", "garuda_cgroup_scan_seconds_total",
+		"garuda_quota_refusals_total{uid,cgroup,key}", "garuda_quota_limit{scope,quota}",
+		"garuda_process_cpu_seconds_total", "garuda_process_resident_memory_bytes", "look gap",
+		"not what a\nclient measures",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		cr_assert_not_null(strstr(text, names[i]), "garctl(1) does not name %s", names[i]);
 }
