@@ -1,5 +1,6 @@
-/* replay.c — a plan over a trace on a simulated clock (replay.h). The loop mirrors
- * daemon/scanner.c's scanner_main(): take arms, pass, then the plan's look. */
+/* replay.c — a plan over a trace on a simulated clock (replay.h): proto/watch driven
+ * as daemon/scanner.c's scanner_main() and scan_step() drive it (take arms, park or
+ * step, then spin or sleep until the watcher's time). */
 #include "replay.h"
 
 #include <errno.h>
@@ -9,42 +10,47 @@
 
 #include "estimator.h"
 #include "policy.h"
+#include "watch.h"
 
-/* garudad's +predict sleeps end early by the mean timed-wake lateness, at most this */
+/* daemon/scanner.c's: +predict sleeps end early by the running mean of how late timed
+ * wakes come, at most this */
 #define WAKE_LATE_MAX_NS 200000ull
+/* daemon/scanner.c's SCANNER_STEP_MAX: words looked at per step, at most */
+#define REPLAY_STEP_MAX 4096u
 
 struct garuda_replay_cost garuda_replay_default_cost(void)
 {
-	/* docs/plans.md: a spin step ~1.6 us (0.4 us of pauses and a ~1.2 us
-	 * sched_yield), a timed futex wait ~15 us of CPU, timer wakes tens of us late */
-	return (struct garuda_replay_cost){ .pass_ns = 200,
+	/* docs/plans.md, "Replaying a trace": a step ~150 ns and ~20 ns per word looked at
+	 * (the watcher driven as scan_step does, -O2, this machine); a spin step ~1.6 us
+	 * (0.4 us of pauses and a ~1.2 us sched_yield); a timed futex wait ~15 us of CPU,
+	 * timer wakes tens of us late; an ARM ~5 us of garudad's CPU (a receive and a
+	 * post, ~1.2 us a syscall here) and a fire ~2 us (its eventfd write) */
+	return (struct garuda_replay_cost){ .step_ns = 150,
+					    .look_ns = 20,
 					    .spin_ns = 1600,
 					    .wake_late_ns = 30000,
 					    .wake_cpu_ns = 15000,
-					    .arm_wake_ns = 10000 };
+					    .arm_wake_ns = 10000,
+					    .arm_cpu_ns = 5000,
+					    .fire_cpu_ns = 2000 };
 }
-
-struct sim_wait {
-	struct garuda_policy_wait w;
-	size_t row;
-	size_t point;
-};
 
 struct sim {
 	const struct garuda_replay_row *rows;
 	size_t n;
-	size_t *by_arm;		  /* row indices in arm order */
-	size_t *word_of;	  /* row -> dense word */
-	uint64_t *target_of;	  /* row -> its sequence on its word */
-	size_t *point_of;	  /* row -> estimator */
-	uint64_t **stores;	  /* per word: its store times, ascending */
-	size_t *nstores, *cursor; /* per word: count, stores <= the clock so far */
+	size_t *by_arm;	     /* row indices in arm order */
+	size_t *word_of;     /* row -> dense word */
+	uint64_t *target_of; /* row -> its sequence on its word */
+	size_t *point_of;    /* row -> estimator */
+	uint64_t *stores;    /* every store time, by word: word w's at [first[w], first[w+1]), ascending */
+	size_t *first;	     /* [nwords + 1] */
+	size_t *cursor;	     /* per word: how many of its stores landed by the clock so far */
 	size_t nwords, npoints;
 	struct garuda_estimator *est;
-	struct sim_wait *waits;
-	struct garuda_policy_wait **wv;
-	uint64_t *scratch;
-	size_t nwaits;
+	size_t *pay; /* the watcher's wait id -> its row */
+	uint32_t paycap;
+	uint32_t *due;			 /* a step's due words [REPLAY_STEP_MAX] */
+	struct garuda_watch_fire *fires; /* one word's fires [n] */
 	uint64_t *lateness;
 	size_t *finds; /* per point: finds so far (the first GARUDA_REPLAY_WARMUP not counted) */
 };
@@ -55,14 +61,34 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static const struct garuda_replay_row *sort_rows;
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* the rows being sorted (qsort takes no context; one per thread, so runs on several
+ * threads do not mix) */
+static _Thread_local const struct garuda_replay_row *sort_rows;
+
 static int cmp_by_arm(const void *a, const void *b)
 {
-	const struct garuda_replay_row *x = &sort_rows[*(const size_t *)a],
-				       *y = &sort_rows[*(const size_t *)b];
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct garuda_replay_row *x = &sort_rows[i], *y = &sort_rows[j];
 	if (x->arm_ns != y->arm_ns)
 		return x->arm_ns < y->arm_ns ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* by word, then store, then row (equal stores: in row order) */
+static int cmp_by_store(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct garuda_replay_row *x = &sort_rows[i], *y = &sort_rows[j];
+	if (x->word != y->word)
+		return x->word < y->word ? -1 : 1;
+	if (x->store_ns != y->store_ns)
+		return x->store_ns < y->store_ns ? -1 : 1;
+	return i < j ? -1 : i > j;
 }
 
 /* dense ids: the index of key in keys[0..*nkeys), appended when new */
@@ -77,19 +103,17 @@ static size_t dense(uint64_t *keys, size_t *nkeys, uint64_t key)
 
 static void sim_free(struct sim *s)
 {
-	for (size_t i = 0; s->stores && i < s->nwords; i++)
-		free(s->stores[i]);
-	free(s->stores);
 	free(s->by_arm);
 	free(s->word_of);
 	free(s->target_of);
 	free(s->point_of);
-	free(s->nstores);
+	free(s->stores);
+	free(s->first);
 	free(s->cursor);
 	free(s->est);
-	free(s->waits);
-	free(s->wv);
-	free(s->scratch);
+	free(s->pay);
+	free(s->due);
+	free(s->fires);
 	free(s->lateness);
 	free(s->finds);
 }
@@ -98,89 +122,82 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan,
 		    const struct garuda_replay_row *rows, size_t n)
 {
 	*s = (struct sim){ .rows = rows, .n = n };
-	uint64_t *wkeys = calloc(n, sizeof(*wkeys)), *pkeys = calloc(n, sizeof(*pkeys));
+	uint64_t *named = calloc(n, sizeof(*named));
+	size_t nnamed = 0, *by_store = calloc(n, sizeof(size_t));
 	s->by_arm = calloc(n, sizeof(size_t));
 	s->word_of = calloc(n, sizeof(size_t));
 	s->target_of = calloc(n, sizeof(uint64_t));
 	s->point_of = calloc(n, sizeof(size_t));
-	s->waits = calloc(n, sizeof(*s->waits));
-	s->wv = calloc(n, sizeof(*s->wv));
-	s->scratch = calloc(garuda_policy_order_scratch((unsigned)n), sizeof(uint64_t));
+	s->stores = calloc(n, sizeof(uint64_t));
+	s->first = calloc(n + 1, sizeof(size_t));
+	s->due = calloc(REPLAY_STEP_MAX, sizeof(*s->due));
+	s->fires = calloc(n, sizeof(*s->fires));
 	s->lateness = calloc(n, sizeof(uint64_t));
 	int r = -ENOMEM;
-	if (!wkeys || !pkeys || !s->by_arm || !s->word_of || !s->target_of || !s->point_of ||
-	    !s->waits || !s->wv || !s->scratch || !s->lateness)
+	if (!named || !by_store || !s->by_arm || !s->word_of || !s->target_of || !s->point_of ||
+	    !s->stores || !s->first || !s->due || !s->fires || !s->lateness)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		s->by_arm[i] = i;
-		s->word_of[i] = dense(wkeys, &s->nwords, rows[i].word);
-		uint64_t pk = rows[i].point ? 1ull << 63 | rows[i].point : s->word_of[i];
-		s->point_of[i] = dense(pkeys, &s->npoints, pk);
+	/* words and sequences: a row's sequence is its rank among its word's stores */
+	for (size_t i = 0; i < n; i++)
+		by_store[i] = s->by_arm[i] = i;
+	sort_rows = rows;
+	qsort(by_store, n, sizeof(size_t), cmp_by_store);
+	qsort(s->by_arm, n, sizeof(size_t), cmp_by_arm);
+	uint64_t rank = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = by_store[k];
+		if (k == 0 || rows[i].word != rows[by_store[k - 1]].word) {
+			s->first[s->nwords++] = k;
+			rank = 0;
+		}
+		s->word_of[i] = s->nwords - 1;
+		s->target_of[i] = ++rank;
+		s->stores[k] = rows[i].store_ns;
 	}
-	s->stores = calloc(s->nwords, sizeof(*s->stores));
-	s->nstores = calloc(s->nwords, sizeof(size_t));
+	s->first[s->nwords] = n;
+	/* points: each word's own, then the named ones (shared by the words naming them) */
+	for (size_t i = 0; i < n; i++)
+		s->point_of[i] = rows[i].point ? s->nwords + dense(named, &nnamed, rows[i].point)
+					       : s->word_of[i];
+	s->npoints = s->nwords + nnamed;
 	s->cursor = calloc(s->nwords, sizeof(size_t));
 	s->est = calloc(s->npoints, sizeof(*s->est));
 	s->finds = calloc(s->npoints, sizeof(size_t));
-	if (!s->stores || !s->nstores || !s->cursor || !s->est || !s->finds)
+	if (!s->cursor || !s->est || !s->finds)
 		goto out;
-	for (size_t i = 0; i < n; i++)
-		s->nstores[s->word_of[i]]++;
 	for (size_t w = 0; w < s->nwords; w++)
-		if (!(s->stores[w] = calloc(s->nstores[w], sizeof(uint64_t))))
-			goto out;
-	memset(s->cursor, 0, s->nwords * sizeof(size_t));
-	for (size_t i = 0; i < n; i++)
-		s->stores[s->word_of[i]][s->cursor[s->word_of[i]]++] = rows[i].store_ns;
-	for (size_t w = 0; w < s->nwords; w++)
-		qsort(s->stores[w], s->nstores[w], sizeof(uint64_t), cmp_u64);
-	memset(s->cursor, 0, s->nwords * sizeof(size_t));
-	/* a row's sequence: its rank among its word's stores (equal stores: in row order) */
-	for (size_t i = 0; i < n; i++) {
-		size_t w = s->word_of[i], k = 0;
-		while (k < s->nstores[w] && s->stores[w][k] < rows[i].store_ns)
-			k++;
-		for (size_t j = 0; j < i; j++)
-			k += s->word_of[j] == w && rows[j].store_ns == rows[i].store_ns;
-		s->target_of[i] = k + 1;
-	}
-	for (size_t p = 0; p < s->npoints; p++)
-		if (plan->predict)
-			garuda_estimator_init(&s->est[p], &plan->pred);
-	sort_rows = rows;
-	qsort(s->by_arm, n, sizeof(size_t), cmp_by_arm);
+		s->cursor[w] = s->first[w];
+	for (size_t p = 0; p < s->npoints && plan->predict; p++)
+		garuda_estimator_init(&s->est[p], &plan->pred);
 	r = 0;
 out:
-	free(wkeys);
-	free(pkeys);
+	free(named);
+	free(by_store);
 	return r;
 }
 
 /* the word's value at t: how many of its stores landed by then (t never goes back) */
 static uint64_t word_at(struct sim *s, size_t w, uint64_t t)
 {
-	while (s->cursor[w] < s->nstores[w] && s->stores[w][s->cursor[w]] <= t)
+	while (s->cursor[w] < s->first[w + 1] && s->stores[s->cursor[w]] <= t)
 		s->cursor[w]++;
-	return s->cursor[w];
+	return s->cursor[w] - s->first[w];
 }
 
-static void order(struct sim *s, uint64_t landing)
-{
-	for (size_t i = 0; i < s->nwaits; i++)
-		s->wv[i] = &s->waits[i].w;
-	if (s->nwaits)
-		garuda_policy_order(s->wv, (unsigned)s->nwaits, landing, s->scratch);
-}
-
-static uint64_t sleep_of(const struct sim *s, const struct garuda_plan *plan, size_t row,
-			 bool exact)
+/* A row's sleep as garudad's loop thread gives it at the ARM (daemon/points.c): its
+ * point's deadline as far as the prediction goes, uncapped (the watcher sleeps toward
+ * it in steps of max_sleep_us); exact: from the exact records alone. 0 without
+ * +predict. */
+static uint64_t horizon_of(const struct sim *s, const struct garuda_plan *plan, size_t row,
+			   bool exact)
 {
 	if (!plan->predict)
 		return 0;
 	const struct garuda_estimator *e = &s->est[s->point_of[row]];
-	return exact ? garuda_estimator_exact_sleep_ns(e) : garuda_estimator_sleep_ns(e);
+	return exact ? garuda_estimator_exact_horizon_ns(e) : garuda_estimator_horizon_ns(e);
 }
 
+/* a find into its point, as scanner.c's count_fired() records it */
 static void record(struct sim *s, struct garuda_replay_result *out, size_t point,
 		   struct garuda_find f, bool predict)
 {
@@ -204,11 +221,47 @@ static void record(struct sim *s, struct garuda_replay_result *out, size_t point
 	}
 }
 
+/* room for one more wait: the watcher's and the payload's (scanner.c's room()) */
+static int room(struct sim *s, struct garuda_watch *w)
+{
+	if (garuda_watch_reserve(w, 1) < 0)
+		return -ENOMEM;
+	uint32_t cap = garuda_watch_capacity(w);
+	if (cap <= s->paycap)
+		return 0;
+	size_t *p = realloc(s->pay, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	s->pay = p;
+	s->paycap = cap;
+	return 0;
+}
+
+/* The ARM that wakes a sleep whose timed wake is at *wake (deadline until): post()'s
+ * rule, an ARM wakes the sleeping scanner when its deadline is earlier than the
+ * published wake time (UINT64_MAX without +predict: every ARM). Between the sleep and
+ * the ARMs no find is recorded, so each ARM's deadline is its point's horizon now. */
+static bool arm_wakes(const struct sim *s, const struct garuda_plan *plan, size_t next,
+		      uint64_t until, const struct garuda_replay_cost *cost, uint64_t *wake)
+{
+	for (size_t j = next; j < s->n; j++) {
+		size_t row = s->by_arm[j];
+		uint64_t arm = s->rows[row].arm_ns, at = add_sat(arm, cost->arm_wake_ns);
+		if (at >= *wake)
+			return false; /* it comes after the timed wake */
+		if (!plan->predict || add_sat(arm, horizon_of(s, plan, row, false)) < until) {
+			*wake = at;
+			return true;
+		}
+	}
+	return false;
+}
+
 int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay_row *rows,
 		      size_t n, const struct garuda_replay_cost *cost,
 		      struct garuda_replay_result *out)
 {
-	if (!n || garuda_plan_check(plan, NULL, 0) < 0 || plan->kind == GARUDA_PLAN_BLOCK)
+	if (!n || !plan || garuda_plan_check(plan, NULL, 0) < 0 || plan->kind == GARUDA_PLAN_BLOCK)
 		return -EINVAL;
 	struct sim s;
 	int r = sim_init(&s, plan, rows, n);
@@ -217,106 +270,95 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		return r;
 	}
 	*out = (struct garuda_replay_result){ 0 };
-	struct garuda_policy_tuning t = {
-		.spin_ns = plan->kind == GARUDA_PLAN_FLAG ? plan->flag.park_us * 1000 : 0,
-		.forever = plan->kind == GARUDA_PLAN_POLL,
-		.max_step_ns = plan->kind == GARUDA_PLAN_FLAG ? plan->flag.backstop_us * 1000 : 0,
-	};
-	uint64_t now = rows[s.by_arm[0]].arm_ns, first = now;
-	uint64_t prev_pass = now, last_active = now, ladder = 0, wake_late = 0;
-	bool slept = true;
-	size_t next_arm = 0, done = 0;
+	struct garuda_watch_tuning tuning;
+	garuda_watch_tuning_of(plan, &tuning); /* the scanner's tuning_of(): the same values */
+	struct garuda_watch w;
+	garuda_watch_init(&w, &tuning);
+	uint64_t now = rows[s.by_arm[0]].arm_ns, first = now, last_find = now;
+	uint64_t wake_late = 0; /* +predict: how late timed wakes come, a running mean */
+	size_t next = 0, done = 0;
 	while (done < n) {
-		bool was_idle = s.nwaits == 0, took = false;
-		for (; next_arm < n && rows[s.by_arm[next_arm]].arm_ns <= now; next_arm++) {
-			size_t row = s.by_arm[next_arm];
-			struct sim_wait *w = &s.waits[s.nwaits++];
-			w->row = row;
-			w->point = s.point_of[row];
-			garuda_policy_wait_init(
-				&w->w, s.word_of[row], s.target_of[row], rows[row].arm_ns, now,
-				sleep_of(&s, plan, row, false), sleep_of(&s, plan, row, true));
-			took = true;
-		}
-		if (took) {
-			order(&s, now);
-			ladder = 0;
-			if (was_idle)
-				last_active = now;
-		}
-		if (!s.nwaits) { /* park until the next arm */
-			now = rows[s.by_arm[next_arm]].arm_ns > now
-				      ? rows[s.by_arm[next_arm]].arm_ns
-				      : now;
-			out->busy_ns += cost->wake_cpu_ns;
-			prev_pass = last_active = now;
-			ladder = 0;
-			slept = true;
-			continue;
-		}
-		uint64_t start = now;
-		now += cost->pass_ns;
-		out->busy_ns += cost->pass_ns;
-		size_t fired = 0;
-		for (size_t i = 0; i < s.nwaits;) {
-			struct sim_wait *w = &s.waits[i];
-			if (word_at(&s, s.word_of[w->row], start) < s.target_of[w->row]) {
-				i++;
-				continue;
+		/* take_commands(): the arms posted by now; the watcher's early wake is the
+		 * running mean as of this take (retune()) */
+		if (next < n && rows[s.by_arm[next]].arm_ns <= now) {
+			w.t.pol.early_ns = wake_late < WAKE_LATE_MAX_NS ? wake_late : WAKE_LATE_MAX_NS;
+			for (; next < n && rows[s.by_arm[next]].arm_ns <= now; next++) {
+				size_t row = s.by_arm[next];
+				uint32_t owner = garuda_watch_owner(&w, rows[row].word);
+				if ((r = room(&s, &w)) < 0 || owner == GARUDA_WATCH_NONE) {
+					r = -ENOMEM;
+					goto out;
+				}
+				struct garuda_policy_wait pw;
+				garuda_policy_wait_init(&pw, rows[row].word, s.target_of[row],
+							rows[row].arm_ns, rows[row].arm_ns,
+							horizon_of(&s, plan, row, false),
+							horizon_of(&s, plan, row, true));
+				pw.taken_ns = now;
+				s.pay[garuda_watch_add(&w, &pw, owner, now)] = row;
+				out->busy_ns += cost->arm_cpu_ns;
 			}
-			t.early_ns = wake_late < WAKE_LATE_MAX_NS ? wake_late : WAKE_LATE_MAX_NS;
-			record(&s, out, w->point,
-			       garuda_policy_find(&w->w, &t, now, prev_pass, slept), plan->predict);
-			if (s.finds[w->point]++ >= GARUDA_REPLAY_WARMUP)
-				s.lateness[out->counted++] = now - rows[w->row].store_ns;
-			done++;
-			s.waits[i] = s.waits[--s.nwaits];
-			fired++;
 		}
-		prev_pass = start;
-		slept = false;
-		if (fired) {
-			order(&s, now);
-			last_active = now;
-			ladder = 0;
+		if (!garuda_watch_count(&w)) { /* park until the next arm wakes it */
+			uint64_t at = add_sat(rows[s.by_arm[next]].arm_ns, cost->arm_wake_ns);
+			now = at > now ? at : now;
+			out->busy_ns += cost->wake_cpu_ns;
+			out->parks++;
+			garuda_watch_woke(&w, now);
 			continue;
 		}
-		t.early_ns = wake_late < WAKE_LATE_MAX_NS ? wake_late : WAKE_LATE_MAX_NS;
-		uint64_t until;
-		if (plan->predict) {
-			until = garuda_policy_next(&s.waits[0].w, sizeof(s.waits[0]), (unsigned)s.nwaits, &t, now,
-						   &ladder);
-		} else {
-			until = garuda_policy_ladder(&t, now, last_active, &ladder);
+		/* scan_step(): the due words, each read at the step's time and reported */
+		uint64_t start = now;
+		unsigned nd = garuda_watch_due(&w, start, s.due, REPLAY_STEP_MAX);
+		uint64_t end = start + cost->step_ns + (uint64_t)nd * cost->look_ns;
+		if (end == start)
+			end++; /* time moves, whatever the costs */
+		size_t fired = 0;
+		for (unsigned i = 0; i < nd; i++) {
+			uint32_t wi = s.due[i];
+			size_t word = s.word_of[s.pay[garuda_watch_word_head(&w, wi)]];
+			uint64_t v = word_at(&s, word, start);
+			unsigned k = garuda_watch_found(&w, wi, v, start, s.fires);
+			for (unsigned j = 0; j < k; j++) {
+				size_t row = s.pay[s.fires[j].id], point = s.point_of[row];
+				record(&s, out, point, s.fires[j].find, plan->predict);
+				if (s.finds[point]++ >= GARUDA_REPLAY_WARMUP)
+					s.lateness[out->counted++] = end - rows[row].store_ns;
+			}
+			fired += k;
 		}
-		if (!until) {
+		done += fired;
+		out->steps++;
+		out->looks += nd;
+		out->busy_ns += end - start + fired * cost->fire_cpu_ns;
+		now = end + fired * cost->fire_cpu_ns; /* the delivery */
+		if (fired) {
+			last_find = end;
+			continue; /* successors may be due at once */
+		}
+		uint64_t until = garuda_watch_next(&w, now);
+		if (!until) { /* a spin step */
 			now += cost->spin_ns;
 			out->busy_ns += cost->spin_ns;
 			out->spins++;
 			continue;
 		}
-		/* sleep; the next arm wakes it when its deadline is earlier (every arm,
-		 * without +predict) */
-		uint64_t wake = (until > now ? until : now) + cost->wake_late_ns;
-		bool timed = true;
-		if (next_arm < n) {
-			size_t row = s.by_arm[next_arm];
-			uint64_t at = rows[row].arm_ns + cost->arm_wake_ns;
-			uint64_t dl = rows[row].arm_ns + sleep_of(&s, plan, row, false);
-			if (at < wake && (!plan->predict || dl < until)) {
-				wake = at;
-				timed = false;
-			}
+		/* sleep until the watcher's time, or an ARM that wakes it */
+		uint64_t wake = until == UINT64_MAX ? UINT64_MAX : add_sat(until, cost->wake_late_ns);
+		arm_wakes(&s, plan, next, until, cost, &wake);
+		if (wake == UINT64_MAX) { /* live waits never due and no arm to come */
+			r = -EDEADLK;
+			goto out;
 		}
-		if (timed && plan->predict)
-			wake_late = wake_late - wake_late / 8 + (wake - until) / 8;
 		out->busy_ns += cost->wake_cpu_ns;
 		out->sleeps++;
 		now = wake > now ? wake : now;
-		slept = true;
+		garuda_watch_woke(&w, now);
+		if (plan->predict && now >= until) /* a timed wake */
+			wake_late = wake_late - wake_late / 8 + (now - until) / 8;
 	}
 	out->completions = n;
-	out->span_ns = now - first;
+	out->span_ns = last_find - first;
 	size_t c = out->counted;
 	qsort(s.lateness, c, sizeof(uint64_t), cmp_u64);
 	if (c) {
@@ -325,6 +367,8 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		out->late_p99_ns = s.lateness[(c - 1) * 99 / 100];
 		out->late_max_ns = s.lateness[c - 1];
 	}
+out:
+	garuda_watch_fini(&w);
 	sim_free(&s);
-	return 0;
+	return r;
 }

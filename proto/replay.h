@@ -1,23 +1,35 @@
-/* replay.h — one watcher (garudad's scanner) running a wait plan over a completion
- * trace on a simulated clock: the same policy (policy.h) and estimator (estimator.h)
- * the daemon runs, with no thread, no sleep and no clock. garuda-replay (a CSV trace
- * in, a table out) and the policy's unit tests drive it.
+/* replay.h — a wait plan over a completion trace on a simulated clock: the watcher
+ * (proto/watch.h) driven as garudad's scanner drives it (daemon/scanner.c,
+ * scanner_main and scan_step), with the same tuning (garuda_watch_tuning_of), the same
+ * estimator (estimator.h, a point's uncapped horizon as its prediction, as
+ * daemon/points.c gives it) and the same find rules (policy.h), with no thread, no
+ * sleep and no clock. garuda-replay (a CSV trace in, a table out), the policy's unit
+ * tests and the bench's plans section (replay's busy next to the live daemon's CPU)
+ * drive it.
  *
  * A trace is rows (word, point, arm_ns, store_ns): a waiter armed at arm_ns for the
  * sequence whose store landed at store_ns. A word's sequences are its rows in store
- * order (1, 2, 3, ...); point 0 is the word's own point, any other a named one.
+ * order (1, 2, 3, ...); point 0 is the word's own point, any other a named one (shared
+ * by every word that names it). Each word is its own owner (a session of its own, as
+ * each stream of the bench is a process of its own).
  *
- * The watcher: takes in arms at its next look, passes (reads every armed word once),
- * then spins one step, or sleeps until the policy's time (a timed wake comes
- * cost.wake_late_ns late; an arm whose deadline is earlier, or any arm under a plan
- * without +predict, wakes it cost.arm_wake_ns after it; with nothing armed it parks
- * until the next arm). Busy time is what the thread would be charged: passes, spin
- * steps and the CPU of each sleep. Lateness is (the pass that found it ends) - store;
- * the first GARUDA_REPLAY_WARMUP finds of each point are not counted in it (a cold
- * point is learning), as the bench does.
+ * The loop drives proto/watch as the scanner does: take the arms that came (each
+ * garuda_watch_add()ed, its sleep its point's horizon as of then), park when nothing is
+ * armed (the next arm wakes it cost.arm_wake_ns after it), else a step
+ * (garuda_watch_due(), each due word read at the step's time and reported with
+ * garuda_watch_found(), the finds recorded into their points); after a step that fired
+ * the loop goes round at once, else garuda_watch_next() says spin one step, or sleep
+ * until T: a timed wake comes cost.wake_late_ns late; an ARM wakes it cost.arm_wake_ns
+ * after it when its deadline is earlier than T (any ARM, under a plan without
+ * +predict); garuda_watch_woke() after it. +predict's early wake is the scanner's: a
+ * running mean of how late timed wakes came, at most 200 us, handed to the watcher
+ * when arms are taken. Busy time is what garudad would be charged (the cost figures
+ * below): steps, word looks, spin steps, sleeps, arms and fires. Lateness is (the step
+ * that found it ends) - store; the first GARUDA_REPLAY_WARMUP finds of each point are
+ * not counted in it (a cold point is learning), as the bench does.
  *
  * Promises: deterministic (the same rows, plan and costs give the same result); the
- * rows are not modified; O(rows x armed) time. */
+ * rows are not modified; O(rows log rows + steps x due words) time. */
 #pragma once
 
 #include <stddef.h>
@@ -33,14 +45,20 @@ struct garuda_replay_row {
 	uint64_t arm_ns, store_ns;
 };
 
-/* What the simulated thread's steps cost. garuda_replay_default_cost(): figures
- * measured on the project's build machines (docs/plans.md). */
+/* What garudad's steps cost. garuda_replay_default_cost(): figures measured on the
+ * project's build machines (docs/plans.md, "Replaying a trace"). */
 struct garuda_replay_cost {
-	uint64_t pass_ns;      /* one pass over the armed set */
+	uint64_t step_ns;      /* one step's own work: the due schedule, the clock reads,
+				* the counters */
+	uint64_t look_ns;      /* one due word looked at: its load and garuda_watch_found() */
 	uint64_t spin_ns;      /* one spin step (pauses and a sched_yield) */
 	uint64_t wake_late_ns; /* a timed wake comes this late */
 	uint64_t wake_cpu_ns;  /* CPU of one sleep or park and its wake */
 	uint64_t arm_wake_ns;  /* an ARM that wakes the thread does so this long after */
+	uint64_t arm_cpu_ns;   /* garudad's CPU per ARM (the loop thread's receive and
+				* post, the scanner's take) */
+	uint64_t fire_cpu_ns;  /* garudad's CPU per fired wait (counters, the delivery's
+				* eventfd write) */
 };
 
 struct garuda_replay_result {
@@ -51,12 +69,14 @@ struct garuda_replay_result {
 	uint64_t span_ns;		       /* first arm to last find */
 	size_t exact, censored, late, unknown; /* what the finds recorded */
 	size_t sleeps, spins;
+	size_t steps, looks, parks; /* steps, word looks over all steps, parks */
 };
 
 struct garuda_replay_cost garuda_replay_default_cost(void);
 
 /* Run plan over rows[0..n). 0; -EINVAL for an empty trace or a plan that
- * garuda_plan_check() refuses; -ENOMEM. */
+ * garuda_plan_check() refuses (or block: no watcher); -ENOMEM; -EDEADLK when the
+ * watcher left a wait that is never due (a bug of the watcher's, never expected). */
 int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay_row *rows,
 		      size_t n, const struct garuda_replay_cost *cost,
 		      struct garuda_replay_result *out);

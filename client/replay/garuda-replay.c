@@ -1,6 +1,7 @@
 /* garuda-replay — run wait plans over completion traces on a simulated clock, through
- * the policy and estimator garudad runs (proto/replay.h), against `poll` (the
- * always-spinning scanner) on the same trace. docs/plans.md, "Replaying a trace".
+ * the watcher, policy and estimator garudad's scanner drives (proto/replay.h), against
+ * `poll` (the always-spinning scanner) on the same trace. docs/plans.md, "Replaying a
+ * trace".
  *
  *   garuda-replay [--plan=TEXT]... [--check=P50,P99,BUSY] [--verbose] TRACE.csv...
  *
@@ -170,9 +171,10 @@ int main(int argc, char **argv)
 			if (verbose)
 				printf("%-28s %-10s finds: exact %zu, censored %zu, late %zu, "
 				       "unknown %zu; "
-				       "sleeps %zu, spins %zu; max lateness %.1f us\n",
+				       "sleeps %zu, spins %zu, parks %zu; steps %zu, words looked "
+				       "at %zu; max lateness %.1f us\n",
 				       "", "", r.exact, r.censored, r.late, r.unknown, r.sleeps,
-				       r.spins, r.late_max_ns / 1e3);
+				       r.spins, r.parks, r.steps, r.looks, r.late_max_ns / 1e3);
 			double bb = t.busy_bound ? t.busy_bound : cbusy;
 			if (check && (r50 > c50 || r99 > c99 || (bb > 0 && rb > bb))) {
 				printf("  ^ over target: p50 <= %.2fx, p99 <= %.2fx, busy <= %.3fx "
