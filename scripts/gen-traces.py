@@ -40,19 +40,21 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     rng = random.Random(20261202)
     fixed = lambda ms: (lambda r, k: ms * MS)
-    write(outdir, "single-1ms", "0.333", "one stream, one 1 ms kernel at a time",
+    # issue 29's targets (busy <= the bound): one stream and pipelines 1/5 at 1-2 ms,
+    # 1/20 at 10 ms and more; several streams 1/3 at 1-2 ms, 1/10 at 10 ms
+    write(outdir, "single-1ms", "0.2", "one stream, one 1 ms kernel at a time",
           stream(rng, 1, 1000, 1, fixed(1)))
-    write(outdir, "single-10ms", "0.1", "one stream, one 10 ms kernel at a time",
+    write(outdir, "single-10ms", "0.05", "one stream, one 10 ms kernel at a time",
           stream(rng, 1, 400, 1, fixed(10)))
-    write(outdir, "pipeline-4x2ms", "0.333", "one stream, 4 kernels of 2 ms queued per round",
+    write(outdir, "pipeline-4x2ms", "0.2", "one stream, 4 kernels of 2 ms queued per round",
           stream(rng, 1, 250, 4, fixed(2)))
-    write(outdir, "pipeline-10x2ms", "0.333", "one stream, 10 kernels of 2 ms queued per round",
+    write(outdir, "pipeline-10x2ms", "0.2", "one stream, 10 kernels of 2 ms queued per round",
           stream(rng, 1, 100, 10, fixed(2)))
     write(outdir, "pipeline-4x2ms-4streams", "0.333", "4 streams, 4 kernels of 2 ms queued per round each",
           sum((stream(rng, w, 100, 4, fixed(2), t0=MS + rng.randrange(2 * MS)) for w in range(1, 5)), []))
-    write(outdir, "jitter-2ms", "0.333", "one stream, 2 ms kernels +-10 % (uniform)",
+    write(outdir, "jitter-2ms", "0.2", "one stream, 2 ms kernels +-10 % (uniform)",
           stream(rng, 1, 1000, 1, lambda r, k: 2 * MS * rng.uniform(0.9, 1.1)))
-    write(outdir, "bimodal-30-8ms", "0.1",
+    write(outdir, "bimodal-30-8ms", "0.05",
           "one word, a 30 ms prefill (point 1) then 3 decodes of 8 ms (point 2) queued per round",
           stream(rng, 1, 150, 4, lambda r, k: 30 * MS if k == 0 else 8 * MS,
                  point=lambda k: 1 if k == 0 else 2))
@@ -60,7 +62,30 @@ def main():
           stream(rng, 1, 600, 1, lambda r, k: 10 * MS if r < 300 else 5 * MS))
     write(outdir, "streams-4x2ms", "0.333", "4 streams, one 2 ms kernel at a time each",
           sum((stream(rng, w, 300, 1, fixed(2), t0=MS + rng.randrange(2 * MS)) for w in range(1, 5)), []))
-
+    # the bench's plan workloads (tests/bench/plans.c): 1, 4 and 16 streams of 1, 2 and
+    # 10 ms kernels, one at a time and pipelined (4 and 10 queued per stream per round);
+    # streams start within the first 2 ms, as the bench's processes do
+    rounds = {1: 600, 2: 400, 10: 100}
+    def streams(n, ms, depth, per):
+        return sum((stream(rng, w, per, depth, fixed(ms), t0=MS + rng.randrange(2 * MS))
+                    for w in range(1, n + 1)), [])
+    write(outdir, "single-2ms", "0.2", "one stream, one 2 ms kernel at a time",
+          stream(rng, 1, 600, 1, fixed(2)))
+    for n in (4, 16):
+        for ms in (1, 2, 10):
+            if (n, ms) == (4, 2):
+                continue  # streams-4x2ms above
+            write(outdir, "streams-%dx%dms" % (n, ms), "0.1" if ms >= 10 else "0.333",
+                  "%d streams, one %d ms kernel at a time each" % (n, ms),
+                  streams(n, ms, 1, rounds[ms] // (n // 4 + 1)))
+    for ms in (1, 10):
+        write(outdir, "pipeline-4x%dms" % ms, "0.05" if ms >= 10 else "0.2",
+              "one stream, 4 kernels of %d ms queued per round" % ms,
+              stream(rng, 1, rounds[ms] // 4 + 25, 4, fixed(ms)))
+    write(outdir, "pipeline-10x2ms-4streams", "0.333", "4 streams, 10 kernels of 2 ms queued per round each",
+          streams(4, 2, 10, 30))
+    write(outdir, "pipeline-4x2ms-16streams", "0.333", "16 streams, 4 kernels of 2 ms queued per round each",
+          streams(16, 2, 4, 25))
 
 if __name__ == "__main__":
     main()
