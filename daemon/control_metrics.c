@@ -306,6 +306,19 @@ char *ctl_metrics_text(struct daemon *d)
 	quota_cgroups_each(&d->quotas, cgroup_samples, &cs);
 	cgroup_costs(f, d);
 	process_families(f);
+	family(f, "garuda_config_reloads_total", "counter", "Reloads of the config file (garctl reload, SIGHUP).");
+	fprintf(f, "garuda_config_reloads_total %llu\n", (unsigned long long)d->reloads_total);
+	family(f, "garuda_config_reload_failures_total", "counter",
+	       "Reloads that failed: the file was bad, the running configuration was kept.");
+	fprintf(f, "garuda_config_reload_failures_total %llu\n", (unsigned long long)d->reload_failures_total);
+	if (d->reloads_total) { /* none yet: left out */
+		family(f, "garuda_config_last_reload_successful", "gauge",
+		       "Whether the last reload applied the file (1) or failed (0).");
+		fprintf(f, "garuda_config_last_reload_successful %d\n", d->reload_ok ? 1 : 0);
+		family(f, "garuda_config_last_reload_timestamp_seconds", "gauge",
+		       "When the last reload ended, successful or not (Unix time).");
+		fprintf(f, "garuda_config_last_reload_timestamp_seconds %.3f\n", (double)d->reload_realtime_ns / 1e9);
+	}
 
 	/* per scanner */
 	family(f, "garuda_scanner_armed", "gauge", "Armed descriptors, by scanner.");

@@ -65,6 +65,10 @@ struct daemon {
 	uint64_t sessions_total;
 	uint64_t errors_by_code[ERRCOUNT_SLOTS];
 	uint64_t quota_refusals;
+	/* the last reload (daemon_reload: control request or SIGHUP); reloads_total 0: none */
+	uint64_t reloads_total, reload_failures_total;
+	bool reload_ok;             /* the last one applied the file */
+	uint64_t reload_realtime_ns; /* when it ended, CLOCK_REALTIME */
 
 	/* start-up conditions an operator should fix (service_warn()); garctl status lists them */
 	char warnings[DAEMON_MAX_WARNINGS][256];

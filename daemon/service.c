@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "errcode.h"
@@ -76,6 +77,16 @@ void service_apply_tuning(struct daemon *d)
 	log_set_level(d->cfg.log_level);
 }
 
+/* The reload status the metrics export (daemon.h). */
+static void reload_done(struct daemon *d, bool ok)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d->reload_ok = ok;
+	d->reload_failures_total += !ok;
+	d->reload_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int daemon_reload(struct daemon *d, char **why)
 {
 	struct config next;
@@ -87,10 +98,12 @@ int daemon_reload(struct daemon *d, char **why)
 		return 0;
 	}
 	service_notify(d, "RELOADING=1");
+	d->reloads_total++;
 	/* afresh: the defaults, the file, the flags; a key gone from the file is its
 	 * default again (as after a restart) */
 	if (config_reload(&next, &d->cfg, &err) < 0) {
 		log_err("reload failed, keeping the running configuration: %s", err ? err : "?");
+		reload_done(d, false);
 		if (why)
 			*why = err;
 		else
@@ -106,6 +119,7 @@ int daemon_reload(struct daemon *d, char **why)
 	d->cfg = next;
 	service_apply_tuning(d);
 	log_info("configuration reloaded from %s: %u key(s) changed", d->cfg.config_path, changed);
+	reload_done(d, true);
 	service_notify(d, "READY=1");
 	return 0;
 }

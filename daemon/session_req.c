@@ -373,11 +373,13 @@ static void on_query(struct session *s, const struct garuda_msg *m, int *fds)
 	int n = snprintf(r.query_reply.json, sizeof(r.query_reply.json),
 			 "{\"version\":1,\"id\":%llu,\"pid\":%d,\"uid\":%d,\"segments\":%u,"
 			 "\"bindings\":%u,\"armed\":%llu,\"arms\":%llu,\"completions\":%llu,"
-			 "\"errors\":%llu,\"outbox_bytes\":%llu,\"overflow\":%s}",
+			 "\"errors\":%llu,\"outbox_bytes\":%llu,\"overflow\":%s,"
+			 "\"word_loads\":%llu,\"scan_ns\":%llu}",
 			 (unsigned long long)v.id, (int)v.pid, (int)v.uid, v.segments, v.bindings,
 			 (unsigned long long)v.armed, (unsigned long long)v.arms,
 			 (unsigned long long)v.counters[SN_completions], (unsigned long long)v.errors,
-			 (unsigned long long)v.outbox_bytes, v.overflow ? "true" : "false");
+			 (unsigned long long)v.outbox_bytes, v.overflow ? "true" : "false",
+			 (unsigned long long)v.counters[SN_word_loads], (unsigned long long)v.counters[SN_scan_ns]);
 	r.query_reply.json_len = (uint32_t)n; /* bounded well below the cap by its fields */
 	session_send(s, &r, -1);
 }

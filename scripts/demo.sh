@@ -48,7 +48,7 @@ snapshot() { "${garctl[@]}" -o json clients >"$rt/clients.json" 2>/dev/null || r
 
 # Each workload's own summary (exact latencies it measured), and under it garctl's
 # per-client figures for the same pid (clients[].wake_latency: the same percentile
-# rule as garctl's P50/P99 columns), then one line on why they differ.
+# rule as garctl's GAP50/GAP99 columns), then one line on why they differ.
 reconciled=
 reconcile() {
 	local outs=("$rt"/workload.*.out)
@@ -149,8 +149,9 @@ echo "demo: garudad pid $daemon_pid on $rt; $clients clients x $streams simulate
 up=1
 echo
 echo "Legend (garctl top): COMPL/S completions per second; CPU% a scanner's share of one core;"
-echo "  P50/P99 wake latency (word reached -> scanner saw it), shown as <=EDGE: the upper edge of a"
-echo "  power-of-two bucket, an upper bound (compared with the workloads' own timing at the end);"
+echo "  GAP50/GAP99 the scanner's look gap (its previous look at the word -> the look that saw it"
+echo "  reached), shown as <=EDGE: the upper edge of a power-of-two bucket, an upper bound on"
+echo "  word reached -> seen (compared with the workloads' own timing at the end);"
 echo "  ARMED waits in flight."
 echo "Baseline: without garudad each of the $((clients * streams)) streams would be waited on by a"
 echo "  thread spinning in cudaStreamSynchronize (or a poll loop): about $((clients * streams)) cores busy."

@@ -141,9 +141,10 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 	if (!maybe_json(o, r)) {
 		static const char *const hdr[] = { "ID", "PID", "UID", "GID", "COMM", "CGROUP", "SEGMENTS",
 						   "LINES", "BINDINGS", "ARMED", "ARMS", "COMPLETIONS",
-						   "ERRORS", "P50", "P99", "CONNECTED" };
-		struct table *t = table_new(16, hdr);
-		for (unsigned i = 0; i < 13; i++)
+						   "WORDLOADS", "SCAN", "ERRORS", "GAP50", "GAP99",
+						   "CONNECTED" };
+		struct table *t = table_new(18, hdr);
+		for (unsigned i = 0; i < 15; i++)
 			if (i != 4 && i != 5) /* COMM, CGROUP: left */
 				table_right(t, i);
 		const cJSON *it;
@@ -165,6 +166,11 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_ARMED));
 			table_cell(t, "%.0f", N(it, CTL_KEY_ARMS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
+			/* what it cost the scanners: word loads, scanner time (garctl(1)) */
+			char scan[32];
+			fmt_ns(scan, sizeof(scan), N(it, CTL_KEY_SCAN_NS));
+			table_cell(t, "%.0f", N(it, CTL_KEY_WORD_LOADS));
+			table_cell(t, "%s", scan);
 			table_cell(t, "%.0f", N(it, CTL_KEY_ERRORS));
 			/* wake latency since the client connected, as <=EDGE (see garctl(1)) */
 			char p50[32], p99[32];
@@ -313,7 +319,7 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 		 * spin steps that parked in it */
 		static const char *const hdr[] = { "INDEX", "NODE", "SEGMENTS", "ARMED", "PASSES", "PARKS",
 						   "SLEEPS", "SPINS", "WORDWAIT", "HWSTEPS", "EXACT",
-						   "CENSORED", "LATE", "COMPLETIONS", "CPU", "P50", "P99" };
+						   "CENSORED", "LATE", "COMPLETIONS", "CPU", "GAP50", "GAP99" };
 		struct table *t = table_new(17, hdr);
 		for (unsigned i = 0; i < 17; i++)
 			if (i != 8)

@@ -401,3 +401,38 @@ Test(cost, man_page_names_them)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		cr_assert_not_null(strstr(text, names[i]), "garctl(1) does not name %s", names[i]);
 }
+
+/* The reload status (issue 30, item 7): none before a reload; after a good one
+ * garuda_config_last_reload_successful 1; after a bad file 0, with the failures
+ * counted and the timestamp not going back. */
+Test(cost, reload_status)
+{
+	struct gd_daemon d;
+	ctl_start(&d, "{}");
+	char *m = metrics_text(d.ctl);
+	cr_assert_eq(prom_value(m, "garuda_config_reloads_total"), 0);
+	cr_assert(isnan(prom_value(m, "garuda_config_last_reload_successful")));
+	free(m);
+	cJSON *r = ctl_json(d.ctl, "{\"request\":\"reload\"}");
+	cJSON_Delete(r);
+	m = metrics_text(d.ctl);
+	cr_assert_eq(prom_value(m, "garuda_config_reloads_total"), 1);
+	cr_assert_eq(prom_value(m, "garuda_config_reload_failures_total"), 0);
+	cr_assert_eq(prom_value(m, "garuda_config_last_reload_successful"), 1);
+	double t1 = prom_value(m, "garuda_config_last_reload_timestamp_seconds");
+	cr_assert_gt(t1, 1e9);
+	free(m);
+	ctl_write_config(&d, "{not json");
+	r = ctl_json(d.ctl, "{\"request\":\"reload\"}");
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(r, "error"), "a bad file reloaded");
+	cJSON_Delete(r);
+	m = metrics_text(d.ctl);
+	cr_assert_eq(prom_value(m, "garuda_config_reloads_total"), 2);
+	cr_assert_eq(prom_value(m, "garuda_config_reload_failures_total"), 1);
+	cr_assert_eq(prom_value(m, "garuda_config_last_reload_successful"), 0);
+	cr_assert_geq(prom_value(m, "garuda_config_last_reload_timestamp_seconds"), t1);
+	promtool_check(m);
+	free(m);
+	ctl_write_config(&d, "{}");
+	ctl_stop(&d);
+}
