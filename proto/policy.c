@@ -79,8 +79,9 @@ bool garuda_policy_in_window(const struct garuda_policy_wait *w,
 		*open_at = opens;
 		return false;
 	}
-	uint64_t gap = opens - garuda_policy_start(w);
-	return t->forever || at < add_sat(add_sat(opens, t->spin_ns), add_sat(gap, gap));
+	/* one window of spin_ns however long the prediction: a long kernel is slept
+	 * toward (watch.h), not spun on for twice its sleep */
+	return t->forever || at < add_sat(opens, t->spin_ns);
 }
 
 /* the watcher was not spinning on w at `at`: past its deadline (less the early wake

@@ -85,8 +85,9 @@ uint64_t garuda_policy_deadline(const struct garuda_policy_wait *w);
 uint64_t garuda_policy_resume(const struct garuda_policy_wait *w);
 
 /* Its spin window holds t; else *open_at is its opening if after t (UINT64_MAX:
- * none). From resume for spin_ns + 2 x (resume - start); forever: no end, from the
- * deadline. A QUEUED wait has no window. */
+ * none). From resume for spin_ns; forever: no end, from the deadline. A QUEUED wait
+ * has no window. The one definition of the window: the watcher (watch.h) places a
+ * word by it, and a find's "given up" is its complement past the deadline. */
 bool garuda_policy_in_window(const struct garuda_policy_wait *w,
 			     const struct garuda_policy_tuning *t, uint64_t at, uint64_t *open_at);
 

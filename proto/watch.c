@@ -203,26 +203,30 @@ static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 }
 
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level. */
-static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h, uint64_t now, uint64_t *due,
-			    unsigned *level)
+static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h,
+			    uint64_t now, uint64_t *due, unsigned *level)
 {
 	const struct garuda_watch_tuning *t = &w->t;
 	uint64_t early = t->pol.early_ns;
 	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, early);
-	uint64_t dl, open, end;
+	uint64_t dl, open;
 	if (!t->predict) {
 		/* no prediction: the flag ladder per word, from its last activity (its head's
-		 * start, or the last find on the word) */
+		 * start, or the last find on the word): spin_ns of spin, then the ladder */
 		open = garuda_policy_start(h);
-		end = t->pol.forever ? UINT64_MAX : add_sat(open, t->pol.spin_ns);
+		uint64_t end = t->pol.forever ? UINT64_MAX : add_sat(open, t->pol.spin_ns);
+		if (now < end)
+			return P_SPIN;
 		dl = end; /* the ladder starts where the spin ends */
+		open = UINT64_MAX;
 	} else {
+		/* the policy's window (policy.h: one definition) */
+		if (garuda_policy_in_window(h, &t->pol, now, &open))
+			return P_SPIN;
+		if (open != UINT64_MAX && open <= add_sat(now, lead))
+			return P_SPIN; /* it opens within the lead: spin into it */
 		dl = garuda_policy_deadline(h);
-		open = t->pol.forever ? dl : garuda_policy_resume(h);
-		end = t->pol.forever ? UINT64_MAX : add_sat(open, t->pol.spin_ns);
 	}
-	if (add_sat(now, lead) >= open && now < end)
-		return P_SPIN;
 	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
 		uint64_t at = dl - early;
 		if (t->sleep_step_ns)
@@ -232,7 +236,7 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	}
 	uint64_t overdue = now > dl ? now - dl : 0;
 	*level = level_for(t, overdue);
-	if (now < open) { /* between its deadline and its window: no later than the window */
+	if (open != UINT64_MAX) { /* between its deadline and its window: no later than that */
 		uint64_t period = GARUDA_WATCH_STEP_MIN_NS << *level;
 		if (open - early <= add_sat(now, period)) {
 			*due = open > early ? open - early : 0;
