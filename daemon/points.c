@@ -96,6 +96,23 @@ void points_record(struct sink *sink, uint32_t slot, uint64_t key, bool exact, u
 	pthread_mutex_unlock(&t->lock);
 }
 
+bool points_peek(struct sink *sink, uint32_t slot, uint64_t key, uint64_t *sleep_ns,
+		 uint64_t *exact_sleep_ns)
+{
+	struct points *t = sink->points;
+	bool found = false;
+	if (slot == POINT_NONE || !t)
+		return false;
+	pthread_mutex_lock(&t->lock);
+	if (slot < t->n && t->p[slot].key == key) {
+		*sleep_ns = garuda_estimator_horizon_ns(&t->p[slot].est);
+		*exact_sleep_ns = garuda_estimator_exact_horizon_ns(&t->p[slot].est);
+		found = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
 int points_list(struct sink *sink, struct point_view **out)
 {
 	struct points *t = sink->points;

@@ -64,6 +64,13 @@ void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_ge
  * completion - arm) or censored (ns = wake - arm). */
 void points_record(struct sink *sink, uint32_t slot, uint64_t key, bool exact, uint64_t ns);
 
+/* Scanner thread: the sleeps the point of (slot, key) gives now (as points_lookup()
+ * does, without touching the LRU): false when the slot holds another point now. A
+ * wait queued behind another on its word was armed with the sleeps of its arm time;
+ * when it starts, its point may have learned since (a shorter kernel). */
+bool points_peek(struct sink *sink, uint32_t slot, uint64_t key, uint64_t *sleep_ns,
+		 uint64_t *exact_sleep_ns);
+
 /* One point as the control plane shows it. */
 struct point_view {
 	uint64_t key;

@@ -552,6 +552,15 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 		}
 		count_fired(s, &s->fired[nf], s->fires, k);
 		nf += k;
+		/* the successor that starts now takes its point's sleeps as they are now:
+		 * they may have changed since its arm (this very find, a shorter kernel) */
+		if (garuda_watch_word_waits(w, wi)) {
+			uint32_t head = garuda_watch_word_head(w, wi);
+			const struct armed *h = &s->pay[head];
+			uint64_t sl, ex;
+			if (s->wt.predict && points_peek(h->sink, h->point_slot, h->point_key, &sl, &ex))
+				garuda_watch_resleep(w, head, sl, ex, now);
+		}
 	}
 	count(s, SC_passes, 1);
 	uint64_t end = garuda_now_ns();

@@ -326,6 +326,14 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 					s.lateness[out->counted++] = end - rows[row].store_ns;
 			}
 			fired += k;
+			/* the successor that starts now takes its point's sleeps as they are
+			 * now (scan_step: points_peek, garuda_watch_resleep) */
+			if (k && garuda_watch_word_waits(&w, wi)) {
+				uint32_t head = garuda_watch_word_head(&w, wi);
+				size_t hrow = s.pay[head];
+				garuda_watch_resleep(&w, head, horizon_of(&s, plan, hrow, false),
+						     horizon_of(&s, plan, hrow, true), start);
+			}
 		}
 		done += fired;
 		out->steps++;

@@ -691,6 +691,18 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 	return nf;
 }
 
+void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns,
+			  uint64_t exact_sleep_ns, uint64_t now)
+{
+	struct garuda_watch_wait *a = &w->waits[id];
+	if (a->pw.sleep_ns == sleep_ns && a->pw.exact_sleep_ns == exact_sleep_ns)
+		return;
+	a->pw.sleep_ns = sleep_ns;
+	a->pw.exact_sleep_ns = exact_sleep_ns;
+	if (w->words[a->word].head == id)
+		place(w, a->word, now);
+}
+
 uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 {
 	if (!w->nlive)

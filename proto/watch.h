@@ -195,6 +195,11 @@ struct garuda_watch_fire {
 unsigned garuda_watch_found(struct garuda_watch *w, uint32_t word, uint64_t v, uint64_t now,
 			    struct garuda_watch_fire *out);
 
+/* The point of wait id (a head that just started) gives other sleeps now than at its
+ * arm: take them and place its word again at now. */
+void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns,
+			  uint64_t exact_sleep_ns, uint64_t now);
+
 /* After a step: 0 = spin (look again now), else the absolute time of the next step
  * (UINT64_MAX: nothing added, park). */
 uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now);
