@@ -74,7 +74,7 @@ static void explain_connect(int r, const char *path, const char *why)
 	const char *how = in_container()
 		? "in a container or pod, garudad runs on the host: mount the host's /run/garuda "
 		  "into it (a hostPath volume or a bind mount, see deploy.md) and point "
-		  "GARUDA_SOCKET at garuda.sock there (or run a garudad in the container)"
+		  "GARUDA_SOCKET at garuda.sock there (or start garudad in the container)"
 		: "start garudad (systemctl start garuda.socket; or run garudad as "
 		  "yourself: it then listens in $XDG_RUNTIME_DIR/garuda, where clients look "
 		  "first), or point GARUDA_SOCKET at its socket";
