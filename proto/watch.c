@@ -504,7 +504,14 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		a->next = w->waits[p].next;
 		w->waits[p].next = id;
 	}
-	if (w->waits[d->head].pw.target == t) { /* it is (in) the head run */
+	const struct garuda_policy_wait *hp = &w->waits[d->head].pw;
+	if (d->head != id && hp->target == t && hp->state == GARUDA_POLICY_STARTED &&
+	    !before(pw->arm_ns, hp->start_ns)) {
+		/* it joins the head run, whose start is no later than its arm: it shares that
+		 * start, and nothing else changes (O(1): 65,536 arms of one target on one word
+		 * must not cost 65,536^2 / 2) */
+		garuda_policy_wait_start(&a->pw, hp->start_ns);
+	} else if (hp->target == t) { /* it is (in) the head run */
 		if (d->head == id) /* a new head: the old run queues behind it */
 			for (uint32_t i = a->next; i != GARUDA_WATCH_NONE; i = w->waits[i].next)
 				garuda_policy_wait_queue(&w->waits[i].pw);
