@@ -334,3 +334,70 @@ Test(watch, removal_and_owner_drop_leave_nothing)
 	cr_assert_not(garuda_watch_owner_stats(&s.w, 7, &st));
 	sim_fini(&s);
 }
+
+/* Random adds, removals, stores, steps, retunes and owner drops (a fixed seed, so the
+ * same sequence every run): after every operation the watcher's own invariants hold
+ * (garuda_watch_check: every word with waits placed exactly once, the level lists, the
+ * heap), no step gives a word twice or a word without waits, and every wait is fired
+ * or removed, never lost. */
+Test(watch, random_operations_keep_the_invariants)
+{
+	static struct sim s;
+	sim_init(&s, true, 64);
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+#define RND(n) ((unsigned)((rng = rng * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+	static uint32_t ids[4096];
+	unsigned nids = 0, added = 0, removed = 0;
+	for (int it = 0; it < 60000; it++) {
+		unsigned op = RND(10);
+		if (op < 4 && nids < 4000) {
+			uint64_t k = RND(64);
+			uint32_t o = garuda_watch_owner(&s.w, 1 + RND(5));
+			uint64_t ahead = 1 + RND(3), sleep = (uint64_t)RND(3) * MS;
+			ids[nids++] = arm(&s, o, k, s.value[k] + ahead, sleep);
+			added++;
+		} else if (op < 5 && nids) {
+			unsigned i = RND(nids);
+			if (garuda_watch_live(&s.w, ids[i])) {
+				garuda_watch_remove(&s.w, ids[i], s.now);
+				removed++;
+			}
+			ids[i] = ids[--nids];
+		} else if (op < 6) {
+			s.value[RND(64)]++;
+		} else if (op < 7 && RND(40) == 0) {
+			struct garuda_watch_tuning t = tuning(RND(2));
+			t.pol.forever = RND(4) == 0;
+			t.pol.early_ns = (uint64_t)RND(3) * 100 * US; /* a lead past level 0's period */
+			garuda_watch_retune(&s.w, &t, s.now);
+		} else if (op < 7) {
+			garuda_watch_owner_drop(&s.w, 1 + RND(5)); /* a no-op while it has words */
+		} else {
+			unsigned n = garuda_watch_due(&s.w, s.now, s.due, 1 + RND(300));
+			for (unsigned i = 0; i < n; i++) {
+				uint32_t h = garuda_watch_word_head(&s.w, s.due[i]);
+				cr_assert(h != GARUDA_WATCH_NONE && garuda_watch_live(&s.w, h),
+					  "step %d gave word %u without waits", it, s.due[i]);
+				uint64_t key = garuda_watch_word_key(&s.w, s.due[i]);
+				s.fired_total += garuda_watch_found(&s.w, s.due[i], s.value[key - 1],
+								    s.now, s.fire);
+			}
+			uint64_t nx = garuda_watch_next(&s.w, s.now);
+			s.now += nx == 0 ? 2 * US : nx == UINT64_MAX ? 1 * US : 1 + RND((unsigned)(nx - s.now));
+			if (RND(3) == 0)
+				garuda_watch_woke(&s.w, s.now);
+		}
+		char why[160];
+		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "after operation %d: %s", it, why);
+		for (unsigned i = 0; i < nids;)
+			if (!garuda_watch_live(&s.w, ids[i]))
+				ids[i] = ids[--nids];
+			else
+				i++;
+	}
+	cr_assert_eq(added, s.fired_total + removed + garuda_watch_count(&s.w),
+		     "%u added, %u fired, %u removed, %u live", added, s.fired_total, removed,
+		     garuda_watch_count(&s.w));
+#undef RND
+	sim_fini(&s);
+}
