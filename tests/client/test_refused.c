@@ -11,8 +11,9 @@
  *   - after it opens, all ten sequences complete in the stream's form;
  *   - the next signal of each such stream reports the refusal, once, with garudad's
  *     words (the quota's key) in garuda_last_error(); the one after that works.
- * The cgroup case runs the client in a fresh cgroup v2 group of its own (skipped, with
- * the reason, where the hierarchy is not writable). Work is held by gates, never by
+ * The cgroup case moves this process (after garudad started) into a fresh cgroup v2
+ * group of its own for the client, and back after (skipped, with the reason, where the
+ * hierarchy is not writable). Work is held by gates, never by
  * sleeps; every wait is bounded by the tests' deadline. */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,6 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -249,6 +249,17 @@ out:
 	return okay;
 }
 
+/* Move this process into the cgroup whose cgroup.procs is procs: 0 or -errno. */
+static int join_cgroup(const char *procs)
+{
+	FILE *f = fopen(procs, "w");
+	if (!f)
+		return -errno;
+	bool ok = fputs("0", f) >= 0;
+	ok = fclose(f) == 0 && ok;
+	return ok ? 0 : -EIO;
+}
+
 static void refused_in(enum garuda_readiness form, const char *quota)
 {
 	char cfg[128], key[64];
@@ -256,48 +267,39 @@ static void refused_in(enum garuda_readiness form, const char *quota)
 	snprintf(key, sizeof(key), "quota.%s.armed", quota);
 	struct gd_daemon d;
 	struct cg_group grp = { 0 };
+	char back[600] = "", procs[300] = "";
 	bool cgroup = strcmp(quota, "cgroup") == 0;
 	if (cgroup) {
-		char why[256];
+		char why[256], mnt[256], root[256], self[256];
 		if (cg_make(&grp, "refused", why, sizeof(why)) < 0)
 			cr_skip_test("no cgroup v2 group of our own for the client: %s", why);
+		cr_assert_eq(cg_mount(mnt, sizeof(mnt), root, sizeof(root), why, sizeof(why)), 0, "%s", why);
+		cr_assert_eq(cg_self(self, sizeof(self)), 0);
+		size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+		snprintf(back, sizeof(back), "%s%s/cgroup.procs", mnt, self + rl);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", grp.dir);
 	}
+	/* garudad first, in our cgroup; then the client (this process, no fork: a TSan
+	 * build cannot start threads in a child of a threaded process) in its own group,
+	 * where garudad reads it at accept, and back after */
 	td_start(&d, cfg);
-	/* in a child: the cgroup case moves it into its group first */
-	int p[2];
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct run r = { .form = form };
-		bool moved = true;
-		if (cgroup) {
-			char procs[300];
-			snprintf(procs, sizeof(procs), "%s/cgroup.procs", grp.dir);
-			FILE *f = fopen(procs, "w");
-			moved = f && fputs("0", f) >= 0;
-			moved = f && fclose(f) == 0 && moved;
-			if (!moved)
-				snprintf(r.err, sizeof(r.err), "cannot join %s", grp.dir);
-		}
-		bool good = moved && scenario(&r, d.sock, key);
-		if (!good && write(p[1], r.err, strlen(r.err)) < 0)
-			_exit(2);
-		_exit(good ? 0 : 1);
+	struct run r = { .form = form };
+	bool good;
+	if (cgroup && join_cgroup(procs) < 0) {
+		snprintf(r.err, sizeof(r.err), "cannot join %s", grp.dir);
+		good = false;
+	} else {
+		good = scenario(&r, d.sock, key);
 	}
-	close(p[1]);
-	char err[2048] = "";
-	ssize_t n = read(p[0], err, sizeof(err) - 1);
-	err[n > 0 ? n : 0] = '\0';
-	close(p[0]);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	if (cgroup)
+	if (cgroup) {
+		int rb = join_cgroup(back);
 		cg_remove(&grp);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		cr_assert_eq(rb, 0, "cannot go back to %s", back);
+	}
+	if (!good)
 		gd_dump_log(&d);
 	td_stop(&d);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s (form %d, %s)", err, form, key);
+	cr_assert(good, "%s (form %d, %s)", r.err, form, key);
 }
 
 Test(refused, eventfd_connection) { refused_in(GARUDA_READINESS_EVENTFD, "connection"); }
