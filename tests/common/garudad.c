@@ -519,8 +519,13 @@ static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch)
 		}
 		argv[n++] = bin;
 		argv[n++] = arg_config;
-		if (o->no_control)
+		if (o->no_control) {
+			/* garudad binds the control socket itself, so it takes the one-per-path
+			 * lock: on the client socket's path, which must be this test's (the
+			 * default /run/garuda/garuda.sock.lock is shared with every other run) */
+			argv[n++] = arg_sock;
 			argv[n++] = arg_ctl;
+		}
 	} else {
 		argv[n++] = bin;
 		argv[n++] = arg_config;

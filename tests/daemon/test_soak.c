@@ -534,6 +534,20 @@ static long rss_kib(struct gd_daemon *d)
 	return kib;
 }
 
+/* Does garudad run with ThreadSanitizer's runtime (gcc's: its maps name libtsan)? */
+static bool daemon_under_tsan(const struct gd_daemon *d)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)d->pid);
+	FILE *f = fopen(path, "re");
+	bool tsan = false;
+	while (f && !tsan && fgets(line, sizeof(line), f))
+		tsan = strstr(line, "libtsan") != NULL;
+	if (f)
+		fclose(f);
+	return tsan;
+}
+
 Test(soak, hostile_chaos)
 {
 	struct gd_daemon d = { 0 };
@@ -605,8 +619,12 @@ Test(soak, hostile_chaos)
 	cr_assert_geq(h.attacks, A_CLASSES, "not every attack class ran (%u attacks)", h.attacks);
 	cr_assert_gt(n_base, 100, "too few unattacked completions to compare");
 	cr_assert_gt(n_attack, 100, "too few completions under attack");
-	cr_assert_leq(p99_attack, 2 * p99_base + 50.0, "p99 under attack %.3f ms vs %.3f ms unattacked",
-		      p99_attack, p99_base);
+	/* a ThreadSanitizer garudad (CI's race stage) runs every memory access through the
+	 * race detector, unevenly: its latency says nothing about isolation (the stage is
+	 * for races; the plain, ASan and valgrind stages compare) */
+	if (!daemon_under_tsan(&d))
+		cr_assert_leq(p99_attack, 2 * p99_base + 50.0,
+			      "p99 under attack %.3f ms vs %.3f ms unattacked", p99_attack, p99_base);
 	cr_assert_leq(fds1, fds0, "daemon fds %d after the soak, %d before", fds1, fds0);
 #ifdef __SANITIZE_ADDRESS__
 	/* an ASan build's garudad keeps freed memory in its quarantine (256 MiB by
