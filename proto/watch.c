@@ -223,8 +223,10 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		/* the policy's window (policy.h: one definition) */
 		if (garuda_policy_in_window(h, &t->pol, now, &open))
 			return P_SPIN;
-		if (open != UINT64_MAX && open <= add_sat(now, lead))
-			return P_SPIN; /* it opens within the lead: spin into it */
+		if (open != UINT64_MAX && open <= add_sat(now, lead) &&
+		    (t->pol.spin_ns || t->pol.forever))
+			return P_SPIN; /* it opens within the lead: spin into it (a window of
+					* park_us=0 is none: nothing to spin into) */
 		dl = garuda_policy_deadline(h);
 	}
 	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
@@ -721,8 +723,9 @@ uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 	/* timers' times have the early wake taken off already (place_for) */
 	uint64_t lead = GARUDA_POLICY_SPIN_AHEAD_NS;
 	uint64_t due = w->heap[0].due;
-	if (due <= add_sat(now, lead))
-		return 0;
+	if (due <= add_sat(now, lead)) /* spin to it, unless the plan never spins (park_us=0):
+					* then a wait that returns at once */
+		return w->t.pol.spin_ns || w->t.pol.forever ? 0 : max_u64(due, add_sat(now, 1));
 	return due;
 }
 

@@ -38,7 +38,8 @@
  *     every lower wait on the word (a word that jumped fires them all).
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
  *     within GARUDA_POLICY_SPIN_AHEAD_NS (a timer's time has the early wake taken off
- *     already); with nothing added it says UINT64_MAX (park).
+ *     already), and never under a plan that does not spin (park_us=0, not poll); with
+ *     nothing added it says UINT64_MAX (park).
  *   - Work counted per owner: every word look is charged to its word's owner.
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
