@@ -527,6 +527,20 @@ static void grow_for(struct scanner *s, void **p, uint32_t *cap, uint32_t n, siz
 	*cap = c;
 }
 
+/* A level sweep gives out thousands of scattered words, each of them three cache misses
+ * (the word, its head wait, its payload): ask for the lines of the word SCAN_PREFETCH
+ * ahead so that the misses overlap instead of queueing (tenants bench, 1,048,576 idle
+ * arms: garudad's CPU per look). */
+#define SCAN_PREFETCH 8u
+static inline void prefetch_word(const struct scanner *s, uint32_t wi)
+{
+	const struct garuda_watch *w = &s->watch;
+	uint32_t head = garuda_watch_word_head(w, wi);
+	__builtin_prefetch((const void *)(uintptr_t)garuda_watch_word_key(w, wi));
+	__builtin_prefetch(garuda_watch_get(w, head));
+	__builtin_prefetch(&s->pay[head]);
+}
+
 /* One step: look at the words the watcher says are due (proto/watch.h), fire what
  * reached its target, deliver: O(due words + fired), whatever else is armed. Returns
  * the completions delivered. */
@@ -535,8 +549,12 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 	struct garuda_watch *w = &s->watch;
 	unsigned n = garuda_watch_due(w, now, s->due, SCANNER_STEP_MAX);
 	unsigned nf = 0;
+	for (unsigned i = 0; i < n && i < SCAN_PREFETCH; i++)
+		prefetch_word(s, s->due[i]);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t wi = s->due[i];
+		if (i + SCAN_PREFETCH < n)
+			prefetch_word(s, s->due[i + SCAN_PREFETCH]);
 		s->due_sink[i] = s->pay[garuda_watch_word_head(w, wi)].sink;
 		uint64_t v = __atomic_load_n((const uint64_t *)(uintptr_t)garuda_watch_word_key(w, wi),
 					     __ATOMIC_ACQUIRE);

@@ -83,12 +83,34 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 	e->censored++;
 }
 
-static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip, uint64_t cap)
+/* The margin the exact records ask for: half their spread (max - min), at least
+ * GARUDA_ESTIMATOR_MARGIN_FLOOR_NS, at most margin; margin while fewer than 2 exact
+ * records are held (nothing is known of the spread yet). */
+uint64_t garuda_estimator_exact_margin_ns(const struct garuda_estimator *e)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < e->count; i++)
+		if (!(e->censored_slots >> i & 1)) {
+			lo = e->ring[i] < lo ? e->ring[i] : lo;
+			hi = e->ring[i] > hi ? e->ring[i] : hi;
+			n++;
+		}
+	if (n < 2)
+		return e->margin_ns;
+	uint64_t m = (hi - lo) / 2;
+	if (m < GARUDA_ESTIMATOR_MARGIN_FLOOR_NS)
+		m = GARUDA_ESTIMATOR_MARGIN_FLOOR_NS;
+	return m < e->margin_ns ? m : e->margin_ns;
+}
+
+static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip, uint64_t margin,
+			 uint64_t cap)
 {
 	uint64_t pred;
-	if (!min_of(e, skip, &pred) || pred <= e->margin_ns)
+	if (!min_of(e, skip, &pred) || pred <= margin)
 		return 0;
-	uint64_t s = pred - e->margin_ns;
+	uint64_t s = pred - margin;
 	if (s < e->min_sleep_ns)
 		return 0;
 	return s > cap ? cap : s;
@@ -96,20 +118,21 @@ static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip, uint64
 
 uint64_t garuda_estimator_horizon_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, 0, UINT64_MAX);
+	return sleep_of(e, 0, e->margin_ns, UINT64_MAX);
 }
 
 uint64_t garuda_estimator_exact_horizon_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, e->censored_slots, UINT64_MAX);
+	return sleep_of(e, e->censored_slots, garuda_estimator_exact_margin_ns(e), UINT64_MAX);
 }
 
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, 0, e->max_sleep_ns);
+	return sleep_of(e, 0, e->margin_ns, e->max_sleep_ns);
 }
 
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, e->censored_slots, e->max_sleep_ns);
+	return sleep_of(e, e->censored_slots, garuda_estimator_exact_margin_ns(e),
+			e->max_sleep_ns);
 }

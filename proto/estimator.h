@@ -13,9 +13,11 @@
  *     gives it a prediction below that wake;
  *   - sleep = prediction - margin; 0 (do not sleep) when there is no record, when
  *     prediction <= margin or when the result is below min_sleep; at most max_sleep.
- *   - exact sleep (an addition to the seed, for garudad's second look, docs/plans.md
- *     "The second look"): the same rule over the exact records alone; 0 when the
- *     window holds none. It equals the sleep while no censored record is the minimum.
+ *   - exact sleep (an addition to the seed, for the second look and the spin window,
+ *     docs/plans.md "The second look" and "The window"): the minimum of the exact
+ *     records alone less the exact margin (half their spread, at least 20 us, at most
+ *     margin); 0 when the window holds none. It is >= the sleep while no censored
+ *     record is the minimum, and equals it while the spread is 2 x margin or more.
  *
  * Promises:
  *   - Pure, I/O-free, libc only, no allocation; a struct is owned by one thread at a
@@ -70,6 +72,13 @@ uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e);
 
 /* The same, from the exact records in the window alone (0: none, or no sleep). */
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e);
+
+/* The exact sleep's margin: half the spread (max - min) of the exact records held, at
+ * least GARUDA_ESTIMATOR_MARGIN_FLOOR_NS, at most margin; margin itself while fewer than
+ * 2 exact records are held. A point whose kernels land within a few us of each other
+ * is spun on for the floor before its earliest landing, not for the whole margin. */
+#define GARUDA_ESTIMATOR_MARGIN_FLOOR_NS 20000ull
+uint64_t garuda_estimator_exact_margin_ns(const struct garuda_estimator *e);
 
 /* The sleeps without the max_sleep cap: how far from the wait's start its deadline
  * lies (a watcher sleeps toward it in steps of at most max_sleep: watch.h). */

@@ -230,12 +230,14 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	 * unless the watcher was not spinning on it before that sleep (given up): then
 	 * too the lower bound, as exact (a censored halving there would drive the
 	 * prediction to 0 for good). A censored find by a wake late past its deadline is
-	 * not recorded: the store may have landed in the wake's lateness. */
+	 * not recorded: the store may have landed in the wake's lateness. The wake was
+	 * meant for the later of its deadline and its window's opening (a window that
+	 * opens within the margin past the deadline is slept to: watch.h). */
 	uint64_t start = garuda_policy_start(w);
 	bool lower = seen && (slept ? given_up(w, t, prev_pass) : !close);
 	bool exact = seen && (!slept || lower);
 	if (!exact && slept && w->sleep_ns &&
-	    now > add_sat(garuda_policy_deadline(w), GARUDA_POLICY_LATE_WAKE_NS))
+	    now > add_sat(garuda_policy_resume(w), GARUDA_POLICY_LATE_WAKE_NS))
 		return (struct garuda_find){ GARUDA_FIND_LATE, 0 };
 	uint64_t at = lower ? max_u64(prev_pass, start) : now;
 	if (at <= start)

@@ -11,7 +11,8 @@ enum place { P_NONE, P_SPIN, P_AT, P_LEVEL };
 
 struct garuda_watch_word {
 	uint64_t key;
-	uint64_t due;       /* P_AT: its time */
+	uint64_t hold;      /* P_LEVEL: a look before this time, finding nothing, leaves
+			     * it on its level (0: place it again at every look) */
 	uint64_t last_look; /* when it was last looked at (0: never) */
 	uint32_t head, tail; /* waits, ascending target (GARUDA_WATCH_NONE: none) */
 	uint32_t nwaits;
@@ -79,8 +80,10 @@ void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tun
 		out->pol.spin_ns = p->flag.park_us * 1000ull;
 		out->pol.max_step_ns = p->flag.backstop_us * 1000ull;
 	}
-	if (p->predict)
+	if (p->predict) {
 		out->sleep_step_ns = p->pred.max_sleep_us * 1000ull;
+		out->margin_ns = p->pred.margin_us * 1000ull;
+	}
 }
 
 void garuda_watch_init(struct garuda_watch *w, const struct garuda_watch_tuning *t)
@@ -196,13 +199,29 @@ static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 	uint64_t ladder = max_u64(GARUDA_WATCH_STEP_MIN_NS, overdue / 2);
 	uint64_t top = t->pol.max_step_ns ? t->pol.max_step_ns : GARUDA_WATCH_STEP_MIN_NS;
 	uint64_t iv = max_u64(min_u64(top, ladder), overdue >> GARUDA_WATCH_BACKOFF_SHIFT);
-	unsigned l = 0;
-	while (l + 1 < GARUDA_WATCH_LEVELS && (GARUDA_WATCH_STEP_MIN_NS << (l + 1)) <= iv)
-		l++;
-	return l;
+	/* the largest l with STEP_MIN << l <= iv: log2 of iv / STEP_MIN (one look of every
+	 * overdue word computes it: no loop) */
+	uint64_t q = iv / GARUDA_WATCH_STEP_MIN_NS;
+	if (!q)
+		return 0;
+	unsigned l = 63u - (unsigned)__builtin_clzll(q);
+	return l < GARUDA_WATCH_LEVELS ? l : GARUDA_WATCH_LEVELS - 1;
 }
 
-/* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level. */
+/* Until when an overdue word (deadline dl) stays on level l: its backoff reaches the
+ * next level's period P at age 2P (the ladder, while P <= backstop) or at age 32P
+ * (age/32, level_for); the top level holds for good. */
+static uint64_t level_hold(const struct garuda_watch_tuning *t, uint64_t dl, unsigned l)
+{
+	if (l + 1 >= GARUDA_WATCH_LEVELS)
+		return UINT64_MAX;
+	uint64_t p = GARUDA_WATCH_STEP_MIN_NS << (l + 1);
+	uint64_t top = t->pol.max_step_ns ? t->pol.max_step_ns : GARUDA_WATCH_STEP_MIN_NS;
+	return add_sat(dl, top >= p ? 2 * p : p << GARUDA_WATCH_BACKOFF_SHIFT);
+}
+
+/* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
+ * (held there until *due: level_hold, or 0 while a window lies ahead). */
 static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h,
 			    uint64_t now, uint64_t *due, unsigned *level)
 {
@@ -228,6 +247,11 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 			return P_SPIN; /* it opens within the lead: spin into it (a window of
 					* park_us=0 is none: nothing to spin into) */
 		dl = garuda_policy_deadline(h);
+		/* a window that opens within the margin past the deadline is the exact
+		 * records' tighter margin (estimator.h), not a halving: nothing is expected
+		 * before it, so sleep to it rather than start the ladder at the deadline */
+		if (open != UINT64_MAX && open > dl && open - dl <= t->margin_ns)
+			dl = open;
 	}
 	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
 		uint64_t at = dl - early;
@@ -238,12 +262,14 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	}
 	uint64_t overdue = now > dl ? now - dl : 0;
 	*level = level_for(t, overdue);
+	*due = level_hold(t, dl, *level);
 	if (open != UINT64_MAX) { /* between its deadline and its window: no later than that */
 		uint64_t period = GARUDA_WATCH_STEP_MIN_NS << *level;
 		if (open - early <= add_sat(now, period)) {
 			*due = open > early ? open - early : 0;
 			return P_AT;
 		}
+		*due = 0;
 	}
 	return P_LEVEL;
 }
@@ -254,6 +280,8 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	uint64_t due = 0;
 	unsigned level = 0;
 	enum place p = place_for(w, &w->waits[d->head].pw, now, &due, &level);
+	if (p == P_LEVEL)
+		d->hold = due;
 	if (p == d->place && (p == P_SPIN || (p == P_LEVEL && level == d->level)))
 		return;
 	if (p == P_AT && d->place == P_AT) {
@@ -649,6 +677,11 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			if (d->step != w->steps) { /* once a step, whatever list it was on */
 				d->step = w->steps;
 				words[n++] = lv->cursor;
+				/* what its look will read next, while the walk goes on: its head
+				 * wait, and its word (the key is the driver's address of it; a
+				 * prefetch is a hint and never faults, whatever the key is) */
+				__builtin_prefetch(&w->waits[d->head]);
+				__builtin_prefetch((const void *)(uintptr_t)d->key);
 			}
 			lv->cursor = d->lnext;
 		}
@@ -692,6 +725,10 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 			return nf; /* the word went with its last wait */
 	}
 	d->last_look = now;
+	if (!nf && d->place == P_LEVEL && now < d->hold) {
+		d->spun = false; /* an idle overdue word: nothing to place again */
+		return 0;
+	}
 	if (nf)
 		order_head(w, wi, now); /* the successors of what landed start here */
 	d->spun = false;

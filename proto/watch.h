@@ -68,6 +68,8 @@ struct garuda_watch_tuning {
 	bool predict;          /* +predict: heads sleep toward their deadlines */
 	uint64_t sleep_step_ns; /* +predict's max_sleep_us: the longest single sleep (a far
 				 * deadline is slept toward in steps of at most this) */
+	uint64_t margin_ns;     /* +predict's margin_us: a spin window that opens at most this
+				 * past its deadline is slept to, not laddered to */
 };
 
 /* The tuning of plan p (garuda_plan_check() accepts it); early_ns 0. */

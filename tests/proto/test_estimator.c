@@ -212,7 +212,9 @@ Test(estimator, exact_sleep_skips_censored_records)
 		garuda_estimator_record_exact_ns(&e, 11 * MS);
 	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 10 * MS - 150 * US);
 	garuda_estimator_record_exact_ns(&e, 11 * MS); /* the 10 ms record leaves */
-	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 11 * MS - 150 * US);
+	/* seven exact 11 ms records, no spread: the exact margin is its 20 us floor */
+	cr_assert_eq(garuda_estimator_exact_margin_ns(&e), 20 * US);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 11 * MS - 20 * US);
 	cr_assert_eq(garuda_estimator_sleep_ns(&e), 4500 * US - 150 * US, "4.5 ms still in");
 	garuda_estimator_record_exact_ns(&e, 12 * MS); /* the censored record leaves */
 	cr_assert_eq(garuda_estimator_sleep_ns(&e), 11 * MS - 150 * US);
@@ -271,15 +273,17 @@ Test(estimator, random_sequences_match_the_model)
 				hist_censored[n] = false;
 				hist[n++] = t;
 			}
-			uint64_t model = UINT64_MAX, model_exact = UINT64_MAX;
-			bool any_exact = false;
+			uint64_t model = UINT64_MAX, model_exact = UINT64_MAX, max_exact = 0;
+			unsigned n_exact = 0;
 			for (unsigned k = n > pp.window ? n - (unsigned)pp.window : 0; k < n; k++) {
 				model = hist[k] < model ? hist[k] : model;
 				if (!hist_censored[k]) {
 					model_exact = hist[k] < model_exact ? hist[k] : model_exact;
-					any_exact = true;
+					max_exact = hist[k] > max_exact ? hist[k] : max_exact;
+					n_exact++;
 				}
 			}
+			bool any_exact = n_exact > 0;
 			uint64_t after = prediction(&e);
 			cr_assert_eq(after, model, "seq %u step %u", seq, i);
 			if (censored) {
@@ -299,7 +303,16 @@ Test(estimator, random_sequences_match_the_model)
 				want = pp.max_sleep_us * US;
 			cr_assert_eq(s, want, "seq %u step %u", seq, i);
 			cr_assert_leq(s, pp.max_sleep_us * US);
-			uint64_t want_exact = !any_exact || model_exact <= margin ? 0 : model_exact - margin;
+			/* the exact margin: half the exact records' spread, 20 us at least, the
+			 * margin at most; the margin itself below 2 exact records */
+			uint64_t xm = margin;
+			if (n_exact >= 2) {
+				xm = (max_exact - model_exact) / 2;
+				xm = xm < 20 * US ? 20 * US : xm;
+				xm = xm < margin ? xm : margin;
+			}
+			cr_assert_eq(garuda_estimator_exact_margin_ns(&e), xm, "seq %u step %u", seq, i);
+			uint64_t want_exact = !any_exact || model_exact <= xm ? 0 : model_exact - xm;
 			if (want_exact < pp.min_sleep_us * US)
 				want_exact = 0;
 			if (want_exact > pp.max_sleep_us * US)

@@ -313,6 +313,45 @@ Test(watch, a_ten_second_prediction_is_slept_toward_in_steps)
 	sim_fini(&s);
 }
 
+/* A point whose exact records agree (estimator.h: the exact margin, 20 us here, where
+ * the seed's margin is 100 us) gives its wait a window that opens 80 us past its
+ * deadline: the watcher sleeps straight to the window (one wake), never starts the
+ * overdue ladder in between, and spins only from the window on. */
+Test(watch, a_window_that_opens_within_the_margin_is_slept_to)
+{
+	static struct sim s;
+	sim_init(&s, true, 1);
+	s.w.t.margin_ns = 100 * US;
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	uint64_t start = s.now;
+	struct garuda_policy_wait pw;
+	garuda_policy_wait_init(&pw, 1, 1, start, start, 1 * MS - 100 * US, 1 * MS - 20 * US);
+	cr_assert_eq(garuda_watch_reserve(&s.w, 1), 0);
+	garuda_watch_add(&s.w, &pw, o, start);
+	uint64_t land = start + 1 * MS, wakes = 0, spin_steps = 0, before_window = 0;
+	while (!s.fired_total) {
+		if (s.now >= land)
+			s.value[0] = 1;
+		unsigned n = step(&s, 100);
+		if (n && s.now < start + 1 * MS - 20 * US - GARUDA_POLICY_SPIN_AHEAD_NS)
+			before_window++;
+		if (s.fired_total)
+			break;
+		if (garuda_watch_next(&s.w, s.now))
+			wakes++;
+		else
+			spin_steps++;
+		advance(&s, s.now < land ? land : UINT64_MAX);
+	}
+	cr_assert_eq(before_window, 0, "%llu looks before the window",
+		     (unsigned long long)before_window);
+	cr_assert_eq(wakes, 1, "%llu wakes", (unsigned long long)wakes);
+	cr_assert_leq(spin_steps, (20 * US + GARUDA_POLICY_SPIN_AHEAD_NS) / (2 * US) + 1,
+		      "%llu spin steps", (unsigned long long)spin_steps);
+	cr_assert_leq(s.now - land, 2 * US, "found %llu ns late", (unsigned long long)(s.now - land));
+	sim_fini(&s);
+}
+
 Test(watch, removal_and_owner_drop_leave_nothing)
 {
 	static struct sim s;
