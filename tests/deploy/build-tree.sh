@@ -43,6 +43,7 @@ for _ in $(seq 100); do [[ -S $work/rt/control.sock ]] && break; sleep 0.1; done
 
 # The block as it is, with a check after each ./app: it completed its wait, and ldd
 # (with the environment that ./app line had) resolves this build's libgaruda.so.0
+# shellcheck disable=SC2016 # expanded by the bash that runs the block
 check='check() {
 	cat app.out
 	grep -q "^sequence 1 completed" app.out || { echo "./app did not complete its wait"; return 1; }

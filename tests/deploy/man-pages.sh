@@ -15,6 +15,7 @@ trap 'rm -rf "$work"' EXIT
 # warnings PAGE: what groff -ww and man -l say on stderr about PAGE
 warnings() {
 	groff -k -ww -man -Tutf8 -z "$1" 2>&1
+	# shellcheck disable=SC2069 # its stderr only, onto the captured stdout
 	LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$1" 2>&1 >/dev/null
 }
 
