@@ -11,6 +11,11 @@
 #   BUILD_DIR     build directory (default build)
 #   DEMO_NO_BUILD=1  use garudad, garctl and the workload already built in BUILD_DIR: no
 #                 package check, no meson, no ninja (tests/control/demo_ctrl_c.py)
+#   DEMO_LOADAVG  the file read for the load average (default /proc/loadavg; tests)
+# The legend, the baseline and the load average are printed before the first frame of
+# garctl top and again after its last one (on a terminal top redraws the screen over
+# them), with a note when the machine is busy (load >= CPUs), since then every
+# latency includes waiting for a CPU.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -91,6 +96,27 @@ PY
 	echo "  before the workloads ended."
 }
 
+# What garctl top's columns mean, what the demo compares them with, and how busy the
+# machine is (a busy one delays every wake-up: the workloads' p99 grows with the load)
+explain() {
+	echo "Legend (garctl top): COMPL/S completions per second; CPU% a scanner's share of one core;"
+	echo "  GAP50/GAP99 the scanner's look gap (its previous look at the word -> the look that saw it"
+	echo "  reached), shown as <=EDGE: the upper edge of a power-of-two bucket, an upper bound on"
+	echo "  word reached -> seen (set against the workloads' own timing when the demo ends);"
+	echo "  ARMED waits in flight."
+	echo "Baseline: without garudad each of the $((clients * streams)) streams would be waited on by a"
+	echo "  thread spinning in cudaStreamSynchronize (or a poll loop): about $((clients * streams)) cores busy."
+	echo "  Compare the scanners' CPU% with $((clients * streams * 100))%."
+	local l1 l5 l15 cpus
+	read -r l1 l5 l15 _ <"${DEMO_LOADAVG:-/proc/loadavg}" || return 0
+	cpus=$(nproc)
+	echo "Load average: $l1 $l5 $l15 (1, 5, 15 min) on $cpus CPUs."
+	if awk -v l="$l1" -v c="$cpus" 'BEGIN { exit !(l >= c) }'; then
+		echo "  The machine is busy (load >= CPUs): garudad and the workloads waited for a CPU, which"
+		echo "  adds to every latency shown (most to p99); on a quiet machine they are much lower."
+	fi
+}
+explained=
 cleanup() {
 	trap - INT TERM EXIT
 	if ((${#pids[@]})) && [[ -n $daemon_pid && ! -s $rt/clients.json ]]; then snapshot; fi
@@ -98,6 +124,11 @@ cleanup() {
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	pids=()
 	reconcile
+	if [[ -n $up && -z $explained ]]; then
+		explained=1
+		echo
+		explain
+	fi
 	if [[ -n $daemon_pid ]]; then
 		kill -TERM "$daemon_pid" 2>/dev/null || true
 		wait "$daemon_pid" 2>/dev/null || true
@@ -116,7 +147,8 @@ cleanup() {
 	echo "Next steps:"
 	echo "  - your own garudad: $build/daemon/garudad   (as a user it listens in \$XDG_RUNTIME_DIR/garuda;"
 	echo "    libgaruda and garctl find it there; garudad --help, man docs/garudad.8)"
-	echo "  - write a client: docs/client.md, examples/minimal.c (pkg-config --cflags --libs garuda)"
+	echo "  - write a client: docs/client.md, examples/minimal.c (pkg-config --cflags --libs garuda;"
+	echo "    against this build tree: PKG_CONFIG_PATH=$build/meson-uninstalled, docs/client.md)"
 	echo "  - inspect: $build/client/garctl/garctl status | clients | top   (garctl help COMMAND)"
 	echo "  - system service: systemctl enable --now garuda.socket garuda-control.socket"
 }
@@ -148,14 +180,7 @@ for _ in $(seq 100); do [[ -S $GARUDA_SOCKET ]] && break; sleep 0.05; done
 echo "demo: garudad pid $daemon_pid on $rt; $clients clients x $streams simulated streams"
 up=1
 echo
-echo "Legend (garctl top): COMPL/S completions per second; CPU% a scanner's share of one core;"
-echo "  GAP50/GAP99 the scanner's look gap (its previous look at the word -> the look that saw it"
-echo "  reached), shown as <=EDGE: the upper edge of a power-of-two bucket, an upper bound on"
-echo "  word reached -> seen (compared with the workloads' own timing at the end);"
-echo "  ARMED waits in flight."
-echo "Baseline: without garudad each of the $((clients * streams)) streams would be waited on by a"
-echo "  thread spinning in cudaStreamSynchronize (or a poll loop): about $((clients * streams)) cores busy."
-echo "  Compare the scanners' CPU% below (all streams together) with $((clients * streams * 100))%."
+explain
 echo
 
 for i in $(seq "$clients"); do

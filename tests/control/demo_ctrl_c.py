@@ -12,6 +12,10 @@ runtime directory removed and garudad gone.
 after `garctl top` recorded the run as good, so every Ctrl-C said "something failed"
 and kept the runtime directory; and the terminal's SIGINT stopped garudad and the
 workloads before garctl could sample them, so garctl's figures were never printed.)
+After the last frame of top come the legend and the load average (issue 30, item 13:
+printed only before top cleared the screen, they were left in scrollback). Then the
+bounded run (no terminal, DEMO_SECONDS) on a busy machine (DEMO_LOADAVG: a load above
+the CPUs): after its last frame, the legend, the load and the note that it is busy.
 
     demo_ctrl_c.py SOURCE_ROOT BUILD_ROOT
 """
@@ -23,12 +27,21 @@ import re
 import select
 import signal
 import struct
+import subprocess
 import sys
+import tempfile
 import termios
 import time
 
 DEADLINE_UP_S = 60  # garudad up, a first frame of top
 DEADLINE_END_S = 60  # after ^C: the demo's cleanup done
+
+
+def after_last_frame(out):
+    """What follows the last frame of garctl top (its tables' COMPL/S header; the
+    legend's "COMPL/S completions per second" is not a frame), or None."""
+    frames = [m.end() for m in re.finditer(r"COMPL/S(?! completions)", out)]
+    return out[frames[-1]:] if frames else None
 
 
 def fail(msg, out):
@@ -132,6 +145,10 @@ def main():
     if "garctl clients, pid" not in tail:
         fail("garctl's figures are not printed under the workloads' (garudad or the "
              "workloads ended on the terminal's SIGINT before garctl sampled them?)", out)
+    after_top = after_last_frame(out)
+    for what in ("Legend (garctl top)", "Baseline:", "Load average: "):
+        if what not in after_top:
+            fail("no '%s' after the last frame of garctl top" % what, out)
     if os.path.exists(rt):
         fail("the runtime directory %s was left behind" % rt, out)
     try:
@@ -140,6 +157,30 @@ def main():
     except ProcessLookupError:
         pass
     print("ok: Ctrl-C ended the demo with exit 0, figures printed, %s removed" % rt)
+    bounded(src, env)
+
+
+def bounded(src, env):
+    """The run without a terminal: DEMO_SECONDS, batch frames of top, on a machine whose
+    load average (DEMO_LOADAVG) is above its CPUs."""
+    with tempfile.NamedTemporaryFile("w", prefix="loadavg.") as f:
+        f.write("%d.00 3.00 2.00 9/999 4242\n" % (os.cpu_count() + 1))
+        f.flush()
+        run = subprocess.run(["bash", os.path.join(src, "scripts", "demo.sh")],
+                             env=dict(env, DEMO_SECONDS="3", DEMO_LOADAVG=f.name),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=DEADLINE_END_S)
+    out = run.stdout
+    if run.returncode != 0:
+        fail("the bounded demo exited %d" % run.returncode, out)
+    after_top = after_last_frame(out)
+    if after_top is None:
+        fail("the bounded demo printed no frame of garctl top", out)
+    for what in ("Legend (garctl top)", "Baseline:", "Load average: %d.00 3.00 2.00" % (os.cpu_count() + 1),
+                 "The machine is busy (load >= CPUs)"):
+        if what not in after_top:
+            fail("bounded run: no '%s' after the last frame of garctl top" % what, out)
+    print("ok: the bounded demo prints the legend, the load and that the machine is busy after its last frame")
 
 
 if __name__ == "__main__":

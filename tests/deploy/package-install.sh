@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # package-install.sh SRC BUILDDIR — the Debian packages, built and installed the way a
 # host gets them: dpkg-buildpackage -b on a copy of the source tree, lintian on the
-# result (fails on any error or warning tag), then dpkg -i into a debootstrap'd
-# Debian root (chroot). In that root: group and user garuda exist (sysusers), both
-# sockets are enabled (dh_installsystemd), the postinst says how to start garudad
-# (systemd is not PID 1 there), garudad started from the installed unit's
+# result (fails on any error or warning tag), every document a shipped man page,
+# README, script or unit names is in the packages (doc-paths.py), then dpkg -i into a
+# debootstrap'd Debian root (chroot). In that root: group and user garuda exist
+# (sysusers), both sockets are enabled (dh_installsystemd) with RemoveOnStop=yes, the
+# postinst says that no garudad runs and how to start one (systemd is not PID 1
+# there), garudad started from the installed unit's
 # ExecStart behind systemd-socket-activate (the sockets as the units declare them,
 # the daemon as User=garuda with CAP_IPC_LOCK) is reached by a client (python3-garuda
 # over libgaruda0), `garctl status` and `garctl clients` answer, and the unit's
-# ExecReload= (the installed garctl reload) exits 0; then dpkg --purge
+# ExecReload= (the installed garctl reload) exits 0; garudad started by the
+# postinst's own lines runs as garuda with CAP_IPC_LOCK alone, answers and logs where
+# they say; an upgrade under it says "restart it" (its binary is "(deleted)"), a lock
+# naming another process "not running"; then dpkg --purge
 # leaves no file of ours behind (Debian keeps the system user: Policy 9.2.2).
 # Exit 77 (skip) says why when a tool, root or the mirror is missing.
 # The debootstrap'd root is cached as BUILDDIR/deploy-root.tar (GARUDA_DEBIAN_MIRROR
@@ -47,6 +52,20 @@ for p in garuda garuda-fleet libgaruda0 libgaruda-dev python3-garuda; do
 	debs+=("$f")
 done
 echo "built: ${debs[*]##*/}"
+
+echo "--- shipped documents"
+# every document a man page, the Kubernetes README, a script or a unit points to is
+# in the packages (tests/deploy/doc-paths.py); and the check can fail: without
+# plans.md, garuda-replay(1) and garudad(8) point nowhere
+mkdir "$work/contents"
+for f in "${debs[@]}"; do dpkg-deb -x "$f" "$work/contents"; done
+python3 "$src/tests/deploy/doc-paths.py" "$work/contents"
+rm "$work/contents/usr/share/doc/garuda/plans.md.gz"
+if python3 "$src/tests/deploy/doc-paths.py" "$work/contents" >/dev/null; then
+	echo "doc-paths.py passed without plans.md: it checks nothing"
+	exit 1
+fi
+rm -rf "$work/contents"
 
 if command -v lintian >/dev/null; then
 	echo "--- lintian"
@@ -92,15 +111,16 @@ cp "${debs[@]}" "$root/debs/"
 in_root sh -c 'dpkg -i /debs/*.deb' >"$work/dpkg-i.log" 2>&1 || { cat "$work/dpkg-i.log"; exit 1; }
 rm -rf "$root/debs"
 # systemd is not PID 1 in the chroot: the postinst enabled the units, started nothing,
-# and has to say so, with how to start garudad (debian/garuda.postinst)
-if [[ ! -d $root/run/systemd/system ]]; then
+# and has to say so, that no garudad runs, and how to start one: as the unit runs it,
+# user garuda with CAP_IPC_LOCK (setpriv), not as plain root (debian/garuda.postinst)
+[[ ! -d $root/run/systemd/system ]] || { echo "the test root has /run/systemd/system"; exit 1; }
+grep -qx 'garuda: garudad is not running.' "$work/dpkg-i.log" &&
 	grep -q 'systemd is not running as PID 1' "$work/dpkg-i.log" &&
-		grep -q 'systemctl start garuda.socket' "$work/dpkg-i.log" &&
-		grep -q 'garudad --runtime-dir=/run/garuda' "$work/dpkg-i.log" ||
-		{ cat "$work/dpkg-i.log"; echo "the postinst does not say how to start garudad without systemd as PID 1"; exit 1; }
-	echo "postinst without systemd as PID 1:"
-	sed -n '/^garuda: systemd is not running/,/garudad --runtime-dir/p' "$work/dpkg-i.log"
-fi
+	grep -q 'systemctl start garuda.socket' "$work/dpkg-i.log" &&
+	grep -q 'setpriv --reuid=garuda' "$work/dpkg-i.log" ||
+	{ cat "$work/dpkg-i.log"; echo "the postinst does not say how to start garudad without systemd as PID 1"; exit 1; }
+echo "postinst without systemd as PID 1:"
+sed -n '/^garuda: garudad is not running/,/garudad --runtime-dir/p' "$work/dpkg-i.log"
 in_root getent group garuda >/dev/null || { echo "no group garuda after install"; exit 1; }
 in_root getent passwd garuda >/dev/null || { echo "no user garuda after install"; exit 1; }
 for u in garuda.socket garuda-control.socket; do
@@ -116,6 +136,11 @@ for f in lib/systemd/system/garuda-metrics.service lib/systemd/system/garuda-met
 	usr/share/garuda/prometheus/garuda.rules.yml usr/share/garuda/enroot/garuda.fstab \
 	usr/share/garuda/kubernetes/garudad-daemonset.yaml usr/share/garuda/kubernetes/Dockerfile; do
 	[[ -f $root/$f ]] || { echo "garuda-fleet: /$f missing"; exit 1; }
+done
+# stopped (dpkg --remove, --purge), the socket units remove their socket files
+for u in garuda.socket garuda-control.socket; do
+	grep -qx 'RemoveOnStop=yes' "$root/lib/systemd/system/$u" ||
+		{ echo "$u: no RemoveOnStop=yes (a purge leaves a stale socket in /run/garuda)"; exit 1; }
 done
 grep -q '^ExecStart=/usr/libexec/garuda/garuda-textfile ' "$root/lib/systemd/system/garuda-metrics.service" ||
 	{ echo "garuda-metrics.service does not run the installed garuda-textfile"; exit 1; }
@@ -197,6 +222,66 @@ uid=$(in_root id -u "$user")
 grep -qE "^Uid:\s+$uid\s" "/proc/$daemon_pid/status" || { echo "garudad does not run as $user"; exit 1; }
 kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
 daemon_pid=
+
+echo "--- garudad started by hand, as the postinst says"
+# the postinst's lines as they are (backslash continuations joined), run as root in
+# the root: garudad runs as user garuda with CAP_IPC_LOCK alone and logs to the file
+# the message names; it takes the lock /run/garuda/garuda.sock.lock, with its pid
+rm -rf "$root/run/garuda"
+by_hand=$(sed -n '/As root:$/,/garudad --runtime-dir/p' "$work/dpkg-i.log" | sed 1d | sed -e ':a' -e '/\\$/N; s/\\\n//; ta')
+[[ $by_hand == *setpriv*'garudad --runtime-dir=/run/garuda'*'&' ]] ||
+	{ echo "cannot read the postinst's lines to start garudad by hand: $by_hand"; exit 1; }
+echo "$by_hand"
+in_root sh -c "$by_hand" </dev/null >/dev/null 2>&1
+for _ in $(seq 100); do [[ -S $root/run/garuda/control.sock && -s $root/run/garuda/garuda.sock.lock ]] && break; sleep 0.1; done
+hand_pid=$(head -n 1 "$root/run/garuda/garuda.sock.lock" 2>/dev/null || true)
+[[ -n $hand_pid && $(cat "/proc/$hand_pid/comm" 2>/dev/null) == garudad ]] ||
+	{ cat "$root/var/log/garudad.log" 2>/dev/null; echo "garudad started by hand is not running (lock: ${hand_pid:-none})"; exit 1; }
+daemon_pid=$hand_pid # cleanup() stops it
+grep -qE "^Uid:\s+$uid\s" "/proc/$hand_pid/status" || { echo "garudad by hand does not run as $user"; exit 1; }
+# CAP_IPC_LOCK (bit 14) and nothing else, in every set it could use
+for set in CapPrm CapEff CapBnd CapAmb; do
+	grep -qE "^$set:\s+0000000000004000$" "/proc/$hand_pid/status" ||
+		{ grep ^Cap "/proc/$hand_pid/status"; echo "garudad by hand: $set is not CAP_IPC_LOCK alone"; exit 1; }
+done
+in_root garctl status >/dev/null || { cat "$root/var/log/garudad.log"; echo "garctl status: no answer from garudad by hand"; exit 1; }
+grep -q 'listening on /run/garuda/garuda.sock' "$root/var/log/garudad.log" ||
+	{ cat "$root/var/log/garudad.log"; echo "garudad by hand did not log to /var/log/garudad.log"; exit 1; }
+echo "garudad by hand: pid $hand_pid, user $user, CAP_IPC_LOCK only, answers, logs to /var/log/garudad.log"
+
+# an upgrade (the same package again) replaces /usr/sbin/garudad under it: the
+# postinst finds it by the lock's pid and says to restart it, not "not running"
+reinstall() { # the garuda package over itself, as an upgrade goes; prints dpkg's output
+	cp "$work"/pkg/garuda_*.deb "$root/tmp/"
+	local rc=0
+	in_root sh -c 'dpkg -i /tmp/garuda_*.deb' 2>&1 || rc=$?
+	rm -f "$root"/tmp/garuda_*.deb
+	return $rc
+}
+reinstall >"$work/upgrade.log" || { cat "$work/upgrade.log"; exit 1; }
+[[ $(readlink "/proc/$hand_pid/exe") == *'/usr/sbin/garudad (deleted)' ]] ||
+	{ echo "the upgrade did not replace garudad's binary: $(readlink "/proc/$hand_pid/exe")"; exit 1; }
+grep -qF "garuda: garudad (pid $hand_pid) is still running the replaced binary (/usr/sbin/garudad (deleted)):" "$work/upgrade.log" &&
+	grep -q 'restart it' "$work/upgrade.log" && ! grep -q 'garudad is not running' "$work/upgrade.log" ||
+	{ cat "$work/upgrade.log"; echo "after an upgrade the postinst does not say to restart the running garudad"; exit 1; }
+echo "postinst after an upgrade:"
+grep -A1 '^garuda: garudad (pid' "$work/upgrade.log"
+in_root garctl status >/dev/null || { echo "the old garudad stopped answering on the upgrade"; exit 1; }
+# the lock names a live process that is not garudad (a pid reused after a SIGKILL):
+# another upgrade says garudad is not running
+kill "$hand_pid" # not this shell's child: wait until it is gone (it unlinks the lock)
+for _ in $(seq 100); do [[ -d /proc/$hand_pid ]] || break; sleep 0.1; done
+[[ ! -d /proc/$hand_pid ]] || { echo "garudad by hand did not stop on SIGTERM"; exit 1; }
+daemon_pid=
+sleep 1000 &
+sleeper=$!
+echo "$sleeper" >"$root/run/garuda/garuda.sock.lock"
+msg=$(reinstall) || { echo "$msg"; exit 1; }
+kill "$sleeper"; wait "$sleeper" 2>/dev/null || true
+rm -rf "$root/run/garuda"
+grep -qx 'garuda: garudad is not running.' <<<"$msg" ||
+	{ echo "$msg"; echo "a lock naming a live process that is not garudad: the postinst does not say garudad is not running"; exit 1; }
+echo "postinst with a lock naming another process: garudad is not running"
 
 echo "--- dpkg --purge"
 in_root dpkg --purge garuda-fleet python3-garuda libgaruda-dev garuda libgaruda0 >"$work/purge.log" 2>&1 ||

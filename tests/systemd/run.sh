@@ -390,6 +390,10 @@ metrics() {
 
 	# garudad not answering: garuda_up 0, and the unit fails with garctl's status
 	sd_ctl stop garuda.socket garuda-control.socket garuda.service
+	# RemoveOnStop=yes (issue 30, item 8): stopped, as dpkg --remove stops them, the
+	# socket units leave no stale socket file for clients to find
+	check "the stopped socket units removed /run/garuda/garuda.sock and control.sock" \
+		sd_in sh -c '! test -e /run/garuda/garuda.sock && ! test -e /run/garuda/control.sock'
 	sd_ctl start garuda-metrics.service 2>/dev/null
 	rc=$?
 	check "garudad gone: garuda-metrics.service fails ($rc)" test "$rc" -ne 0 -a "$(prop garuda-metrics.service Result)" = exit-code
