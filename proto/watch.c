@@ -48,6 +48,7 @@ struct garuda_watch_timer {
 	uint64_t due;
 	uint32_t what; /* word index, or owner * LEVELS + level */
 	uint32_t tag;
+	uint32_t seq;  /* when its time was set: equal times leave the heap first in, first out */
 };
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -114,10 +115,16 @@ static void heap_set(struct garuda_watch *w, uint32_t i, struct garuda_watch_tim
 		w->owners[e.what / GARUDA_WATCH_LEVELS].lv[e.what % GARUDA_WATCH_LEVELS].hpos = i;
 }
 
+/* a leaves the heap before b: the earlier time, or the same time set earlier */
+static bool heap_before(const struct garuda_watch_timer *a, const struct garuda_watch_timer *b)
+{
+	return a->due < b->due || (a->due == b->due && (int32_t)(a->seq - b->seq) < 0);
+}
+
 static void heap_sift(struct garuda_watch *w, uint32_t i)
 {
 	struct garuda_watch_timer e = w->heap[i];
-	while (i > 0 && w->heap[(i - 1) / 2].due > e.due) { /* up */
+	while (i > 0 && heap_before(&e, &w->heap[(i - 1) / 2])) { /* up */
 		heap_set(w, i, w->heap[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
@@ -125,9 +132,9 @@ static void heap_sift(struct garuda_watch *w, uint32_t i)
 		uint32_t c = 2 * i + 1;
 		if (c >= w->nheap)
 			break;
-		if (c + 1 < w->nheap && w->heap[c + 1].due < w->heap[c].due)
+		if (c + 1 < w->nheap && heap_before(&w->heap[c + 1], &w->heap[c]))
 			c++;
-		if (w->heap[c].due >= e.due)
+		if (!heap_before(&w->heap[c], &e))
 			break;
 		heap_set(w, i, w->heap[c]);
 		i = c;
@@ -139,7 +146,15 @@ static void heap_sift(struct garuda_watch *w, uint32_t i)
 static void heap_push(struct garuda_watch *w, uint64_t due, uint32_t what, uint32_t tag)
 {
 	uint32_t i = w->nheap++;
-	w->heap[i] = (struct garuda_watch_timer){ due, what, tag };
+	w->heap[i] = (struct garuda_watch_timer){ due, what, tag, w->heap_seq++ };
+	heap_sift(w, i);
+}
+
+/* a new time for heap entry i */
+static void heap_retime(struct garuda_watch *w, uint32_t i, uint64_t due)
+{
+	w->heap[i].due = due;
+	w->heap[i].seq = w->heap_seq++;
 	heap_sift(w, i);
 }
 
@@ -285,8 +300,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	if (p == d->place && (p == P_SPIN || (p == P_LEVEL && level == d->level)))
 		return;
 	if (p == P_AT && d->place == P_AT) {
-		w->heap[d->pos].due = due;
-		heap_sift(w, d->pos);
+		heap_retime(w, d->pos, due);
 		return;
 	}
 	unplace(w, wi);
@@ -660,8 +674,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			words[n++] = e.what;
 			/* it stays in the heap until found() places it again; move it out of
 			 * the way of this loop */
-			w->heap[0].due = UINT64_MAX;
-			heap_sift(w, 0);
+			heap_retime(w, 0, UINT64_MAX);
 			continue;
 		}
 		struct garuda_watch_level *lv =
@@ -685,16 +698,18 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			}
 			lv->cursor = d->lnext;
 		}
-		/* swept: due again at its next period (never within this step); else at
-		 * once, behind every timer due in this step */
-		uint64_t behind = add_sat(add_sat(now, lead), 1);
+		/* swept: due again at its next period (never within this step); else due
+		 * still in this step, behind every timer due in it (the same time, set
+		 * later: first in, first out), so a long sweep goes on in this step, a
+		 * chunk per turn, up to max words, and a step never ends with due work left
+		 * for a sleep of a few us (a futex wait each chunk) */
+		uint64_t horizon = add_sat(now, lead);
 		if (lv->cursor == GARUDA_WATCH_NONE) {
 			lv->sweeping = false;
-			w->heap[0].due = lv->next > behind ? lv->next : behind;
+			heap_retime(w, 0, lv->next > horizon ? lv->next : add_sat(horizon, 1));
 		} else {
-			w->heap[0].due = behind;
+			heap_retime(w, 0, horizon);
 		}
-		heap_sift(w, 0);
 	}
 	return n;
 }

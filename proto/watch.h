@@ -108,7 +108,7 @@ struct garuda_watch {
 	/* the schedule */
 	uint32_t *spin, nspin, spincap, spin_rr;
 	struct garuda_watch_timer *heap;
-	uint32_t nheap, heapcap;
+	uint32_t nheap, heapcap, heap_seq;
 	/* owners: key -> index, linear (a scanner has a few hundred sessions at most) */
 	struct garuda_watch_ownerrec *owners;
 	uint32_t nowners, ocap;
