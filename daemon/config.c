@@ -263,7 +263,8 @@ static int parse_json(struct config *c, const struct row *r, const cJSON *v, cha
 		}
 		double d = v->valuedouble;
 		uint64_t lo = number ? r->lo : 0, hi = number ? r->hi : 0xfffffffeULL;
-		if (d != (double)(uint64_t)d || d < (double)lo || d > (double)hi) {
+		/* the bounds first: a negative or huge double has no uint64_t */
+		if (d < (double)lo || d > (double)hi || d != (double)(uint64_t)d) {
 			snprintf(msg, cap, "must be an integer in [%llu, %llu]", (unsigned long long)lo,
 				 (unsigned long long)hi);
 			return -1;
@@ -646,18 +647,17 @@ static const struct option fixed_opts[] = {
 };
 #define NFIXED (sizeof(fixed_opts) / sizeof(fixed_opts[0]))
 
-static const struct option *options(void)
+/* All options into all[NOPTS]: the fixed ones, then one per row with a flag. */
+#define NOPTS (NFIXED + NROWS + 1)
+static void options(struct option all[NOPTS])
 {
-	static struct option all[NFIXED + NROWS + 1];
-	if (all[0].name)
-		return all;
 	size_t n = 0;
 	for (; n < NFIXED; n++)
 		all[n] = fixed_opts[n];
 	for (size_t i = 0; i < NROWS; i++)
 		if (rows[i].flag)
 			all[n++] = (struct option){ rows[i].flag, required_argument, NULL, KEY_OPT + (int)i };
-	return all;
+	all[n] = (struct option){ 0 };
 }
 
 static int flags_and_paths(struct config *c);
@@ -669,9 +669,11 @@ int config_from_args(struct config *c, int argc, char **argv)
 	/* pass 1: --config and --help, so the file is applied before the other flags */
 	int o;
 	bool config_chosen = false; /* --config (an empty one too) or --no-config */
+	struct option opts[NOPTS];
+	options(opts);
 	optind = 1;
 	opterr = 1;
-	while ((o = getopt_long(argc, argv, "c:h", options(), NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case O_NOCONFIG:
 			config_chosen = true;
@@ -726,7 +728,9 @@ static int flags_and_paths(struct config *c)
 	opterr = 0;
 	const char *rundir = NULL;
 	bool socket_flag = false, control_flag = false;
-	while ((o = getopt_long(c->argc, c->argv, "c:h", options(), NULL)) != -1) {
+	struct option opts[NOPTS];
+	options(opts);
+	while ((o = getopt_long(c->argc, c->argv, "c:h", opts, NULL)) != -1) {
 		if (o == O_RUNDIR) {
 			if (optarg[0] != '/' || strlen(optarg) + sizeof("/" GARUDA_CONTROL_SOCKET_NAME) > 108) {
 				fprintf(stderr, "garudad: --runtime-dir: must be an absolute path shorter than %zu bytes\n",
