@@ -1,4 +1,6 @@
-/* config.c — see config.h. */
+/* config.c — see config.h. Every key is a row of proto/config_keys.h; this file gives
+ * each row's type its parser (from JSON and from a flag's text), its printed value and
+ * its JSON value, and walks the rows for everything else. */
 #include "config.h"
 
 #include <cjson/cJSON.h>
@@ -7,17 +9,18 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config_keys.h"
 #include "errcode.h"
 
 #include "log.h"
 #include "paths.h"
 #include "wordwait.h"
-
 
 static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144, .points = 64,
@@ -32,41 +35,6 @@ static const struct quota_limits default_quota_cgroup = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
 	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
 };
-
-/* Every key the config file accepts, quotas as "quota.SCOPE.NAME": the parser refuses
- * any other (key_known()), garudad --list-config-keys prints this list, and
- * tests/control/test_firstrun.c checks systemd/garudad.json.example against it. A new
- * key goes here and into apply_json()/load_quota(). */
-static const char *const config_keys[] = {
-	"socket", "control_socket", "socket_group", "control_group", "event_loop", "scanners",
-	"plan", "log_level", "wordwait",
-	"quota.connection.segments", "quota.connection.lines", "quota.connection.bindings",
-	"quota.connection.armed", "quota.connection.outbox_bytes", "quota.connection.points",
-	"quota.uid.segments", "quota.uid.lines", "quota.uid.bindings", "quota.uid.armed",
-	"quota.uid.outbox_bytes", "quota.uid.connections", "quota.uid.points",
-	"quota.cgroup.segments", "quota.cgroup.lines", "quota.cgroup.bindings", "quota.cgroup.armed",
-	"quota.cgroup.outbox_bytes", "quota.cgroup.connections", "quota.cgroup.points",
-};
-
-/* Keys kept from before wait plans: when set they override the plan's park_us and
- * backstop_us (the sleep ladder's spin window and longest sleep). Accepted, documented
- * in garudad(8), listed by --list-config-keys marked legacy ("KEY (legacy: ...)": the
- * key is the line's first word), but not in the example config: setting them there
- * would silently override the plan a user edits. */
-static const char *const config_override_keys[] = { "spin_us", "max_sleep_us" };
-static const char *const config_override_what[] = { "park_us", "backstop_us" };
-_Static_assert(sizeof(config_override_keys) == sizeof(config_override_what), "one per key");
-
-static bool key_known(const char *path)
-{
-	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
-		if (strcmp(path, config_keys[i]) == 0)
-			return true;
-	for (size_t i = 0; i < sizeof(config_override_keys) / sizeof(config_override_keys[0]); i++)
-		if (strcmp(path, config_override_keys[i]) == 0)
-			return true;
-	return false;
-}
 
 static const char *const loop_names[] = {
 	[EVENT_LOOP_AUTO] = "auto", [EVENT_LOOP_URING] = "io_uring", [EVENT_LOOP_EPOLL] = "epoll",
@@ -96,20 +64,11 @@ void config_defaults(struct config *c)
 	c->event_loop = EVENT_LOOP_AUTO;
 	c->scanners = 0;
 	garuda_plan_parse(CONFIG_DEFAULT_PLAN, &c->plan, NULL, 0);
-	config_settle(c);
 	c->log_level = LOG_INFO;
 	c->wordwait = true;
 	c->quota_connection = default_quota_connection;
 	c->quota_uid = default_quota_uid;
 	c->quota_cgroup = default_quota_cgroup;
-}
-
-void config_settle(struct config *c)
-{
-	if (!c->spin_us_set)
-		c->spin_us = c->plan.kind == GARUDA_PLAN_FLAG ? (unsigned)c->plan.flag.park_us : 0;
-	if (!c->max_sleep_us_set)
-		c->max_sleep_us = c->plan.kind == GARUDA_PLAN_FLAG ? (unsigned)c->plan.flag.backstop_us : 0;
 }
 
 /* A plan garudad can run: block has nothing to block on in the daemon. 0 or -1 with
@@ -124,32 +83,6 @@ static int daemon_plan_parse(const char *text, struct garuda_plan *out, char *ms
 		return -1;
 	}
 	*out = p;
-	return 0;
-}
-
-void config_free(struct config *c)
-{
-	free(c->config_path);
-	free(c->socket_path);
-	free(c->control_socket_path);
-	free(c->socket_group);
-	free(c->control_group);
-	memset(c, 0, sizeof(*c));
-}
-
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-int config_copy(struct config *dst, const struct config *src)
-{
-	*dst = *src;
-	dst->config_path = dup_or_null(src->config_path);
-	dst->socket_path = dup_or_null(src->socket_path);
-	dst->control_socket_path = dup_or_null(src->control_socket_path);
-	dst->socket_group = dup_or_null(src->socket_group);
-	dst->control_group = dup_or_null(src->control_group);
 	return 0;
 }
 
@@ -170,69 +103,6 @@ static void set_str(char **dst, const char *v)
 	*dst = strdup(v);
 }
 
-/* An integer in [lo, hi]; name is the key path for messages. */
-static int json_uint(const cJSON *v, const char *name, uint64_t lo, uint64_t hi, uint64_t *out,
-		     char **err)
-{
-	if (!cJSON_IsNumber(v))
-		return fail(err, "config key \"%s\": expected a number", name);
-	double d = v->valuedouble;
-	if (d != (double)(uint64_t)d || d < (double)lo || d > (double)hi)
-		return fail(err, "config key \"%s\": must be an integer in [%llu, %llu]", name,
-			    (unsigned long long)lo, (unsigned long long)hi);
-	*out = (uint64_t)d;
-	return 0;
-}
-
-static int json_string(const cJSON *v, const char *name, const char **out, char **err)
-{
-	if (!cJSON_IsString(v) || !v->valuestring)
-		return fail(err, "config key \"%s\": expected a string", name);
-	*out = v->valuestring;
-	return 0;
-}
-
-static int load_quota(const cJSON *obj, const char *scope, struct quota_limits *q, char **err)
-{
-	if (!cJSON_IsObject(obj))
-		return fail(err, "config key \"quota.%s\": expected an object", scope);
-	const cJSON *it;
-	cJSON_ArrayForEach(it, obj)
-	{
-		char name[96];
-		uint64_t v;
-		snprintf(name, sizeof(name), "quota.%s.%s", scope, it->string);
-		if (strcmp(it->string, "connections") == 0 && strcmp(scope, "connection") == 0)
-			return fail(err, "config key \"%s\": only quota.uid and quota.cgroup have connections", name);
-		if (!key_known(name))
-			return fail(err, "config key \"%s\": unknown key", name);
-		if (strcmp(it->string, "outbox_bytes") == 0) {
-			if (json_uint(it, name, 512, UINT32_MAX, &v, err))
-				return -1;
-			q->outbox_bytes = v;
-			continue;
-		}
-		if (strcmp(it->string, "connections") == 0) {
-			if (json_uint(it, name, 1, UINT32_MAX, &v, err))
-				return -1;
-			q->connections = (uint32_t)v;
-			continue;
-		}
-		uint32_t *field = strcmp(it->string, "segments") == 0   ? &q->segments
-				  : strcmp(it->string, "lines") == 0    ? &q->lines
-				  : strcmp(it->string, "bindings") == 0 ? &q->bindings
-				  : strcmp(it->string, "armed") == 0    ? &q->armed
-				  : strcmp(it->string, "points") == 0   ? &q->points
-									: NULL;
-		if (!field)
-			return fail(err, "config key \"%s\": unknown key", name);
-		if (json_uint(it, name, 0, UINT32_MAX, &v, err))
-			return -1;
-		*field = (uint32_t)v;
-	}
-	return 0;
-}
-
 bool config_numeric_gid(const char *s, unsigned *gid)
 {
 	if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 10)
@@ -244,103 +114,357 @@ bool config_numeric_gid(const char *s, unsigned *gid)
 	return true;
 }
 
-static int apply_json(struct config *c, const cJSON *root, char **err)
+/* ---------------------------------------------------------------- the rows */
+
+struct row {
+	const char *key, *flag;
+	enum garuda_cfg_type type;
+	size_t off; /* of the field in struct config */
+	uint64_t lo, hi;
+	bool reload;
+	const char *legacy; /* the plan key it replaces, or NULL */
+	const char *help;
+};
+
+#define ROW_(key, flag, type, field, lo, hi, reload, legacy, help)                              \
+	{ key, flag, GARUDA_CFG_##type, offsetof(struct config, field), lo, hi, reload, legacy, help },
+static const struct row rows[] = { GARUDA_CONFIG_KEYS(ROW_) };
+#undef ROW_
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+_Static_assert(NROWS <= 64, "struct config's keys_set has a bit per row");
+_Static_assert(sizeof(unsigned) == sizeof(uint32_t), "scanners is a U32 row");
+_Static_assert(sizeof(enum event_loop_kind) == sizeof(int), "event_loop is an int-sized enum");
+
+static void *field_of(struct config *c, const struct row *r)
 {
-	if (!cJSON_IsObject(root))
-		return fail(err, "config: top level must be a JSON object");
-	const cJSON *it;
-	cJSON_ArrayForEach(it, root)
-	{
-		const char *k = it->string, *s = NULL;
-		uint64_t v;
-		if (strcmp(k, "quota") != 0 && !key_known(k))
-			return fail(err, "config key \"%s\": unknown key (garudad --list-config-keys lists them)", k);
-		if (strcmp(k, "socket_group") == 0 && cJSON_IsNumber(it)) { /* a gid: 2046 */
-			char gid[16];
-			if (json_uint(it, k, 0, 0xfffffffeULL, &v, err))
-				return -1;
-			snprintf(gid, sizeof(gid), "%llu", (unsigned long long)v);
-			set_str(&c->socket_group, gid);
-		} else if (strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0 ||
-		    strcmp(k, "socket_group") == 0 || strcmp(k, "control_group") == 0) {
-			if (json_string(it, k, &s, err))
-				return -1;
-			unsigned gid;
-			if (strcmp(k, "socket_group") == 0 && s[0] >= '0' && s[0] <= '9' &&
-			    strspn(s, "0123456789") == strlen(s) && !config_numeric_gid(s, &gid))
-				return fail(err, "config key \"socket_group\": a gid must be below 4294967295");
-			bool is_path = strcmp(k, "socket") == 0 || strcmp(k, "control_socket") == 0;
-			if (is_path) {
-				if (s[0] != '/' || strlen(s) >= 108)
-					return fail(err, "config key \"%s\": must be an absolute path shorter than 108 bytes", k);
-			}
-			set_str(strcmp(k, "socket") == 0	   ? &c->socket_path
-				: strcmp(k, "control_socket") == 0 ? &c->control_socket_path
-				: strcmp(k, "socket_group") == 0   ? &c->socket_group
-								   : &c->control_group,
-				s);
-		} else if (strcmp(k, "event_loop") == 0) {
-			if (json_string(it, k, &s, err))
-				return -1;
-			if (event_loop_parse(s, &c->event_loop))
-				return fail(err, "config key \"event_loop\": must be auto, io_uring or epoll");
-		} else if (strcmp(k, "scanners") == 0) {
-			if (json_uint(it, k, 0, 64, &v, err))
-				return -1;
-			c->scanners = (unsigned)v;
-		} else if (strcmp(k, "spin_us") == 0) {
-			if (json_uint(it, k, 0, 1000000, &v, err))
-				return -1;
-			c->spin_us = (unsigned)v;
-			c->spin_us_set = true;
-		} else if (strcmp(k, "max_sleep_us") == 0) {
-			if (json_uint(it, k, 1, 1000000, &v, err))
-				return -1;
-			c->max_sleep_us = (unsigned)v;
-			c->max_sleep_us_set = true;
-		} else if (strcmp(k, "plan") == 0) {
-			char msg[GARUDA_PLAN_MSG_MAX];
-			if (json_string(it, k, &s, err))
-				return -1;
-			if (daemon_plan_parse(s, &c->plan, msg, sizeof(msg)))
-				return fail(err, "config key \"plan\": %s (%s)", msg,
-					    garuda_errcode_name(GARUDA_E_BAD_PLAN));
-		} else if (strcmp(k, "log_level") == 0) {
-			if (json_string(it, k, &s, err))
-				return -1;
-			int l = log_level_from_string(s);
-			if (l < 0)
-				return fail(err, "config key \"log_level\": must be err, warning, notice, info or debug");
-			c->log_level = l;
-		} else if (strcmp(k, "wordwait") == 0) {
-			if (json_string(it, k, &s, err))
-				return -1;
-			if (wordwait_mode_parse(s, &c->wordwait))
-				return fail(err, "config key \"wordwait\": must be auto or off");
-		} else if (strcmp(k, "quota") == 0) {
-			if (!cJSON_IsObject(it))
-				return fail(err, "config key \"quota\": expected an object");
-			const cJSON *q;
-			cJSON_ArrayForEach(q, it)
-			{
-				if (strcmp(q->string, "connection") == 0) {
-					if (load_quota(q, "connection", &c->quota_connection, err))
-						return -1;
-				} else if (strcmp(q->string, "uid") == 0) {
-					if (load_quota(q, "uid", &c->quota_uid, err))
-						return -1;
-				} else if (strcmp(q->string, "cgroup") == 0) {
-					if (load_quota(q, "cgroup", &c->quota_cgroup, err))
-						return -1;
-				} else {
-					return fail(err, "config key \"quota.%s\": unknown key (connection, uid or cgroup)", q->string);
-				}
-			}
-		} else {
-			return fail(err, "config key \"%s\": unknown key", k);
+	return (char *)c + r->off;
+}
+
+static const void *cfield_of(const struct config *c, const struct row *r)
+{
+	return (const char *)c + r->off;
+}
+
+static bool is_string(const struct row *r)
+{
+	return r->type == GARUDA_CFG_PATH || r->type == GARUDA_CFG_GROUP || r->type == GARUDA_CFG_STRING;
+}
+
+static const struct row *row_named(const char *key)
+{
+	for (size_t i = 0; i < NROWS; i++)
+		if (strcmp(rows[i].key, key) == 0)
+			return &rows[i];
+	return NULL;
+}
+
+static uint64_t bit(const struct row *r)
+{
+	return 1ull << (r - rows);
+}
+
+static bool key_set(const struct config *c, const char *key)
+{
+	const struct row *r = row_named(key);
+	return r && (c->keys_set & bit(r));
+}
+
+/* A key's metavariable in --help */
+static const char *const metavar[] = {
+	[GARUDA_CFG_PATH] = "PATH",   [GARUDA_CFG_GROUP] = "GROUP", [GARUDA_CFG_STRING] = "TEXT",
+	[GARUDA_CFG_LOOP] = "KIND",   [GARUDA_CFG_U32] = "N",       [GARUDA_CFG_U64] = "N",
+	[GARUDA_CFG_PLAN] = "TEXT",   [GARUDA_CFG_LEVEL] = "LEVEL", [GARUDA_CFG_WORDWAIT] = "MODE",
+};
+
+/* ---------------------------------------------------------------- values */
+
+/* Parse text as row r's value into c: 0, or -1 with msg ("must be ..."). Numbers are
+ * decimal integers in [lo, hi]. */
+static int parse_text(struct config *c, const struct row *r, const char *s, char *msg, size_t cap)
+{
+	void *f = field_of(c, r);
+	switch (r->type) {
+	case GARUDA_CFG_PATH:
+		if (s[0] != '/' || strlen(s) >= 108) {
+			snprintf(msg, cap, "must be an absolute path shorter than 108 bytes");
+			return -1;
+		}
+		set_str(f, s);
+		return 0;
+	case GARUDA_CFG_GROUP: {
+		unsigned gid;
+		if (s[0] >= '0' && s[0] <= '9' && strspn(s, "0123456789") == strlen(s) &&
+		    !config_numeric_gid(s, &gid)) {
+			snprintf(msg, cap, "a gid must be below 4294967295");
+			return -1;
+		}
+		set_str(f, s);
+		return 0;
+	}
+	case GARUDA_CFG_STRING:
+		set_str(f, s);
+		return 0;
+	case GARUDA_CFG_LOOP:
+		if (event_loop_parse(s, f) == 0)
+			return 0;
+		snprintf(msg, cap, "must be auto, io_uring or epoll");
+		return -1;
+	case GARUDA_CFG_U32:
+	case GARUDA_CFG_U64: {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (errno || !*s || *end || s[0] == '-' || s[0] == '+' || v < r->lo || v > r->hi) {
+			snprintf(msg, cap, "must be an integer in [%llu, %llu]", (unsigned long long)r->lo,
+				 (unsigned long long)r->hi);
+			return -1;
+		}
+		if (r->type == GARUDA_CFG_U32)
+			*(uint32_t *)f = (uint32_t)v;
+		else
+			*(uint64_t *)f = v;
+		return 0;
+	}
+	case GARUDA_CFG_PLAN: {
+		char why[GARUDA_PLAN_MSG_MAX];
+		if (daemon_plan_parse(s, f, why, sizeof(why)) == 0)
+			return 0;
+		snprintf(msg, cap, "%s (%s)", why, garuda_errcode_name(GARUDA_E_BAD_PLAN));
+		return -1;
+	}
+	case GARUDA_CFG_LEVEL: {
+		int l = log_level_from_string(s);
+		if (l >= 0) {
+			*(int *)f = l;
+			return 0;
+		}
+		snprintf(msg, cap, "must be err, warning, notice, info or debug");
+		return -1;
+	}
+	case GARUDA_CFG_WORDWAIT:
+		if (wordwait_mode_parse(s, f) == 0)
+			return 0;
+		snprintf(msg, cap, "must be auto or off");
+		return -1;
+	}
+	snprintf(msg, cap, "no parser");
+	return -1;
+}
+
+/* Row r's value from the file's JSON value v: numbers for the number rows (a GROUP
+ * takes a gid as a number too), strings for the others. */
+static int parse_json(struct config *c, const struct row *r, const cJSON *v, char *msg, size_t cap)
+{
+	bool number = r->type == GARUDA_CFG_U32 || r->type == GARUDA_CFG_U64;
+	if (number || (r->type == GARUDA_CFG_GROUP && cJSON_IsNumber(v))) {
+		if (!cJSON_IsNumber(v)) {
+			snprintf(msg, cap, "expected a number");
+			return -1;
+		}
+		double d = v->valuedouble;
+		uint64_t lo = number ? r->lo : 0, hi = number ? r->hi : 0xfffffffeULL;
+		/* the bounds first: a negative or huge double has no uint64_t */
+		if (d < (double)lo || d > (double)hi || d != (double)(uint64_t)d) {
+			snprintf(msg, cap, "must be an integer in [%llu, %llu]", (unsigned long long)lo,
+				 (unsigned long long)hi);
+			return -1;
+		}
+		char text[24];
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)d);
+		return parse_text(c, r, text, msg, cap);
+	}
+	if (!cJSON_IsString(v) || !v->valuestring) {
+		snprintf(msg, cap, "expected a string");
+		return -1;
+	}
+	return parse_text(c, r, v->valuestring, msg, cap);
+}
+
+/* Row r's value in c as the reload log prints it: numbers and names as they are,
+ * group names in quotes, a path not resolved yet as "-". */
+static void format_value(const struct config *c, const struct row *r, char *buf, size_t cap)
+{
+	const void *f = cfield_of(c, r);
+	const char *s = is_string(r) ? *(char *const *)f : NULL;
+	char plan[GARUDA_PLAN_TEXT_MAX];
+	switch (r->type) {
+	case GARUDA_CFG_PATH:
+		snprintf(buf, cap, "%s", s ? s : "-");
+		return;
+	case GARUDA_CFG_GROUP:
+	case GARUDA_CFG_STRING:
+		snprintf(buf, cap, "\"%s\"", s ? s : "");
+		return;
+	case GARUDA_CFG_LOOP:
+		snprintf(buf, cap, "%s", event_loop_name(*(const enum event_loop_kind *)f));
+		return;
+	case GARUDA_CFG_U32:
+		snprintf(buf, cap, "%u", *(const uint32_t *)f);
+		return;
+	case GARUDA_CFG_U64:
+		snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)f);
+		return;
+	case GARUDA_CFG_PLAN:
+		garuda_plan_format(f, plan, sizeof(plan));
+		snprintf(buf, cap, "%s", plan);
+		return;
+	case GARUDA_CFG_LEVEL:
+		snprintf(buf, cap, "%s", log_level_to_string(*(const int *)f));
+		return;
+	case GARUDA_CFG_WORDWAIT:
+		snprintf(buf, cap, "%s", *(const bool *)f ? "auto" : "off");
+		return;
+	}
+}
+
+/* ---------------------------------------------------------------- the struct */
+
+void config_free(struct config *c)
+{
+	free(c->config_path);
+	for (size_t i = 0; i < NROWS; i++)
+		if (is_string(&rows[i]))
+			free(*(char **)field_of(c, &rows[i]));
+	memset(c, 0, sizeof(*c));
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int config_copy(struct config *dst, const struct config *src)
+{
+	*dst = *src;
+	dst->config_path = dup_or_null(src->config_path);
+	for (size_t i = 0; i < NROWS; i++)
+		if (is_string(&rows[i]))
+			*(char **)field_of(dst, &rows[i]) = dup_or_null(*(char *const *)cfield_of(src, &rows[i]));
+	return 0;
+}
+
+/* Row r's value from src into dst (a string copied). */
+static void copy_value(struct config *dst, const struct config *src, const struct row *r)
+{
+	static const size_t size[] = {
+		[GARUDA_CFG_LOOP] = sizeof(enum event_loop_kind), [GARUDA_CFG_U32] = sizeof(uint32_t),
+		[GARUDA_CFG_U64] = sizeof(uint64_t),		   [GARUDA_CFG_PLAN] = sizeof(struct garuda_plan),
+		[GARUDA_CFG_LEVEL] = sizeof(int),		   [GARUDA_CFG_WORDWAIT] = sizeof(bool),
+	};
+	if (is_string(r)) {
+		const char *s = *(char *const *)cfield_of(src, r);
+		char **d = field_of(dst, r);
+		free(*d);
+		*d = dup_or_null(s);
+	} else {
+		memcpy(field_of(dst, r), cfield_of(src, r), size[r->type]);
+	}
+	dst->keys_set = (dst->keys_set & ~bit(r)) | (src->keys_set & bit(r));
+}
+
+void config_keep_restart_only(struct config *next, const struct config *cur)
+{
+	for (size_t i = 0; i < NROWS; i++)
+		if (!rows[i].reload)
+			copy_value(next, cur, &rows[i]);
+}
+
+void config_plan_in_force(const struct config *c, struct garuda_plan *out)
+{
+	*out = c->plan;
+	if (key_set(c, "spin_us"))
+		out->flag.park_us = c->legacy.park_us;
+	if (key_set(c, "max_sleep_us"))
+		out->flag.backstop_us = c->legacy.backstop_us;
+}
+
+void config_log_legacy(const struct config *c)
+{
+	for (size_t i = 0; i < NROWS; i++)
+		if (rows[i].legacy && (c->keys_set & bit(&rows[i])))
+			log_warning("config: %s is a legacy key: it replaces the plan's %s (set %s in the "
+				    "plan instead; see garudad(8))", rows[i].key, rows[i].legacy, rows[i].legacy);
+}
+
+/* ---------------------------------------------------------------- the file */
+
+/* The object at the dotted prefix of key in obj, made on the way ("quota.uid.segments":
+ * obj.quota.uid); *leaf: the last part. */
+static cJSON *parent_of(cJSON *obj, const char *key, const char **leaf)
+{
+	const char *dot;
+	while ((dot = strchr(key, '.'))) {
+		char part[64];
+		snprintf(part, sizeof(part), "%.*s", (int)(dot - key), key);
+		cJSON *o = cJSON_GetObjectItemCaseSensitive(obj, part);
+		obj = o ? o : cJSON_AddObjectToObject(obj, part);
+		key = dot + 1;
+	}
+	*leaf = key;
+	return obj;
+}
+
+void config_to_json(const struct config *c, cJSON *obj)
+{
+	for (size_t i = 0; i < NROWS; i++) {
+		const struct row *r = &rows[i];
+		if (r->legacy && !(c->keys_set & bit(r)))
+			continue;
+		const char *leaf;
+		cJSON *o = parent_of(obj, r->key, &leaf);
+		const void *f = cfield_of(c, r);
+		char text[GARUDA_PLAN_TEXT_MAX];
+		if (r->type == GARUDA_CFG_U32)
+			cJSON_AddNumberToObject(o, leaf, *(const uint32_t *)f);
+		else if (r->type == GARUDA_CFG_U64)
+			cJSON_AddNumberToObject(o, leaf, (double)*(const uint64_t *)f);
+		else if (is_string(r) && !*(char *const *)f)
+			cJSON_AddNullToObject(o, leaf);
+		else if (is_string(r))
+			cJSON_AddStringToObject(o, leaf, *(char *const *)f);
+		else {
+			format_value(c, r, text, sizeof(text));
+			cJSON_AddStringToObject(o, leaf, text);
 		}
 	}
-	config_settle(c);
+}
+
+/* Is prefix ("quota", "quota.uid") the start of some key, followed by a dot? */
+static bool is_section(const char *prefix)
+{
+	size_t n = strlen(prefix);
+	for (size_t i = 0; i < NROWS; i++)
+		if (strncmp(rows[i].key, prefix, n) == 0 && rows[i].key[n] == '.')
+			return true;
+	return false;
+}
+
+/* The members of obj, whose keys start with prefix ("" at the top). */
+static int apply_json(struct config *c, const cJSON *obj, const char *prefix, const char *path,
+		      char **err)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, obj)
+	{
+		char key[128], msg[256];
+		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", it->string);
+		const struct row *r = row_named(key);
+		if (r) {
+			if (parse_json(c, r, it, msg, sizeof(msg)) < 0)
+				return fail(err, "%s: %s: %s", path, key, msg);
+			c->keys_set |= bit(r);
+		} else if (is_section(key)) {
+			if (!cJSON_IsObject(it))
+				return fail(err, "%s: %s: expected an object", path, key);
+			if (apply_json(c, it, key, path, err) < 0)
+				return -1;
+		} else {
+			return fail(err, "%s: %s: unknown key (%s)", path, key,
+				    strcmp(key, "quota.connection.connections") == 0
+					    ? "a connection is one session: only quota.uid and quota.cgroup have connections"
+					    : "garudad --list-config-keys lists them");
+		}
+	}
 	return 0;
 }
 
@@ -382,7 +506,8 @@ int config_load_file(struct config *c, const char *path, char **err)
 		return fail(err, "config file %s: invalid JSON near byte %zu", path, off);
 	}
 	free(buf);
-	int r = apply_json(c, root, err);
+	int r = cJSON_IsObject(root) ? apply_json(c, root, "", path, err)
+				      : fail(err, "%s: the top level must be a JSON object", path);
 	cJSON_Delete(root);
 	if (r == 0)
 		set_str(&c->config_path, path);
@@ -436,53 +561,6 @@ static int config_resolve_paths(struct config *c, const char *rundir, bool socke
 	return 0;
 }
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: garudad [OPTION]...\n"
-		"Per-host daemon that turns GPU completion words into readiness (eventfd,\n"
-		"message, doorbell) over a Unix socket.\n\n"
-		"  -c, --config=FILE          JSON configuration file (default " CONFIG_DEFAULT_FILE "\n"
-		"                             when it exists; --config= or --no-config: none)\n"
-		"      --runtime-dir=DIR      directory of both sockets (default " GARUDA_SOCKET_DIR "\n"
-		"                             as root, else $XDG_RUNTIME_DIR/garuda)\n"
-		"      --socket=PATH          client socket (default DIR/" GARUDA_SOCKET_NAME ")\n"
-		"      --control-socket=PATH  control socket (default " GARUDA_CONTROL_SOCKET_NAME " beside the\n"
-		"                             client socket)\n"
-		"      --check-config         read the configuration, report, exit 0 (valid) or 2\n"
-		"      --list-config-keys     print every key the config file accepts (legacy ones\n"
-		"                             marked so)\n"
-		"      --event-loop=KIND      auto, io_uring or epoll (default auto)\n"
-		"      --scanners=N           scanner threads (0 = one per NUMA node)\n"
-		"      --plan=TEXT            the scanners' wait plan (docs/plans.md; default\n"
-		"                             " CONFIG_DEFAULT_PLAN ")\n"
-		"      --spin-us=N            scanner spin budget, microseconds (overrides park_us)\n"
-		"      --wordwait=MODE        auto (default): a scanner's spin step parks in a hardware\n"
-		"                             word wait (umwait, mwaitx, wfe) where it can; off\n"
-		"      --log-level=LEVEL      err, warning, notice, info or debug\n"
-		"  -h, --help                 show this help\n"
-		"      --version              show the version\n\n"
-		"Environment: GARUDA_SOCKET, GARUDA_CONTROL_SOCKET (below the flags and the\n"
-		"config file); GARUDAD_DEFAULT_CONFIG replaces " CONFIG_DEFAULT_FILE " (empty:\n"
-		"none); GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
-		"See garudad(8).\n"
-		"Socket activation: fds named \"client\" and \"control\".\n");
-}
-
-static int parse_uint_flag(const char *name, const char *v, unsigned lo, unsigned hi, unsigned *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long x = strtoul(v, &end, 10);
-	if (errno || !*v || *end || x < lo || x > hi) {
-		fprintf(stderr, "garudad: --%s: must be an integer in [%u, %u], got \"%s\"\n", name, lo,
-			hi, v);
-		return -1;
-	}
-	*out = (unsigned)x;
-	return 0;
-}
-
 /* No --config: CONFIG_DEFAULT_FILE (or $GARUDAD_DEFAULT_CONFIG; empty: none) when it
  * exists. Absent is no error; present and bad is, as for --config. */
 static int load_default_file(struct config *c)
@@ -504,27 +582,83 @@ static int load_default_file(struct config *c)
 	return -1;
 }
 
-enum { O_SOCKET = 256, O_CONTROL, O_LOOP, O_SCANNERS, O_SPIN, O_LEVEL, O_VERSION, O_RUNDIR,
-       O_CHECK, O_KEYS, O_PLAN, O_NOCONFIG, O_WORDWAIT };
-/* garudad's options; config_from_args() reads them in two passes (--config first) */
-static const struct option config_opts[] = {
+/* ---------------------------------------------------------------- the flags */
+
+#define HELP_COLUMN 29
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: garudad [OPTION]...\n"
+		"Per-host daemon that turns GPU completion words into readiness (eventfd,\n"
+		"message, doorbell) over a Unix socket.\n\n"
+		"  -c, --config=FILE          JSON configuration file (default " CONFIG_DEFAULT_FILE "\n"
+		"                             when it exists; --config= or --no-config: none)\n"
+		"      --runtime-dir=DIR      directory of both sockets (default " GARUDA_SOCKET_DIR "\n"
+		"                             as root, else $XDG_RUNTIME_DIR/garuda)\n"
+		"      --check-config         read the configuration, report, exit 0 (valid) or 2\n"
+		"      --list-config-keys     print every key the config file accepts: reload or\n"
+		"                             restart, its flag, what it is (legacy ones marked)\n"
+		"  -h, --help                 show this help\n"
+		"      --version              show the version\n\n"
+		"Configuration keys that have a flag (the flag wins over the file; garudad(8)):\n");
+	for (size_t i = 0; i < NROWS; i++) {
+		if (!rows[i].flag)
+			continue;
+		int n = fprintf(out, "      --%s=%s", rows[i].flag, metavar[rows[i].type]);
+		fprintf(out, "%*s%s%s\n", n < HELP_COLUMN ? HELP_COLUMN - n : 1, "", rows[i].help,
+			rows[i].legacy ? " (legacy)" : "");
+	}
+	fprintf(out,
+		"Default plan: " CONFIG_DEFAULT_PLAN "\n\n"
+		"Environment: GARUDA_SOCKET, GARUDA_CONTROL_SOCKET (below the flags and the\n"
+		"config file); GARUDAD_DEFAULT_CONFIG replaces " CONFIG_DEFAULT_FILE " (empty:\n"
+		"none); GARUDA_SYSFS_ROOT replaces /sys for NUMA discovery (tests).\n"
+		"See garudad(8).\n"
+		"Socket activation: fds named \"client\" and \"control\".\n");
+}
+
+/* Every key, one a line: the key (the line's first word), reload or restart, its flag
+ * (- for none), and "legacy" for a legacy key; then, indented, what it is. At most 72
+ * columns: docs/garudad.8 holds a copy (tests/control checks it). */
+static void list_keys(FILE *out)
+{
+	for (size_t i = 0; i < NROWS; i++) {
+		const struct row *r = &rows[i];
+		char flag[40] = "-";
+		if (r->flag)
+			snprintf(flag, sizeof(flag), "--%s", r->flag);
+		fprintf(out, "%-30s %-7s %s%s\n    %s\n", r->key, r->reload ? "reload" : "restart", flag,
+			r->legacy ? " legacy" : "", r->help);
+	}
+}
+
+/* garudad's options: these, then a key's flag per row that has one (index KEY_OPT +
+ * its row); config_from_args() reads them in two passes (--config first) */
+enum { O_VERSION = 256, O_RUNDIR, O_CHECK, O_KEYS, O_NOCONFIG, KEY_OPT = 512 };
+static const struct option fixed_opts[] = {
 	{ "config", required_argument, NULL, 'c' },
-	{ "socket", required_argument, NULL, O_SOCKET },
-	{ "control-socket", required_argument, NULL, O_CONTROL },
-	{ "event-loop", required_argument, NULL, O_LOOP },
-	{ "scanners", required_argument, NULL, O_SCANNERS },
-	{ "spin-us", required_argument, NULL, O_SPIN },
-	{ "plan", required_argument, NULL, O_PLAN },
-	{ "log-level", required_argument, NULL, O_LEVEL },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ "runtime-dir", required_argument, NULL, O_RUNDIR },
 	{ "check-config", no_argument, NULL, O_CHECK },
 	{ "list-config-keys", no_argument, NULL, O_KEYS },
 	{ "no-config", no_argument, NULL, O_NOCONFIG },
-	{ "wordwait", required_argument, NULL, O_WORDWAIT },
-	{ 0 },
 };
+#define NFIXED (sizeof(fixed_opts) / sizeof(fixed_opts[0]))
+
+/* All options into all[NOPTS]: the fixed ones, then one per row with a flag. */
+#define NOPTS (NFIXED + NROWS + 1)
+static void options(struct option all[NOPTS])
+{
+	size_t n = 0;
+	for (; n < NFIXED; n++)
+		all[n] = fixed_opts[n];
+	for (size_t i = 0; i < NROWS; i++)
+		if (rows[i].flag)
+			all[n++] = (struct option){ rows[i].flag, required_argument, NULL, KEY_OPT + (int)i };
+	all[n] = (struct option){ 0 };
+}
 
 static int flags_and_paths(struct config *c);
 
@@ -535,9 +669,11 @@ int config_from_args(struct config *c, int argc, char **argv)
 	/* pass 1: --config and --help, so the file is applied before the other flags */
 	int o;
 	bool config_chosen = false; /* --config (an empty one too) or --no-config */
+	struct option opts[NOPTS];
+	options(opts);
 	optind = 1;
 	opterr = 1;
-	while ((o = getopt_long(argc, argv, "c:h", config_opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case O_NOCONFIG:
 			config_chosen = true;
@@ -564,11 +700,7 @@ int config_from_args(struct config *c, int argc, char **argv)
 			c->check_only = true;
 			break;
 		case O_KEYS:
-			for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
-				printf("%s\n", config_keys[i]);
-			for (size_t i = 0; i < sizeof(config_override_keys) / sizeof(config_override_keys[0]); i++)
-				printf("%s (legacy: when set, overrides the plan's %s)\n", config_override_keys[i],
-				       config_override_what[i]);
+			list_keys(stdout);
 			return 1;
 		case '?':
 			fprintf(stderr, "Try 'garudad --help' for more information.\n");
@@ -596,70 +728,30 @@ static int flags_and_paths(struct config *c)
 	opterr = 0;
 	const char *rundir = NULL;
 	bool socket_flag = false, control_flag = false;
-	while ((o = getopt_long(c->argc, c->argv, "c:h", config_opts, NULL)) != -1) {
-		switch (o) {
-		case O_SOCKET:
-		case O_CONTROL:
-			if (optarg[0] != '/' || strlen(optarg) >= 108) {
-				fprintf(stderr, "garudad: --%s: must be an absolute path shorter than 108 bytes\n",
-					o == O_SOCKET ? "socket" : "control-socket");
-				return -1;
-			}
-			set_str(o == O_SOCKET ? &c->socket_path : &c->control_socket_path, optarg);
-			*(o == O_SOCKET ? &socket_flag : &control_flag) = true;
-			break;
-		case O_RUNDIR:
+	struct option opts[NOPTS];
+	options(opts);
+	while ((o = getopt_long(c->argc, c->argv, "c:h", opts, NULL)) != -1) {
+		if (o == O_RUNDIR) {
 			if (optarg[0] != '/' || strlen(optarg) + sizeof("/" GARUDA_CONTROL_SOCKET_NAME) > 108) {
 				fprintf(stderr, "garudad: --runtime-dir: must be an absolute path shorter than %zu bytes\n",
 					108 - sizeof("/" GARUDA_CONTROL_SOCKET_NAME));
 				return -1;
 			}
 			rundir = optarg;
-			break;
-		case O_LOOP:
-			if (event_loop_parse(optarg, &c->event_loop)) {
-				fprintf(stderr, "garudad: --event-loop: must be auto, io_uring or epoll, got \"%s\"\n", optarg);
-				return -1;
-			}
-			break;
-		case O_SCANNERS:
-			if (parse_uint_flag("scanners", optarg, 0, 64, &c->scanners))
-				return -1;
-			break;
-		case O_SPIN:
-			if (parse_uint_flag("spin-us", optarg, 0, 1000000, &c->spin_us))
-				return -1;
-			c->spin_us_set = true;
-			break;
-		case O_PLAN: {
-			char msg[GARUDA_PLAN_MSG_MAX];
-			if (daemon_plan_parse(optarg, &c->plan, msg, sizeof(msg))) {
-				fprintf(stderr, "garudad: --plan: %s (%s)\n", msg,
-					garuda_errcode_name(GARUDA_E_BAD_PLAN));
-				return -1;
-			}
-			break;
+			continue;
 		}
-		case O_WORDWAIT:
-			if (wordwait_mode_parse(optarg, &c->wordwait)) {
-				fprintf(stderr, "garudad: --wordwait: must be auto or off, got \"%s\"\n", optarg);
-				return -1;
-			}
-			break;
-		case O_LEVEL: {
-			int l = log_level_from_string(optarg);
-			if (l < 0) {
-				fprintf(stderr, "garudad: --log-level: must be err, warning, notice, info or debug, got \"%s\"\n", optarg);
-				return -1;
-			}
-			c->log_level = l;
-			break;
+		if (o < KEY_OPT || o >= KEY_OPT + (int)NROWS)
+			continue;
+		const struct row *r = &rows[o - KEY_OPT];
+		char msg[256];
+		if (parse_text(c, r, optarg, msg, sizeof(msg)) < 0) {
+			fprintf(stderr, "garudad: --%s: %s, got \"%s\"\n", r->flag, msg, optarg);
+			return -1;
 		}
-		default:
-			break;
-		}
+		c->keys_set |= bit(r);
+		socket_flag |= r->off == offsetof(struct config, socket_path);
+		control_flag |= r->off == offsetof(struct config, control_socket_path);
 	}
-	config_settle(c);
 	return config_resolve_paths(c, rundir, socket_flag, control_flag);
 }
 
@@ -686,96 +778,22 @@ int config_reload(struct config *next, const struct config *cur, char **err)
 	return 0;
 }
 
-/* One key's value as the log shows it: numbers, names, strings in quotes. */
-struct config_item {
-	const char *key;
-	bool restart_only;
-	char value[GARUDA_PLAN_TEXT_MAX + 2];
-};
-
-#define CONFIG_ITEMS_MAX 40
-
-static void item(struct config_item *out, size_t *n, const char *key, bool restart_only, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static void item(struct config_item *out, size_t *n, const char *key, bool restart_only, const char *fmt, ...)
-{
-	if (*n >= CONFIG_ITEMS_MAX)
-		return;
-	struct config_item *it = &out[(*n)++];
-	it->key = key;
-	it->restart_only = restart_only;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(it->value, sizeof(it->value), fmt, ap);
-	va_end(ap);
-}
-
-static void quota_items(struct config_item *out, size_t *n, const struct quota_limits *q,
-			const char *const keys[7], bool connections)
-{
-	item(out, n, keys[0], false, "%u", q->segments);
-	item(out, n, keys[1], false, "%u", q->lines);
-	item(out, n, keys[2], false, "%u", q->bindings);
-	item(out, n, keys[3], false, "%u", q->armed);
-	item(out, n, keys[4], false, "%llu", (unsigned long long)q->outbox_bytes);
-	item(out, n, keys[5], false, "%u", q->points);
-	if (connections)
-		item(out, n, keys[6], false, "%u", q->connections);
-}
-
-/* Every key of c as the config file names it, in one fixed order. */
-static size_t config_items(const struct config *c, struct config_item *out)
-{
-	static const char *const qc[7] = { "quota.connection.segments", "quota.connection.lines",
-					   "quota.connection.bindings", "quota.connection.armed",
-					   "quota.connection.outbox_bytes", "quota.connection.points", NULL };
-	static const char *const qu[7] = { "quota.uid.segments", "quota.uid.lines", "quota.uid.bindings",
-					   "quota.uid.armed", "quota.uid.outbox_bytes", "quota.uid.points",
-					   "quota.uid.connections" };
-	static const char *const qg[7] = { "quota.cgroup.segments", "quota.cgroup.lines",
-					   "quota.cgroup.bindings", "quota.cgroup.armed",
-					   "quota.cgroup.outbox_bytes", "quota.cgroup.points",
-					   "quota.cgroup.connections" };
-	size_t n = 0;
-	char plan[GARUDA_PLAN_TEXT_MAX];
-	garuda_plan_format(&c->plan, plan, sizeof(plan));
-	item(out, &n, "socket", true, "%s", c->socket_path ? c->socket_path : "-");
-	item(out, &n, "control_socket", true, "%s", c->control_socket_path ? c->control_socket_path : "-");
-	item(out, &n, "socket_group", true, "\"%s\"", c->socket_group ? c->socket_group : "");
-	item(out, &n, "control_group", false, "\"%s\"", c->control_group ? c->control_group : "");
-	item(out, &n, "event_loop", true, "%s", event_loop_name(c->event_loop));
-	item(out, &n, "scanners", true, "%u", c->scanners);
-	item(out, &n, "plan", false, "%s", plan);
-	item(out, &n, "spin_us", false, "%u", c->spin_us);
-	item(out, &n, "max_sleep_us", false, "%u", c->max_sleep_us);
-	item(out, &n, "log_level", false, "%s", log_level_to_string(c->log_level));
-	item(out, &n, "wordwait", false, "%s", c->wordwait ? "auto" : "off");
-	quota_items(out, &n, &c->quota_connection, qc, false);
-	quota_items(out, &n, &c->quota_uid, qu, true);
-	quota_items(out, &n, &c->quota_cgroup, qg, true);
-	return n;
-}
-
 unsigned config_log_changes(const struct config *old, const struct config *new)
 {
-	struct config_item a[CONFIG_ITEMS_MAX], b[CONFIG_ITEMS_MAX];
-	size_t na = config_items(old, a), nb = config_items(new, b);
 	unsigned changed = 0;
-	for (size_t i = 0; i < na && i < nb; i++) {
-		if (strcmp(a[i].value, b[i].value) == 0)
+	for (size_t i = 0; i < NROWS; i++) {
+		const struct row *r = &rows[i];
+		char a[GARUDA_PLAN_TEXT_MAX + 2], b[GARUDA_PLAN_TEXT_MAX + 2];
+		char unset[64];
+		snprintf(unset, sizeof(unset), "unset (the plan's %s)", r->legacy ? r->legacy : "");
+		bool seta = !r->legacy || (old->keys_set & bit(r)), setb = !r->legacy || (new->keys_set & bit(r));
+		format_value(old, r, a, sizeof(a));
+		format_value(new, r, b, sizeof(b));
+		if (seta == setb && strcmp(a, b) == 0)
 			continue;
 		changed++;
-		log_notice("reload: %s: %s -> %s%s", a[i].key, a[i].value, b[i].value,
-			   a[i].restart_only ? " (on the next restart; kept until then)" : "");
+		log_notice("reload: %s: %s -> %s%s", r->key, seta ? a : unset, setb ? b : unset,
+			   r->reload ? "" : " (on the next restart; kept until then)");
 	}
 	return changed;
-}
-
-void config_keep_restart_only(struct config *next, const struct config *cur)
-{
-	set_str(&next->socket_path, cur->socket_path);
-	set_str(&next->control_socket_path, cur->control_socket_path);
-	set_str(&next->socket_group, cur->socket_group ? cur->socket_group : "");
-	next->event_loop = cur->event_loop;
-	next->scanners = cur->scanners;
 }

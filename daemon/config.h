@@ -3,7 +3,9 @@
  * gives an error that names the key and the reason. Reload (SIGHUP, garctl reload)
  * builds a fresh struct from the defaults, the file and the flags, so a bad file leaves
  * the running configuration untouched and a key removed from the file returns to its
- * default. */
+ * default. The keys are rows of one table (proto/config_keys.h): this module walks it
+ * for the loader, the flags, --help, --list-config-keys, the reload log and the
+ * control plane's reply. */
 #pragma once
 
 #include <stdbool.h>
@@ -33,12 +35,10 @@ struct config {
 	unsigned scanners; /* 0 = one per NUMA node */
 	/* The scanners' wait plan (docs/plans.md, "In garudad"); plan key / --plan. */
 	struct garuda_plan plan;
-	/* The spin budget and the sleep cap the scanners use: the plan's park_us and
-	 * backstop_us, unless the legacy keys spin_us / max_sleep_us (or --spin-us) set
-	 * them (they are kept without the plan's bounds: --spin-us=1000000 spins). */
-	unsigned spin_us;
-	unsigned max_sleep_us;
-	bool spin_us_set, max_sleep_us_set;
+	/* The legacy keys spin_us and max_sleep_us (and --spin-us): when set they replace
+	 * the plan's park_us and backstop_us, without the plan's bounds
+	 * (config_plan_in_force()). */
+	struct garuda_plan_flag legacy;
 	int log_level;
 	/* The scanners' spin step idles in a hardware word wait where the CPU has one
 	 * (util/wordwait.h) and every armed descriptor is on one cache line: true (key
@@ -48,6 +48,7 @@ struct config {
 	struct quota_limits quota_uid;
 	struct quota_limits quota_cgroup; /* per peer cgroup v2 path (quota.h) */
 	bool check_only; /* --check-config: parse, report, exit */
+	uint64_t keys_set; /* bit i: row i of GARUDA_CONFIG_KEYS was given (file or flag) */
 	/* The command line garudad started with (main's argv, alive as long as the
 	 * process): a reload applies its flags again, over the defaults and the file. */
 	int argc;
@@ -70,7 +71,8 @@ void config_defaults(struct config *c);
 int config_from_args(struct config *c, int argc, char **argv);
 
 /* Read a JSON config file into c (on top of what c holds). On error, *err gets a
- * malloc'ed message naming the key and the reason; returns -1. */
+ * malloc'ed message "PATH: KEY: reason" (PATH: the file; KEY as the file names it:
+ * "quota.uid.segments"); returns -1. */
 int config_load_file(struct config *c, const char *path, char **err);
 
 /* The configuration a restart would start with, built afresh into next: the defaults,
@@ -95,8 +97,18 @@ void config_free(struct config *c);
 /* socket_group given as a decimal gid ("2046"): true and *gid set; a name: false. */
 bool config_numeric_gid(const char *s, unsigned *gid);
 
-/* Derive spin_us / max_sleep_us from the plan where the legacy keys did not set them
- * (called after every load; config_from_args and reload call it). */
-void config_settle(struct config *c);
+/* The plan the scanners run: c->plan, with the legacy keys' values in place of its
+ * park_us / backstop_us where they are set (then *out may exceed the plan's bounds:
+ * it is for garuda_watch_tuning_of(), not for garuda_plan_check()). */
+void config_plan_in_force(const struct config *c, struct garuda_plan *out);
+
+/* Log, at warning, one line per legacy key c sets: what it replaces, what to write. */
+void config_log_legacy(const struct config *c);
+
+/* Add every key of c to obj as the config file names it (nested at the dots): numbers
+ * as numbers, the rest as strings (a path not resolved: null); a legacy key only when
+ * set. The control plane's config reply. */
+struct cJSON;
+void config_to_json(const struct config *c, struct cJSON *obj);
 
 const char *event_loop_name(enum event_loop_kind k);

@@ -447,41 +447,13 @@ cJSON *ctl_req_points(struct daemon *d, const cJSON *req)
 
 /* ---------------- config ---------------- */
 
-static void add_quota(cJSON *o, const char *key, const struct quota_limits *q)
-{
-	cJSON *x = cJSON_AddObjectToObject(o, key);
-	ctl_add_uint(x, CTL_KEY_SEGMENTS, q->segments);
-	ctl_add_uint(x, CTL_KEY_LINES, q->lines);
-	ctl_add_uint(x, CTL_KEY_BINDINGS, q->bindings);
-	ctl_add_uint(x, CTL_KEY_ARMED, q->armed);
-	ctl_add_uint(x, CTL_KEY_POINTS, q->points);
-	ctl_add_uint(x, CTL_KEY_OUTBOX_BYTES, q->outbox_bytes);
-	ctl_add_uint(x, CTL_KEY_CONNECTIONS, q->connections);
-}
-
+/* The config file's keys as it names them (config_to_json: the key table's rows). */
 cJSON *ctl_req_config(struct daemon *d, const cJSON *req)
 {
 	(void)req;
-	const struct config *c = &d->cfg;
 	cJSON *r = ctl_reply_new();
-	add_string_or_null(r, CTL_KEY_CONFIG_PATH, c->config_path);
-	add_string_or_null(r, CTL_KEY_SOCKET, c->socket_path);
-	add_string_or_null(r, CTL_KEY_CONTROL_SOCKET, c->control_socket_path);
-	add_string_or_null(r, CTL_KEY_SOCKET_GROUP, c->socket_group);
-	add_string_or_null(r, CTL_KEY_CONTROL_GROUP, c->control_group);
-	cJSON_AddStringToObject(r, CTL_KEY_EVENT_LOOP, event_loop_name(c->event_loop));
-	ctl_add_uint(r, CTL_KEY_SCANNERS, c->scanners);
-	char plan[GARUDA_PLAN_TEXT_MAX];
-	garuda_plan_format(&c->plan, plan, sizeof(plan));
-	cJSON_AddStringToObject(r, CTL_KEY_PLAN, plan);
-	ctl_add_uint(r, CTL_KEY_SPIN_US, c->spin_us);
-	ctl_add_uint(r, CTL_KEY_MAX_SLEEP_US, c->max_sleep_us);
-	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(c->log_level));
-	cJSON_AddStringToObject(r, CTL_KEY_WORDWAIT, c->wordwait ? "auto" : "off");
-	cJSON *q = cJSON_AddObjectToObject(r, CTL_KEY_QUOTA);
-	add_quota(q, CTL_KEY_CONNECTION, &c->quota_connection);
-	add_quota(q, CTL_KEY_UID, &c->quota_uid);
-	add_quota(q, CTL_KEY_CGROUP, &c->quota_cgroup);
+	add_string_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
+	config_to_json(&d->cfg, r);
 	return r;
 }
 
@@ -539,8 +511,9 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req)
 	log_info("control: reload requested");
 	char *why = NULL;
 	if (daemon_reload(d, &why) < 0) {
-		r = ctl_error(-GARUDA_E_BAD_ARGUMENT, "config file %s: %s; the running configuration is kept",
-			      d->cfg.config_path, why ? why : "invalid");
+		/* why names the file ("PATH: KEY: reason") */
+		r = ctl_error(-GARUDA_E_BAD_ARGUMENT, "%s; the running configuration is kept",
+			      why ? why : d->cfg.config_path);
 		free(why);
 		return r;
 	}

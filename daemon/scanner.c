@@ -323,13 +323,13 @@ static struct garuda_watch_tuning tuning_of(const struct scanner *s)
 	const struct scanner_tuning *t = s->tuning;
 	return (struct garuda_watch_tuning){
 		.pol = {
-			.spin_ns = (uint64_t)atomic_load_explicit(&t->spin_us, memory_order_relaxed) * 1000,
-			.forever = atomic_load_explicit(&t->spin_forever, memory_order_relaxed),
-			.max_step_ns = (uint64_t)atomic_load_explicit(&t->max_sleep_us, memory_order_relaxed) * 1000,
+			.park_ns = atomic_load_explicit(&t->park_ns, memory_order_relaxed),
+			.forever = atomic_load_explicit(&t->forever, memory_order_relaxed),
+			.backstop_ns = atomic_load_explicit(&t->backstop_ns, memory_order_relaxed),
 			.early_ns = s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS,
 		},
 		.predict = atomic_load_explicit(&t->predict, memory_order_relaxed),
-		.sleep_step_ns = (uint64_t)atomic_load_explicit(&t->sleep_step_us, memory_order_relaxed) * 1000,
+		.max_sleep_ns = atomic_load_explicit(&t->max_sleep_ns, memory_order_relaxed),
 	};
 }
 
@@ -337,9 +337,9 @@ static struct garuda_watch_tuning tuning_of(const struct scanner *s)
 static void retune(struct scanner *s, uint64_t now)
 {
 	struct garuda_watch_tuning t = tuning_of(s);
-	if (t.pol.spin_ns == s->wt.pol.spin_ns && t.pol.forever == s->wt.pol.forever &&
-	    t.pol.max_step_ns == s->wt.pol.max_step_ns && t.predict == s->wt.predict &&
-	    t.sleep_step_ns == s->wt.sleep_step_ns) {
+	if (t.pol.park_ns == s->wt.pol.park_ns && t.pol.forever == s->wt.pol.forever &&
+	    t.pol.backstop_ns == s->wt.pol.backstop_ns && t.predict == s->wt.predict &&
+	    t.max_sleep_ns == s->wt.max_sleep_ns) {
 		s->watch.t.pol.early_ns = t.pol.early_ns; /* used from the next placement on */
 		return;
 	}

@@ -26,17 +26,18 @@
 
 struct scanner;
 
-/* The wait policy, set by the loop thread from the plan (service_apply_tuning). */
+/* The wait policy, set by the loop thread from the plan in force
+ * (service_apply_tuning: garuda_watch_tuning_of()); the fields of struct
+ * garuda_watch_tuning, under the plan's names. */
 struct scanner_tuning {
-	atomic_uint spin_us;      /* ladder: spin this long after the last activity;
-				   * predict: spin at most this (+ 2x the sleep) past a deadline */
-	atomic_uint max_sleep_us; /* then sleep, doubling from 32 us up to this */
-	atomic_uint sleep_step_us; /* +predict's max_sleep_us: the longest single sleep
-				    * toward a far deadline (proto/watch.h) */
-	atomic_bool predict;      /* +predict: sleep until the earliest deadline */
-	atomic_bool spin_forever; /* poll: never sleep while something is armed */
-	atomic_bool wordwait;     /* config wordwait auto: a spin step may park in a
-				   * hardware word wait (scanner.c, wordwait_step) */
+	_Atomic uint64_t park_ns;      /* park_us: how long a spin window lasts */
+	_Atomic uint64_t backstop_ns;  /* backstop_us: the short ladder's longest sleep */
+	_Atomic uint64_t max_sleep_ns; /* +predict's max_sleep_us: the longest single sleep
+					* toward a far deadline (proto/watch.h) */
+	atomic_bool predict;	       /* +predict: sleep until the earliest deadline */
+	atomic_bool forever;	       /* poll: never sleep while something is armed */
+	atomic_bool wordwait;	       /* config wordwait auto: a spin step may park in a
+					* hardware word wait (scanner.c, wordwait_step) */
 };
 
 struct arm_request {

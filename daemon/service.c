@@ -16,6 +16,7 @@
 #include "errcode.h"
 #include "log.h"
 #include "segment_layout.h"
+#include "watch.h"
 
 static uint64_t completions(struct daemon *d)
 {
@@ -68,13 +69,18 @@ void service_update_status(struct daemon *d)
 
 void service_apply_tuning(struct daemon *d)
 {
-	atomic_store(&d->tuning.spin_us, d->cfg.spin_us);
-	atomic_store(&d->tuning.max_sleep_us, d->cfg.max_sleep_us);
-	atomic_store(&d->tuning.sleep_step_us, (unsigned)d->cfg.plan.pred.max_sleep_us);
-	atomic_store(&d->tuning.predict, d->cfg.plan.predict);
-	atomic_store(&d->tuning.spin_forever, d->cfg.plan.kind == GARUDA_PLAN_POLL);
+	struct garuda_plan plan;
+	struct garuda_watch_tuning t;
+	config_plan_in_force(&d->cfg, &plan);
+	garuda_watch_tuning_of(&plan, &t);
+	atomic_store(&d->tuning.park_ns, t.pol.park_ns);
+	atomic_store(&d->tuning.backstop_ns, t.pol.backstop_ns);
+	atomic_store(&d->tuning.max_sleep_ns, t.max_sleep_ns);
+	atomic_store(&d->tuning.predict, t.predict);
+	atomic_store(&d->tuning.forever, t.pol.forever);
 	atomic_store(&d->tuning.wordwait, d->cfg.wordwait);
 	log_set_level(d->cfg.log_level);
+	config_log_legacy(&d->cfg);
 }
 
 /* The reload status the metrics export (daemon.h). */

@@ -2,7 +2,8 @@
  * (daemon/control*.c) and garctl (client/garctl/): the request names and the JSON
  * keys of requests and replies. docs/protocol.md ("Control plane") describes what
  * each carries; a name here is part of the stable interface (scripts read the JSON):
- * add names, never rename one. */
+ * add names, never rename one. The config reply's keys are the config file's, one row
+ * each in config_keys.h. */
 #pragma once
 
 /* requests ({"request": CTL_REQ_*}) */
@@ -41,11 +42,8 @@
 #define CTL_KEY_WORD_LOADS "word_loads"
 #define CTL_KEY_SCAN_NS "scan_ns"
 #define CTL_KEY_CONNECTED_S "connected_s"
-#define CTL_KEY_CONNECTION "connection"
 #define CTL_KEY_CONNECTIONS "connections"
 #define CTL_KEY_CONTENT_TYPE "content_type"
-#define CTL_KEY_CONTROL_GROUP "control_group"
-#define CTL_KEY_CONTROL_SOCKET "control_socket"
 #define CTL_KEY_COUNT "count"
 #define CTL_KEY_CPU_S "cpu_s"
 #define CTL_KEY_DAEMON_VERSION "daemon_version"
@@ -67,7 +65,6 @@
 #define CTL_KEY_LINES "lines"
 #define CTL_KEY_LINE_COUNT "line_count"
 #define CTL_KEY_LOG_LEVEL "log_level"
-#define CTL_KEY_MAX_SLEEP_US "max_sleep_us"
 #define CTL_KEY_MESSAGE "message"
 #define CTL_KEY_NAME "name"
 #define CTL_KEY_NEXT "next"
@@ -76,12 +73,10 @@
 #define CTL_KEY_PARKS "parks"
 #define CTL_KEY_PASSES "passes"
 #define CTL_KEY_PID "pid"
-#define CTL_KEY_PLAN "plan"
 #define CTL_KEY_POINT "point"
 #define CTL_KEY_POINTS "points"
 #define CTL_KEY_PREDICTION_NS "prediction_ns"
 #define CTL_KEY_PREVIOUS "previous"
-#define CTL_KEY_QUOTA "quota"
 #define CTL_KEY_QUOTA_REFUSALS "quota_refusals"
 #define CTL_KEY_READINESS "readiness"
 #define CTL_KEY_RELOADED "reloaded"
@@ -93,10 +88,7 @@
 #define CTL_KEY_SESSIONS_TOTAL "sessions_total"
 #define CTL_KEY_SLEEPS "sleeps"
 #define CTL_KEY_SLEEP_NS "sleep_ns"
-#define CTL_KEY_SOCKET "socket"
-#define CTL_KEY_SOCKET_GROUP "socket_group"
 #define CTL_KEY_SPINS "spins"
-#define CTL_KEY_SPIN_US "spin_us"
 #define CTL_KEY_START "start"
 #define CTL_KEY_TARGET "target"
 #define CTL_KEY_TEXT "text"

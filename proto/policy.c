@@ -79,9 +79,9 @@ bool garuda_policy_in_window(const struct garuda_policy_wait *w,
 		*open_at = opens;
 		return false;
 	}
-	/* one window of spin_ns however long the prediction: a long kernel is slept
+	/* one window of park_ns however long the prediction: a long kernel is slept
 	 * toward (watch.h), not spun on for twice its sleep */
-	return t->forever || at < add_sat(opens, t->spin_ns);
+	return t->forever || at < add_sat(opens, t->park_ns);
 }
 
 /* the watcher was not spinning on w at `at`: past its deadline (less the early wake
@@ -197,7 +197,7 @@ uint64_t garuda_policy_next(const struct garuda_policy_wait *first, size_t strid
 			next = min_u64(next, dl - early);
 	}
 	if (overdue) {
-		uint64_t max = t->max_step_ns ? t->max_step_ns : GARUDA_POLICY_STEP_MIN_NS;
+		uint64_t max = t->backstop_ns ? t->backstop_ns : GARUDA_POLICY_STEP_MIN_NS;
 		*ladder_ns = *ladder_ns ? *ladder_ns * 2 : GARUDA_POLICY_STEP_MIN_NS;
 		if (*ladder_ns > max)
 			*ladder_ns = max;
@@ -253,10 +253,10 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now,
 			      uint64_t last_active, uint64_t *step_ns)
 {
-	if (t->forever || now - last_active < t->spin_ns)
+	if (t->forever || now - last_active < t->park_ns)
 		return 0;
 	*step_ns = *step_ns ? *step_ns * 2 : GARUDA_POLICY_STEP_MIN_NS;
-	if (*step_ns > t->max_step_ns)
-		*step_ns = t->max_step_ns;
+	if (*step_ns > t->backstop_ns)
+		*step_ns = t->backstop_ns;
 	return add_sat(now, *step_ns);
 }

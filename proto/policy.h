@@ -43,11 +43,21 @@
  * steps only burn it). */
 #define GARUDA_POLICY_STEP_MIN_NS   32000ull
 
+/* A plan's keys as the policy takes them, named as the plan names them (docs/plans.md),
+ * in nanoseconds; garuda_watch_tuning_of() (watch.h) makes them from a plan. The
+ * second name of each union is the old one, kept only until client/reactor.c and
+ * client/wait.c move onto the watcher (issue 31); new code uses the first. */
 struct garuda_policy_tuning {
-	uint64_t spin_ns;     /* park_us: the spin window's base length */
-	bool forever;	      /* poll+predict: a window, once open, never closes */
-	uint64_t max_step_ns; /* backstop_us: the short ladder's longest step */
-	uint64_t early_ns;    /* sleeps toward a deadline end this early (timer lateness) */
+	union {
+		uint64_t park_ns; /* park_us: how long a spin window lasts */
+		uint64_t spin_ns;
+	};
+	bool forever; /* poll: a window, once open, never closes */
+	union {
+		uint64_t backstop_ns; /* backstop_us: the short ladder's longest step */
+		uint64_t max_step_ns;
+	};
+	uint64_t early_ns; /* sleeps toward a deadline end this early (timer lateness) */
 };
 
 enum garuda_policy_state {
@@ -85,7 +95,7 @@ uint64_t garuda_policy_deadline(const struct garuda_policy_wait *w);
 uint64_t garuda_policy_resume(const struct garuda_policy_wait *w);
 
 /* Its spin window holds t; else *open_at is its opening if after t (UINT64_MAX:
- * none). From resume for spin_ns; forever: no end, from the deadline. A QUEUED wait
+ * none). From resume for park_ns; forever: no end, from the deadline. A QUEUED wait
  * has no window. The one definition of the window: the watcher (watch.h) places a
  * word by it, and a find's "given up" is its complement past the deadline. */
 bool garuda_policy_in_window(const struct garuda_policy_wait *w,
@@ -129,8 +139,8 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 				      uint64_t prev_pass, bool slept);
 
 /* A flag plan without +predict (the old ladder): spin (0) while the last activity (a
- * completion, or the first arm after idle) is younger than spin_ns (forever: always),
- * then sleep GARUDA_POLICY_STEP_MIN_NS doubling up to max_step_ns per look (*step_ns:
+ * completion, or the first arm after idle) is younger than park_ns (forever: always),
+ * then sleep GARUDA_POLICY_STEP_MIN_NS doubling up to backstop_ns per look (*step_ns:
  * the caller resets it to 0 on activity); returns the next look's time. */
 uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now,
 			      uint64_t last_active, uint64_t *step_ns);

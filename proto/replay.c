@@ -271,7 +271,7 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 	}
 	*out = (struct garuda_replay_result){ 0 };
 	struct garuda_watch_tuning tuning;
-	garuda_watch_tuning_of(plan, &tuning); /* the scanner's tuning_of(): the same values */
+	garuda_watch_tuning_of(plan, &tuning); /* the one conversion, garudad's too */
 	struct garuda_watch w;
 	garuda_watch_init(&w, &tuning);
 	uint64_t now = rows[s.by_arm[0]].arm_ns, first = now, last_find = now;

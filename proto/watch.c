@@ -72,18 +72,21 @@ static bool before(uint64_t a, uint64_t b)
 	return (int64_t)(a - b) < 0;
 }
 
+static uint64_t us_to_ns(uint64_t us)
+{
+	return us > UINT64_MAX / 1000 ? UINT64_MAX : us * 1000;
+}
+
 void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out)
 {
 	*out = (struct garuda_watch_tuning){ 0 };
 	out->predict = p->predict;
 	out->pol.forever = p->kind == GARUDA_PLAN_POLL;
-	if (p->kind == GARUDA_PLAN_FLAG) {
-		out->pol.spin_ns = p->flag.park_us * 1000ull;
-		out->pol.max_step_ns = p->flag.backstop_us * 1000ull;
-	}
+	out->pol.park_ns = us_to_ns(p->flag.park_us);
+	out->pol.backstop_ns = us_to_ns(p->flag.backstop_us);
 	if (p->predict) {
-		out->sleep_step_ns = p->pred.max_sleep_us * 1000ull;
-		out->margin_ns = p->pred.margin_us * 1000ull;
+		out->max_sleep_ns = us_to_ns(p->pred.max_sleep_us);
+		out->margin_ns = us_to_ns(p->pred.margin_us);
 	}
 }
 
@@ -212,7 +215,7 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 {
 	uint64_t ladder = max_u64(GARUDA_WATCH_STEP_MIN_NS, overdue / 2);
-	uint64_t top = t->pol.max_step_ns ? t->pol.max_step_ns : GARUDA_WATCH_STEP_MIN_NS;
+	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
 	uint64_t iv = max_u64(min_u64(top, ladder), overdue >> GARUDA_WATCH_BACKOFF_SHIFT);
 	/* the largest l with STEP_MIN << l <= iv: log2 of iv / STEP_MIN (one look of every
 	 * overdue word computes it: no loop) */
@@ -231,7 +234,7 @@ static uint64_t level_hold(const struct garuda_watch_tuning *t, uint64_t dl, uns
 	if (l + 1 >= GARUDA_WATCH_LEVELS)
 		return UINT64_MAX;
 	uint64_t p = GARUDA_WATCH_STEP_MIN_NS << (l + 1);
-	uint64_t top = t->pol.max_step_ns ? t->pol.max_step_ns : GARUDA_WATCH_STEP_MIN_NS;
+	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
 	return add_sat(dl, top >= p ? 2 * p : p << GARUDA_WATCH_BACKOFF_SHIFT);
 }
 
@@ -246,9 +249,9 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	uint64_t dl, open;
 	if (!t->predict) {
 		/* no prediction: the flag ladder per word, from its last activity (its head's
-		 * start, or the last find on the word): spin_ns of spin, then the ladder */
+		 * start, or the last find on the word): park_ns of spin, then the ladder */
 		open = garuda_policy_start(h);
-		uint64_t end = t->pol.forever ? UINT64_MAX : add_sat(open, t->pol.spin_ns);
+		uint64_t end = t->pol.forever ? UINT64_MAX : add_sat(open, t->pol.park_ns);
 		if (now < end)
 			return P_SPIN;
 		dl = end; /* the ladder starts where the spin ends */
@@ -258,7 +261,7 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		if (garuda_policy_in_window(h, &t->pol, now, &open))
 			return P_SPIN;
 		if (open != UINT64_MAX && open <= add_sat(now, lead) &&
-		    (t->pol.spin_ns || t->pol.forever))
+		    (t->pol.park_ns || t->pol.forever))
 			return P_SPIN; /* it opens within the lead: spin into it (a window of
 					* park_us=0 is none: nothing to spin into) */
 		dl = garuda_policy_deadline(h);
@@ -270,8 +273,8 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	}
 	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
 		uint64_t at = dl - early;
-		if (t->sleep_step_ns)
-			at = min_u64(at, add_sat(now, t->sleep_step_ns));
+		if (t->max_sleep_ns)
+			at = min_u64(at, add_sat(now, t->max_sleep_ns));
 		*due = at;
 		return P_AT;
 	}
@@ -777,7 +780,7 @@ uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 	uint64_t due = w->heap[0].due;
 	if (due <= add_sat(now, lead)) /* spin to it, unless the plan never spins (park_us=0):
 					* then a wait that returns at once */
-		return w->t.pol.spin_ns || w->t.pol.forever ? 0 : max_u64(due, add_sat(now, 1));
+		return w->t.pol.park_ns || w->t.pol.forever ? 0 : max_u64(due, add_sat(now, 1));
 	return due;
 }
 

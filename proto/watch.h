@@ -38,7 +38,7 @@
  *     every lower wait on the word (a word that jumped fires them all).
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
  *     within GARUDA_POLICY_SPIN_AHEAD_NS (a timer's time has the early wake taken off
- *     already), and never under a plan that does not spin (park_us=0, not poll); with
+ *     already), and never under a plan that does not spin (park_ns 0, not poll); with
  *     nothing added it says UINT64_MAX (park).
  *   - Work counted per owner: every word look is charged to its word's owner.
  *
@@ -59,20 +59,30 @@
 #define GARUDA_WATCH_CHUNK        64u   /* words of one level per turn */
 #define GARUDA_WATCH_NONE         UINT32_MAX
 
-/* A plan as the watcher takes it. One function makes it from a plan, for every
- * driver (garuda_watch_tuning_of). */
+/* A plan as the watcher takes it: the plan's keys under the plan's names, in
+ * nanoseconds. garuda_watch_tuning_of() is the one conversion, for every driver. */
 struct garuda_watch_tuning {
-	struct garuda_policy_tuning pol; /* spin_ns: the spin window (park_us); forever: poll;
-					  * max_step_ns: backstop_us, the short ladder's top;
-					  * early_ns: timed wakes end this early */
-	bool predict;          /* +predict: heads sleep toward their deadlines */
-	uint64_t sleep_step_ns; /* +predict's max_sleep_us: the longest single sleep (a far
-				 * deadline is slept toward in steps of at most this) */
-	uint64_t margin_ns;     /* +predict's margin_us: a spin window that opens at most this
-				 * past its deadline is slept to, not laddered to */
+	struct garuda_policy_tuning pol; /* park_ns: park_us, how long a spin window lasts;
+					  * forever: poll; backstop_ns: backstop_us, the
+					  * short ladder's top; early_ns: timed wakes end this
+					  * early */
+	bool predict; /* +predict: heads sleep toward their deadlines */
+	union {
+		uint64_t max_sleep_ns; /* +predict's max_sleep_us: the longest single sleep (a
+					* far deadline is slept toward in steps of at most this) */
+		uint64_t sleep_step_ns; /* its old name (see garuda_policy_tuning) */
+	};
+	uint64_t margin_ns; /* +predict's margin_us: a spin window that opens at most this
+			     * past its deadline is slept to, not laddered to */
 };
 
-/* The tuning of plan p (garuda_plan_check() accepts it); early_ns 0. */
+/* The tuning of plan p, early_ns 0: park_us -> pol.park_ns, backstop_us ->
+ * pol.backstop_ns (p->flag as it is, whatever the kind: zero but for flag, unless the
+ * driver put values there), poll -> pol.forever, +predict -> predict and max_sleep_us
+ * -> max_sleep_ns; microseconds to nanoseconds saturating at 2^64 - 1. p need not pass
+ * garuda_plan_check(): garudad's legacy keys put values beyond the plan's bounds into
+ * p->flag (daemon/config.h config_plan_in_force). garudad (service.c) and garuda-replay
+ * call it. */
 void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out);
 
 /* One wait, as the driver sees it: the policy's wait, and whose it is. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "config_keys.h"
 #include "control_names.h"
 #include "garctl.h"
 
@@ -402,31 +403,39 @@ int cmd_points(struct conn *c, const struct options *o, char **args)
 
 /* ---------------- config ---------------- */
 
-static void flatten(struct table *t, const char *prefix, const cJSON *obj)
+/* The value at a dotted key ("quota.uid.segments") of the reply, or NULL. */
+static const cJSON *dotted(const cJSON *o, const char *key)
 {
-	const cJSON *it;
-	cJSON_ArrayForEach(it, obj)
-	{
-		char key[256];
-		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", it->string);
-		if (strcmp(key, "version") == 0)
-			continue;
-		if (cJSON_IsObject(it)) {
-			flatten(t, key, it);
-			continue;
-		}
-		table_cell(t, "%s", key);
-		if (cJSON_IsString(it))
-			table_cell(t, "%s", *it->valuestring ? it->valuestring : "\"\"");
-		else if (cJSON_IsNumber(it))
-			table_cell(t, "%.0f", it->valuedouble);
-		else if (cJSON_IsBool(it))
-			table_cell(t, "%s", cJSON_IsTrue(it) ? "true" : "false");
-		else
-			table_cell(t, "-");
+	char part[64];
+	const char *dot;
+	while (o && (dot = strchr(key, '.'))) {
+		snprintf(part, sizeof(part), "%.*s", (int)(dot - key), key);
+		o = cJSON_GetObjectItemCaseSensitive(o, part);
+		key = dot + 1;
 	}
+	return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
 }
 
+/* A row for key when the reply holds it (not: a legacy key not set, a key of another
+ * garudad version); true when it did. */
+static bool config_row(struct table *t, const cJSON *r, const char *key)
+{
+	const cJSON *it = dotted(r, key);
+	if (!it)
+		return false;
+	table_cell(t, "%s", key);
+	if (cJSON_IsString(it))
+		table_cell(t, "%s", *it->valuestring ? it->valuestring : "\"\"");
+	else if (cJSON_IsNumber(it))
+		table_cell(t, "%.0f", it->valuedouble);
+	else
+		table_cell(t, "-");
+	return true;
+}
+
+/* The keys in the order of garudad's key table (proto/config_keys.h), as the reply
+ * holds them: garudad sends a legacy key only when it is set, and a note under the
+ * table says what each one shown replaces. */
 int cmd_config(struct conn *c, const struct options *o, char **args)
 {
 	(void)args;
@@ -437,9 +446,25 @@ int cmd_config(struct conn *c, const struct options *o, char **args)
 		return rc;
 	if (!maybe_json(o, r)) {
 		static const char *const hdr[] = { "KEY", "VALUE" };
+#define KEY_(key, flag, type, field, lo, hi, reload, legacy, help) { key, legacy },
+		static const struct {
+			const char *key, *legacy;
+		} keys[] = { GARUDA_CONFIG_KEYS(KEY_) };
+#undef KEY_
 		struct table *t = table_new(2, hdr);
-		flatten(t, "", r);
-		print_table(o, t);
+		char note[256] = "";
+		config_row(t, r, CTL_KEY_CONFIG_PATH);
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (config_row(t, r, keys[i].key) && keys[i].legacy)
+				snprintf(note + strlen(note), sizeof(note) - strlen(note),
+					 "%s is a legacy key: it replaces the plan's %s (garudad(8))\n",
+					 keys[i].key, keys[i].legacy);
+		pager_open(o);
+		table_print(t, stdout, o->legend);
+		if (*note && o->legend)
+			printf("\n%s", note);
+		pager_close();
+		table_free(t);
 	}
 	cJSON_Delete(r);
 	return 0;

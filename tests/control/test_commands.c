@@ -638,11 +638,12 @@ Test(garctl, config_json_and_table)
 	cr_assert_str_eq(str(j, "control_group"), "");
 	cr_assert_str_eq(str(j, "event_loop"), "auto");
 	cr_assert_eq(num(j, "scanners"), 2);
-	/* the default plan, and the spin budget / sleep cap it gives (park_us, backstop_us) */
+	/* the default plan; the legacy keys that would replace its park_us and backstop_us
+	 * are not set, so not shown (issue 30, item 16) */
 	cr_assert_str_eq(str(j, "plan"),
 			 "flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=16");
-	cr_assert_eq(num(j, "spin_us"), 1000);
-	cr_assert_eq(num(j, "max_sleep_us"), 200);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "spin_us"), "an unset legacy key is shown");
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "max_sleep_us"), "an unset legacy key is shown");
 	cr_assert_str_eq(str(j, "wordwait"), "auto");
 	cr_assert_str_eq(str(j, "log_level"), "info");
 	const cJSON *q = get(j, "quota");
@@ -652,6 +653,10 @@ Test(garctl, config_json_and_table)
 	cr_assert_eq(num(get(q, "uid"), "outbox_bytes"), 4194304);
 	cr_assert_eq(num(get(q, "connection"), "points"), 64);
 	cr_assert_eq(num(get(q, "uid"), "points"), 4096);
+	cr_assert_eq(num(get(q, "uid"), "connections"), 4096);
+	/* garudad(8): a connection is one session, quota.connection has no connections */
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(get(q, "connection"), "connections"),
+		       "garctl config shows a quota.connection.connections that is no key");
 	cJSON_Delete(j);
 	ctl_run_free(&r);
 
@@ -662,9 +667,58 @@ Test(garctl, config_json_and_table)
 	cr_assert_str_eq(cell(t, "quota.connection.segments", "VALUE"), "2");
 	cr_assert_str_eq(cell(t, "quota.uid.armed", "VALUE"), "1048576");
 	cr_assert_str_eq(cell(t, "config_path", "VALUE"), f.d.config);
+	/* its keys are garudad's, in the order of garudad --list-config-keys, but the
+	 * legacy ones (not set here): one table makes both */
+	char keys[8192] = "config_path\n", line[256];
+	FILE *p = popen("\"$GARUDAD\" --list-config-keys", "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p))
+		if (line[0] != ' ' && !strstr(line, " legacy\n"))
+			snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%.*s\n",
+				 (int)strcspn(line, " "), line);
+	cr_assert_eq(pclose(p), 0);
+	char shown[8192] = "";
+	for (size_t i = 1; t[i]; i++)
+		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), "%s\n", t[i][0]);
+	cr_assert_str_eq(shown, keys, "garctl config shows:\n%s\ngarudad --list-config-keys:\n%s", shown, keys);
+	cr_assert_null(strstr(r.out, "legacy"), "%s", r.out);
 	ctl_table_free(t);
 	ctl_run_free(&r);
 	ctl_fixture_down(&f);
+}
+
+/* A legacy key is shown when it is set (file or flag), with a note that says what it
+ * replaces, and garudad logs a deprecation line for it; the scanners run with it. */
+Test(garctl, config_shows_a_legacy_key_only_when_set)
+{
+	static const char *const args[] = { "--spin-us=33", NULL };
+	struct gd_opts o = { .config = "{\"max_sleep_us\": 999}", .config_verbatim = true, .args = args };
+	struct gd_daemon d;
+	memset(&d, 0, sizeof(d));
+	gd_start(&d, &o);
+	struct ctl_run r;
+	GARCTL(&r, &d, "-j", "config");
+	cJSON *j = ctl_run_json(&r);
+	cr_assert_eq(num(j, "spin_us"), 33);
+	cr_assert_eq(num(j, "max_sleep_us"), 999);
+	cr_assert_str_eq(str(j, "plan"),
+			 "flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20,max_sleep_us=1000000,window=16",
+			 "a legacy key changes the plan in force, not the plan's text");
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+	GARCTL(&r, &d, "config");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	char ***t = ctl_table(r.out);
+	cr_assert_str_eq(cell(t, "spin_us", "VALUE"), "33");
+	cr_assert_str_eq(cell(t, "max_sleep_us", "VALUE"), "999");
+	ctl_table_free(t);
+	cr_assert_not_null(strstr(r.out, "spin_us is a legacy key: it replaces the plan's park_us"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "max_sleep_us is a legacy key: it replaces the plan's backstop_us"),
+			   "%s", r.out);
+	ctl_run_free(&r);
+	cr_assert(gd_wait_log(&d, "config: spin_us is a legacy key: it replaces the plan's park_us"));
+	cr_assert(gd_wait_log(&d, "config: max_sleep_us is a legacy key: it replaces the plan's backstop_us"));
+	ctl_stop(&d);
 }
 
 /* --------------------------------------------------------------- metrics ---- */

@@ -107,6 +107,27 @@ Test(firstrun, check_config)
 	st = run_garudad(a2, out, sizeof(out));
 	cr_assert_eq(st, 2, "exit %d: %s", st, out);
 	cr_assert_not_null(strstr(out, "max_sleep_usec"), "the error does not name the key: %s", out);
+	/* a key's error names the --config file, then the key (issue 30, item 16) */
+	static const struct {
+		const char *json, *error; /* the error after "garudad: FILE: " */
+	} keyerr[] = {
+		{ "{\"max_sleep_usec\": 5}", "max_sleep_usec: unknown key (garudad --list-config-keys lists them)\n" },
+		{ "{\"quota\": {\"uid\": {\"segments\": -1}}}",
+		  "quota.uid.segments: must be an integer in [0, 4294967295]\n" },
+		{ "{\"quota\": {\"connection\": {\"connections\": 2}}}", /* garudad(8): no such key */
+		  "quota.connection.connections: unknown key (a connection is one session: only "
+		  "quota.uid and quota.cgroup have connections)\n" },
+	};
+	for (size_t i = 0; i < sizeof(keyerr) / sizeof(keyerr[0]); i++) {
+		f = fopen(bad, "we");
+		fputs(keyerr[i].json, f);
+		fclose(f);
+		st = run_garudad(a2, out, sizeof(out));
+		cr_assert_eq(st, 2, "%s: exit %d: %s", keyerr[i].json, st, out);
+		char want[512];
+		snprintf(want, sizeof(want), "garudad: %s: %s", bad, keyerr[i].error);
+		cr_assert_str_eq(out, want);
+	}
 
 	const char *a3[] = { "--frobnicate", NULL };
 	st = run_garudad(a3, out, sizeof(out));
@@ -359,26 +380,30 @@ static void sort_lines(char *text)
 	free(copy);
 }
 
-/* Drop the lines marked "(legacy" from text (in place). */
-static void drop_legacy(char *text)
+/* The keys of --list-config-keys's output (the first word of each line that is not
+ * indented), one a line, in place; the legacy ones (the line ends in " legacy") only
+ * when legacy_too. */
+static void key_names(char *text, bool legacy_too)
 {
 	char *w = text;
 	for (char *l = text, *e; *l; l = e) {
 		e = strchr(l, '\n');
 		e = e ? e + 1 : l + strlen(l);
-		size_t n = (size_t)(e - l);
-		if (!memmem(l, n, " (legacy", strlen(" (legacy"))) {
-			memmove(w, l, n);
-			w += n;
-		}
+		size_t n = (size_t)(e - l), k = strcspn(l, " \n");
+		bool legacy = n > 8 && memcmp(e - 8, " legacy\n", 8) == 0;
+		if (l[0] == ' ' || k == 0 || (legacy && !legacy_too))
+			continue;
+		memmove(w, l, k);
+		w += k;
+		*w++ = '\n';
 	}
 	*w = '\0';
 }
 
 /* systemd/garudad.json.example lists exactly the keys the parser accepts (its table,
  * printed by --list-config-keys), and --check-config accepts it. The legacy keys the
- * parser still accepts (spin_us, max_sleep_us: they override the plan) are listed too,
- * marked legacy, and are not in the example. */
+ * parser still accepts (spin_us, max_sleep_us: they replace the plan's park_us and
+ * backstop_us) are listed too, marked legacy, and are not in the example. */
 Test(firstrun, config_example_matches_the_parser)
 {
 	const char *path = getenv("GARUDAD_CONFIG_EXAMPLE");
@@ -396,11 +421,14 @@ Test(firstrun, config_example_matches_the_parser)
 	cJSON_Delete(j);
 	const char *a1[] = { "--list-config-keys", NULL };
 	cr_assert_eq(run_garudad(a1, parser, sizeof(parser)), 0, "%s", parser);
-	static const char *const legacy[] = { "\nspin_us (legacy", "\nmax_sleep_us (legacy" };
-	for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++)
-		cr_assert_not_null(strstr(parser, legacy[i]), "--list-config-keys does not list %s):\n%s",
-				   legacy[i] + 1, parser);
-	drop_legacy(parser);
+	static const char *const legacy[] = { "\nspin_us ", "\nmax_sleep_us " };
+	for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
+		const char *l = strstr(parser, legacy[i]);
+		cr_assert_not_null(l, "--list-config-keys does not list %s:\n%s", legacy[i] + 1, parser);
+		cr_assert_eq(strncmp(strchr(l + 1, '\n') - 7, " legacy", 7), 0, "%s is not marked legacy:\n%s",
+			     legacy[i] + 1, parser);
+	}
+	key_names(parser, false);
 	sort_lines(listed);
 	sort_lines(parser);
 	cr_assert_str_eq(listed, parser, "the example lists:\n%s\nthe parser accepts:\n%s", listed, parser);
@@ -412,20 +440,64 @@ Test(firstrun, config_example_matches_the_parser)
 	cr_assert_eq(st, 0, "--check-config on the example: exit %d: %s", st, out);
 }
 
-/* garctl(1)'s SYNOPSIS names every command of garctl --help's "Commands:" list (the
- * command table; it lacked points and help). */
-Test(firstrun, garctl_man_synopsis_lists_every_command)
+/* The text of the file named by $env (a man page), in a static buffer. */
+static char *read_man(const char *env)
 {
-	const char *man = getenv("GARCTL_MAN");
-	cr_assert(man && *man, "GARCTL_MAN is not set");
+	const char *man = getenv(env);
+	cr_assert(man && *man, "%s is not set", env);
 	FILE *f = fopen(man, "re");
 	cr_assert_not_null(f, "%s: %s", man, strerror(errno));
 	static char text[131072];
 	size_t n = fread(text, 1, sizeof(text) - 1, f);
 	fclose(f);
 	text[n] = '\0';
+	return text;
+}
+
+/* garudad(8)'s key list under CONFIGURATION is --list-config-keys's output (troff's
+ * "\-" read as "-"), so a key added to the table and not to the man page fails here,
+ * and so does a stale flag, help line or reload column. Its prose names every key. */
+Test(firstrun, garudad_man_lists_every_config_key)
+{
+	char *text = read_man("GARUDAD_MAN");
+	static const char begin[] = ".\\\" BEGIN garudad --list-config-keys\n.nf\n";
+	char *b = strstr(text, begin), *e = b ? strstr(b, ".fi\n.\\\" END garudad --list-config-keys\n") : NULL;
+	cr_assert(b && e, "garudad(8) has no key list between the BEGIN and END comments");
+	b += strlen(begin);
+	*e = '\0';
+	static char copy[16384];
+	size_t k = 0;
+	for (const char *c = b; *c && k + 1 < sizeof(copy); c++) {
+		if (c[0] == '\\' && c[1] == '-')
+			continue; /* "\-" is "-" */
+		if (c[0] == '\\' && c[1] == '\\')
+			c++;
+		copy[k++] = *c;
+	}
+	copy[k] = '\0';
+	static char keys[16384];
+	const char *a[] = { "--list-config-keys", NULL };
+	cr_assert_eq(run_garudad(a, keys, sizeof(keys)), 0, "%s", keys);
+	cr_assert_str_eq(copy, keys, "garudad(8)'s key list is stale; garudad --list-config-keys prints:\n%s", keys);
+	*e = '.';
+	const char *prose = strstr(e, "\nWhat each key does:\n");
+	cr_assert_not_null(prose);
+	key_names(keys, true);
+	for (char *l = keys, *nl; *l; l = nl + 1) {
+		nl = strchr(l, '\n');
+		*nl = '\0';
+		const char *last = strrchr(l, '.');
+		cr_assert_not_null(strstr(prose, last ? last + 1 : l), "garudad(8) does not describe %s", l);
+	}
+}
+
+/* garctl(1)'s SYNOPSIS names every command of garctl --help's "Commands:" list (the
+ * command table; it lacked points and help). */
+Test(firstrun, garctl_man_synopsis_lists_every_command)
+{
+	char *text = read_man("GARCTL_MAN");
 	char *syn = strstr(text, "\n.SH SYNOPSIS\n");
-	cr_assert_not_null(syn, "%s has no SYNOPSIS", man);
+	cr_assert_not_null(syn, "garctl(1) has no SYNOPSIS");
 	syn += strlen("\n.SH SYNOPSIS\n");
 	char *end = strstr(syn, "\n.SH ");
 	cr_assert_not_null(end);

@@ -524,6 +524,8 @@ Test(lifecycle, config_errors)
 			cr_assert_not_null(strstr(out, bad[i].key),
 					   "config %s: the error does not name the key \"%s\": %s",
 					   bad[i].json, bad[i].key, out);
+		cr_assert_not_null(strstr(out, cfg), "config %s: the error does not name the file %s: %s",
+				   bad[i].json, cfg, out);
 	}
 	snprintf(args, sizeof(args), "--event-loop=bogus --socket=%s --control-socket=%s", d.sock,
 		 d.ctl);

@@ -191,8 +191,9 @@ Test(plan, flag_and_config_refusals_name_the_key)
 		snprintf(args, sizeof(args), "--config=%s --socket=%s --control-socket=%s", cfg, d.sock, d.ctl);
 		st = run_garudad(&d, args, out, sizeof(out));
 		cr_assert_eq(st, 2, "config plan %s: exit %d: %s", bad[i].plan, st, out);
-		cr_assert(strstr(out, "\"plan\"") && strstr(out, bad[i].key) && strstr(out, "BAD_PLAN"),
-			  "config plan %s: the error names neither plan, %s nor BAD_PLAN: %s", bad[i].plan,
+		cr_assert(strstr(out, cfg) && strstr(out, ": plan: ") && strstr(out, bad[i].key) &&
+			  strstr(out, "BAD_PLAN"),
+			  "config plan %s: the error names not the file, plan, %s and BAD_PLAN: %s", bad[i].plan,
 			  bad[i].key, out);
 	}
 	FILE *f = fopen(cfg, "w");
@@ -224,8 +225,10 @@ Test(plan, flag_sets_the_plan_and_reload_applies_one)
 	cr_assert_str_eq(p, "flag:park_us=50,backstop_us=1000");
 	free(p);
 	cJSON *j = gd_control(&e, "{\"request\":\"config\"}");
-	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "spin_us")), 50);
-	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "max_sleep_us")), 1000);
+	/* the plan's park_us and backstop_us are in its text: the legacy keys that would
+	 * replace them are not set, so not shown */
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "spin_us"));
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "max_sleep_us"));
 	cJSON_Delete(j);
 
 	static const char *next =

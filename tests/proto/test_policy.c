@@ -33,7 +33,7 @@ TestSuite(policy, .init = fdcheck_begin, .fini = fdcheck_end);
 #define US 1000ull
 #define MS 1000000ull
 
-static const struct garuda_policy_tuning tune = { .spin_ns = 1000 * US, .max_step_ns = 200 * US };
+static const struct garuda_policy_tuning tune = { .park_ns = 1000 * US, .backstop_ns = 200 * US };
 
 static struct garuda_policy_wait wait_at(uint64_t word, uint64_t target, uint64_t arm,
 					 uint64_t sleep)

@@ -14,7 +14,7 @@
  *   - work is counted in word loads, per owner, and a wait not due costs none;
  *   - stream order: a wait queued behind another on its word has no deadline until the
  *     first is found, then its clock starts at that find;
- *   - a 10 s prediction is slept toward in steps (sleep_step_ns) and then spun on for
+ *   - a 10 s prediction is slept toward in steps (max_sleep_ns) and then spun on for
  *     one short window only.
  */
 #include <criterion/criterion.h>
@@ -35,9 +35,9 @@ TestSuite(watch, .init = fdcheck_begin, .fini = fdcheck_end);
 static struct garuda_watch_tuning tuning(bool predict)
 {
 	return (struct garuda_watch_tuning){
-		.pol = { .spin_ns = 1000 * US, .max_step_ns = 200 * US },
+		.pol = { .park_ns = 1000 * US, .backstop_ns = 200 * US },
 		.predict = predict,
-		.sleep_step_ns = predict ? 1000 * MS : 0,
+		.max_sleep_ns = predict ? 1000 * MS : 0,
 	};
 }
 

@@ -177,7 +177,7 @@ units() {
 	check "... the running config is kept (spin_us 150)" test "$(config_value spin_us)" = 150
 	check "... in the same process, still running" \
 		test "$(prop garuda.service MainPID)/$(prop garuda.service SubState)" = "$pid/running"
-	check "... and the log says why" grep -q 'reload failed, keeping the running configuration: config key "spin_us": expected a number' "$T/logs/garudad.log"
+	check "... and the log says why" grep -q 'reload failed, keeping the running configuration: .*garudad.json: spin_us: expected a number' "$T/logs/garudad.log"
 	printf '{ "log_level": "info" }\n' >"$T/garudad.json"
 
 	# stop exits 0; control socket activation afterwards
