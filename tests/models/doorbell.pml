@@ -7,12 +7,12 @@
  *       FUTEX_WAIT(&hdr.doorbell, bell_seen) (:739)
  *   daemon/scanner.c scan_pass() scanner.c:344-377 — acquire load of each armed word
  *       (:349), fire the reached ones (:350-353), then readiness_deliver() (:374);
- *   daemon/readiness.c readiness_deliver() readiness.c:244-271 groups the fired
- *       doorbell arms per segment (group_key() :214-224) and calls deliver_doorbell()
- *       (:260-261) once per segment; deliver_doorbell() readiness.c:149-154 —
- *       fetch_add(&hdr.doorbell, count, release) (:152), then FUTEX_WAKE(INT_MAX) (:153)
- *   (client/stream.c stream_nudge_locked() stream.c:86-101, libgaruda's own nudge,
- *       bumps (:99) and wakes (:100) in the same order: the same scanner side)
+ *   daemon/readiness.c readiness_deliver() groups the fired doorbell arms per
+ *       segment (the doorbell row's group key, daemon/form.c) and calls
+ *       readiness_doorbell() once per segment — fetch_add(&hdr.doorbell, count,
+ *       release), then FUTEX_WAKE(INT_MAX)
+ *   (client/form.c doorbell_nudge(), libgaruda's own nudge, bumps and wakes in the
+ *       same order: the same scanner side)
  *   the device — stores the target into the word (the backend's enqueued store).
  *
  * NSTREAM streams share one segment, hence one doorbell; each has one waiter thread
