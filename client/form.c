@@ -150,7 +150,7 @@ static void poll_nudge(struct garuda_stream *s)
 
 /* ------------------------------------------------------------------ the table */
 
-const struct stream_form stream_forms[STREAM_FORMS] = {
+const struct stream_form stream_forms[] = {
 	[GARUDA_READINESS_POLL] = { .block = poll_block, .nudge = poll_nudge },
 	[GARUDA_READINESS_EVENTFD] = { .wire = GARUDA_FORM_EVENTFD, .open = eventfd_open,
 				       .bind = eventfd_bind, .block = eventfd_block,
@@ -160,6 +160,12 @@ const struct stream_form stream_forms[STREAM_FORMS] = {
 	[GARUDA_READINESS_DOORBELL] = { .wire = GARUDA_FORM_DOORBELL, .sample = doorbell_sample,
 					.block = doorbell_block, .nudge = doorbell_nudge },
 };
+
+bool stream_form_known(enum garuda_readiness form)
+{
+	return (unsigned)form < sizeof(stream_forms) / sizeof(stream_forms[0]) &&
+	       stream_forms[form].block;
+}
 
 void stream_nudge_locked(struct garuda_stream *s)
 {

@@ -349,8 +349,9 @@ struct stream_form {
 	/* tell the waiters that the word may have moved; c->lock held, never blocks */
 	void (*nudge)(struct garuda_stream *s);
 };
-#define STREAM_FORMS (GARUDA_READINESS_DOORBELL + 1) /* the public forms: 0 .. this - 1 */
-extern const struct stream_form stream_forms[STREAM_FORMS];
+extern const struct stream_form stream_forms[]; /* indexed by enum garuda_readiness */
+/* Whether form is one of the table's (a public form this libgaruda knows). */
+bool stream_form_known(enum garuda_readiness form);
 
 static inline const struct stream_form *stream_form(const struct garuda_stream *s)
 {

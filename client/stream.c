@@ -338,7 +338,7 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 {
 	if (out)
 		*out = NULL;
-	if (!seg || !out || (unsigned)form >= STREAM_FORMS)
+	if (!seg || !out || !stream_form_known(form))
 		return -EINVAL;
 	struct garuda_client *c = seg->client;
 
