@@ -32,7 +32,7 @@
  * counts at most NSTREAM bumps (byte).
  *
  * Broken variants (each must fail):
- *   -DBROKEN_WAKE_BEFORE_BUMP  deliver_doorbell() wakes, then bumps
+ *   -DBROKEN_WAKE_BEFORE_BUMP  readiness_doorbell() wakes, then bumps
  *   -DBROKEN_SAMPLE_AFTER_WORD garuda_stream_wait() reads the word, then samples the
  *                              doorbell
  */
@@ -45,7 +45,7 @@ bit word[NSTREAM];       /* each stream's word: 0, or its target 1 */
 bit armed[NSTREAM];      /* the scanner's armed set (hot[]: word, target 1) */
 bit queued[NSTREAM];     /* waiter i is queued on the doorbell futex */
 bit returned[NSTREAM];   /* garuda_stream_wait() of stream i returned 0 */
-bit delivered[NSTREAM];  /* deliver_doorbell() for stream i's firing has returned */
+bit delivered[NSTREAM];  /* readiness_doorbell() for stream i's firing has returned */
 
 /* "No lost wake-up": a waiter sleeps on the doorbell although the scanner finished
  * delivering its stream's readiness (the bump and the wake are both done). */
@@ -121,7 +121,7 @@ proctype scanner()
 		if
 		:: nf > 0 ->
 			/* readiness_deliver() readiness.c:251-261: the fired doorbell arms of one
-			 * segment -> one deliver_doorbell() readiness.c:149-154 with their count */
+			 * segment -> one readiness_doorbell() with their count */
 #ifndef BROKEN_WAKE_BEFORE_BUMP
 			bell = bell + nf;  /* readiness.c:152: __atomic_fetch_add(bell, add, RELEASE) */
 			futex_wake_all();  /* readiness.c:153: FUTEX_WAKE, INT_MAX */
