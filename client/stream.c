@@ -61,8 +61,6 @@
 #include "cleanup.h"
 #include "clock.h"
 
-
-
 /* ------------------------------------------------------------------ readiness */
 
 struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t token)
@@ -286,7 +284,7 @@ void stream_discard(struct garuda_stream *s)
 
 /* Give s a free word of its segment and a place in the token table; from here on
  * garuda_stream_free() undoes it. *bind_gen gets the session s must BIND in itself
- * (eventfd form in an up session), else 0. */
+ * (a form that binds, in an up session), else 0. */
 static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t *segid)
 {
 	struct garuda_client *c = s->client;
