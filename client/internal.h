@@ -327,9 +327,47 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 int io_start(struct garuda_client *c);
 void io_stop(struct garuda_client *c);
 
+/* A readiness form's row (form.c's table, indexed by enum garuda_readiness). */
+struct stream_form {
+	/* the ARM's form (proto/wire.h); 0: garudad is not told (the stream is never
+	 * presented nor armed, and the reactor leaves it alone) */
+	uint8_t wire;
+	bool callbacks; /* garuda_stream_set_callback() takes a callback */
+	/* garuda_stream_new(): what the stream holds for its form (its eventfd, closed by
+	 * stream_discard()); NULL: nothing */
+	int (*open)(struct garuda_stream *s);
+	/* BIND (on) or UNBIND the stream's slot in session gen, a round trip (0 or the
+	 * error); NULL: the form binds nothing */
+	int (*bind)(struct garuda_stream *s, uint32_t segid, uint64_t gen, bool on);
+	/* the wake generation a waiter samples before it reads the word (the doorbell's
+	 * value), passed to block() as bell_seen; NULL: none (0) */
+	uint32_t (*sample)(struct garuda_stream *s);
+	/* block until `until` (monotonic ns; now is the clock) or a wake the waiter has not
+	 * seen (ready_seen: s->ses.ready_count, sampled under c->lock; bell_seen: sample()) */
+	void (*block)(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_t ready_seen,
+		      uint32_t bell_seen);
+	/* tell the waiters that the word may have moved; c->lock held, never blocks */
+	void (*nudge)(struct garuda_stream *s);
+};
+extern const struct stream_form stream_forms[]; /* indexed by enum garuda_readiness */
+/* Whether form is one of the table's (a public form this libgaruda knows). */
+bool stream_form_known(enum garuda_readiness form);
+
+static inline const struct stream_form *stream_form(const struct garuda_stream *s)
+{
+	return &stream_forms[s->form];
+}
+
+/* s's wake sample (stream_form.sample), or 0. */
+static inline uint32_t stream_sample(struct garuda_stream *s)
+{
+	const struct stream_form *f = stream_form(s);
+	return f->sample ? f->sample(s) : 0;
+}
+
 /* Wake whoever waits for readiness of s (eventfd +1, doorbell wake, condvar, callback
- * queue). c->lock held. */
-void stream_nudge_locked(struct garuda_stream *s); /* nudge.c */
+ * queue): its form's nudge. c->lock held. */
+void stream_nudge_locked(struct garuda_stream *s); /* form.c */
 
 /* Present s in session gen (BIND, re-ARM outstanding sequences); presenter, during
  * CONN_PRESENTING, with reg_lock held and no other lock. Returns 0, or
@@ -360,13 +398,16 @@ struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t tok
 /* Present seg in the current session (SEGMENT_ATTACH); presenter. */
 int seg_present(struct garuda_seg *seg, uint64_t gen);
 
-/* Apply a parsed plan to s (plan_lock not held; s not yet waited on or the caller's
+/* Apply a parsed plan to s (plan.c; plan_lock not held; s not yet waited on or the caller's
  * discipline); spin_ns is the set_wait spin (0 for plans). */
 void stream_apply_plan(struct garuda_stream *s, const struct garuda_plan *p, uint64_t spin_ns,
 		       uint64_t backstop_ns);
 
 /* garuda_plan_parse() keeping the message for garuda_plan_message() (this thread). */
 int plan_parse_tls(const char *text, struct garuda_plan *out);
+
+/* A new stream's plan: the client's default, else the set_wait defaults (plan.c). */
+void stream_plan_init(struct garuda_stream *s);
 
 /* Free everything on the client (garuda_disconnect). */
 void seg_close_all(struct garuda_client *c);
@@ -387,20 +428,6 @@ static inline uint64_t word_load(const uint64_t *w)
 static inline bool is_io_thread(struct garuda_client *c)
 {
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);
-}
-
-/* The wire's ARM form for a stream's readiness (the one mapping; POLL streams send no
- * ARM) */
-static inline uint8_t wire_form(enum garuda_readiness r)
-{
-	switch (r) {
-	case GARUDA_READINESS_EVENTFD:
-		return GARUDA_FORM_EVENTFD;
-	case GARUDA_READINESS_DOORBELL:
-		return GARUDA_FORM_DOORBELL;
-	default:
-		return GARUDA_FORM_MESSAGE;
-	}
 }
 
 /* Waits without a session poll the word on a growing schedule (wait.c, stream.c's

@@ -195,7 +195,7 @@ static bool scan_locked(struct garuda_client *c, uint64_t now, uint64_t prev_loo
 	bool up = c->state == CONN_UP;
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
-		if (!s || s->form == GARUDA_READINESS_POLL || s->ses.dying)
+		if (!s || !stream_form(s)->wire || s->ses.dying)
 			continue;
 		if (up && s->ses.gen == c->gen) {
 			s->rx.rarm_ns = 0; /* garudad delivers it: the reactor's arm is dropped */

@@ -1,7 +1,8 @@
 /* stream.c — libgaruda's streams: one word each, signalled through a backend, armed
- * with garudad, presented again to a new session; their plans. How a stream is waited
- * on (spin, then block on the readiness form, with a backstop query of the native
- * stream) is wait.c's.
+ * with garudad, presented again to a new session. How a stream is waited on (spin,
+ * then block on the readiness form, with a backstop query of the native stream) is
+ * wait.c's; its plan (what the wait does, and the stream's statistics) plan.c's; what
+ * each readiness form does form.c's.
  *
  * Promises:
  *  - Memory is the truth: every answer (reached, wait, drain, callbacks) comes from an
@@ -54,21 +55,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "clock.h"
-
-#define DEFAULT_SPIN_NS 20000ull
-#define DEFAULT_BACKSTOP_NS 1000000ull
-#define MIN_BACKSTOP_NS 10000ull
-/* larger backstops are capped here, so that now + backstop never wraps (the monotonic
- * clock stays far below 2^63 ns): one hour, documented in docs/client.md */
-#define MAX_BACKSTOP_NS 3600000000000ull
-#define DEFAULT_PARK_US GARUDA_PLAN_PARK_US_MAX
-
 
 /* ------------------------------------------------------------------ readiness */
 
@@ -161,7 +152,7 @@ static int arm_locked(struct garuda_stream *s, uint64_t target)
 	m.arm.slot.index = s->index;
 	m.arm.target = target;
 	m.arm.token = s->token;
-	m.arm.form = wire_form(s->form);
+	m.arm.form = stream_form(s)->wire;
 	uint64_t gen = s->ses.gen;
 	int r = conn_send_arm_locked(c, &m, gen);
 	if (r == 0)
@@ -174,7 +165,8 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 	struct garuda_client *c = s->client;
 	int r = 0;
 
-	if (s->form == GARUDA_READINESS_POLL)
+	const struct stream_form *form = stream_form(s);
+	if (!form->wire)
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	pthread_mutex_lock(&c->lock);
@@ -192,12 +184,8 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		pthread_mutex_unlock(&c->lock);
 		goto out;
 	}
-	if (s->form == GARUDA_READINESS_EVENTFD) {
-		struct garuda_msg m;
-		garuda_msg_init(&m, GARUDA_MSG_BIND, 0);
-		m.bind.slot.segment = segid;
-		m.bind.slot.index = s->index;
-		r = conn_request_gen(c, &m, s->efd, gen, NULL, NULL, NULL);
+	if (form->bind) {
+		r = form->bind(s, segid, gen, true);
 		if (r == -GARUDA_E_DISCONNECTED || r == -GARUDA_E_TIMEOUT) {
 			r = -GARUDA_E_DISCONNECTED;
 			goto out;
@@ -275,10 +263,7 @@ static struct garuda_stream *stream_alloc(struct garuda_seg *seg, void *native,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->plan_lock, NULL);
 	reactor_stream_init(s);
-	if (seg->client->has_plan)
-		stream_apply_plan(s, &seg->client->default_plan, 0, 0);
-	else
-		garuda_stream_set_wait(s, DEFAULT_SPIN_NS, DEFAULT_BACKSTOP_NS);
+	stream_plan_init(s);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -299,7 +284,7 @@ void stream_discard(struct garuda_stream *s)
 
 /* Give s a free word of its segment and a place in the token table; from here on
  * garuda_stream_free() undoes it. *bind_gen gets the session s must BIND in itself
- * (eventfd form in an up session), else 0. */
+ * (a form that binds, in an up session), else 0. */
 static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t *segid)
 {
 	struct garuda_client *c = s->client;
@@ -333,10 +318,10 @@ static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t 
 			bool up = c->state == CONN_UP && seg->gen == c->gen;
 			/* in an up session we present it ourselves; otherwise the next
 			 * presentation (which needs reg_lock, held here) will */
-			if (up && s->form == GARUDA_READINESS_EVENTFD) {
+			if (up && stream_form(s)->bind) {
 				*bind_gen = c->gen;
 				*segid = seg->id;
-			} else if (up && s->form != GARUDA_READINESS_POLL) {
+			} else if (up && stream_form(s)->wire) {
 				s->ses.gen = c->gen;
 			}
 		}
@@ -351,7 +336,7 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 {
 	if (out)
 		*out = NULL;
-	if (!seg || !out || (unsigned)form > GARUDA_READINESS_DOORBELL)
+	if (!seg || !out || !stream_form_known(form))
 		return -EINVAL;
 	struct garuda_client *c = seg->client;
 
@@ -360,24 +345,18 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 	_cleanup_(stream_discardp) struct garuda_stream *fresh = stream_alloc(seg, native, form);
 	if (!fresh)
 		return -ENOMEM;
-	if (form == GARUDA_READINESS_EVENTFD) {
-		fresh->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (fresh->efd < 0)
-			return -errno;
-	}
+	int r = stream_form(fresh)->open ? stream_form(fresh)->open(fresh) : 0;
+	if (r < 0)
+		return r;
 	uint64_t gen;
 	uint32_t segid = 0;
-	int r = stream_publish(fresh, &gen, &segid);
+	r = stream_publish(fresh, &gen, &segid);
 	if (r < 0)
 		return r;
 	_cleanup_(garuda_stream_freep) struct garuda_stream *s = TAKE_PTR(fresh);
 
 	if (gen) {
-		struct garuda_msg m;
-		garuda_msg_init(&m, GARUDA_MSG_BIND, 0);
-		m.bind.slot.segment = segid;
-		m.bind.slot.index = s->index;
-		r = conn_request_gen(c, &m, s->efd, gen, NULL, NULL, NULL);
+		r = stream_form(s)->bind(s, segid, gen, true);
 		if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 			return r;
 		if (r == 0) {
@@ -422,14 +401,9 @@ static bool forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t s
 		int r = conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
 		safe = r == 0 || r == -GARUDA_E_NOT_ARMED;
 	}
-	if (s->form == GARUDA_READINESS_EVENTFD) {
-		/* UNBIND drops the slot's eventfd arms too */
-		garuda_msg_init(&m, GARUDA_MSG_UNBIND, 0);
-		m.bind.slot.segment = segid;
-		m.bind.slot.index = s->index;
-		if (conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL) == 0)
-			safe = true;
-	}
+	/* UNBIND drops the slot's eventfd arms too */
+	if (stream_form(s)->bind && stream_form(s)->bind(s, segid, gen, false) == 0)
+		safe = true;
 	if (safe)
 		return true;
 	pthread_mutex_lock(&c->lock);
@@ -480,8 +454,7 @@ void garuda_stream_free(struct garuda_stream *s)
 	 * presentation holds reg_lock, so under reg_lock the generation is final. */
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
-		bool presented = gen && gen == c->gen && seg->gen == gen &&
-				 s->form != GARUDA_READINESS_POLL;
+		bool presented = gen && gen == c->gen && seg->gen == gen && stream_form(s)->wire;
 		uint32_t segid = seg->id;
 		bool armed = s->ses.armed_gen == gen;
 		pthread_mutex_unlock(&c->lock);
@@ -515,103 +488,11 @@ void garuda_stream_free(struct garuda_stream *s)
 	stream_discard(s);
 }
 
-/* ------------------------------------------------------------------ plans */
-
-static _Thread_local char plan_msg[GARUDA_PLAN_MSG_MAX];
-
-const char *garuda_plan_message(void)
-{
-	return plan_msg;
-}
-
-int plan_parse_tls(const char *text, struct garuda_plan *out)
-{
-	return garuda_plan_parse(text, out, plan_msg, sizeof(plan_msg));
-}
-
-/* backstop_ns 0: the plan's own (flag: backstop_us, at least MIN_BACKSTOP_NS; block
- * and poll: the polling schedule's longest step) */
-void stream_apply_plan(struct garuda_stream *s, const struct garuda_plan *p, uint64_t spin_ns,
-		       uint64_t backstop_ns)
-{
-	pthread_mutex_lock(&s->plan_lock);
-	s->pl.plan = *p;
-	if (p->predict)
-		garuda_estimator_init(&s->pl.est, &p->pred); /* p passed garuda_plan_check */
-	s->pl.spin_ns = spin_ns;
-	if (!backstop_ns)
-		backstop_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.backstop_us * NS_PER_US
-							  : POLL_STEP_MAX_NS;
-	s->pl.backstop_ns = backstop_ns < MIN_BACKSTOP_NS ? MIN_BACKSTOP_NS : backstop_ns;
-	s->pl.park_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.park_us * NS_PER_US : 0;
-	if (s->pl.park_ns < NS_PER_US)
-		s->pl.park_ns = NS_PER_US;
-	s->pl.sleeps = s->pl.spin_outs = 0;
-	pthread_mutex_unlock(&s->plan_lock);
-}
-
-int garuda_stream_set_plan(struct garuda_stream *s, const char *text)
-{
-	if (!s || !text)
-		return -EINVAL;
-	struct garuda_plan p;
-	int r = plan_parse_tls(text, &p);
-	if (r < 0)
-		return r;
-	stream_apply_plan(s, &p, 0, 0);
-	return 0;
-}
-
-int garuda_stream_get_plan(struct garuda_stream *s, char *buf, size_t cap)
-{
-	if (!s || !buf)
-		return -EINVAL;
-	pthread_mutex_lock(&s->plan_lock);
-	int r = garuda_plan_format(&s->pl.plan, buf, cap);
-	pthread_mutex_unlock(&s->plan_lock);
-	return r;
-}
-
-int garuda_stream_stats(struct garuda_stream *s, struct garuda_stream_stats *out)
-{
-	if (!s || !out)
-		return -EINVAL;
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&s->plan_lock);
-	out->sleeps = s->pl.sleeps;
-	out->spin_outs = s->pl.spin_outs;
-	if (s->pl.plan.predict) {
-		out->exact = s->pl.est.exact;
-		out->censored = s->pl.est.censored;
-		garuda_estimator_prediction_ns(&s->pl.est, &out->prediction_ns);
-		out->sleep_ns = garuda_estimator_sleep_ns(&s->pl.est);
-	}
-	pthread_mutex_unlock(&s->plan_lock);
-	return 0;
-}
-
-int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns)
-{
-	if (!s || backstop_ns < MIN_BACKSTOP_NS)
-		return -EINVAL;
-	if (backstop_ns > MAX_BACKSTOP_NS)
-		backstop_ns = MAX_BACKSTOP_NS;
-	uint64_t b_us = backstop_ns / NS_PER_US;
-	struct garuda_plan p = {
-		.kind = GARUDA_PLAN_FLAG,
-		.flag = { .park_us = DEFAULT_PARK_US,
-			  .backstop_us = b_us > GARUDA_PLAN_BACKSTOP_US_MAX ? GARUDA_PLAN_BACKSTOP_US_MAX
-									     : b_us },
-	};
-	stream_apply_plan(s, &p, spin_ns, backstop_ns);
-	return 0;
-}
-
 int garuda_stream_set_callback(struct garuda_stream *s, garuda_stream_cb cb, void *user)
 {
 	if (!s)
 		return -EINVAL;
-	if (s->form != GARUDA_READINESS_MESSAGE)
+	if (!stream_form(s)->callbacks)
 		return -EOPNOTSUPP;
 	struct garuda_client *c = s->client;
 	pthread_mutex_lock(&c->lock);
@@ -657,7 +538,7 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 	/* before the ARM goes out under c->lock: the router's check of an ERROR for
 	 * this arm (stream_async_error_locked, under c->lock) sees it */
 	atomic_store_explicit(&s->signalled, next, memory_order_release);
-	if (s->form != GARUDA_READINESS_POLL) {
+	if (stream_form(s)->wire) {
 		pthread_mutex_lock(&c->lock);
 		uint64_t v = word_load(s->word);
 		if (s->ses.arm_lost && garuda_reached(v, prev)) {

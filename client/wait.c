@@ -28,43 +28,7 @@ static struct timespec ns_to_ts(uint64_t ns)
 static void block(struct garuda_stream *s, uint64_t now, uint64_t until, uint64_t ready_seen,
 		  uint32_t bell_seen)
 {
-	struct garuda_client *c = s->client;
-	uint64_t left = until > now ? until - now : 0;
-	switch (s->form) {
-	case GARUDA_READINESS_EVENTFD: {
-		struct pollfd p = { .fd = s->efd, .events = POLLIN };
-		struct timespec ts = ns_to_ts(left);
-		if (ppoll(&p, 1, &ts, NULL) > 0) {
-			uint64_t v;
-			ssize_t n = read(s->efd, &v, sizeof(v));
-			(void)n;
-			/* the caller's next load of the word stays after this read */
-			atomic_thread_fence(memory_order_acquire);
-		}
-		break;
-	}
-	case GARUDA_READINESS_DOORBELL: {
-		futex_wait_for(&s->seg->map->hdr.doorbell, bell_seen, left,
-			       true); /* shared memory */
-		break;
-	}
-	case GARUDA_READINESS_MESSAGE: {
-		struct timespec ts = ns_to_ts(until);
-		pthread_mutex_lock(&c->lock);
-		while (s->ses.ready_count == ready_seen) {
-			if (pthread_cond_timedwait(&s->ses.ready_cond, &c->lock, &ts) == ETIMEDOUT)
-				break;
-		}
-		pthread_mutex_unlock(&c->lock);
-		break;
-	}
-	case GARUDA_READINESS_POLL: {
-		struct timespec ts = ns_to_ts(until);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
-		break;
-	}
-	}
+	stream_form(s)->block(s, now, until, ready_seen, bell_seen);
 }
 
 /* The longest a spin step parks in a hardware word wait: then, as after 64
@@ -280,15 +244,12 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	uint64_t step = POLL_STEP_MIN_NS;
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
-		bool armed = flag && s->form != GARUDA_READINESS_POLL && c->state == CONN_UP &&
+		bool armed = flag && stream_form(s)->wire && c->state == CONN_UP &&
 			     s->ses.gen == c->gen && !s->ses.arm_lost;
 		uint64_t ready_seen = s->ses.ready_count;
 		pthread_mutex_unlock(&c->lock);
 		/* the sample first (acquire), then the word: see the head comment */
-		uint32_t bell_seen =
-			s->form == GARUDA_READINESS_DOORBELL
-				? __atomic_load_n(&s->seg->map->hdr.doorbell, __ATOMIC_ACQUIRE)
-				: 0;
+		uint32_t bell_seen = stream_sample(s);
 		if (garuda_reached(word_load(s->word), seq))
 			return 0;
 		now = garuda_now_ns();
@@ -326,7 +287,7 @@ int garuda_stream_fd(const struct garuda_stream *s)
 {
 	if (!s)
 		return -EINVAL;
-	return s->form == GARUDA_READINESS_EVENTFD ? s->efd : -EOPNOTSUPP;
+	return s->efd >= 0 ? s->efd : -EOPNOTSUPP; /* only a form that opens one has one */
 }
 
 int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq)

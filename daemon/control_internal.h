@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "daemon.h"
+#include "form.h"
 #include "wire.h"
 
 #define CONTROL_VERSION 1
@@ -56,12 +57,10 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req);
 /* Shared by status, scanners and metrics. */
 struct ctl_totals {
 	uint64_t armed, completions, passes, parks, cpu_ns;
-	uint64_t by_form[GARUDA_FORM_COUNT];
+	struct form_counts by_form;
 	unsigned bindings;
 };
 void ctl_totals(struct daemon *d, struct ctl_totals *t);
-/* Name of a readiness form ("eventfd", "message", "doorbell"), or NULL. */
-const char *ctl_form_name(unsigned form);
 /* Upper edge in ns of detection-delay bucket b (bucket b holds [2^b, 2^(b+1)) ns;
  * the last bucket is open-ended and has no edge: returns 0). */
 uint64_t ctl_bucket_le_ns(unsigned b);

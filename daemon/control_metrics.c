@@ -266,9 +266,9 @@ char *ctl_metrics_text(struct daemon *d)
 	family(f, "garuda_arms_total", "counter", "ARM requests accepted.");
 	fprintf(f, "garuda_arms_total %llu\n", (unsigned long long)d->arms_total);
 	family(f, "garuda_readiness_total", "counter", "Readiness delivered, by form.");
-	for (unsigned i = GARUDA_FORM_EVENTFD; i <= GARUDA_FORM_DOORBELL; i++)
-		fprintf(f, "garuda_readiness_total{form=\"%s\"} %llu\n", ctl_form_name(i),
-			(unsigned long long)t.by_form[i]);
+	FORM_EACH(i)
+		fprintf(f, "garuda_readiness_total{form=\"%s\"} %llu\n", form_name(i),
+			(unsigned long long)t.by_form.n[i]);
 	family(f, "garuda_sessions_total", "counter", "Client connections accepted.");
 	fprintf(f, "garuda_sessions_total %llu\n", (unsigned long long)d->sessions_total);
 	family(f, "garuda_errors_total", "counter", "Errors sent to clients, by registry code.");

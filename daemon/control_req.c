@@ -23,17 +23,6 @@
 
 #define LIST_ARMED_PER_WORD 64 /* armed targets listed per word; "armed_count" has all */
 
-static const char *const form_names[] = {
-	[GARUDA_FORM_EVENTFD] = CTL_KEY_EVENTFD,
-	[GARUDA_FORM_MESSAGE] = CTL_KEY_MESSAGE,
-	[GARUDA_FORM_DOORBELL] = CTL_KEY_DOORBELL,
-};
-
-const char *ctl_form_name(unsigned form)
-{
-	return form < sizeof(form_names) / sizeof(form_names[0]) ? form_names[form] : NULL;
-}
-
 uint64_t ctl_bucket_le_ns(unsigned b)
 {
 	return b + 1 < SCANNER_LAT_BUCKETS ? 2ull << b : 0;
@@ -70,19 +59,18 @@ void ctl_totals(struct daemon *d, struct ctl_totals *t)
 		t->passes += st.counters[SC_passes];
 		t->parks += st.counters[SC_parks];
 		t->cpu_ns += st.cpu_ns;
-		for (int f = 0; f < GARUDA_FORM_COUNT; f++)
-			t->by_form[f] += st.by_form[f];
+		form_counts_add(&t->by_form, &st.by_form);
 	}
 	for (struct session *s = d->sessions; s; s = s->next)
 		for (struct binding *b = s->bindings; b; b = b->next)
 			t->bindings++;
 }
 
-static void add_forms(cJSON *o, const char *key, const uint64_t by_form[GARUDA_FORM_COUNT])
+static void add_forms(cJSON *o, const char *key, const struct form_counts *by_form)
 {
 	cJSON *f = cJSON_AddObjectToObject(o, key);
-	for (unsigned i = GARUDA_FORM_EVENTFD; i <= GARUDA_FORM_DOORBELL; i++)
-		ctl_add_uint(f, ctl_form_name(i), by_form[i]);
+	FORM_EACH(i)
+		ctl_add_uint(f, form_name(i), by_form->n[i]);
 }
 
 static void add_string_or_null(cJSON *o, const char *key, const char *v)
@@ -140,7 +128,7 @@ cJSON *ctl_req_status(struct daemon *d, const cJSON *req)
 	ctl_add_uint(r, CTL_KEY_ARMED, t.armed);
 	ctl_add_uint(r, CTL_KEY_ARMS, d->arms_total);
 	ctl_add_uint(r, CTL_KEY_COMPLETIONS, t.completions);
-	add_forms(r, CTL_KEY_READINESS, t.by_form);
+	add_forms(r, CTL_KEY_READINESS, &t.by_form);
 	ctl_add_uint(r, CTL_KEY_SESSIONS_TOTAL, d->sessions_total);
 	ctl_add_uint(r, CTL_KEY_ERRORS, errors);
 	ctl_add_uint(r, CTL_KEY_QUOTA_REFUSALS, d->quota_refusals);
@@ -178,7 +166,7 @@ static cJSON *client_object(const struct session *s)
 #define SESSION_COUNTER_JSON_(field, key, help) ctl_add_uint(o, key, v.counters[SN_##field]);
 	GARUDA_SESSION_COUNTERS(SESSION_COUNTER_JSON_)
 #undef SESSION_COUNTER_JSON_
-	add_forms(o, CTL_KEY_READINESS, v.by_form);
+	add_forms(o, CTL_KEY_READINESS, &v.by_form);
 	ctl_add_uint(o, CTL_KEY_ERRORS, v.errors);
 	ctl_add_uint(o, CTL_KEY_OUTBOX_BYTES, v.outbox_bytes);
 	add_latency(o, v.detect_hist);
@@ -355,7 +343,7 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 				cJSON *a = cJSON_CreateObject();
 				ctl_add_u64_string(a, CTL_KEY_TARGET, views[k].target);
 				ctl_add_u64_string(a, CTL_KEY_TOKEN, views[k].token);
-				const char *form = ctl_form_name(views[k].form);
+				const char *form = form_name(views[k].form);
 				cJSON_AddStringToObject(a, CTL_KEY_FORM, form ? form : "unknown");
 				cJSON_AddItemToArray(armed, a);
 			}
@@ -397,7 +385,7 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		cJSON_AddStringToObject(o, CTL_KEY_WORDWAIT, wordwait_variant_name(ww->variant));
 		cJSON_AddStringToObject(o, CTL_KEY_WORDWAIT_DETAIL, ww->detail);
 		ctl_add_uint(o, CTL_KEY_WAKE_LATE_NS, st.wake_late_ns);
-		add_forms(o, CTL_KEY_READINESS, st.by_form);
+		add_forms(o, CTL_KEY_READINESS, &st.by_form);
 		cJSON_AddNumberToObject(o, CTL_KEY_CPU_S, (double)st.cpu_ns / 1e9);
 		add_latency(o, st.detect_hist);
 		cJSON_AddItemToArray(arr, o);

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "errcode.h"
+#include "form.h"
 #include "futex.h"
 #include "log.h"
 
@@ -165,10 +166,25 @@ static enum delivery deliver_eventfd(struct readiness *r, struct binding *b, str
 	}
 }
 
-static void deliver_doorbell(struct segment *seg, uint32_t add)
+void readiness_eventfd(struct readiness *r, struct armed *f, unsigned n)
 {
-	uint32_t *bell = &seg->map->hdr.doorbell;
-	__atomic_fetch_add(bell, add, __ATOMIC_RELEASE);
+	switch (deliver_eventfd(r, f[0].bind, f[0].sink, n)) {
+	case DELIVERY_RETRIED:
+		atomic_fetch_add_explicit(&f[0].sink->count[SN_write_retries], 1, memory_order_relaxed);
+		break;
+	case DELIVERY_DROPPED:
+		atomic_fetch_add_explicit(&f[0].sink->count[SN_undelivered], n, memory_order_relaxed);
+		break;
+	default:
+		break;
+	}
+}
+
+void readiness_doorbell(struct readiness *r, struct armed *f, unsigned n)
+{
+	(void)r;
+	uint32_t *bell = &f[0].seg->map->hdr.doorbell;
+	__atomic_fetch_add(bell, n, __ATOMIC_RELEASE);
 	futex_wake(bell, INT_MAX, true); /* shared memory: every waiter, any process */
 }
 
@@ -195,7 +211,7 @@ static size_t encode_ready(const struct armed *f, unsigned n, uint8_t *buf, size
 
 /* READY messages of one sink: f[0..n), as few datagrams as the client accepts,
  * sendmmsg in batches; on EAGAIN the rest coalesce into the sink's overflow flag. */
-static void deliver_messages(struct readiness *r, const struct armed *f, unsigned n)
+void readiness_messages(struct readiness *r, struct armed *f, unsigned n)
 {
 	struct sink *sink = f[0].sink;
 	unsigned per = sink->features & GARUDA_FEATURE_READY_BATCH ? GARUDA_BATCH_MAX : 1;
@@ -229,34 +245,17 @@ static void deliver_messages(struct readiness *r, const struct armed *f, unsigne
 	}
 }
 
-/* What groups fired descriptors for one write: the binding, segment or sink. */
-static uintptr_t group_key(const struct armed *a)
-{
-	switch (a->form) {
-	case GARUDA_FORM_EVENTFD:
-		return (uintptr_t)a->bind;
-	case GARUDA_FORM_DOORBELL:
-		return (uintptr_t)a->seg;
-	default:
-		return (uintptr_t)a->sink;
-	}
-}
-
-/* Doorbells first, then messages (neither can block), eventfds last (the only writes
- * a client can make block, up to the guard); within a form grouped by key, so that
- * one write serves each run. */
-static int form_rank(uint8_t form)
-{
-	return form == GARUDA_FORM_DOORBELL ? 0 : form == GARUDA_FORM_EVENTFD ? 2 : 1;
-}
-
+/* Ordered by the form's rank (form.h), then by form and group key, so that one write
+ * serves each run. */
 static int cmp_fired(const void *pa, const void *pb)
 {
 	const struct armed *a = pa, *b = pb;
-	int fa = form_rank(a->form), fb = form_rank(b->form);
-	if (fa != fb)
-		return fa < fb ? -1 : 1;
-	uintptr_t x = group_key(a), y = group_key(b);
+	const struct form_ops *fa = form_get(a->form), *fb = form_get(b->form);
+	if (fa->rank != fb->rank)
+		return fa->rank < fb->rank ? -1 : 1;
+	if (a->form != b->form)
+		return a->form < b->form ? -1 : 1;
+	uintptr_t x = fa->group_key(a), y = fb->group_key(b);
 	return x < y ? -1 : x > y;
 }
 
@@ -266,28 +265,11 @@ void readiness_deliver(struct readiness *r, struct armed *f, unsigned n)
 		qsort(f, n, sizeof(*f), cmp_fired);
 	r->blocked = false;
 	for (unsigned i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && form_rank(f[j].form) == form_rank(f[i].form) && group_key(&f[j]) == group_key(&f[i]); j++)
+		const struct form_ops *fo = form_get(f[i].form);
+		uintptr_t key = fo->group_key(&f[i]);
+		for (j = i + 1; j < n && form_get(f[j].form) == fo && fo->group_key(&f[j]) == key; j++)
 			;
-		switch (f[i].form) {
-		case GARUDA_FORM_EVENTFD:
-			switch (deliver_eventfd(r, f[i].bind, f[i].sink, j - i)) {
-			case DELIVERY_RETRIED:
-				atomic_fetch_add_explicit(&f[i].sink->count[SN_write_retries], 1, memory_order_relaxed);
-				break;
-			case DELIVERY_DROPPED:
-				atomic_fetch_add_explicit(&f[i].sink->count[SN_undelivered], j - i, memory_order_relaxed);
-				break;
-			default:
-				break;
-			}
-			break;
-		case GARUDA_FORM_DOORBELL:
-			deliver_doorbell(f[i].seg, j - i);
-			break;
-		default:
-			deliver_messages(r, f + i, j - i);
-			break;
-		}
+		fo->deliver(r, f + i, j - i);
 	}
 	if (r->blocked && r->guard_period != GUARD_NS) /* back to the normal period */
 		guard_arm(r, GUARD_NS);

@@ -7,8 +7,8 @@
  * Promises: one readiness_deliver() writes each binding's eventfd once (the sum of
  * its completions), bumps each segment's doorbell once and wakes it once, and sends
  * each session's READYs in as few datagrams as it accepts (READY_BATCH when it asked
- * for it), sendmmsg'ed in batches of READINESS_SEND_BATCH. Doorbells and messages go
- * before eventfds (they cannot block). An eventfd write never blocks for more than
+ * for it), sendmmsg'ed in batches of READINESS_SEND_BATCH. The forms go in the order
+ * of their rank (form.h): doorbells and messages before eventfds (they cannot block). An eventfd write never blocks for more than
  * the guard's 1 ms: an eventfd without O_NONBLOCK, or a write that blocks anyway
  * (its client cleared O_NONBLOCK after the check; interrupted by the guard's signal:
  * the guard is a periodic timer, ticking while the scanner works, so a write that
@@ -53,6 +53,12 @@ void readiness_fini(struct readiness *r);
 /* Deliver f[0..n) (fired descriptors, value set); reorders f. The caller releases the
  * descriptors afterwards. */
 void readiness_deliver(struct readiness *r, struct armed *f, unsigned n);
+
+/* One form's writes (form.c's table): f[0..n), fired descriptors of that form with one
+ * group key (one binding, one sink, one segment). */
+void readiness_eventfd(struct readiness *r, struct armed *f, unsigned n);
+void readiness_messages(struct readiness *r, struct armed *f, unsigned n);
+void readiness_doorbell(struct readiness *r, struct armed *f, unsigned n);
 
 /* The scanner is about to sleep or park: disarm the guard (one syscall, only when it
  * was armed), so that no tick wakes it. */

@@ -121,7 +121,7 @@ struct scanner {
 	atomic_uint_fast64_t st_count[SC_COUNT_]; /* proto/counters.h's table */
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
 	atomic_uint_fast64_t st_detect_ns_sum;
-	atomic_uint_fast64_t st_by_form[GARUDA_FORM_COUNT];
+	struct form_tally st_by_form;
 };
 
 /* Add n to one of the table's counters (proto/counters.h). */
@@ -482,9 +482,8 @@ static void count_fired(struct scanner *s, const struct armed *f, const struct g
 		atomic_fetch_add_explicit(&s->st_hist[b], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_detect_ns_sum, d, memory_order_relaxed);
 		atomic_fetch_add_explicit(&f[i].sink->count[SN_completions], 1, memory_order_relaxed);
-		unsigned form = garuda_form_index(f[i].form);
-		atomic_fetch_add_explicit(&f[i].sink->by_form[form], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->st_by_form[form], 1, memory_order_relaxed);
+		form_tally_add(&f[i].sink->by_form, f[i].form, 1);
+		form_tally_add(&s->st_by_form, f[i].form, 1);
 		atomic_fetch_add_explicit(&f[i].sink->detect_hist[b], 1, memory_order_relaxed);
 	}
 	count(s, SC_completions, k);
@@ -796,8 +795,7 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 	struct timespec ts;
 	if (clock_gettime(s->cpu_clock, &ts) == 0)
 		o->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	for (int i = 0; i < GARUDA_FORM_COUNT; i++)
-		o->by_form[i] = atomic_load_explicit(&s->st_by_form[i], memory_order_relaxed);
+	form_tally_read(&s->st_by_form, &o->by_form);
 	o->detect_ns_sum = atomic_load_explicit(&s->st_detect_ns_sum, memory_order_relaxed);
 	for (int i = 0; i < SCANNER_LAT_BUCKETS; i++)
 		o->detect_hist[i] = atomic_load_explicit(&s->st_hist[i], memory_order_relaxed);

@@ -64,7 +64,7 @@ struct scanner_stats {
 	uint64_t wake_late_ns; /* how late timed wakes come (running mean): +predict
 				* sleeps end this much early */
 	uint64_t cpu_ns;
-	uint64_t by_form[GARUDA_FORM_COUNT]; /* completions by enum garuda_form */
+	struct form_counts by_form; /* completions by form */
 	uint64_t detect_hist[SCANNER_LAT_BUCKETS];
 	uint64_t detect_ns_sum; /* sum of the bounds over all completions */
 };

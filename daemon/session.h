@@ -89,7 +89,7 @@ struct session_view {
 	uint64_t counters[SN_COUNT_]; /* proto/counters.h's session table */
 	uint64_t outbox_bytes;
 	bool overflow;
-	uint64_t by_form[GARUDA_FORM_COUNT];
+	struct form_counts by_form;
 	uint64_t detect_hist[GARUDA_LAT_BUCKETS];
 };
 void session_describe(const struct session *s, struct session_view *v);

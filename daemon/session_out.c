@@ -326,8 +326,7 @@ void session_describe(const struct session *s, struct session_view *v)
 		v->bindings++;
 	for (unsigned c = 0; c < SN_COUNT_; c++)
 		v->counters[c] = atomic_load(&k->count[c]);
-	for (unsigned f = 0; f < GARUDA_FORM_COUNT; f++)
-		v->by_form[f] = atomic_load_explicit(&k->by_form[f], memory_order_relaxed);
+	form_tally_read(&k->by_form, &v->by_form);
 	for (unsigned b = 0; b < GARUDA_LAT_BUCKETS; b++)
 		v->detect_hist[b] = atomic_load_explicit(&k->detect_hist[b], memory_order_relaxed);
 }

@@ -268,7 +268,7 @@ static void on_unbind(struct session *s, const struct garuda_msg *m, int *fds)
 					      .noreply = m->flags & GARUDA_F_NOREPLY });
 }
 
-/* Check one ARM record: its segment, slot and (EVENTFD form) binding. */
+/* Check one ARM record: its segment, slot and (a form that needs one) binding. */
 static int check_arm(struct session *s, const struct garuda_arm *a, struct segment **g,
 		     struct binding **b, const char **why)
 {
@@ -276,10 +276,10 @@ static int check_arm(struct session *s, const struct garuda_arm *a, struct segme
 	if (code)
 		return code;
 	*b = NULL;
-	if (a->form == GARUDA_FORM_EVENTFD) {
+	if (form_get(a->form)->needs_binding) {
 		*b = find_binding(s, (*g)->id, a->slot.index);
 		if (!*b) {
-			*why = "eventfd-form arm on a slot with no binding";
+			*why = "the arm's form (eventfd) needs a binding and the slot has none";
 			return -GARUDA_E_NOT_BOUND;
 		}
 	}

@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "counters.h"
+#include "form.h"
 #include "quota.h"
 #include "wire.h"
 
@@ -33,7 +34,7 @@ struct sink {
 	 * SN_undelivered (of those, eventfd readiness not written: broken), SN_write_retries
 	 * (eventfd writes made again after EINTR, readiness.c) */
 	atomic_uint_fast64_t count[SN_COUNT_];
-	atomic_uint_fast64_t by_form[GARUDA_FORM_COUNT]; /* garuda_form_index() */
+	struct form_tally by_form;
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
 	struct points *points;    /* deadline-estimator points (points.h), NULL until used */
 };

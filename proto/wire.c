@@ -283,7 +283,7 @@ static bool batch_count_ok(uint32_t n)
 
 static bool form_ok(uint8_t form)
 {
-	return form >= GARUDA_FORM_EVENTFD && form <= GARUDA_FORM_DOORBELL;
+	return form >= GARUDA_FORM_EVENTFD && form < GARUDA_FORM_COUNT;
 }
 
 static const struct msg_rule *rule_for(unsigned type)

@@ -63,9 +63,10 @@ enum garuda_form {
 	GARUDA_FORM_EVENTFD = 1,  /* +1 on the eventfd bound to the slot */
 	GARUDA_FORM_MESSAGE = 2,  /* a READY message on the socket */
 	GARUDA_FORM_DOORBELL = 3, /* bump the segment's doorbell word and FUTEX_WAKE it */
+	/* one past the last form: the forms are 1 .. GARUDA_FORM_COUNT - 1, and arrays
+	 * indexed by form (counters) run 0 (no form) .. GARUDA_FORM_COUNT - 1 */
+	GARUDA_FORM_COUNT
 };
-/* Arrays indexed by form (counters): 0 (no form) .. GARUDA_FORM_DOORBELL */
-#define GARUDA_FORM_COUNT 4
 /* A form's index in such an array (a validated ARM's form always is one; anything
  * else counts under 0) */
 static inline unsigned garuda_form_index(uint8_t form)

@@ -103,8 +103,14 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 		table_cell(t, "Armed:"), table_cell(t, "%.0f", N(r, CTL_KEY_ARMED));
 		table_cell(t, "Arms:"), table_cell(t, "%.0f", N(r, CTL_KEY_ARMS));
 		table_cell(t, "Completions:");
-		table_cell(t, "%.0f (eventfd %.0f, message %.0f, doorbell %.0f)", N(r, CTL_KEY_COMPLETIONS),
-			   N(rd, CTL_KEY_EVENTFD), N(rd, CTL_KEY_MESSAGE), N(rd, CTL_KEY_DOORBELL));
+		char by_form[160] = ""; /* "eventfd 1, message 0, ...": every form garudad names */
+		size_t at = 0;
+		const cJSON *fm;
+		cJSON_ArrayForEach(fm, rd)
+			if (at < sizeof(by_form))
+				at += (size_t)snprintf(by_form + at, sizeof(by_form) - at, "%s%s %.0f",
+						       at ? ", " : "", fm->string, fm->valuedouble);
+		table_cell(t, "%.0f (%s)", N(r, CTL_KEY_COMPLETIONS), by_form);
 		table_cell(t, "Sessions:"), table_cell(t, "%.0f accepted", N(r, CTL_KEY_SESSIONS_TOTAL));
 		table_cell(t, "Errors:"), table_cell(t, "%.0f", N(r, CTL_KEY_ERRORS));
 		table_cell(t, "Quota refusals:"), table_cell(t, "%.0f", N(r, CTL_KEY_QUOTA_REFUSALS));

@@ -576,8 +576,9 @@ class Stream(_Owned):
             raise from_code(errno.EINVAL, f"wait_async: sequence {seq} was not signalled")
         if self._lib.garuda_stream_reached(self, seq):
             return
-        if self.form != Readiness.EVENTFD:
-            raise from_code(errno.EOPNOTSUPP, "wait_async needs a stream of the EVENTFD form")
+        # wait_async reads the stream's fd: libgaruda's form table says which forms have
+        # one (EVENTFD); the others raise EOPNOTSUPP here
+        self.fileno()
         loop = asyncio.get_running_loop()
         w = self._waiters
         if w is None or w.loop is not loop:

@@ -10,6 +10,9 @@
  * again is given up and its session disconnected, with its completions counted as
  * undelivered; an eventfd without O_NONBLOCK is never written and its session is an
  * offender, once; a broken session's eventfds are skipped, counted undelivered.
+ * The form table (daemon/form.c): every form the wire accepts has a complete row and a
+ * name, nothing else has one; a pass groups by the row's key: descriptors of one
+ * binding fired in any order are one write of their sum.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -20,6 +23,7 @@
 
 #include "errcode.h"
 #include "fdcheck.h"
+#include "form.h"
 #include "readiness.h"
 
 static int eintr_fd = -1;     /* the fd whose writes are interrupted */
@@ -153,5 +157,42 @@ Test(readiness, a_plain_write_counts_no_retry)
 	cr_assert_eq(count_of(&f), 1);
 	cr_assert_eq(offenders(&f), 0);
 	cr_assert_eq(atomic_load(&f.sink.count[SN_write_retries]), 0);
+	teardown(&f);
+}
+
+Test(readiness, every_wire_form_has_a_complete_row)
+{
+	unsigned rows = 0;
+	FORM_EACH(i) {
+		const struct form_ops *fo = form_get((uint8_t)i);
+		cr_assert_not_null(fo->name, "form %u has no name", i);
+		cr_assert_not_null(fo->group_key, "form %u has no group key", i);
+		cr_assert_not_null(fo->deliver, "form %u has no delivery", i);
+		cr_assert_str_eq(form_name(i), fo->name);
+		rows++;
+	}
+	cr_assert_eq(rows, GARUDA_FORM_COUNT - 1);
+	cr_assert_null(form_name(0));
+	cr_assert_null(form_name(GARUDA_FORM_COUNT));
+	cr_assert(form_get(GARUDA_FORM_EVENTFD)->needs_binding);
+	cr_assert_not(form_get(GARUDA_FORM_MESSAGE)->needs_binding);
+	cr_assert_not(form_get(GARUDA_FORM_DOORBELL)->needs_binding);
+}
+
+Test(readiness, one_bindings_fires_in_any_order_are_one_write)
+{
+	struct fixture f;
+	setup(&f, EFD_NONBLOCK);
+	struct binding other = { .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
+	cr_assert_geq(other.fd, 0);
+	f.fired[1].bind = &other; /* f.bind, other, f.bind */
+	readiness_deliver(&f.r, f.fired, 3);
+	cr_assert_eq(writes_to_fd, 1, "one write serves the binding's run");
+	cr_assert_eq(count_of(&f), 2);
+	uint64_t v = 0;
+	cr_assert_eq(read(other.fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	cr_assert_eq(v, 1);
+	cr_assert_eq(offenders(&f), 0);
+	close(other.fd);
 	teardown(&f);
 }

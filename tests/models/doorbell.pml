@@ -7,12 +7,12 @@
  *       FUTEX_WAIT(&hdr.doorbell, bell_seen) (:739)
  *   daemon/scanner.c scan_pass() scanner.c:344-377 — acquire load of each armed word
  *       (:349), fire the reached ones (:350-353), then readiness_deliver() (:374);
- *   daemon/readiness.c readiness_deliver() readiness.c:244-271 groups the fired
- *       doorbell arms per segment (group_key() :214-224) and calls deliver_doorbell()
- *       (:260-261) once per segment; deliver_doorbell() readiness.c:149-154 —
- *       fetch_add(&hdr.doorbell, count, release) (:152), then FUTEX_WAKE(INT_MAX) (:153)
- *   (client/stream.c stream_nudge_locked() stream.c:86-101, libgaruda's own nudge,
- *       bumps (:99) and wakes (:100) in the same order: the same scanner side)
+ *   daemon/readiness.c readiness_deliver() groups the fired doorbell arms per
+ *       segment (the doorbell row's group key, daemon/form.c) and calls
+ *       readiness_doorbell() once per segment — fetch_add(&hdr.doorbell, count,
+ *       release), then FUTEX_WAKE(INT_MAX)
+ *   (client/form.c doorbell_nudge(), libgaruda's own nudge, bumps and wakes in the
+ *       same order: the same scanner side)
  *   the device — stores the target into the word (the backend's enqueued store).
  *
  * NSTREAM streams share one segment, hence one doorbell; each has one waiter thread
@@ -32,7 +32,7 @@
  * counts at most NSTREAM bumps (byte).
  *
  * Broken variants (each must fail):
- *   -DBROKEN_WAKE_BEFORE_BUMP  deliver_doorbell() wakes, then bumps
+ *   -DBROKEN_WAKE_BEFORE_BUMP  readiness_doorbell() wakes, then bumps
  *   -DBROKEN_SAMPLE_AFTER_WORD garuda_stream_wait() reads the word, then samples the
  *                              doorbell
  */
@@ -45,7 +45,7 @@ bit word[NSTREAM];       /* each stream's word: 0, or its target 1 */
 bit armed[NSTREAM];      /* the scanner's armed set (hot[]: word, target 1) */
 bit queued[NSTREAM];     /* waiter i is queued on the doorbell futex */
 bit returned[NSTREAM];   /* garuda_stream_wait() of stream i returned 0 */
-bit delivered[NSTREAM];  /* deliver_doorbell() for stream i's firing has returned */
+bit delivered[NSTREAM];  /* readiness_doorbell() for stream i's firing has returned */
 
 /* "No lost wake-up": a waiter sleeps on the doorbell although the scanner finished
  * delivering its stream's readiness (the bump and the wake are both done). */
@@ -121,7 +121,7 @@ proctype scanner()
 		if
 		:: nf > 0 ->
 			/* readiness_deliver() readiness.c:251-261: the fired doorbell arms of one
-			 * segment -> one deliver_doorbell() readiness.c:149-154 with their count */
+			 * segment -> one readiness_doorbell() with their count */
 #ifndef BROKEN_WAKE_BEFORE_BUMP
 			bell = bell + nf;  /* readiness.c:152: __atomic_fetch_add(bell, add, RELEASE) */
 			futex_wake_all();  /* readiness.c:153: FUTEX_WAKE, INT_MAX */
