@@ -530,7 +530,7 @@ static void grow_for(struct scanner *s, void **p, uint32_t *cap, uint32_t n, siz
  * (the word, its head wait, its payload): ask for the lines of the word SCAN_PREFETCH
  * ahead so that the misses overlap instead of queueing (tenants bench, 1,048,576 idle
  * arms: garudad's CPU per look). */
-#define SCAN_PREFETCH 8u
+#define SCAN_PREFETCH 16u
 static inline void prefetch_word(const struct scanner *s, uint32_t wi)
 {
 	const struct garuda_watch *w = &s->watch;

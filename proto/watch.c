@@ -9,6 +9,9 @@
 
 enum place { P_NONE, P_SPIN, P_AT, P_LEVEL };
 
+/* a sweep asks for the word this many entries ahead of the one it looks at */
+#define GARUDA_WATCH_AHEAD 32u
+
 struct garuda_watch_word {
 	uint64_t key;
 	uint64_t hold;      /* P_LEVEL: a look before this time, finding nothing, leaves
@@ -18,18 +21,28 @@ struct garuda_watch_word {
 	uint32_t nwaits;
 	uint32_t owner;
 	uint32_t pos;       /* index in the spin array or the heap */
-	uint32_t lprev, lnext; /* P_LEVEL: its level's list */
+	uint32_t lgen;      /* P_LEVEL: its placement's number (its live level entry's) */
 	uint8_t place, level;
 	bool spun;          /* its last look was a spin step (not a timed one) */
 	uint64_t step;      /* the step that last gave it out (due(): once per step) */
 };
 
-/* an owner's level: a list of words through lprev/lnext; new words go in at the head,
- * a sweep walks from the head to the tail (cursor: the next word to look at), so a
- * word placed during a sweep waits for the next one */
+/* an owner's level: an array of entries (word, placement number), appended as words
+ * are placed on it. An entry is live while its word is still on the level by that
+ * placement (place P_LEVEL, lgen equal); a word that leaves leaves its entry stale, and
+ * the next sweep drops it (lazy deletion: leaving a level costs nothing, and a sweep
+ * reads its words in the order they came, a sequential walk it can prefetch ahead of,
+ * where a linked list was a chain of dependent cache misses). A sweep covers the
+ * entries it found at its start ([cursor, limit)), writes the live ones back from 0
+ * (kept), and at its end moves the entries appended meanwhile down behind them. */
+struct garuda_watch_lent {
+	uint32_t word, gen;
+};
 struct garuda_watch_level {
-	uint32_t head, n;
-	uint32_t cursor; /* GARUDA_WATCH_NONE: not sweeping, or swept to the end */
+	struct garuda_watch_lent *e;
+	uint32_t len, cap;
+	uint32_t n;      /* words on it (live entries) */
+	uint32_t cursor, limit, kept; /* while sweeping */
 	uint64_t next;   /* when its next sweep is due */
 	uint32_t hpos;   /* its timer's heap position (GARUDA_WATCH_NONE: none) */
 	bool sweeping;
@@ -98,6 +111,9 @@ void garuda_watch_init(struct garuda_watch *w, const struct garuda_watch_tuning 
 
 void garuda_watch_fini(struct garuda_watch *w)
 {
+	for (uint32_t o = 0; o < w->nowners; o++)
+		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
+			free(w->owners[o].lv[l].e);
 	free(w->owners);
 	free(w->waits);
 	free(w->words);
@@ -177,6 +193,19 @@ static struct garuda_watch_level *level_of(struct garuda_watch *w, uint32_t owne
 	return &w->owners[owner].lv[l];
 }
 
+/* room for one more entry on lv: 0 or -ENOMEM (the only allocation of a look; rare:
+ * an array grows by doubling and keeps its room, a sweep compacts it in place) */
+static int level_grow(struct garuda_watch_level *lv)
+{
+	uint32_t cap = lv->cap ? 2 * lv->cap : 64;
+	struct garuda_watch_lent *e = realloc(lv->e, (size_t)cap * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	lv->e = e;
+	lv->cap = cap;
+	return 0;
+}
+
 static void unplace(struct garuda_watch *w, uint32_t wi)
 {
 	struct garuda_watch_word *d = &w->words[wi];
@@ -190,20 +219,15 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 	case P_AT:
 		heap_del(w, d->pos);
 		break;
-	case P_LEVEL: {
+	case P_LEVEL: { /* its entry goes stale (d->place changes below) */
 		struct garuda_watch_level *lv = level_of(w, d->owner, d->level);
-		if (lv->cursor == wi)
-			lv->cursor = d->lnext;
-		if (d->lprev != GARUDA_WATCH_NONE)
-			w->words[d->lprev].lnext = d->lnext;
-		else
-			lv->head = d->lnext;
-		if (d->lnext != GARUDA_WATCH_NONE)
-			w->words[d->lnext].lprev = d->lprev;
-		if (!--lv->n && lv->hpos != GARUDA_WATCH_NONE) {
-			heap_del(w, lv->hpos);
-			lv->hpos = GARUDA_WATCH_NONE;
+		if (!--lv->n) { /* every entry is stale: drop them, and the timer */
+			lv->len = 0;
 			lv->sweeping = false;
+			if (lv->hpos != GARUDA_WATCH_NONE) {
+				heap_del(w, lv->hpos);
+				lv->hpos = GARUDA_WATCH_NONE;
+			}
 		}
 		break;
 	}
@@ -318,12 +342,16 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		break;
 	default: {
 		struct garuda_watch_level *lv = level_of(w, d->owner, level);
+		if (lv->len == lv->cap && level_grow(lv) < 0) {
+			/* no room for its entry: a timer of its own instead, one period on
+			 * (the heap always has room for every word) */
+			d->place = P_AT;
+			heap_push(w, add_sat(now, GARUDA_WATCH_STEP_MIN_NS << level), wi, 0);
+			break;
+		}
 		d->level = (uint8_t)level;
-		d->lprev = GARUDA_WATCH_NONE;
-		d->lnext = lv->head;
-		if (lv->head != GARUDA_WATCH_NONE)
-			w->words[lv->head].lprev = wi;
-		lv->head = wi;
+		d->lgen = ++w->lgen;
+		lv->e[lv->len++] = (struct garuda_watch_lent){ wi, d->lgen };
 		lv->n++;
 		if (lv->hpos == GARUDA_WATCH_NONE) {
 			/* a new level's first sweep: one period from now */
@@ -447,8 +475,8 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	uint32_t o = w->nowners++;
 	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key };
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
-		w->owners[o].lv[l] = (struct garuda_watch_level){ .head = GARUDA_WATCH_NONE,
-								  .cursor = GARUDA_WATCH_NONE,
+		w->owners[o].lv[l] = (struct garuda_watch_level){ .cursor = GARUDA_WATCH_NONE,
+								  .limit = GARUDA_WATCH_NONE,
 								  .hpos = GARUDA_WATCH_NONE };
 	return o;
 }
@@ -469,6 +497,8 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 	for (uint32_t o = 0; o < w->nowners; o++) {
 		if (w->owners[o].key != key || w->owners[o].nwords)
 			continue;
+		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
+			free(w->owners[o].lv[l].e);
 		uint32_t last = --w->nowners;
 		if (o == last)
 			return;
@@ -684,22 +714,37 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			level_of(w, e.what / GARUDA_WATCH_LEVELS, e.what % GARUDA_WATCH_LEVELS);
 		if (!lv->sweeping) { /* a new period: every word it holds now */
 			lv->sweeping = true;
-			lv->cursor = lv->head;
+			lv->cursor = lv->kept = 0;
+			lv->limit = lv->len;
 			lv->next = add_sat(now, GARUDA_WATCH_STEP_MIN_NS << (e.what % GARUDA_WATCH_LEVELS));
 		}
-		unsigned take = GARUDA_WATCH_CHUNK;
-		while (take-- && lv->cursor != GARUDA_WATCH_NONE && n < max) {
-			struct garuda_watch_word *d = &w->words[lv->cursor];
-			if (d->step != w->steps) { /* once a step, whatever list it was on */
+		unsigned take = GARUDA_WATCH_CHUNK, stale = 0;
+		while (take && lv->cursor < lv->limit && n < max && stale < 4 * GARUDA_WATCH_CHUNK) {
+			if (lv->cursor + GARUDA_WATCH_AHEAD < lv->limit)
+				__builtin_prefetch(&w->words[lv->e[lv->cursor + GARUDA_WATCH_AHEAD].word]);
+			struct garuda_watch_lent x = lv->e[lv->cursor++];
+			struct garuda_watch_word *d = &w->words[x.word];
+			if (d->place != P_LEVEL || d->lgen != x.gen) {
+				stale++; /* it left the level: its entry goes */
+				continue;
+			}
+			lv->e[lv->kept++] = x;
+			take--;
+			if (d->step != w->steps) { /* once a step, whatever level it was on */
 				d->step = w->steps;
-				words[n++] = lv->cursor;
+				words[n++] = x.word;
 				/* what its look will read next, while the walk goes on: its head
 				 * wait, and its word (the key is the driver's address of it; a
 				 * prefetch is a hint and never faults, whatever the key is) */
 				__builtin_prefetch(&w->waits[d->head]);
 				__builtin_prefetch((const void *)(uintptr_t)d->key);
 			}
-			lv->cursor = d->lnext;
+		}
+		if (lv->cursor == lv->limit) { /* the entries placed during the sweep follow */
+			memmove(&lv->e[lv->kept], &lv->e[lv->limit],
+				(size_t)(lv->len - lv->limit) * sizeof(*lv->e));
+			lv->len = lv->kept + (lv->len - lv->limit);
+			lv->cursor = lv->limit = GARUDA_WATCH_NONE;
 		}
 		/* swept: due again at its next period (never within this step); else due
 		 * still in this step, behind every timer due in it (the same time, set
@@ -795,7 +840,7 @@ void garuda_watch_woke(struct garuda_watch *w, uint64_t now)
 
 int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 {
-	uint32_t live = 0, at = 0, timers = 0;
+	uint32_t live = 0, at = 0, timers = 0, onlevel = 0, entries = 0;
 	for (uint32_t i = 0; i < w->wcap; i++) {
 		const struct garuda_watch_word *d = &w->words[i];
 		if (d->head == GARUDA_WATCH_NONE)
@@ -810,6 +855,7 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 		if (d->place == P_NONE)
 			return snprintf(why, cap, "word %u: has waits and no place", i), -1;
 		at += d->place == P_AT;
+		onlevel += d->place == P_LEVEL;
 	}
 	if (live != w->nwords)
 		return snprintf(why, cap, "%u words with waits, %u counted", live, w->nwords), -1;
@@ -817,16 +863,32 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++) {
 			const struct garuda_watch_level *lv = &w->owners[o].lv[l];
 			uint32_t c = 0;
-			for (uint32_t x = lv->head; x != GARUDA_WATCH_NONE && c <= w->wcap; x = w->words[x].lnext, c++)
-				if (w->words[x].head == GARUDA_WATCH_NONE || w->words[x].place != P_LEVEL ||
-				    w->words[x].owner != o || w->words[x].level != l)
+			/* the live entries: [0, len), or while sweeping [0, kept) and
+			 * [cursor, len) (between them: moved or dropped) */
+			for (uint32_t i = 0; i < lv->len; i++) {
+				if (lv->sweeping && i >= lv->kept && i < lv->cursor)
+					continue;
+				uint32_t x = lv->e[i].word;
+				if (x >= w->wcap)
+					return snprintf(why, cap, "owner %u level %u: entry %u names word %u", o, l, i, x), -1;
+				const struct garuda_watch_word *d = &w->words[x];
+				if (d->place != P_LEVEL || d->lgen != lv->e[i].gen)
+					continue; /* stale */
+				if (d->head == GARUDA_WATCH_NONE || d->owner != o || d->level != l)
 					return snprintf(why, cap, "owner %u level %u: word %u does not belong", o, l, x), -1;
+				c++;
+			}
+			entries += c;
+			if (lv->sweeping && (lv->kept > lv->cursor || lv->cursor > lv->limit || lv->limit > lv->len))
+				return snprintf(why, cap, "owner %u level %u: sweep %u/%u/%u of %u", o, l, lv->kept, lv->cursor, lv->limit, lv->len), -1;
 			if (c != lv->n)
 				return snprintf(why, cap, "owner %u level %u: %u words, n %u", o, l, c, lv->n), -1;
 			if ((lv->hpos != GARUDA_WATCH_NONE) != (lv->n != 0))
 				return snprintf(why, cap, "owner %u level %u: timer and words disagree", o, l), -1;
 			timers += lv->hpos != GARUDA_WATCH_NONE;
 		}
+	if (entries != onlevel)
+		return snprintf(why, cap, "%u words on levels, %u live entries", onlevel, entries), -1;
 	if (w->nheap != at + timers)
 		return snprintf(why, cap, "heap %u entries, %u words and %u levels", w->nheap, at, timers), -1;
 	return 0;

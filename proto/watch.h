@@ -126,6 +126,7 @@ struct garuda_watch {
 	uint64_t step_ns;  /* when the current step began */
 	uint64_t woke_ns;  /* when the watcher last ended a sleep */
 	uint64_t steps;
+	uint32_t lgen; /* level placements so far (an entry's number) */
 };
 
 /* An empty watcher with tuning t. garuda_watch_fini() frees it. */
