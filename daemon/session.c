@@ -3,7 +3,7 @@
  * (close, reap, everything it held given back). The lowest layer of the session
  * module: session_req.c's handlers and session.c's connection both call down to it,
  * and it calls neither. Loop thread. */
-#include "session_internal.h"
+#include "session_req.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * close) is session_out.c's: the layers call down only (session.c -> session_req.c
  * -> session_out.c), no file circle. */
 #include "session.h"
-#include "session_internal.h"
+#include "session_req.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * the state it is valid in, the fds it takes; as daemon/control_req.c for the control
  * plane) and its handlers. The connection that feeds them is session.c's (session.h).
  * Loop thread. */
-#include "session_internal.h"
+#include "session_req.h"
 
 #include <errno.h>
 #include <fcntl.h>
