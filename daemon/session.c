@@ -1,9 +1,11 @@
-/* session_out.c — a session's way out: its outbox and the replies, ERRORs and
- * failures it sends, its quota account, what it is (session_describe), and its end
- * (close, reap, everything it held given back). The lowest layer of the session
- * module: session_req.c's handlers and session.c's connection both call down to it,
- * and it calls neither. Loop thread. */
-#include "session_req.h"
+/* session.c — the session object (session.h): its outbox and the replies, ERRORs and
+ * failures it sends, its quota account, its lookup by id and what it is
+ * (session_describe), and its end (close, reap, everything it held given back). The
+ * lowest layer of the session module: the requests (session_req.c) and the
+ * connection (session_conn.c) both call down to it, and it calls neither. Loop thread;
+ * the session's reference of its sink drops in session_close(), the struct is freed
+ * by session_reap(). */
+#include "session.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -23,6 +25,14 @@
 static void drop_outbox(struct session *s);
 static void release_holdings(struct session *s);
 static void watch_out(struct session *s, bool on);
+
+struct session *session_find(struct daemon *d, uint64_t id)
+{
+	for (struct session *s = d->by_id[id % SESSION_BUCKETS]; s; s = s->hnext)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
 
 /* the words of the loop thread's last quota refusal (charge()), for the ERROR */
 char session_quota_why[GARUDA_ERROR_TEXT_MAX + 1];

@@ -1,9 +1,10 @@
-/* session.c — a client's connection (session.h): accept and who the peer is, the
- * datagrams in and their dispatch through the request table (session_req.c), the
- * scanners' notices, the re-attach timer. Its way out (outbox, replies, failure,
- * close) is session_out.c's: the layers call down only (session.c -> session_req.c
- * -> session_out.c), no file circle. */
-#include "session.h"
+/* session_conn.c — a client's connection (session_conn.h), the session module's top
+ * layer: accept and who the peer is, the datagrams in and their dispatch through the
+ * request table (session_req.h), the scanners' notices (where the last references a
+ * scanner handed back drop, on the loop thread), the re-attach timer. The session
+ * object and its way out are session.c's: the layers call down only (session_conn.c
+ * -> session_req.c -> session.c). Loop thread. */
+#include "session_conn.h"
 #include "session_req.h"
 
 #include <assert.h>
@@ -29,22 +30,6 @@
 #include "wire.h"
 
 #define RECV_BATCH 64 /* datagrams per callback before yielding to others */
-
-
-/* ---------------- lookup ---------------- */
-
-struct session *session_find(struct daemon *d, uint64_t id)
-{
-	for (struct session *s = d->by_id[id % SESSION_BUCKETS]; s; s = s->hnext)
-		if (s->id == id)
-			return s;
-	return NULL;
-}
-
-/* ---------------- replies ---------------- */
-
-/* Send an error and end the session (protocol violations, offenders). */
-
 
 /* ---------------- re-attaching sessions ---------------- */
 
