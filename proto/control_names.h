@@ -1,5 +1,5 @@
 /* control_names.h — the control plane's vocabulary, shared by garudad
- * (daemon/control*.c) and garctl (client/garctl/): the request names and the JSON
+ * (daemon/control*.c) and garctl: the request names and the JSON
  * keys of requests and replies. docs/protocol.md ("Control plane") describes what
  * each carries; a name here is part of the stable interface (scripts read the JSON):
  * add names, never rename one. */
