@@ -24,11 +24,7 @@
 
 #include "cleanup.h"
 #include "fdio.h"
-
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
-}
+#include "page.h"
 
 /* Map the memfd the daemon sent and check it against what we asked for. */
 static int map_checked(int fd, const struct garuda_msg *reply, uint32_t lines,

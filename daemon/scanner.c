@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -459,7 +458,7 @@ static bool take_commands(struct scanner *s)
 	return armed;
 }
 
-/* Count the k fires of one word (their payloads at f, the word read as v) before
+/* Count the k fires of one word (their payloads at f, the watcher's finds at fires) before
  * anything is sent: whoever sees a readiness can already see it in the counters (a
  * client that got its last READY may ask at once); record each find into its point,
  * exact or censored (the watcher's garuda_policy_find); the detection bound: the store
