@@ -193,10 +193,11 @@ static bool unreachable(int err)
 int garuda_connect_to(const char *path, struct garuda_client **out)
 {
 	int r = connect_once(path, out);
-	if (r < 0)
+	if (r < 0) {
 		explain_connect(r, path ? path : "(null)", "the path given");
-	else
-		client_clear_error();
+		return client_fail(r);
+	}
+	client_clear_error();
 	return r;
 }
 
@@ -230,7 +231,7 @@ static int connect_wait(const char *path, const char *why, int timeout_ms,
 	}
 }
 
-int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out)
+static int connect_search(const char *path, int timeout_ms, struct garuda_client **out)
 {
 	char buf[108], next[108];
 	const char *why = "the path given", *next_why;
@@ -265,6 +266,12 @@ int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client *
 	if (r >= 0)
 		client_debug("connected to garudad at %s (%s)", buf[0] ? buf : next, why);
 	return r;
+}
+
+int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out)
+{
+	int r = connect_search(path, timeout_ms, out);
+	return r < 0 ? client_fail(r) : r;
 }
 
 static int connect_once(const char *path, struct garuda_client **out)
@@ -365,7 +372,7 @@ int garuda_connect(struct garuda_client **out)
 				*out = NULL;
 			set_error("GARUDA_CONNECT_TIMEOUT=\"%s\": must be milliseconds, an integer in [0, %d]",
 				  t, INT32_MAX);
-			return -EINVAL;
+			return client_fail(-EINVAL);
 		}
 		timeout_ms = (int)v;
 	}
@@ -388,7 +395,7 @@ void garuda_disconnect(struct garuda_client *c)
 int garuda_client_connected(const struct garuda_client *c)
 {
 	if (!c)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	return atomic_load_explicit(&((struct garuda_client *)c)->atomic_state,
 				    memory_order_acquire) == CONN_UP;
 }
@@ -412,7 +419,7 @@ uint64_t garuda_client_reconnects(const struct garuda_client *c)
 int garuda_client_warning(const struct garuda_client *c, char *buf, size_t len)
 {
 	if (!c || (!buf && len))
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	struct garuda_client *m = (struct garuda_client *)c;
 	pthread_mutex_lock(&m->lock);
 	int code = m->warn_code;
@@ -424,18 +431,18 @@ int garuda_client_warning(const struct garuda_client *c, char *buf, size_t len)
 
 int garuda_client_fd(const struct garuda_client *c)
 {
-	return c ? c->dispatch_efd : -EINVAL;
+	return c ? c->dispatch_efd : client_fail(-EINVAL);
 }
 
 int garuda_dispatch(struct garuda_client *c)
 {
 	if (!c)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	pthread_mutex_lock(&c->lock);
 	bool nested = c->dispatching && pthread_equal(c->dispatcher, pthread_self());
 	pthread_mutex_unlock(&c->lock);
 	if (nested)
-		return -GARUDA_E_BUSY;
+		return client_fail(-GARUDA_E_BUSY);
 
 	pthread_mutex_lock(&c->dispatch_lock);
 	uint64_t v;
@@ -488,7 +495,7 @@ int garuda_dispatch(struct garuda_client *c)
 	return n;
 }
 
-int garuda_client_query(struct garuda_client *c, char *buf, size_t len)
+static int query(struct garuda_client *c, char *buf, size_t len)
 {
 	if (!c || !buf || len == 0)
 		return -EINVAL;
@@ -509,4 +516,10 @@ int garuda_client_query(struct garuda_client *c, char *buf, size_t len)
 	if (w < 0 || (size_t)w >= len)
 		return -ENOBUFS;
 	return w;
+}
+
+int garuda_client_query(struct garuda_client *c, char *buf, size_t len)
+{
+	int r = query(c, buf, len);
+	return r < 0 ? client_fail(r) : r;
 }

@@ -255,8 +255,9 @@ static int pump(struct garuda_client *c)
 
 /* ------------------------------------------------------------------ requests */
 
-int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint64_t expect_gen,
-		     struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out)
+/* explain: a refusal's words become the calling thread's garuda_last_error() */
+static int request(struct garuda_client *c, struct garuda_msg *m, int fd, uint64_t expect_gen,
+		   struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out, bool explain)
 {
 	struct pending p = { .fd = -1 };
 	int r = 0;
@@ -298,7 +299,7 @@ int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint
 	r = p.err;
 	/* the daemon's words for a refusal (a quota's key and limit, memlock's bytes and
 	 * limit) become the calling thread's garuda_last_error() */
-	if (r < 0 && p.reply.type == GARUDA_MSG_ERROR && p.reply.error.text_len)
+	if (explain && r < 0 && p.reply.type == GARUDA_MSG_ERROR && p.reply.error.text_len)
 		client_set_error("garudad refused %s: %s", garuda_msg_type_name(m->type),
 				 p.reply.error.text);
 out:
@@ -318,10 +319,21 @@ out:
 	return r;
 }
 
+int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint64_t expect_gen,
+		     struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out)
+{
+	return request(c, m, fd, expect_gen, reply, reply_fd, gen_out, true);
+}
+
 int conn_request(struct garuda_client *c, struct garuda_msg *m, int fd, struct garuda_msg *reply,
 		 int *reply_fd)
 {
-	return conn_request_gen(c, m, fd, 0, reply, reply_fd, NULL);
+	return request(c, m, fd, 0, reply, reply_fd, NULL, true);
+}
+
+int conn_tell_gen(struct garuda_client *c, struct garuda_msg *m, uint64_t expect_gen)
+{
+	return request(c, m, -1, expect_gen, NULL, NULL, NULL, false);
 }
 
 /* ------------------------------------------------------------------ I/O thread */

@@ -322,6 +322,10 @@ int conn_request(struct garuda_client *c, struct garuda_msg *m, int fd, struct g
  * gets the session the request went to. */
 int conn_request_gen(struct garuda_client *c, struct garuda_msg *m, int fd, uint64_t expect_gen,
 		     struct garuda_msg *reply, int *reply_fd, uint64_t *gen_out);
+/* As conn_request_gen, for a request whose failure the calling API function does not
+ * report (a SEGMENT_CLOSE or DISARM on the way out): a refusal's words do not become
+ * garuda_last_error(), so a call that succeeds leaves it as it was. */
+int conn_tell_gen(struct garuda_client *c, struct garuda_msg *m, uint64_t expect_gen);
 
 /* Start/stop the I/O thread (and with it the presenter). */
 int io_start(struct garuda_client *c);
@@ -441,5 +445,10 @@ void client_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /* Add to it; clear it (lasterr.c). */
 void client_append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void client_clear_error(void);
+/* A public call's failure: returns code, and leaves garuda_last_error() holding the
+ * words this call wrote, or "" when it wrote none (never an older failure's). Every
+ * failing return of a public function goes through it; a call that succeeds leaves
+ * the text as it was (the connects clear it, as garuda.h says). */
+int client_fail(int code);
 /* One line "libgaruda: ..." on stderr when $GARUDA_DEBUG is set (lasterr.c). */
 void client_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,11 +1,13 @@
 /* lasterr.c — garuda_last_error()'s text: one buffer per thread, written by the calls
- * that explain a failure in words (connect, segment open, stream creation) and read by
- * the application. Its own file so that client.c, segment.c and stream.c all depend
- * on it instead of on each other.
+ * that explain a failure in words (connect, segment open, stream creation, a request
+ * garudad refused with words) and read by the application. Its own file so that
+ * client.c, segment.c and stream.c all depend on it instead of on each other.
  *
  * Promises: never NULL, always NUL-terminated, truncated (never overrun) at 767 bytes;
- * a thread only ever sees its own text. client_debug() writes one line to stderr when
- * $GARUDA_DEBUG is set (and not "0"): what the library chose (docs/client.md). */
+ * a thread only ever sees its own text. A public call that fails through client_fail()
+ * leaves its own words, or "" when it wrote none: never an older failure's. client_debug()
+ * writes one line to stderr when $GARUDA_DEBUG is set (and not "0"): what the library
+ * chose (docs/client.md). */
 #include "internal.h"
 
 #include <stdarg.h>
@@ -14,6 +16,8 @@
 #include <string.h>
 
 static _Thread_local char last_error[768];
+/* words were written since the thread's last client_fail() or client_clear_error() */
+static _Thread_local bool explained;
 
 const char *garuda_last_error(void)
 {
@@ -26,6 +30,7 @@ void client_set_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
+	explained = true;
 }
 
 void client_append_error(const char *fmt, ...)
@@ -35,11 +40,21 @@ void client_append_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(last_error + n, sizeof(last_error) - n, fmt, ap);
 	va_end(ap);
+	explained = true;
 }
 
 void client_clear_error(void)
 {
 	last_error[0] = '\0';
+	explained = false;
+}
+
+int client_fail(int code)
+{
+	if (!explained)
+		last_error[0] = '\0';
+	explained = false;
+	return code;
 }
 
 void client_debug(const char *fmt, ...)

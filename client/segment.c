@@ -24,11 +24,7 @@
 
 #include "cleanup.h"
 #include "fdio.h"
-
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
-}
+#include "page.h"
 
 /* Map the memfd the daemon sent and check it against what we asked for. */
 static int map_checked(int fd, const struct garuda_msg *reply, uint32_t lines,
@@ -99,7 +95,7 @@ static void forget_daemon_segment(struct garuda_client *c, uint32_t id, uint64_t
 	struct garuda_msg m;
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, 0);
 	m.segment_close.segment_id = id;
-	(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+	(void)conn_tell_gen(c, &m, gen);
 }
 
 /* seg's memory, made here (local: the fallback chain, no session; the next session is
@@ -144,8 +140,8 @@ static int seg_link(struct garuda_client *c, struct garuda_seg *seg, bool local,
 	return gone ? -GARUDA_E_DISCONNECTED : 0;
 }
 
-int garuda_segment_open(struct garuda_client *c, const char *backend, int device, uint32_t lines,
-			struct garuda_seg **out)
+static int seg_open(struct garuda_client *c, const char *backend, int device, uint32_t lines,
+		    struct garuda_seg **out)
 {
 	if (out)
 		*out = NULL;
@@ -197,6 +193,13 @@ int garuda_segment_open(struct garuda_client *c, const char *backend, int device
 	return 0;
 }
 
+int garuda_segment_open(struct garuda_client *c, const char *backend, int device, uint32_t lines,
+			struct garuda_seg **out)
+{
+	int r = seg_open(c, backend, device, lines, out);
+	return r < 0 ? client_fail(r) : r;
+}
+
 /* Unlink seg from the client and forget it daemon-side (if still in its session). */
 static void seg_unlink_and_close(struct garuda_seg *seg, bool tell_daemon)
 {
@@ -212,12 +215,8 @@ static void seg_unlink_and_close(struct garuda_seg *seg, bool tell_daemon)
 	uint32_t id = seg->id;
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_unlock(&c->reg_lock);
-	if (tell_daemon && gen) {
-		struct garuda_msg m;
-		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, 0);
-		m.segment_close.segment_id = id;
-		(void)conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
-	}
+	if (tell_daemon && gen)
+		forget_daemon_segment(c, id, gen);
 	seg_destroy(seg);
 }
 
@@ -245,7 +244,7 @@ int garuda_segment_close(struct garuda_seg *seg)
 	pthread_mutex_lock(&c->reg_lock);
 	if (seg->nstreams || seg_stores_pending(seg)) {
 		pthread_mutex_unlock(&c->reg_lock);
-		return -GARUDA_E_BUSY;
+		return client_fail(-GARUDA_E_BUSY);
 	}
 	seg_unlink_and_close(seg, true); /* unlocks reg_lock */
 	return 0;
@@ -253,7 +252,7 @@ int garuda_segment_close(struct garuda_seg *seg)
 
 int garuda_segment_numa_node(const struct garuda_seg *seg)
 {
-	return seg ? seg->numa_node : -EINVAL;
+	return seg ? seg->numa_node : client_fail(-EINVAL);
 }
 
 uint32_t garuda_segment_free_words(const struct garuda_seg *seg)
@@ -269,7 +268,7 @@ uint32_t garuda_segment_free_words(const struct garuda_seg *seg)
 int garuda_segment_doorbell(const struct garuda_seg *seg, uint32_t **word, uint32_t *value)
 {
 	if (!seg || !word || !value)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	*word = &seg->map->hdr.doorbell;
 	*value = __atomic_load_n(*word, __ATOMIC_ACQUIRE);
 	return 0;

@@ -330,7 +330,7 @@ char *ctl_metrics_text(struct daemon *d)
 		const char *name, *help;
 		enum garuda_scanner_counter c;
 	} counters[] = {
-#define SCANNER_COUNTER_METRIC_(field, key, metric, help) { metric, help, SC_##field },
+#define SCANNER_COUNTER_METRIC_(field, metric, help) { metric, help, SC_##field },
 		GARUDA_SCANNER_COUNTERS(SCANNER_COUNTER_METRIC_)
 #undef SCANNER_COUNTER_METRIC_
 	};

@@ -162,8 +162,8 @@ static cJSON *client_object(const struct session *s)
 	ctl_add_uint(o, CTL_KEY_ARMED, v.armed);
 	ctl_add_uint(o, CTL_KEY_ARMS, v.arms);
 	ctl_add_uint(o, CTL_KEY_POINTS, v.points);
-	/* every counter of proto/counters.h's session table under its key */
-#define SESSION_COUNTER_JSON_(field, key, help) ctl_add_uint(o, key, v.counters[SN_##field]);
+	/* every counter of proto/counters.h's session table under its key, its name */
+#define SESSION_COUNTER_JSON_(field, help) ctl_add_uint(o, #field, v.counters[SN_##field]);
 	GARUDA_SESSION_COUNTERS(SESSION_COUNTER_JSON_)
 #undef SESSION_COUNTER_JSON_
 	add_forms(o, CTL_KEY_READINESS, &v.by_form);
@@ -378,8 +378,8 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		ctl_add_int(o, CTL_KEY_NUMA_NODE, st.numa_node);
 		ctl_add_uint(o, CTL_KEY_ARMED, st.armed);
 		ctl_add_uint(o, CTL_KEY_SEGMENTS, segs[i]);
-		/* every counter of proto/counters.h's table under its key */
-#define SCANNER_COUNTER_JSON_(field, key, metric, help) ctl_add_uint(o, key, st.counters[SC_##field]);
+		/* every counter of proto/counters.h's table under its key, its name */
+#define SCANNER_COUNTER_JSON_(field, metric, help) ctl_add_uint(o, #field, st.counters[SC_##field]);
 		GARUDA_SCANNER_COUNTERS(SCANNER_COUNTER_JSON_)
 #undef SCANNER_COUNTER_JSON_
 		cJSON_AddStringToObject(o, CTL_KEY_WORDWAIT, wordwait_variant_name(ww->variant));

@@ -33,7 +33,7 @@ struct daemon {
 	bool client_owned, control_owned; /* we created them: unlink at exit */
 	int lock_fd; /* single-instance flock on "<socket_path>.lock" (server.c), or -1 */
 	int signal_fd, watchdog_fd;
-	int reattach_fd; /* timerfd: log re-attaching sessions once they went quiet (session.c) */
+	int reattach_fd; /* timerfd: log re-attaching sessions once they went quiet (session_conn.c) */
 	int notify_fd; /* non-blocking socket for STATUS=/WATCHDOG=1 */
 	int spare_fd;  /* held open to be given up when accept hits EMFILE */
 	struct loop_watch *client_w, *control_w, *signal_w, *notice_w, *watchdog_w, *reattach_w;

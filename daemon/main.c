@@ -23,6 +23,7 @@
 #include "server.h"
 #include "service.h"
 #include "session.h"
+#include "session_conn.h"
 #include "wordwait.h"
 
 static void on_signal(struct loop_watch *w, void *data, uint32_t events)
@@ -86,7 +87,7 @@ static void on_reattach(struct loop_watch *w, void *data, uint32_t events)
 	session_reattach_tick(data);
 }
 
-/* The one-shot timer that logs re-attaching sessions (session.c). Without it garudad
+/* The one-shot timer that logs re-attaching sessions (session_conn.c). Without it garudad
  * still runs; those sessions are then logged when they close. */
 static void setup_reattach(struct daemon *d)
 {

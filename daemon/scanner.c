@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -459,7 +458,7 @@ static bool take_commands(struct scanner *s)
 	return armed;
 }
 
-/* Count the k fires of one word (their payloads at f, the word read as v) before
+/* Count the k fires of one word (their payloads at f, the watcher's finds at fires) before
  * anything is sent: whoever sees a readiness can already see it in the counters (a
  * client that got its last READY may ask at once); record each find into its point,
  * exact or censored (the watcher's garuda_policy_find); the detection bound: the store
@@ -476,15 +475,11 @@ static void count_fired(struct scanner *s, const struct armed *f, const struct g
 			points_record(f[i].sink, f[i].point_slot, f[i].point_key,
 				      fd->kind == GARUDA_FIND_EXACT, fd->ns);
 		uint64_t d = fires[i].since_ns;
-		unsigned b = d ? 63 - (unsigned)__builtin_clzll(d) : 0;
-		if (b >= SCANNER_LAT_BUCKETS)
-			b = SCANNER_LAT_BUCKETS - 1;
+		unsigned b = sink_lat_bucket(d);
 		atomic_fetch_add_explicit(&s->st_hist[b], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_detect_ns_sum, d, memory_order_relaxed);
-		atomic_fetch_add_explicit(&f[i].sink->count[SN_completions], 1, memory_order_relaxed);
-		form_tally_add(&f[i].sink->by_form, f[i].form, 1);
 		form_tally_add(&s->st_by_form, f[i].form, 1);
-		atomic_fetch_add_explicit(&f[i].sink->detect_hist[b], 1, memory_order_relaxed);
+		sink_count_fired(f[i].sink, f[i].form, b);
 	}
 	count(s, SC_completions, k);
 }
@@ -499,8 +494,8 @@ static void charge_sessions(struct scanner *s, unsigned n, uint64_t step_ns)
 		unsigned run = 1;
 		while (i + run < n && s->due_sink[i + run] == k)
 			run++;
-		atomic_fetch_add_explicit(&k->count[SN_word_loads], run, memory_order_relaxed);
-		atomic_fetch_add_explicit(&k->count[SN_scan_ns], per * run, memory_order_relaxed);
+		sink_count(k, SN_word_loads, run);
+		sink_count(k, SN_scan_ns, per * run);
 		i += run;
 	}
 }

@@ -19,6 +19,7 @@
 #include "errcode.h"
 #include "log.h"
 #include "numa.h"
+#include "page.h"
 
 #define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 
@@ -64,11 +65,6 @@ static void registry_remove(struct segment *s)
 unsigned segment_count(void)
 {
 	return atomic_load(&live_segments);
-}
-
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
 /* Why the loop thread's last segment_create/segment_attach failed, in words (only

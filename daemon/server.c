@@ -37,7 +37,7 @@
 #include "paths.h"
 #include "server.h"
 #include "service.h"
-#include "session.h"
+#include "session_conn.h"
 
 static int mkdir_parents(const char *path)
 {

@@ -1,14 +1,20 @@
-/* session.h — one client connection: its credentials, what it holds (segments,
- * bindings; armed descriptors live in the scanners), its outbox, and the client
- * requests, dispatched from one table in session.c (type -> handler, the state it is
- * valid in, the fds it takes). Everything here runs on the loop thread; the socket's
- * other writers are the scanners (READY, docs/architecture.md).
+/* session.h — the session object: one client connection's state (its credentials,
+ * what it holds: segments, bindings; its armed descriptors live in the scanners), its
+ * outbox and the replies, ERRORs and failure it sends, its quota account, what it is
+ * (session_describe) and its end (session_close, session_reap). Defined in session.c,
+ * the session module's lowest layer: the requests (session_req.h) and the connection
+ * (session_conn.h) build on it, and it includes neither.
  *
- * Promises: each request is decoded and validated before it acts; quotas are charged
- * before anything is allocated; a protocol violation gets ERROR and a disconnect; a
- * semantic error gets ERROR and the connection carries on; a peer that does not drain
- * its socket is disconnected once its outbox passes its quota; when a session ends,
- * everything it held is released (scanners drop its descriptors). */
+ * Threads: the loop thread owns the session and everything in it. The scanners write
+ * READY to its socket through the sink (sink.h), which the session holds one reference
+ * of; session_close() drops that reference (the socket closes with the sink's last
+ * one, on the loop thread: a scanner hands its last references over as notices) and
+ * session_reap(), at the end of the loop iteration, frees the struct.
+ *
+ * Promises: a peer that does not drain its socket is disconnected once its outbox
+ * passes its quota; a failed session sends its ERROR before it closes, holding
+ * nothing but its socket meanwhile; when a session ends, everything it held is
+ * released (scanners drop its descriptors) and its account is given back. */
 #pragma once
 
 #include <stdbool.h>
@@ -16,8 +22,10 @@
 #include <sys/types.h>
 
 #include "daemon.h"
-#include "sink.h"
+#include "quota.h"
 #include "segment.h"
+#include "sink.h"
+#include "wire.h"
 
 struct outmsg {
 	struct outmsg *next;
@@ -56,23 +64,7 @@ struct session {
 	struct session *hnext; /* d->by_id chain */
 };
 
-/* A connection accepted on the client socket (fd: CLOEXEC, NONBLOCK; taken in every
- * case). The session is charged to its peer's uid and, where /proc/PID/cgroup gives
- * one (or, with /proc/PID hidden from garudad, the peer's pidfd), its cgroup v2 path
- * (read here, once; quota.h). A connection over
- * quota.uid.connections or quota.cgroup.connections gets ERROR{QUOTA} naming the quota
- * and is closed. */
-void session_accept(struct daemon *d, int fd);
-/* End a session: release what it holds, close its socket; freed by session_reap(). */
-void session_close(struct session *s);
-void session_close_all(struct daemon *d);
-/* Free the sessions closed during this loop iteration (callers up the stack may have
- * held them until then). */
-void session_reap(struct daemon *d);
-/* The re-attach timer (d->reattach_fd) fired: log each re-attaching session that has
- * been quiet for REATTACH_QUIET_MS (who, segments, eventfd bindings, waits re-armed);
- * re-arm for the rest. Loop thread. */
-void session_reattach_tick(struct daemon *d);
+struct session *session_find(struct daemon *d, uint64_t id);
 
 /* What a session is and holds, at one moment: the one description QUERY (its stable
  * keys, docs/protocol.md §4.14) and the control plane's `clients` both render. */
@@ -94,6 +86,34 @@ struct session_view {
 };
 void session_describe(const struct session *s, struct session_view *v);
 
-/* Act on the scanners' notices (DISARM answers, overflows, offenders). */
-void session_handle_notices(struct daemon *d);
-struct session *session_find(struct daemon *d, uint64_t id);
+/* Queue m (and fd, which stays the caller's, or -1) on the session's socket: sent now,
+ * or behind what is queued. */
+void session_send(struct session *s, const struct garuda_msg *m, int fd);
+void reply_error(struct session *s, uint64_t cookie, int code, const char *text);
+/* NOT_ARMED answering a DISARM: sent, not counted in the errors */
+void reply_not_armed(struct session *s, uint64_t cookie);
+void reply_ack(struct session *s, const struct garuda_msg *req);
+/* End the session with an ERROR (protocol violations, offenders). */
+void fail_session(struct session *s, uint64_t cookie, int code, const char *text);
+
+/* The wire's form of an error (a registry code positive, an errno negative: the one
+ * conversion), and the daemon's count of it. */
+void session_error_msg(struct garuda_msg *m, uint64_t cookie, int code, const char *text);
+void session_count_error(struct daemon *d, int code);
+
+/* Charge the session's account (its own, its uid's, its cgroup's); on a refusal
+ * session_quota_why has the words (the loop thread's last); give back. */
+extern char session_quota_why[];
+int session_charge(struct session *s, enum quota_kind k, uint64_t n);
+void session_release_quota(struct session *s, enum quota_kind k, uint64_t n);
+
+/* The one log line of a re-attaching session (what it presented again) and how its
+ * re-attach ended (", quiet", ", then closed"). */
+void session_log_reattached(struct session *s, const char *how);
+
+/* End a session: release what it holds, close its socket; freed by session_reap(). */
+void session_close(struct session *s);
+void session_close_all(struct daemon *d);
+/* Free the sessions closed during this loop iteration (callers up the stack may have
+ * held them until then). */
+void session_reap(struct daemon *d);

@@ -1,8 +1,8 @@
 /* session_req.c — what each client request does: the request table (type -> handler,
  * the state it is valid in, the fds it takes; as daemon/control_req.c for the control
- * plane) and its handlers. The connection that feeds them is session.c's (session.h).
+ * plane) and its handlers. The connection that feeds them is session_conn.c's.
  * Loop thread. */
-#include "session_internal.h"
+#include "session_req.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -30,9 +30,7 @@ struct sink {
 	struct quota_account quota; /* what it is charged to: its own, its uid's, its cgroup's */
 	atomic_bool overflow;     /* a READY could not be sent: send READY{OVERFLOW} */
 	atomic_bool eventfd_broken; /* one of its eventfds blocked a scanner: write none */
-	/* proto/counters.h's session table: SN_completions (readiness delivered),
-	 * SN_undelivered (of those, eventfd readiness not written: broken), SN_write_retries
-	 * (eventfd writes made again after EINTR, readiness.c) */
+	/* proto/counters.h's session table (sink_count(), sink_count_fired()) */
 	atomic_uint_fast64_t count[SN_COUNT_];
 	struct form_tally by_form;
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
@@ -58,6 +56,31 @@ static inline struct sink *sink_ref(struct sink *s)
 }
 void sink_unref(struct sink *s);
 DEFINE_CLEANUP(struct sink, sink_unref)
+
+/* The session's counters are the sink's own: bumped here, by the scanner that fires
+ * its descriptors and writes its readiness, and read by session_describe(). */
+static inline void sink_count(struct sink *k, enum garuda_session_counter c, uint64_t n)
+{
+	atomic_fetch_add_explicit(&k->count[c], n, memory_order_relaxed);
+}
+
+/* The log2(ns) bucket of a detection delay bound (GARUDA_LAT_BUCKETS, the last one
+ * open-ended). */
+static inline unsigned sink_lat_bucket(uint64_t ns)
+{
+	unsigned b = ns ? 63 - (unsigned)__builtin_clzll(ns) : 0;
+	return b < GARUDA_LAT_BUCKETS ? b : GARUDA_LAT_BUCKETS - 1;
+}
+
+/* One readiness fired for the session, in form (enum garuda_form), with its detection
+ * delay bound in bucket (sink_lat_bucket()): counted before it is sent, so whoever
+ * sees the readiness can already see it in the counters. */
+static inline void sink_count_fired(struct sink *k, uint8_t form, unsigned bucket)
+{
+	sink_count(k, SN_completions, 1);
+	form_tally_add(&k->by_form, form, 1);
+	atomic_fetch_add_explicit(&k->detect_hist[bucket], 1, memory_order_relaxed);
+}
 
 struct binding *binding_new(int fd, uint32_t segment_id, uint32_t index);
 static inline struct binding *binding_ref(struct binding *b)

@@ -1,5 +1,5 @@
 /* control_names.h — the control plane's vocabulary, shared by garudad
- * (daemon/control*.c) and garctl (client/garctl/): the request names and the JSON
+ * (daemon/control*.c) and garctl: the request names and the JSON
  * keys of requests and replies. docs/protocol.md ("Control plane") describes what
  * each carries; a name here is part of the stable interface (scripts read the JSON):
  * add names, never rename one. The config reply's keys are the config file's, one row
@@ -19,12 +19,10 @@
 #define CTL_REQ_SEGMENTS "segments"
 #define CTL_REQ_STATUS "status"
 
-/* keys of requests and replies */
+/* keys of requests and replies (a counter's key is its row's field: counters.h) */
 #define CTL_KEY_ARMED "armed"
 #define CTL_KEY_ARMED_COUNT "armed_count"
 #define CTL_KEY_ARMS "arms"
-#define CTL_KEY_ARM_NOWAKES "arm_nowakes"
-#define CTL_KEY_ARM_WAKES "arm_wakes"
 #define CTL_KEY_BINDINGS "bindings"
 #define CTL_KEY_BOUND "bound"
 #define CTL_KEY_BUCKETS "buckets"
@@ -38,9 +36,6 @@
 #define CTL_KEY_COMPLETIONS "completions"
 #define CTL_KEY_CONFIG_PATH "config_path"
 #define CTL_KEY_WARNINGS "warnings"
-#define CTL_KEY_WRITE_RETRIES "write_retries"
-#define CTL_KEY_WORD_LOADS "word_loads"
-#define CTL_KEY_SCAN_NS "scan_ns"
 #define CTL_KEY_CONNECTED_S "connected_s"
 #define CTL_KEY_CONNECTIONS "connections"
 #define CTL_KEY_CONTENT_TYPE "content_type"
@@ -58,7 +53,6 @@
 #define CTL_KEY_GID "gid"
 #define CTL_KEY_ID "id"
 #define CTL_KEY_INDEX "index"
-#define CTL_KEY_LATE_WAKES "late_wakes"
 #define CTL_KEY_LEVEL "level"
 #define CTL_KEY_LE_NS "le_ns"
 #define CTL_KEY_LINE "line"
@@ -70,8 +64,6 @@
 #define CTL_KEY_NEXT "next"
 #define CTL_KEY_NUMA_NODE "numa_node"
 #define CTL_KEY_OUTBOX_BYTES "outbox_bytes"
-#define CTL_KEY_PARKS "parks"
-#define CTL_KEY_PASSES "passes"
 #define CTL_KEY_PID "pid"
 #define CTL_KEY_POINT "point"
 #define CTL_KEY_POINTS "points"
@@ -86,15 +78,12 @@
 #define CTL_KEY_SEGMENT "segment"
 #define CTL_KEY_SEGMENTS "segments"
 #define CTL_KEY_SESSIONS_TOTAL "sessions_total"
-#define CTL_KEY_SLEEPS "sleeps"
 #define CTL_KEY_SLEEP_NS "sleep_ns"
-#define CTL_KEY_SPINS "spins"
 #define CTL_KEY_START "start"
 #define CTL_KEY_TARGET "target"
 #define CTL_KEY_TEXT "text"
 #define CTL_KEY_TOKEN "token"
 #define CTL_KEY_UID "uid"
-#define CTL_KEY_UNDELIVERED "undelivered"
 #define CTL_KEY_UPTIME_S "uptime_s"
 #define CTL_KEY_VALUE "value"
 #define CTL_KEY_VERSION "version"
@@ -103,4 +92,3 @@
 #define CTL_KEY_WORDS "words"
 #define CTL_KEY_WORDWAIT "wordwait"
 #define CTL_KEY_WORDWAIT_DETAIL "wordwait_detail"
-#define CTL_KEY_WORDWAIT_STEPS "wordwait_steps"

@@ -18,7 +18,7 @@ static const struct errcode_entry registry[] = {
 };
 
 /* The public enum is generated from the table (scripts/gen-errcodes.py): a stale
- * client/include/garuda/errcodes.h fails the build here, not at a user. */
+ * proto/include/garuda/errcodes.h fails the build here, not at a user. */
 #define GARUDA_ERR_SAME_(name, num, msg) \
 	_Static_assert(GARUDA_E_##name == (num), "errcodes.h is stale: run scripts/gen-errcodes.py");
 GARUDA_ERRCODES(GARUDA_ERR_SAME_)

@@ -5,8 +5,8 @@
  * with no socket flags is found by a client and garctl started with no settings,
  * whether it runs as root (/run/garuda) or as a user ($XDG_RUNTIME_DIR/garuda).
  * garuda.h's public GARUDA_DEFAULT_SOCKET repeats the system client path for the
- * public API (the public header includes nothing of proto/); client/client.c checks
- * at compile time that the two agree. libc only. */
+ * public API (of proto, the public header includes only the public <garuda/errcodes.h>);
+ * libgaruda's client.c checks at compile time that the two agree. libc only. */
 #pragma once
 
 #include <stddef.h>

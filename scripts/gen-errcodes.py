@@ -4,8 +4,8 @@
 proto/errcode.h's GARUDA_ERRCODES table is the registry (append-only). This script
 generates, and commits to the tree, what other languages and the public header need:
 
-  client/include/garuda/errcodes.h   the public enum garuda_error (installed; included
-                                     by <garuda/garuda.h> and by proto/errcode.h)
+  proto/include/garuda/errcodes.h    the public enum garuda_error (installed from there;
+                                     included by <garuda/garuda.h> and by proto/errcode.h)
   python/garuda/errors.py            the region between its GENERATED markers: REGISTRY
                                      and one class per code, written out so that editors
                                      and type checkers see QuotaError
@@ -121,7 +121,7 @@ def main(argv):
     args = [a for a in argv if a != "--check"]
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     rows = registry(root)
-    targets = [(os.path.join(root, "client", "include", "garuda", "errcodes.h"), header(rows)),
+    targets = [(os.path.join(root, "proto", "include", "garuda", "errcodes.h"), header(rows)),
                python_file(root, rows)]
     stale = []
     for path, want in targets:

@@ -12,6 +12,7 @@
 
 #include "config_keys.h"
 #include "control_names.h"
+#include "counters.h"
 #include "garctl.h"
 
 bool parse_id(const char *what, const char *s, uint64_t max, uint64_t *out)
@@ -172,11 +173,11 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_BINDINGS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_ARMED));
 			table_cell(t, "%.0f", N(it, CTL_KEY_ARMS));
-			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
+			table_cell(t, "%.0f", N(it, CTL_SESSION_KEY(completions)));
 			/* what it cost the scanners: word loads, scanner time (garctl(1)) */
 			char scan[32];
-			fmt_ns(scan, sizeof(scan), N(it, CTL_KEY_SCAN_NS));
-			table_cell(t, "%.0f", N(it, CTL_KEY_WORD_LOADS));
+			fmt_ns(scan, sizeof(scan), N(it, CTL_SESSION_KEY(scan_ns)));
+			table_cell(t, "%.0f", N(it, CTL_SESSION_KEY(word_loads)));
 			table_cell(t, "%s", scan);
 			table_cell(t, "%.0f", N(it, CTL_KEY_ERRORS));
 			/* wake latency since the client connected, as <=EDGE (see garctl(1)) */
@@ -343,17 +344,17 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%.0f", N(it, CTL_KEY_NUMA_NODE));
 			table_cell(t, "%.0f", N(it, CTL_KEY_SEGMENTS));
 			table_cell(t, "%.0f", N(it, CTL_KEY_ARMED));
-			table_cell(t, "%.0f", N(it, CTL_KEY_PASSES));
-			table_cell(t, "%.0f", N(it, CTL_KEY_PARKS));
-			table_cell(t, "%.0f", N(it, CTL_KEY_SLEEPS));
-			table_cell(t, "%.0f", N(it, CTL_KEY_SPINS));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(passes)));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(parks)));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(sleeps)));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(spins)));
 			const cJSON *ww = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_WORDWAIT);
 			table_cell(t, "%s", cJSON_IsString(ww) ? ww->valuestring : "-");
-			table_cell(t, "%.0f", N(it, CTL_KEY_WORDWAIT_STEPS));
-			table_cell(t, "%.0f", N(it, CTL_KEY_EXACT));
-			table_cell(t, "%.0f", N(it, CTL_KEY_CENSORED));
-			table_cell(t, "%.0f", N(it, CTL_KEY_LATE_WAKES));
-			table_cell(t, "%.0f", N(it, CTL_KEY_COMPLETIONS));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(wordwait_steps)));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(exact)));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(censored)));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(late_wakes)));
+			table_cell(t, "%.0f", N(it, CTL_SCANNER_KEY(completions)));
 			table_cell(t, "%s", cpu);
 			table_cell(t, "%s", p50);
 			table_cell(t, "%s", p99);

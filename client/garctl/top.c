@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "control_names.h"
+#include "counters.h"
 #include "garctl.h"
 
 struct sample {
@@ -252,8 +253,8 @@ static void frame(const struct options *o, const struct sample *cur, const struc
 	for (int i = 0; i < k; i++) {
 		char r[32], loads[32], scan[32], p50[32], p99[32];
 		rate(r, sizeof(r), rows[i].cur, rows[i].prev, "completions", dt);
-		rate(loads, sizeof(loads), rows[i].cur, rows[i].prev, CTL_KEY_WORD_LOADS, dt);
-		share(scan, sizeof(scan), rows[i].cur, rows[i].prev, CTL_KEY_SCAN_NS, dt);
+		rate(loads, sizeof(loads), rows[i].cur, rows[i].prev, CTL_SESSION_KEY(word_loads), dt);
+		share(scan, sizeof(scan), rows[i].cur, rows[i].prev, CTL_SESSION_KEY(scan_ns), dt);
 		percentiles(rows[i].cur, rows[i].prev, p50, p99, sizeof(p50));
 		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_ID));
 		table_cell(t, "%.0f", jnum(rows[i].cur, CTL_KEY_PID));
@@ -333,10 +334,10 @@ static void frame_json(const struct sample *cur, const struct sample *prev)
 		cJSON_AddStringToObject(o, "comm", jstr(cl, CTL_KEY_COMM));
 		cJSON_AddNumberToObject(o, "armed", jnum(cl, CTL_KEY_ARMED));
 		cJSON_AddItemToObject(o, "completions_per_s", rate_json(cl, pc, "completions", dt));
-		cJSON_AddNumberToObject(o, CTL_KEY_WORD_LOADS, jnum(cl, CTL_KEY_WORD_LOADS));
-		cJSON_AddNumberToObject(o, CTL_KEY_SCAN_NS, jnum(cl, CTL_KEY_SCAN_NS));
-		cJSON_AddItemToObject(o, "word_loads_per_s", rate_json(cl, pc, CTL_KEY_WORD_LOADS, dt));
-		cJSON *pct = rate_json(cl, pc, CTL_KEY_SCAN_NS, dt);
+		cJSON_AddNumberToObject(o, CTL_SESSION_KEY(word_loads), jnum(cl, CTL_SESSION_KEY(word_loads)));
+		cJSON_AddNumberToObject(o, CTL_SESSION_KEY(scan_ns), jnum(cl, CTL_SESSION_KEY(scan_ns)));
+		cJSON_AddItemToObject(o, "word_loads_per_s", rate_json(cl, pc, CTL_SESSION_KEY(word_loads), dt));
+		cJSON *pct = rate_json(cl, pc, CTL_SESSION_KEY(scan_ns), dt);
 		if (cJSON_IsNumber(pct))
 			cJSON_SetNumberValue(pct, pct->valuedouble * 100 / 1e9);
 		cJSON_AddItemToObject(o, "scan_percent", pct);

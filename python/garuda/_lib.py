@@ -249,6 +249,7 @@ def load() -> Library:
                 if hasattr(lib.cdll, name):
                     _declare(lib, name, proto)
             _lib = lib
+            errors.use_library_text(lambda code: lib.garuda_strerror(-code).decode())
         return _lib
 
 

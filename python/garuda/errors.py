@@ -22,7 +22,7 @@ from __future__ import annotations
 import builtins
 import errno as _errno
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 ERR_BASE = 1000
 
@@ -78,11 +78,21 @@ def _name_of(code: int) -> str:
     return _errno.errorcode.get(code, f"errno {code}")
 
 
+# the loaded library's text of a code (garuda_strerror), handed over by _lib.load():
+# this module imports nothing of the package
+_library_text: Optional[Callable[[int], str]] = None
+
+
+def use_library_text(text_of: Callable[[int], str]) -> None:
+    """From now on an Error's text is the library's (_lib.load() calls it once)."""
+    global _library_text
+    _library_text = text_of
+
+
 def _text_of(code: int) -> str:
     # the library's text when it is loaded; os.strerror for errno otherwise
-    from . import _lib
-    if _lib._lib is not None:
-        return _lib._lib.garuda_strerror(-code).decode()
+    if _library_text is not None:
+        return _library_text(code)
     return os.strerror(code) if code < ERR_BASE else _NAMES.get(code, "unknown error")
 
 

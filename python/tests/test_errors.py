@@ -31,8 +31,8 @@ def test_table_is_the_c_registry():
 
 
 def test_public_header_copy_agrees():
-    """client/include/garuda/errcodes.h (generated) carries the codes."""
-    text = open(os.path.join(SOURCE_ROOT, "client", "include", "garuda", "errcodes.h")).read()
+    """proto/include/garuda/errcodes.h (generated, installed as <garuda/errcodes.h>) carries the codes."""
+    text = open(os.path.join(SOURCE_ROOT, "proto", "include", "garuda", "errcodes.h")).read()
     rows = re.findall(r"GARUDA_E_([A-Z_]+)\s*=\s*(\d+)", text)
     assert [(int(n), name) for name, n in rows] == list(garuda.REGISTRY)
 

@@ -47,6 +47,39 @@ Test(errors, misuse_is_einval)
 	fx_down(&f);
 }
 
+/* garuda_last_error() is the calling thread's last failure's: a failing call leaves its
+ * own words, or "" when it has none (never an older failure's), and a call that
+ * succeeds leaves the text as it was. */
+Test(errors, last_error_is_the_last_failures)
+{
+	struct fixture f = { 0 };
+	struct garuda_client *c = NULL;
+	struct garuda_stream *s;
+	uint32_t *word, value;
+	char json[1024];
+	fx_up(&f, NULL, 1);
+	fails(garuda_connect_to("/nonexistent/garuda-test.sock", &c), -ENOENT);
+	cr_assert_not_null(strstr(garuda_last_error(), "/nonexistent/garuda-test.sock"), "%s",
+			   garuda_last_error());
+	/* calls that succeed, a request to garudad among them, leave it */
+	ok(garuda_segment_doorbell(f.seg, &word, &value));
+	ok(garuda_client_query(f.c, json, sizeof(json)));
+	cr_assert_not_null(strstr(garuda_last_error(), "/nonexistent/garuda-test.sock"), "%s",
+			   garuda_last_error());
+	/* a failure without words of its own: "" */
+	fails(garuda_segment_doorbell(NULL, &word, &value), -EINVAL);
+	cr_assert_str_eq(garuda_last_error(), "");
+	fails(garuda_connect_to("/nonexistent/garuda-test.sock", &c), -ENOENT);
+	ok(garuda_stream_new(f.seg, NULL, GARUDA_READINESS_POLL, &s));
+	fails(garuda_segment_close(f.seg), -GARUDA_E_BUSY);
+	cr_assert_str_eq(garuda_last_error(), "");
+	fails(garuda_connect_to("/nonexistent/garuda-test.sock", &c), -ENOENT);
+	fails(garuda_dispatch(NULL), -EINVAL);
+	cr_assert_str_eq(garuda_last_error(), "");
+	garuda_stream_free(s);
+	fx_down(&f);
+}
+
 Test(errors, full_segment_is_enospc)
 {
 	struct fixture f = { 0 };

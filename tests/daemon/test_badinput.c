@@ -9,7 +9,10 @@
  * garuda_msg_decode() gets ERROR{the code decode gives for the same bytes} (cookie 0
  * or the header's) and a disconnect; a BIND of a non-eventfd gets ERROR{BAD_FD} and
  * the connection stays; a saturated blocking eventfd gets ERROR{BAD_FD} (cookie 0)
- * and a disconnect. Elsewhere "an error or a disconnect" is accepted. */
+ * and a disconnect. Elsewhere "an error or a disconnect" is accepted.
+ *
+ * The bench (garudad and good, armed) is the suites' fixture: up before each test, down
+ * after it. */
 #include <criterion/criterion.h>
 #include <endian.h>
 #include <errno.h>
@@ -28,7 +31,6 @@
 
 #include "harness.h"
 
-TestSuite(badinput, .init = gd_test_init, .fini = gd_test_fini, .timeout = 300);
 
 /* ------------------------------------------------------------ the good client ---- */
 
@@ -39,6 +41,7 @@ struct bench {
 	int efd;
 	uint64_t next; /* target of good's armed descriptors */
 	int base_fds;  /* daemon fds with good set up and armed */
+	bool up;       /* bench_up() finished: bench_down() has something to take down */
 };
 
 static void good_arm(struct bench *b)
@@ -60,6 +63,7 @@ static void bench_up(struct bench *b, const char *config)
 	good_arm(b);
 	cr_assert_eq(gd_wait_status(&b->d, "armed", 3), 3);
 	b->base_fds = gd_fd_count(&b->d);
+	b->up = true;
 }
 
 /* good's armed descriptors fire after the offence; then it re-arms */
@@ -96,6 +100,35 @@ static void bench_down(struct bench *b)
 	gd_close(&b->good);
 	gd_stop(&b->d);
 }
+
+/* Each test's bench, up before it runs and down after it (also after a failure: the
+ * suite's fini counts the fds then). */
+static struct bench bench;
+
+static void bench_fini(void)
+{
+	if (bench.up)
+		bench_down(&bench);
+	gd_test_fini();
+}
+
+static void bench_init(void)
+{
+	gd_test_init();
+	bench_up(&bench, NULL);
+}
+
+TestSuite(badinput, .init = bench_init, .fini = bench_fini, .timeout = 300);
+
+/* slow_reader's: a small outbox quota */
+static void bench_init_small_outbox(void)
+{
+	gd_test_init();
+	bench_up(&bench, "{\"quota\":{\"connection\":{\"outbox_bytes\":8192}}}");
+}
+
+TestSuite(badinput_small_outbox, .init = bench_init_small_outbox, .fini = bench_fini,
+	  .timeout = 300);
 
 /* ------------------------------------------------------------- the offender ---- */
 
@@ -200,8 +233,6 @@ static void put16(uint8_t *p, uint16_t v)
 /* Random bytes, and random bodies behind plausible headers, after HELLO and before */
 Test(badinput, garbage_datagrams)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	unsigned seed = 12345;
 	int checked = 0;
 	for (int i = 0; i < 120; i++) {
@@ -222,53 +253,47 @@ Test(badinput, garbage_datagrams)
 			continue; /* happens to be valid: not garbage */
 		char what[64];
 		snprintf(what, sizeof(what), "garbage datagram #%d (%zu bytes)", i, len);
-		offend_decode(&b, i % 3 != 0, buf, len, NULL, 0, what);
+		offend_decode(&bench, i % 3 != 0, buf, len, NULL, 0, what);
 		checked++;
 		if (i % 20 == 0)
-			good_served(&b, what);
+			good_served(&bench, what);
 	}
 	cr_assert_gt(checked, 100);
-	fds_back(&b, "garbage datagrams");
-	good_served(&b, "garbage datagrams");
-	bench_down(&b);
+	fds_back(&bench, "garbage datagrams");
+	good_served(&bench, "garbage datagrams");
 }
 
 /* An empty datagram reads like EOF on SOCK_SEQPACKET: error or close, both fine */
 Test(badinput, empty_datagram)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	for (int hello = 0; hello < 2; hello++) {
 		struct gd_client c;
-		bad_open(&b, &c, hello);
+		bad_open(&bench, &c, hello);
 		gd_ok(gd_send_raw(&c, "", 0, NULL, 0));
 		int code = expect_close(&c, 0, 0, "empty datagram");
 		cr_assert(code == 0 || code == GARUDA_E_TOO_SHORT, "empty datagram: %s",
 			  gd_strerr(code));
 		gd_close(&c);
 	}
-	fds_back(&b, "empty datagrams");
-	good_served(&b, "empty datagrams");
-	bench_down(&b);
+	fds_back(&bench, "empty datagrams");
+	good_served(&bench, "empty datagrams");
 }
 
 Test(badinput, truncated_messages)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	uint8_t buf[GARUDA_MSG_MAX];
 	size_t len = valid_arm(buf, 77);
 	const size_t cuts[] = { 1, 8, 23, 24, 25, 40, 55 };
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		char what[64];
 		snprintf(what, sizeof(what), "ARM cut to %zu of %zu bytes", cuts[i], len);
-		offend_decode(&b, true, buf, cuts[i], NULL, 0, what);
+		offend_decode(&bench, true, buf, cuts[i], NULL, 0, what);
 	}
 	/* cut, with the header's length agreeing: too short for the body */
 	uint8_t cut[GARUDA_MSG_MAX];
 	memcpy(cut, buf, len);
 	put32(cut + 4, 40);
-	offend_decode(&b, true, cut, 40, NULL, 0, "ARM cut to 40 bytes, header says 40");
+	offend_decode(&bench, true, cut, 40, NULL, 0, "ARM cut to 40 bytes, header says 40");
 	/* every request type, one byte short */
 	const enum garuda_msg_type types[] = { GARUDA_MSG_HELLO, GARUDA_MSG_SEGMENT_OPEN,
 					       GARUDA_MSG_SEGMENT_CLOSE, GARUDA_MSG_UNBIND,
@@ -282,40 +307,34 @@ Test(badinput, truncated_messages)
 		put32(buf + 4, (uint32_t)n - 1);
 		char what[64];
 		snprintf(what, sizeof(what), "%s one byte short", garuda_msg_type_name(types[i]));
-		offend_decode(&b, types[i] != GARUDA_MSG_HELLO, buf, n - 1, NULL, 0, what);
+		offend_decode(&bench, types[i] != GARUDA_MSG_HELLO, buf, n - 1, NULL, 0, what);
 	}
-	fds_back(&b, "truncated messages");
-	good_served(&b, "truncated messages");
-	bench_down(&b);
+	fds_back(&bench, "truncated messages");
+	good_served(&bench, "truncated messages");
 }
 
 Test(badinput, oversized_messages)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	static uint8_t big[70000];
 	size_t len = valid_arm(big, 88);
 	/* trailing bytes, header agreeing */
 	put32(big + 4, (uint32_t)len + 8);
-	offend_decode(&b, true, big, len + 8, NULL, 0, "ARM with 8 trailing bytes");
+	offend_decode(&bench, true, big, len + 8, NULL, 0, "ARM with 8 trailing bytes");
 	const size_t sizes[] = { GARUDA_MSG_MAX, GARUDA_MSG_MAX + 1, 4096, 65000 };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		put32(big + 4, (uint32_t)sizes[i]);
 		char what[64];
 		snprintf(what, sizeof(what), "%zu-byte ARM", sizes[i]);
-		offend_decode(&b, true, big, sizes[i], NULL, 0, what);
-		offend_decode(&b, false, big, sizes[i], NULL, 0, what);
+		offend_decode(&bench, true, big, sizes[i], NULL, 0, what);
+		offend_decode(&bench, false, big, sizes[i], NULL, 0, what);
 	}
-	fds_back(&b, "oversized messages");
-	good_served(&b, "oversized messages");
-	bench_down(&b);
+	fds_back(&bench, "oversized messages");
+	good_served(&bench, "oversized messages");
 }
 
 /* Header fd count and the fds that came disagree, or the type carries no fd */
 Test(badinput, wrong_fd_counts)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	uint8_t buf[GARUDA_MSG_MAX];
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
@@ -327,38 +346,38 @@ Test(badinput, wrong_fd_counts)
 	garuda_msg_init(&m, GARUDA_MSG_BIND, 10);
 	m.bind.slot.segment = 1;
 	size_t n = encode(&m, buf);
-	offend_decode(&b, true, buf, n, NULL, 0, "BIND without its fd");
+	offend_decode(&bench, true, buf, n, NULL, 0, "BIND without its fd");
 	/* BIND: header says 1, two came */
-	offend_decode(&b, true, buf, n, fds4, 2, "BIND with 2 fds, header 1");
+	offend_decode(&bench, true, buf, n, fds4, 2, "BIND with 2 fds, header 1");
 	/* BIND: header says 2, two came (the type carries one) */
 	put16(buf + 8, 2);
-	offend_decode(&b, true, buf, n, fds4, 2, "BIND with 2 fds, header 2");
+	offend_decode(&bench, true, buf, n, fds4, 2, "BIND with 2 fds, header 2");
 	put16(buf + 8, 4);
-	offend_decode(&b, true, buf, n, fds4, 4, "BIND with 4 fds, header 4");
+	offend_decode(&bench, true, buf, n, fds4, 4, "BIND with 4 fds, header 4");
 	/* ARM with an fd, header 0 and header 1 */
 	n = valid_arm(buf, 11);
-	offend_decode(&b, true, buf, n, &e1, 1, "ARM with an eventfd, header 0");
+	offend_decode(&bench, true, buf, n, &e1, 1, "ARM with an eventfd, header 0");
 	put16(buf + 8, 1);
-	offend_decode(&b, true, buf, n, &e1, 1, "ARM with an eventfd, header 1");
+	offend_decode(&bench, true, buf, n, &e1, 1, "ARM with an eventfd, header 1");
 	/* HELLO with an fd, before the handshake */
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 12);
 	n = encode(&m, buf);
-	offend_decode(&b, false, buf, n, &p[0], 1, "HELLO with an fd");
+	offend_decode(&bench, false, buf, n, &p[0], 1, "HELLO with an fd");
 	/* SEGMENT_OPEN with a pipe; SEGMENT_ATTACH without its fd */
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, 13);
 	m.segment_open.lines = 1;
 	n = encode(&m, buf);
-	offend_decode(&b, true, buf, n, &p[1], 1, "SEGMENT_OPEN with a pipe");
+	offend_decode(&bench, true, buf, n, &p[1], 1, "SEGMENT_OPEN with a pipe");
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 14);
 	m.segment_open.lines = 1;
 	n = encode(&m, buf);
-	offend_decode(&b, true, buf, n, NULL, 0, "SEGMENT_ATTACH without its memfd");
-	good_served(&b, "wrong fd counts");
+	offend_decode(&bench, true, buf, n, NULL, 0, "SEGMENT_ATTACH without its memfd");
+	good_served(&bench, "wrong fd counts");
 
 	/* more fds than anyone receives at once (8): an error or a close */
 	{
 		struct gd_client c;
-		bad_open(&b, &c, true);
+		bad_open(&bench, &c, true);
 		garuda_msg_init(&m, GARUDA_MSG_BIND, 15);
 		m.bind.slot.segment = 1;
 		n = encode(&m, buf);
@@ -388,34 +407,31 @@ Test(badinput, wrong_fd_counts)
 	close(e2);
 	close(p[0]);
 	close(p[1]);
-	fds_back(&b, "wrong fd counts");
-	good_served(&b, "wrong fd counts");
-	bench_down(&b);
+	fds_back(&bench, "wrong fd counts");
+	good_served(&bench, "wrong fd counts");
 }
 
 /* Reserved bits, unknown types, values and slots out of the protocol's range */
 Test(badinput, reserved_types_and_ranges)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	uint8_t buf[GARUDA_MSG_MAX];
 	size_t n;
 	struct garuda_msg m;
 
 	n = valid_arm(buf, 20);
 	put16(buf + 2, 0x8000);
-	offend_decode(&b, true, buf, n, NULL, 0, "ARM with an unknown flag");
+	offend_decode(&bench, true, buf, n, NULL, 0, "ARM with an unknown flag");
 	n = valid_arm(buf, 21);
 	buf[12] = 1;
-	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a reserved header byte set");
+	offend_decode(&bench, true, buf, n, NULL, 0, "ARM with a reserved header byte set");
 	n = valid_arm(buf, 22);
 	buf[n - 5] = 0xff; /* byte 51: bytes 52-55 are the point (feature POINTS) */
-	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a reserved body byte set");
+	offend_decode(&bench, true, buf, n, NULL, 0, "ARM with a reserved body byte set");
 	{ /* a point id decodes, but without POINTS the daemon refuses it as reserved */
 		n = valid_arm(buf, 22);
 		buf[n - 1] = 0xff;
 		struct gd_client c;
-		bad_open(&b, &c, true);
+		bad_open(&bench, &c, true);
 		cr_assert_eq(gd_send_raw(&c, buf, n, NULL, 0), 0);
 		expect_close(&c, GARUDA_E_RESERVED_SET, 22, "ARM naming a point without POINTS");
 		gd_close(&c);
@@ -426,7 +442,7 @@ Test(badinput, reserved_types_and_ranges)
 		put16(buf, types[i]);
 		char what[48];
 		snprintf(what, sizeof(what), "message type %u", types[i]);
-		offend_decode(&b, true, buf, n, NULL, 0, what);
+		offend_decode(&bench, true, buf, n, NULL, 0, what);
 	}
 	const uint8_t forms[] = { 0, 4, 255 };
 	for (size_t i = 0; i < 3; i++) {
@@ -434,11 +450,11 @@ Test(badinput, reserved_types_and_ranges)
 		buf[GARUDA_HDR_BYTES + 24] = forms[i];
 		char what[48];
 		snprintf(what, sizeof(what), "ARM with form %u", forms[i]);
-		offend_decode(&b, true, buf, n, NULL, 0, what);
+		offend_decode(&bench, true, buf, n, NULL, 0, what);
 	}
 	n = valid_arm(buf, 25);
 	put32(buf + GARUDA_HDR_BYTES + 4, GARUDA_SEGMENT_MAX_LINES * GARUDA_WORDS_PER_LINE);
-	offend_decode(&b, true, buf, n, NULL, 0, "ARM with a slot index beyond any segment");
+	offend_decode(&bench, true, buf, n, NULL, 0, "ARM with a slot index beyond any segment");
 	const struct {
 		uint32_t lines;
 		int32_t node;
@@ -453,19 +469,16 @@ Test(badinput, reserved_types_and_ranges)
 		char what[64];
 		snprintf(what, sizeof(what), "SEGMENT_OPEN lines %u node %d", opens[i].lines,
 			 opens[i].node);
-		offend_decode(&b, true, buf, n, NULL, 0, what);
+		offend_decode(&bench, true, buf, n, NULL, 0, what);
 	}
-	fds_back(&b, "reserved bits, types and ranges");
-	good_served(&b, "reserved bits, types and ranges");
-	bench_down(&b);
+	fds_back(&bench, "reserved bits, types and ranges");
+	good_served(&bench, "reserved bits, types and ranges");
 }
 
 /* Valid messages that are not requests, and a second HELLO: an error or a close; if
  * the connection stays, it keeps working */
 Test(badinput, not_requests)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	const enum garuda_msg_type types[] = { GARUDA_MSG_WELCOME, GARUDA_MSG_SEGMENT,
 					       GARUDA_MSG_READY, GARUDA_MSG_ERROR, GARUDA_MSG_ACK,
 					       GARUDA_MSG_HELLO };
@@ -479,7 +492,7 @@ Test(badinput, not_requests)
 		if (types[i] == GARUDA_MSG_ERROR)
 			garuda_msg_error(&m, 30 + i, GARUDA_E_QUOTA, "from a client");
 		struct gd_client c;
-		bad_open(&b, &c, true);
+		bad_open(&bench, &c, true);
 		gd_ok(gd_send(&c, &m, NULL, 0));
 		/* either an ERROR, a close, or both */
 		struct garuda_msg rep;
@@ -507,7 +520,7 @@ Test(badinput, not_requests)
 		m.segment.bytes = 4096;
 		int mfd = memfd_create("from-client", MFD_CLOEXEC);
 		struct gd_client c;
-		bad_open(&b, &c, true);
+		bad_open(&bench, &c, true);
 		gd_ok(gd_send(&c, &m, &mfd, 1));
 		close(mfd);
 		struct garuda_msg rep;
@@ -515,23 +528,20 @@ Test(badinput, not_requests)
 		cr_assert_neq(r, 0, "SEGMENT with a memfd from a client: neither answered nor closed");
 		gd_close(&c);
 	}
-	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
-	fds_back(&b, "messages that are not requests");
-	good_served(&b, "messages that are not requests");
-	bench_down(&b);
+	cr_assert_eq(gd_wait_status(&bench.d, "clients", 1), 1);
+	fds_back(&bench, "messages that are not requests");
+	good_served(&bench, "messages that are not requests");
 }
 
 /* BIND with an fd that is not an eventfd: ERROR{BAD_FD}, the connection stays, the
  * daemon keeps none of those fds */
 Test(badinput, bind_non_eventfd)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	struct gd_client c;
 	struct gd_seg s;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 4, -1, &s));
-	int before = gd_fd_count(&b.d);
+	int before = gd_fd_count(&bench.d);
 
 	int p[2], sp[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
@@ -568,9 +578,9 @@ Test(badinput, bind_non_eventfd)
 	gd_store(&s, 20, 1);
 	cr_assert_eq(gd_eventfd_read(efd, GD_DEADLINE_MS), 1);
 	gd_ok(gd_unbind(&c, gd_slot(&s, 20)));
-	int n = gd_wait_fds_at_most(&b.d, before);
+	int n = gd_wait_fds_at_most(&bench.d, before);
 	cr_assert_leq(n, before, "the daemon kept refused BIND fds: %d fds, %d before", n, before);
-	good_served(&b, "BINDs of non-eventfds");
+	good_served(&bench, "BINDs of non-eventfds");
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i].fd != s.memfd && fds[i].fd != c.fd && fds[i].fd != sp[0])
@@ -580,8 +590,7 @@ Test(badinput, bind_non_eventfd)
 	close(efd);
 	gd_seg_unmap(&s);
 	gd_close(&c);
-	fds_back(&b, "BINDs of non-eventfds");
-	bench_down(&b);
+	fds_back(&bench, "BINDs of non-eventfds");
 }
 
 /* The saturated blocking eventfd: the client fills its counter to the maximum
@@ -601,11 +610,9 @@ static void saturate(int efd, bool clear_nonblock)
 
 static void saturated_blocking(bool before_bind)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	struct gd_client c;
 	struct gd_seg s;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 1, -1, &s));
 	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (before_bind)
@@ -622,11 +629,11 @@ static void saturated_blocking(bool before_bind)
 		gd_store(&s, 0, 1);
 		/* good is served meanwhile: its readiness comes (a blocked daemon would
 		 * never deliver it) */
-		uint32_t bell = gd_doorbell(&b.gs), now;
+		uint32_t bell = gd_doorbell(&bench.gs), now;
 		for (uint32_t i = 0; i < 3; i++)
-			gd_store(&b.gs, i, b.next);
+			gd_store(&bench.gs, i, bench.next);
 		struct garuda_ready rd;
-		r = gd_wait_ready(&b.good, &rd, GD_DEADLINE_MS);
+		r = gd_wait_ready(&bench.good, &rd, GD_DEADLINE_MS);
 		if (r != 1) {
 			uint64_t v;
 			if (read(efd, &v, sizeof(v)) < 0) /* unblock the daemon for the cleanup */
@@ -634,18 +641,17 @@ static void saturated_blocking(bool before_bind)
 		}
 		cr_assert_eq(r, 1, "good client's READY while another client's eventfd is "
 			     "saturated and blocking: %s", gd_strerr(r));
-		cr_assert_eq(gd_eventfd_read(b.efd, GD_DEADLINE_MS), 1);
-		cr_assert_eq(gd_doorbell_wait(&b.gs, bell, &now, GD_DEADLINE_MS), 1);
-		good_arm(&b);
+		cr_assert_eq(gd_eventfd_read(bench.efd, GD_DEADLINE_MS), 1);
+		cr_assert_eq(gd_doorbell_wait(&bench.gs, bell, &now, GD_DEADLINE_MS), 1);
+		good_arm(&bench);
 		expect_close(&c, GARUDA_E_BAD_FD, 0, "saturated blocking eventfd");
 	}
 	close(efd);
 	gd_seg_unmap(&s);
 	gd_close(&c);
-	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
-	fds_back(&b, "a saturated blocking eventfd");
-	good_served(&b, "a saturated blocking eventfd");
-	bench_down(&b);
+	cr_assert_eq(gd_wait_status(&bench.d, "clients", 1), 1);
+	fds_back(&bench, "a saturated blocking eventfd");
+	good_served(&bench, "a saturated blocking eventfd");
 }
 
 Test(badinput, saturated_blocking_eventfd)
@@ -662,19 +668,17 @@ Test(badinput, saturated_blocking_eventfd_before_bind)
  * no reason to hurt anyone (the eventfd is readable anyway) */
 Test(badinput, saturated_nonblocking_eventfd)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	struct gd_client c;
 	struct gd_seg s;
 	int efd;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 1, -1, &s));
 	gd_ok(gd_bind_new(&c, gd_slot(&s, 0), &efd));
 	saturate(efd, false);
 	for (uint64_t t = 1; t <= 3; t++)
 		gd_ok(gd_arm(&c, gd_slot(&s, 0), t, t, GARUDA_FORM_EVENTFD));
 	gd_store(&s, 0, 3);
-	good_served(&b, "a saturated non-blocking eventfd");
+	good_served(&bench, "a saturated non-blocking eventfd");
 	/* the client is still there and its eventfd still readable */
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 9, GARUDA_FORM_MESSAGE));
 	gd_store(&s, 1, 1);
@@ -687,45 +691,39 @@ Test(badinput, saturated_nonblocking_eventfd)
 	close(efd);
 	gd_seg_unmap(&s);
 	gd_close(&c);
-	fds_back(&b, "a saturated non-blocking eventfd");
-	bench_down(&b);
+	fds_back(&bench, "a saturated non-blocking eventfd");
 }
 
 /* Connections that come and go without a word, or half-close */
 Test(badinput, connection_churn)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	for (int i = 0; i < 200; i++) {
 		struct gd_client c;
-		bad_open(&b, &c, i % 2);
+		bad_open(&bench, &c, i % 2);
 		if (i % 4 == 3)
 			shutdown(c.fd, SHUT_WR);
 		gd_close(&c);
 	}
 	struct gd_client idle[50];
 	for (int i = 0; i < 50; i++)
-		bad_open(&b, &idle[i], i % 2);
-	cr_assert_eq(gd_wait_status(&b.d, "clients", 51), 51);
-	good_served(&b, "50 idle connections");
+		bad_open(&bench, &idle[i], i % 2);
+	cr_assert_eq(gd_wait_status(&bench.d, "clients", 51), 51);
+	good_served(&bench, "50 idle connections");
 	for (int i = 0; i < 50; i++)
 		gd_close(&idle[i]);
-	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
-	fds_back(&b, "connection churn");
-	good_served(&b, "connection churn");
-	bench_down(&b);
+	cr_assert_eq(gd_wait_status(&bench.d, "clients", 1), 1);
+	fds_back(&bench, "connection churn");
+	good_served(&bench, "connection churn");
 }
 
 /* A client that never reads while its readiness piles up: the daemon must not block
  * on it. When it reads at last it finds each READY once, or an OVERFLOW READY
  * ("re-check your words"), or it was disconnected (SLOW_PEER) — never a silent loss. */
-Test(badinput, slow_reader)
+Test(badinput_small_outbox, slow_reader)
 {
-	struct bench b;
-	bench_up(&b, "{\"quota\":{\"connection\":{\"outbox_bytes\":8192}}}");
 	struct gd_client c;
 	struct gd_seg s;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	const uint32_t lines = 512, words = lines * GARUDA_WORDS_PER_LINE; /* 4096 */
 	gd_ok(gd_segment_open(&c, lines, -1, &s));
 	int sz = 4096;
@@ -737,13 +735,13 @@ Test(badinput, slow_reader)
 	/* wait until the daemon has taken all arms (or errors are queued) */
 	long long armed;
 	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
-	while ((armed = gd_status_num(&b.d, "armed")) < (long long)words + 3 && gd_left_ms(dl) > 0)
+	while ((armed = gd_status_num(&bench.d, "armed")) < (long long)words + 3 && gd_left_ms(dl) > 0)
 		usleep(2000);
 	cr_assert_eq(armed, (long long)words + 3, "armed %lld", armed);
 	for (uint32_t i = 0; i < words; i++)
 		gd_store(&s, i, 1);
 	/* the good client is served while c's readiness piles up */
-	good_served(&b, "a non-reading client's readiness piling up");
+	good_served(&bench, "a non-reading client's readiness piling up");
 
 	/* now read everything */
 	static unsigned char seen[4096];
@@ -787,10 +785,9 @@ Test(badinput, slow_reader)
 		cr_assert(err == GARUDA_E_SLOW_PEER || err == 0, "closed with %s", gd_strerr(err));
 	gd_seg_unmap(&s);
 	gd_close(&c);
-	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
-	fds_back(&b, "a slow reader");
-	good_served(&b, "a slow reader");
-	bench_down(&b);
+	cr_assert_eq(gd_wait_status(&bench.d, "clients", 1), 1);
+	fds_back(&bench, "a slow reader");
+	good_served(&bench, "a slow reader");
 }
 
 /* A client that pipelines many requests before reading any reply: the replies that do
@@ -798,11 +795,9 @@ Test(badinput, slow_reader)
  * once it reads; meanwhile everyone else is served. */
 Test(badinput, unread_replies)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	struct gd_client c;
 	struct gd_seg s;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 64, -1, &s));
 	int sz = 4096;
 	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
@@ -818,7 +813,7 @@ Test(badinput, unread_replies)
 		int r = gd_send(&c, &m, NULL, 0);
 		cr_assert_eq(r, 0, "request %u: %s", i, gd_strerr(r));
 	}
-	good_served(&b, "a client not reading its replies");
+	good_served(&bench, "a client not reading its replies");
 	unsigned acks = 0;
 	for (;;) {
 		struct garuda_msg m;
@@ -833,22 +828,19 @@ Test(badinput, unread_replies)
 	}
 	gd_seg_unmap(&s);
 	gd_close(&c);
-	cr_assert_eq(gd_wait_status(&b.d, "clients", 1), 1);
-	fds_back(&b, "unread replies");
-	good_served(&b, "unread replies");
-	bench_down(&b);
+	cr_assert_eq(gd_wait_status(&bench.d, "clients", 1), 1);
+	fds_back(&bench, "unread replies");
+	good_served(&bench, "unread replies");
 }
 
 /* The client scribbles over its segment's header (every value in shared memory is the
  * client's to write): the daemon trusts none of it and keeps serving every form. */
 Test(badinput, scribbled_segment_header)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	struct gd_client c;
 	struct gd_seg s;
 	int efd;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 2, -1, &s));
 	gd_ok(gd_bind_new(&c, gd_slot(&s, 0), &efd));
 	s.map->hdr.magic = 0;
@@ -875,12 +867,11 @@ Test(badinput, scribbled_segment_header)
 	uint32_t now;
 	cr_assert_eq(gd_doorbell_wait(&s, 0xffffffffu, &now, GD_DEADLINE_MS), 1);
 	cr_assert_eq(now, 0, "doorbell 0xffffffff + 1 wrapped to %u", now);
-	good_served(&b, "a scribbled segment header");
+	good_served(&bench, "a scribbled segment header");
 	close(efd);
 	gd_seg_unmap(&s);
 	gd_close(&c);
-	fds_back(&b, "a scribbled segment header");
-	bench_down(&b);
+	fds_back(&bench, "a scribbled segment header");
 }
 
 /* A session ends while its DISARMs are still queued for the scanner: the scanner must
@@ -888,12 +879,10 @@ Test(badinput, scribbled_segment_header)
  * stray answer reaches another client. */
 Test(badinput, disarms_queued_at_disconnect)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	for (int round = 0; round < 20; round++) {
 		struct gd_client c;
 		struct gd_seg s;
-		bad_open(&b, &c, true);
+		bad_open(&bench, &c, true);
 		gd_ok(gd_segment_open(&c, 1, -1, &s));
 		for (unsigned i = 0; i < 60; i++) {
 			struct garuda_msg m;
@@ -909,11 +898,10 @@ Test(badinput, disarms_queued_at_disconnect)
 		gd_close(&c);
 	}
 	struct garuda_msg m;
-	cr_assert_eq(gd_quiet(&b.good, 200, &m), 0, "the good client got a stray %s",
+	cr_assert_eq(gd_quiet(&bench.good, 200, &m), 0, "the good client got a stray %s",
 		     garuda_msg_type_name(m.type));
-	good_served(&b, "sessions closed with DISARMs queued");
-	fds_back(&b, "sessions closed with DISARMs queued");
-	bench_down(&b);
+	good_served(&bench, "sessions closed with DISARMs queued");
+	fds_back(&bench, "sessions closed with DISARMs queued");
 }
 
 /* A client holding many armed descriptors disarms them one DISARM at a time, as fast
@@ -923,11 +911,9 @@ Test(badinput, disarms_queued_at_disconnect)
  * asserted: timings are the benchmarks' business.) */
 Test(badinput, disarm_flood)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	struct gd_client c;
 	struct gd_seg s;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 64, -1, &s));
 	enum { ARMED = 1333 * GARUDA_BATCH_MAX }; /* whole batches */
 	for (unsigned i = 0; i < ARMED; i += GARUDA_BATCH_MAX) {
@@ -942,7 +928,7 @@ Test(badinput, disarm_flood)
 								  .form = GARUDA_FORM_DOORBELL };
 		gd_ok(gd_send(&c, &m, NULL, 0));
 	}
-	cr_assert_geq(gd_wait_status(&b.d, "armed", ARMED + 3), ARMED + 3);
+	cr_assert_geq(gd_wait_status(&bench.d, "armed", ARMED + 3), ARMED + 3);
 	int sz = 1 << 20;
 	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	for (unsigned i = 0; i < ARMED; i++) {
@@ -953,20 +939,17 @@ Test(badinput, disarm_flood)
 		m.disarm.token = i;
 		gd_ok(gd_send(&c, &m, NULL, 0));
 	}
-	good_served(&b, "a DISARM flood");
-	cr_assert_eq(gd_wait_status(&b.d, "armed", 3), 3, "every DISARM took its descriptor");
+	good_served(&bench, "a DISARM flood");
+	cr_assert_eq(gd_wait_status(&bench.d, "armed", 3), 3, "every DISARM took its descriptor");
 	gd_seg_unmap(&s);
 	gd_close(&c);
-	bench_down(&b);
 }
 
 /* The ERROR that ends a session goes out even when replies are queued before it. */
 Test(badinput, error_after_queued_replies)
 {
-	struct bench b;
-	bench_up(&b, NULL);
 	struct gd_client c;
-	bad_open(&b, &c, true);
+	bad_open(&bench, &c, true);
 	int sz = 4096;
 	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	for (unsigned i = 0; i < 1000; i++) { /* more than the socket holds: replies queue */
@@ -994,6 +977,5 @@ Test(badinput, error_after_queued_replies)
 	cr_assert(error, "the session ended without its ERROR (%u replies, then %s)", replies,
 		  gd_strerr(r));
 	gd_close(&c);
-	good_served(&b, "a violation behind queued replies");
-	bench_down(&b);
+	good_served(&bench, "a violation behind queued replies");
 }

@@ -23,51 +23,27 @@
 # Exit 77 (skip) naming the package when a tool is missing, or without root/unshare.
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=real-frame.sh
+source "$here/real-frame.sh"
 
 if [[ ${1:-} != --inner ]]; then
-	src=$(cd "$1" && pwd) garudad=$(readlink -f "$2") garctl=$(readlink -f "$3") minimal=$(readlink -f "$4")
-	((EUID == 0)) || skip "needs root (rootful podman in a private mount namespace)"
-	for t in podman:podman runc:runc conmon:conmon unshare:util-linux; do
-		command -v "${t%%:*}" >/dev/null || skip "${t%%:*} not installed (Debian package ${t#*:})"
-	done
+	real_require "rootful podman in a private mount namespace" \
+		podman:podman runc:runc conmon:conmon unshare:util-linux
 	[[ -x /usr/libexec/podman/catatonit ]] || skip "catatonit not installed (Debian package catatonit: podman's pause image)"
 	python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml not installed (Debian package python3-yaml)"
-	unshare --mount --pid --fork true 2>/dev/null || skip "unshare --mount --pid not permitted here"
-	source "$here/hostcheck.sh"
-	export ENGINE_PROCS='conmon|podman|runc|catatonit'
-	work=$(mktemp -d /tmp/garuda-ctr.XXXXXX)
-	export HOSTCHECK_MARK=$work
-	cleanup() {
+	real_cleanup() {
 		# the cgroupfs manager makes libpod_parent under each controller outside the
 		# namespace: remove the ones this test made (those not there before)
 		find /sys/fs/cgroup -maxdepth 2 -type d -name libpod_parent 2>/dev/null | while read -r d; do
 			grep -qxF "$d" "$work/host.before" || find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
 		done
-		rm -rf "$work"
 	}
-	trap cleanup EXIT
-	hostcheck_snapshot "$work/host.before"
-	rc=0
-	timeout -k 5 55 unshare --mount --propagation private --pid --fork --mount-proc \
-		"$0" --inner "$src" "$garudad" "$garctl" "$minimal" "$work" || rc=$?
-	((rc != 124)) || echo "FAIL: timed out (55 s)"
-	hostcheck_settle
-	find /sys/fs/cgroup -maxdepth 2 -type d -name libpod_parent 2>/dev/null | while read -r d; do
-		grep -qxF "$d" "$work/host.before" || find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
-	done
-	hostcheck_snapshot "$work/host.after"
-	hostcheck_diff "$work/host.before" "$work/host.after" || rc=1
-	exit "$rc"
+	real_outer 'conmon|podman|runc|catatonit' garuda-ctr "$@"
 fi
 
 # --- inside: pid 1 of a private pid namespace, a private mount table
-shift
-src=$1 garudad=$2 garctl=$3 minimal=$4 work=$5
-start=$SECONDS
+real_inner "$@"
 k8s=$src/contrib/kubernetes
-mount -t tmpfs -o mode=0755 tmpfs /run
 # /var/lib: the metrics sidecar's hostPath (/var/lib/prometheus/node-exporter,
 # DirectoryOrCreate) and podman build's blob cache (/var/lib/containers/cache, written
 # whatever --root says) land in the test's tmpfs, not on the host

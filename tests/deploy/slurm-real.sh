@@ -18,40 +18,20 @@
 # Exit 77 (skip) naming the package when a tool is missing, or without root/unshare.
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=real-frame.sh
+source "$here/real-frame.sh"
 
 if [[ ${1:-} != --inner ]]; then
-	src=$(cd "$1" && pwd) garudad=$(readlink -f "$2") garctl=$(readlink -f "$3") minimal=$(readlink -f "$4")
-	((EUID == 0)) || skip "needs root (slurmd runs the prolog as root; private mount namespace)"
-	for t in slurmctld:slurmctld slurmd:slurmd srun:slurm-client sinfo:slurm-client \
-		scontrol:slurm-client sbatch:slurm-client munged:munge unshare:util-linux; do
-		command -v "${t%%:*}" >/dev/null || skip "${t%%:*} not installed (Debian package ${t#*:})"
-	done
-	unshare --mount --pid --fork true 2>/dev/null || skip "unshare --mount --pid not permitted here"
-	source "$here/hostcheck.sh"
-	export ENGINE_PROCS='slurmctld|slurmd|slurmstepd|munged'
-	work=$(mktemp -d /tmp/garuda-slurm.XXXXXX)
-	trap 'rm -rf "$work"' EXIT
-	export HOSTCHECK_MARK=$work
-	hostcheck_snapshot "$work/host.before"
-	rc=0
-	timeout -k 5 55 unshare --mount --propagation private --pid --fork --mount-proc \
-		"$0" --inner "$src" "$garudad" "$garctl" "$minimal" "$work" || rc=$?
-	((rc != 124)) || echo "FAIL: timed out (55 s)"
-	hostcheck_settle
-	hostcheck_snapshot "$work/host.after"
-	hostcheck_diff "$work/host.before" "$work/host.after" || rc=1
-	exit "$rc"
+	real_require "slurmd runs the prolog as root; private mount namespace" \
+		slurmctld:slurmctld slurmd:slurmd srun:slurm-client sinfo:slurm-client \
+		scontrol:slurm-client sbatch:slurm-client munged:munge unshare:util-linux
+	real_outer 'slurmctld|slurmd|slurmstepd|munged' garuda-slurm "$@"
 fi
 
 # --- inside the namespaces: pid 1 of a private pid namespace, a private mount table
-shift
-src=$1 garudad=$2 garctl=$3 minimal=$4 work=$5
-start=$SECONDS
+real_inner "$@"
 slurm=$src/contrib/slurm
 chmod 0755 "$work" # munged wants every directory above its socket o+x
-mount -t tmpfs -o mode=0755 tmpfs /run
 # the site's /etc/default/garuda: GARCTL is the build's garctl; the rest as shipped
 mkdir "$work/etc-default"
 cp -a /etc/default/. "$work/etc-default/"
