@@ -26,13 +26,16 @@ static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144, .points = 64,
 	.connections = 1,
 };
+/* sized so that one uid at its defaults costs garudad at most 64 MiB: ~210 B of RSS an
+ * armed wait (262,144: ~55 MiB), 4 MiB of lines, 4 MiB of outbox (docs/deploy.md,
+ * "Sizing") */
 static const struct quota_limits default_quota_uid = {
-	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
+	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 262144,
 	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
 };
 /* a cgroup (pod, container, Slurm job, systemd unit) may hold what one uid may */
 static const struct quota_limits default_quota_cgroup = {
-	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 1048576,
+	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 262144,
 	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
 };
 
