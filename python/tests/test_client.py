@@ -429,3 +429,18 @@ def test_client_docstring_gives_the_socket_search():
              doc.find("/run/garuda/garuda.sock")]
     assert -1 not in order and order == sorted(order), doc
     assert "default /run/garuda" not in doc, doc
+
+
+def test_help_leads_with_the_api_not_the_registry():
+    """help(garuda) was 4,161 lines led by 35 exception classes (issue 30, item 15): the
+    registry's classes are documented in garuda.errors and stay attributes of the
+    package (garuda.QuotaError), off its front page."""
+    import pydoc
+    text = pydoc.render_doc(garuda, renderer=pydoc.plaintext)
+    assert len(text.splitlines()) < 1500, len(text.splitlines())
+    classes = [ln.split()[1].split("(")[0] for ln in text.splitlines()
+               if ln.startswith("    class ")]
+    assert classes[:1] == ["Client"] and "QuotaError" not in classes, classes
+    assert "garuda.errors" in text
+    assert garuda.QuotaError is garuda.errors.QuotaError and (1016, "QUOTA") in garuda.REGISTRY
+    assert "QuotaError" in pydoc.render_doc(garuda.errors, renderer=pydoc.plaintext)
