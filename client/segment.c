@@ -289,6 +289,7 @@ int seg_present(struct garuda_seg *seg, uint64_t gen)
 	struct garuda_client *c = seg->client;
 	struct garuda_msg m, reply;
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
+	m.flags = present_flag(c);
 	m.segment_open.lines = seg->lines;
 	m.segment_open.numa_node = seg->numa_node;
 	int r = conn_request_gen(c, &m, seg->memfd, gen, &reply, NULL, NULL);

@@ -151,12 +151,13 @@ void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int cod
 }
 
 /* ARM target on s; c->lock and s->lock held; s presented in the current session. */
-static int arm_locked(struct garuda_stream *s, uint64_t target)
+/* flags: 0, or present_flag() for an arm of what a lost session held */
+static int arm_locked(struct garuda_stream *s, uint64_t target, uint16_t flags)
 {
 	struct garuda_client *c = s->client;
 	struct garuda_msg m;
 	garuda_msg_init(&m, GARUDA_MSG_ARM, arm_cookie((uint32_t)(s->token >> 32), target));
-	m.flags = GARUDA_F_NOREPLY;
+	m.flags = (uint16_t)(GARUDA_F_NOREPLY | flags);
 	m.arm.slot.segment = s->seg->id;
 	m.arm.slot.index = s->index;
 	m.arm.target = target;
@@ -195,6 +196,7 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 	if (s->form == GARUDA_READINESS_EVENTFD) {
 		struct garuda_msg m;
 		garuda_msg_init(&m, GARUDA_MSG_BIND, 0);
+		m.flags = present_flag(c);
 		m.bind.slot.segment = segid;
 		m.bind.slot.index = s->index;
 		r = conn_request_gen(c, &m, s->efd, gen, NULL, NULL, NULL);
@@ -217,7 +219,7 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	/* every outstanding sequence gets its arm again */
 	for (uint64_t t = word + 1; !garuda_reached(word, sig) && !garuda_reached(t - 1, sig); t++) {
-		r = arm_locked(s, t);
+		r = arm_locked(s, t, present_flag(c));
 		if (r < 0)
 			break;
 	}
@@ -668,7 +670,7 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 		/* also while the session is being presented: a stream presented in it
 		 * already is not armed again by the presentation */
 		if ((c->state == CONN_UP || c->state == CONN_PRESENTING) && s->ses.gen == c->gen) {
-			r = arm_locked(s, next);
+			r = arm_locked(s, next, 0);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 				stream_arm_lost_locked(s, 0, NULL); /* the session is ending */
 		} else if (c->state == CONN_UP && !c->fallback) {
