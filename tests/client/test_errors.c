@@ -429,7 +429,9 @@ Test(errors, connect_eacces_names_socket_and_group)
 	td_start(&d, "\"socket_group\":\"daemon\"");
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	setenv("container", "podman", 1); /* the child runs "in a container": the pod remedy too */
 	pid_t pid = fork();
+	unsetenv("container");
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		close(p[0]);
@@ -459,6 +461,12 @@ Test(errors, connect_eacces_names_socket_and_group)
 	cr_assert_not_null(strstr(out, d.sock), "the error does not name the socket: %s", out);
 	cr_assert_not_null(strstr(out, "group \"daemon\""), "the error does not name the group: %s", out);
 	cr_assert_not_null(strstr(out, "usermod -aG daemon"), "the error names no remedy: %s", out);
+	/* the gid too, and in a container how a pod adds it (issue 30, item 9) */
+	char want[96];
+	snprintf(want, sizeof(want), "group \"daemon\" (gid %u, mode 0660)", (unsigned)g->gr_gid);
+	cr_assert_not_null(strstr(out, want), "the error does not give the gid: %s", out);
+	snprintf(want, sizeof(want), "supplementalGroups: [%u]", (unsigned)g->gr_gid);
+	cr_assert_not_null(strstr(out, want), "the error gives no pod remedy: %s", out);
 	td_stop(&d);
 }
 
