@@ -399,7 +399,9 @@ def test_reference_cycles_are_freed_by_the_collector(daemon, capfd):
     weakref.finalize), in whatever order it takes them: a client freed before its
     segment and stream (its disconnect frees theirs) leaves them nothing to free
     again, and a free that fails there (a segment closed while its stream lives is
-    BUSY) prints nothing."""
+    BUSY) prints nothing. A store still queued on a host stream lands before its
+    segment's mapping goes, whichever is collected first (the collector clears the
+    weak references of the whole cycle before any free runs)."""
     gc.collect()
     base = nfds()
     for order in range(3):
@@ -407,6 +409,7 @@ def test_reference_cycles_are_freed_by_the_collector(daemon, capfd):
         seg = c.segment()
         hs = garuda.HostStream()
         s = seg.stream(hs)
+        hs.enqueue_work(0.05)  # the store is still queued when the collector runs
         s.signal()
         objs = [c, seg, s, hs]
         for o in objs:
