@@ -92,12 +92,19 @@ static void explain_connect(int r, const char *path, const char *why)
 	case EPERM: {
 		struct stat st;
 		struct group *g = stat(path, &st) == 0 ? getgrgid(st.st_gid) : NULL;
-		if (g)
+		if (g) {
+			/* the name is this system's for the gid; in a pod the gid is the host's,
+			 * and the pod's own name for it (if any) is not what to ask for */
 			set_error("cannot connect to garudad at %s (%s): permission denied; the socket "
-				  "admits its owner and group \"%s\" (mode %04o): join that group (usermod "
-				  "-aG %s $USER, then log in again)", path, why, g->gr_name,
-				  (unsigned)(st.st_mode & 07777), g->gr_name);
-		else if (stat(path, &st) == 0)
+				  "admits its owner and group \"%s\" (gid %u, mode %04o): join that group "
+				  "(usermod -aG %s $USER, then log in again)", path, why, g->gr_name,
+				  (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), g->gr_name);
+			if (in_container())
+				client_append_error("; in a container or pod, run with gid %u as a "
+						    "supplementary group (Kubernetes: securityContext."
+						    "supplementalGroups: [%u]; podman/docker: --group-add %u)",
+						    (unsigned)st.st_gid, (unsigned)st.st_gid, (unsigned)st.st_gid);
+		} else if (stat(path, &st) == 0)
 			/* a gid with no name here: a pod or container, garudad's group is the
 			 * host's (deploy.md: 61000) */
 			set_error("cannot connect to garudad at %s (%s): permission denied; the socket "

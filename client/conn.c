@@ -18,8 +18,10 @@
  *    replies; only then does the session count as up, and every stream is nudged so
  *    that waiters and event loops re-read their words.
  *  - While no session exists, the I/O thread retries with exponential backoff
- *    (RECONNECT_MIN_NS .. RECONNECT_MAX_NS) and lets the router nudge streams whose
- *    words moved, so eventfd users keep seeing progress; a fallback client's reactor
+ *    (RECONNECT_MIN_NS .. RECONNECT_MAX_NS) and, on a schedule of its own (every
+ *    LOST_POLL_MIN_MS, doubling to LOST_POLL_MAX_MS while none moves), lets the router
+ *    nudge streams whose words moved, so eventfd users keep seeing progress within
+ *    16 ms, not at the reconnect backoff's 100 ms; a fallback client's reactor
  *    (reactor.c) is unparked and its coded warning set, and cleared again once a new
  *    session is presented.
  *  - In a session, while some stream has an arm garudad refused (lost_any), the I/O
@@ -53,8 +55,9 @@
 #define HANDSHAKE_TIMEOUT_MS 5000
 #define RECONNECT_MIN_NS 1000000ull    /* 1 ms */
 #define RECONNECT_MAX_NS 100000000ull  /* 100 ms */
-/* how often the words of streams with a refused arm are looked at: every 1 ms,
- * doubling up to 16 ms while none moves (docs/client.md) */
+/* how often the words of streams with a refused arm, or of every stream while garudad
+ * is away, are looked at: every 1 ms, doubling up to 16 ms while none moves
+ * (docs/client.md) */
 #define LOST_POLL_MIN_MS 1
 #define LOST_POLL_MAX_MS 16
 #define SEND_WAIT_MS 10
@@ -111,7 +114,8 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 	struct garuda_msg m;
 	uint8_t buf[GARUDA_MSG_MAX];
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 1);
-	m.hello.features = GARUDA_FEATURE_READY_BATCH; /* route() takes READY_BATCH */
+	/* route() takes READY_BATCH; present() marks its messages (F_REPRESENT) */
+	m.hello.features = GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_REPRESENT;
 	ssize_t n = garuda_msg_encode(&m, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
@@ -446,7 +450,7 @@ static void drain_efd(int fd)
 static void *io_main(void *arg)
 {
 	struct garuda_client *c = arg;
-	uint64_t backoff = RECONNECT_MIN_NS;
+	uint64_t backoff = RECONNECT_MIN_NS, next_try = 0;
 	int lost_step = LOST_POLL_MIN_MS;
 
 	for (;;) {
@@ -487,20 +491,31 @@ static void *io_main(void *arg)
 			continue;
 		}
 
-		/* down: try a new session */
-		struct garuda_welcome w;
-		int fd = conn_handshake(c->path, &w);
-		if (fd >= 0) {
-			backoff = RECONNECT_MIN_NS;
-			if (start_session(c, fd, &w) < 0)
-				go_down(c);
-			continue;
+		/* down: try a new session when the backoff says so */
+		uint64_t now = garuda_now_ns();
+		if (now >= next_try) {
+			struct garuda_welcome w;
+			int fd = conn_handshake(c->path, &w);
+			if (fd >= 0) {
+				backoff = RECONNECT_MIN_NS, next_try = 0;
+				lost_step = LOST_POLL_MIN_MS;
+				if (start_session(c, fd, &w) < 0)
+					go_down(c);
+				continue;
+			}
+			now = garuda_now_ns();
+			next_try = now + backoff;
+			backoff = backoff * 2 > RECONNECT_MAX_NS ? RECONNECT_MAX_NS : backoff * 2;
 		}
-		c->router->while_down(c);
+		/* meanwhile the words, on their own schedule (lost_step, as while_lost) */
+		if (c->router->while_down(c))
+			lost_step = LOST_POLL_MIN_MS;
+		else if (lost_step < LOST_POLL_MAX_MS)
+			lost_step *= 2;
+		uint64_t to_try = next_try > now ? (next_try - now + 999999) / 1000000ull : 0;
 		struct pollfd p = { .fd = c->wake_efd, .events = POLLIN };
-		if (poll(&p, 1, (int)(backoff / 1000000ull)) > 0)
+		if (poll(&p, 1, (int)(to_try < (uint64_t)lost_step ? to_try : (uint64_t)lost_step)) > 0)
 			drain_efd(c->wake_efd);
-		backoff = backoff * 2 > RECONNECT_MAX_NS ? RECONNECT_MAX_NS : backoff * 2;
 	}
 	join_presenter(c);
 	return NULL;

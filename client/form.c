@@ -36,11 +36,14 @@ static int eventfd_open(struct garuda_stream *s)
 	return s->efd < 0 ? -errno : 0;
 }
 
-/* BIND (on) or UNBIND the stream's slot in session gen: a round trip. */
-static int eventfd_bind(struct garuda_stream *s, uint32_t segid, uint64_t gen, bool on)
+/* BIND (on) or UNBIND the stream's slot in session gen, with header flags (a
+ * presentation's present_flag()): a round trip. */
+static int eventfd_bind(struct garuda_stream *s, uint32_t segid, uint64_t gen, bool on,
+			uint16_t flags)
 {
 	struct garuda_msg m;
 	garuda_msg_init(&m, on ? GARUDA_MSG_BIND : GARUDA_MSG_UNBIND, 0);
+	m.flags = flags;
 	m.bind.slot.segment = segid;
 	m.bind.slot.index = s->index;
 	return conn_request_gen(s->client, &m, on ? s->efd : -1, gen, NULL, NULL, NULL);

@@ -255,9 +255,9 @@ struct conn_router {
 	/* a new session is presented: clear the fallback warning, wake every stream
 	 * (readiness lost with the old session); c->lock held */
 	void (*session_up_locked)(struct garuda_client *c);
-	/* no session: wake streams whose words moved (not on a fallback client: its
-	 * reactor does that, better); I/O thread, no lock held */
-	void (*while_down)(struct garuda_client *c);
+	/* no session: wake streams whose words moved (true when one did; not on a fallback
+	 * client: its reactor does that, better); I/O thread, no lock held */
+	bool (*while_down)(struct garuda_client *c);
 	/* in a session, while lost_any: nudge the streams with a refused arm whose words
 	 * moved (true when one did); I/O thread, no lock held */
 	bool (*while_lost)(struct garuda_client *c);
@@ -302,6 +302,14 @@ bool conn_complete_locked(struct garuda_client *c, const struct garuda_msg *m, i
 /* connect + HELLO/WELCOME on a fresh socket (blocking, bounded). Returns the socket
  * or a negative code; fills *w. */
 int conn_handshake(const char *path, struct garuda_welcome *w);
+/* The header flag of a message that presents again what a lost session held (router.c
+ * present()): F_REPRESENT where garudad granted the feature, so that its re-attach log
+ * counts those and not the new work sent meanwhile; else 0. Presenter thread (the
+ * session's WELCOME was stored before it started). */
+static inline uint16_t present_flag(const struct garuda_client *c)
+{
+	return c->welcome.features & GARUDA_FEATURE_REPRESENT ? GARUDA_F_REPRESENT : 0;
+}
 
 /* Send one message with fd (-1: none) on the current session; call with c->lock held.
  * Returns 0 or a negative code (-GARUDA_E_DISCONNECTED when not connected). */
@@ -342,7 +350,8 @@ struct stream_form {
 	int (*open)(struct garuda_stream *s);
 	/* BIND (on) or UNBIND the stream's slot in session gen, a round trip (0 or the
 	 * error); NULL: the form binds nothing */
-	int (*bind)(struct garuda_stream *s, uint32_t segid, uint64_t gen, bool on);
+	int (*bind)(struct garuda_stream *s, uint32_t segid, uint64_t gen, bool on,
+		    uint16_t flags);
 	/* the wake generation a waiter samples before it reads the word (the doorbell's
 	 * value), passed to block() as bell_seen; NULL: none (0) */
 	uint32_t (*sample)(struct garuda_stream *s);

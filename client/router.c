@@ -98,10 +98,11 @@ static void session_up_locked(struct garuda_client *c)
 }
 
 /* While down: wake streams whose words moved since the last look. */
-static void while_down(struct garuda_client *c)
+static bool while_down(struct garuda_client *c)
 {
 	if (c->fallback)
-		return;
+		return false;
+	bool moved = false;
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
@@ -111,9 +112,11 @@ static void while_down(struct garuda_client *c)
 		if (v != s->ses.polled) {
 			s->ses.polled = v;
 			stream_nudge_locked(s);
+			moved = true;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
+	return moved;
 }
 
 /* In a session: nudge the streams whose arms garudad refused (arm_lost) when their

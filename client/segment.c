@@ -145,11 +145,20 @@ static int seg_open(struct garuda_client *c, const char *backend, int device, ui
 {
 	if (out)
 		*out = NULL;
-	if (!c || !backend || !out || lines == 0 || lines > GARUDA_SEGMENT_MAX_LINES)
+	if (!c || !backend || !out) {
+		client_set_error("garuda_segment_open: the client, the backend name and out must not be NULL");
 		return -EINVAL;
+	}
+	if (lines == 0 || lines > GARUDA_SEGMENT_MAX_LINES) {
+		client_set_error("a segment of %u lines: it has 1 to %u lines (8 words each)", lines,
+				 (unsigned)GARUDA_SEGMENT_MAX_LINES);
+		return -EINVAL;
+	}
 	const struct garuda_backend_ops *ops = garuda_backend_find(backend);
-	if (!ops)
+	if (!ops) {
+		client_set_error("unknown backend \"%.64s\": the backends are host, cuda and hip", backend);
 		return -EINVAL;
+	}
 	_cleanup_(seg_destroyp) struct garuda_seg *seg = calloc(1, sizeof(*seg));
 	if (!seg)
 		return -ENOMEM;
@@ -279,6 +288,7 @@ int seg_present(struct garuda_seg *seg, uint64_t gen)
 	struct garuda_client *c = seg->client;
 	struct garuda_msg m, reply;
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
+	m.flags = present_flag(c);
 	m.segment_open.lines = seg->lines;
 	m.segment_open.numa_node = seg->numa_node;
 	int r = conn_request_gen(c, &m, seg->memfd, gen, &reply, NULL, NULL);

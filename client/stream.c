@@ -142,12 +142,13 @@ void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int cod
 }
 
 /* ARM target on s; c->lock and s->lock held; s presented in the current session. */
-static int arm_locked(struct garuda_stream *s, uint64_t target)
+/* flags: 0, or present_flag() for an arm of what a lost session held */
+static int arm_locked(struct garuda_stream *s, uint64_t target, uint16_t flags)
 {
 	struct garuda_client *c = s->client;
 	struct garuda_msg m;
 	garuda_msg_init(&m, GARUDA_MSG_ARM, arm_cookie((uint32_t)(s->token >> 32), target));
-	m.flags = GARUDA_F_NOREPLY;
+	m.flags = (uint16_t)(GARUDA_F_NOREPLY | flags);
 	m.arm.slot.segment = s->seg->id;
 	m.arm.slot.index = s->index;
 	m.arm.target = target;
@@ -185,7 +186,7 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		goto out;
 	}
 	if (form->bind) {
-		r = form->bind(s, segid, gen, true);
+		r = form->bind(s, segid, gen, true, present_flag(c));
 		if (r == -GARUDA_E_DISCONNECTED || r == -GARUDA_E_TIMEOUT) {
 			r = -GARUDA_E_DISCONNECTED;
 			goto out;
@@ -205,7 +206,7 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	/* every outstanding sequence gets its arm again */
 	for (uint64_t t = word + 1; !garuda_reached(word, sig) && !garuda_reached(t - 1, sig); t++) {
-		r = arm_locked(s, t);
+		r = arm_locked(s, t, present_flag(c));
 		if (r < 0)
 			break;
 	}
@@ -356,7 +357,7 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 	_cleanup_(garuda_stream_freep) struct garuda_stream *s = TAKE_PTR(fresh);
 
 	if (gen) {
-		r = stream_form(s)->bind(s, segid, gen, true);
+		r = stream_form(s)->bind(s, segid, gen, true, 0);
 		if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 			return r;
 		if (r == 0) {
@@ -402,7 +403,7 @@ static bool forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t s
 		safe = r == 0 || r == -GARUDA_E_NOT_ARMED;
 	}
 	/* UNBIND drops the slot's eventfd arms too */
-	if (stream_form(s)->bind && stream_form(s)->bind(s, segid, gen, false) == 0)
+	if (stream_form(s)->bind && stream_form(s)->bind(s, segid, gen, false, 0) == 0)
 		safe = true;
 	if (safe)
 		return true;
@@ -549,7 +550,7 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 		/* also while the session is being presented: a stream presented in it
 		 * already is not armed again by the presentation */
 		if ((c->state == CONN_UP || c->state == CONN_PRESENTING) && s->ses.gen == c->gen) {
-			r = arm_locked(s, next);
+			r = arm_locked(s, next, 0);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 				stream_arm_lost_locked(s, 0, NULL); /* the session is ending */
 		} else if (c->state == CONN_UP && !c->fallback) {

@@ -204,10 +204,25 @@ static int sync_phase(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
 
 int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
 {
-	if (!s || seq == 0)
+	if (!s) {
+		client_set_error("garuda_stream_wait: the stream is NULL");
 		return -EINVAL;
-	if (!garuda_reached(atomic_load_explicit(&s->signalled, memory_order_acquire), seq))
-		return -EINVAL; /* never signalled: would never complete */
+	}
+	/* a sequence never signalled would never complete */
+	uint64_t signalled = atomic_load_explicit(&s->signalled, memory_order_acquire);
+	if (seq == 0 || !garuda_reached(signalled, seq)) {
+		if (signalled == 0)
+			client_set_error("a wait before any signal on this stream: garuda_stream_signal() "
+					 "gives the sequence to wait for");
+		else if (seq == 0)
+			client_set_error("a wait for sequence 0: sequences start at 1 (the stream's last "
+					 "signal gave %llu)", (unsigned long long)signalled);
+		else
+			client_set_error("a wait for sequence %llu, which was not signalled on this "
+					 "stream (its last signal gave %llu): it would never complete",
+					 (unsigned long long)seq, (unsigned long long)signalled);
+		return -EINVAL;
+	}
 	if (garuda_reached(word_load(s->word), seq))
 		return 0;
 	if (timeout_ns == 0)

@@ -50,9 +50,14 @@ static void arm_reattach_timer(struct daemon *d, uint64_t in_ns)
 }
 
 /* After a request handled without error: the first SEGMENT_ATTACH marks the session as
- * re-attaching; its ATTACHes, BINDs and ARMs are counted until it goes quiet. */
+ * re-attaching; its ATTACHes, BINDs and ARMs are counted until it goes quiet. A session
+ * granted REPRESENT marks what it presents again (F_REPRESENT): only that counts, not
+ * the new work it sends meanwhile (a busy client never went quiet, and its log line
+ * counted every arm of its first seconds as re-armed). */
 static void note_reattach(struct session *s, const struct garuda_msg *m)
 {
+	if ((s->sink->features & GARUDA_FEATURE_REPRESENT) && !(m->flags & GARUDA_F_REPRESENT))
+		return;
 	bool attach = m->type == GARUDA_MSG_SEGMENT_ATTACH;
 	if (!attach && !s->reattach_pending)
 		return;

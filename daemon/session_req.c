@@ -49,7 +49,7 @@ static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 	s->welcomed = true;
 	/* before any arm can reach a scanner: the command queue's lock publishes it */
 	s->sink->features =
-		m->hello.features & (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS);
+		m->hello.features & (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS | GARUDA_FEATURE_REPRESENT);
 	const struct quota_limits *q = &s->d->cfg.quota_connection;
 	struct garuda_msg w;
 	garuda_msg_init(&w, GARUDA_MSG_WELCOME, m->cookie);

@@ -28,8 +28,9 @@
 /* HELLO/WELCOME features: the client offers, the daemon answers what it will use */
 #define GARUDA_FEATURE_READY_BATCH 0x1u /* the client accepts READY_BATCH */
 #define GARUDA_FEATURE_POINTS 0x2u      /* ARM / ARM_BATCH records may name a point */
+#define GARUDA_FEATURE_REPRESENT 0x4u   /* the client marks its re-presentation (F_REPRESENT) */
 /* WELCOME may grant only these */
-#define GARUDA_FEATURES_KNOWN_ (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS)
+#define GARUDA_FEATURES_KNOWN_ (GARUDA_FEATURE_READY_BATCH | GARUDA_FEATURE_POINTS | GARUDA_FEATURE_REPRESENT)
 
 enum garuda_msg_type {
 	GARUDA_MSG_HELLO = 1,          /* client -> daemon */
@@ -54,7 +55,10 @@ enum garuda_msg_type {
 
 /* header flags */
 #define GARUDA_F_NOREPLY 0x1u /* request: send no ACK on success (errors still come) */
-#define GARUDA_F_KNOWN_ (GARUDA_F_NOREPLY)
+/* SEGMENT_ATTACH, BIND, ARM: part of the client's re-presentation of what it held in a
+ * lost session (feature REPRESENT); what garudad counts as re-attached and re-armed */
+#define GARUDA_F_REPRESENT 0x4u
+#define GARUDA_F_KNOWN_ (GARUDA_F_NOREPLY | GARUDA_F_REPRESENT)
 
 /* READY flags */
 #define GARUDA_READY_OVERFLOW 0x1u /* readiness was coalesced: re-check every armed word */

@@ -110,6 +110,27 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* Fewer arguments than cmd needs: name the first one missing (the synopsis's word) and
+ * what it is, with the command's usage line. */
+static int missing_argument(const struct command *cmd, int nargs)
+{
+	const char *p = cmd->usage, *nl = strchr(p, '\n');
+	for (int i = 0; i <= nargs && p < nl; i++) { /* skip the name and the given ones */
+		p += strcspn(p, " \n");
+		p += *p == ' ';
+	}
+	int len = (int)strcspn(p, " \n");
+	const char *what = "";
+	if (len == 6 && strncmp(p, "CLIENT", 6) == 0)
+		what = " (a client id: see garctl clients)";
+	else if (len == 7 && strncmp(p, "SEGMENT", 7) == 0)
+		what = " (a segment id: see garctl segments CLIENT)";
+	fprintf(stderr, "garctl: %s: missing argument %.*s%s\nUsage: garctl [OPTIONS] %.*s\n"
+			"Try 'garctl %s --help'.\n", cmd->name, len, p, what, (int)(nl - cmd->usage),
+		cmd->usage, cmd->name);
+	return 2;
+}
+
 static bool parse_seconds(const char *s, double lo, double *out)
 {
 	char *end;
@@ -240,7 +261,7 @@ int main(int argc, char **argv)
 		return usage_error("unknown command \"%s\"", name);
 	int nargs = argc - optind - 1;
 	if (nargs < cmd->min_args)
-		return usage_error("%s: missing argument", name);
+		return missing_argument(cmd, nargs);
 	if (nargs > cmd->max_args)
 		return usage_error("%s: too many arguments", name);
 	if (o.json != JSON_OFF && !cmd->json)

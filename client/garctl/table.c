@@ -182,11 +182,29 @@ void pager_close(void)
 
 /* ---------------- JSON ---------------- */
 
+/* cJSON_Print indents with tabs and puts a tab after each key's colon; pretty output is
+ * indented by 2 spaces, "key": value. A raw tab in cJSON's text is always layout (a tab
+ * inside a string is escaped as \t). */
+static void put_pretty(const char *s)
+{
+	bool line_start = true;
+	for (; *s; s++) {
+		if (*s == '\t')
+			fputs(line_start ? "  " : " ", stdout);
+		else
+			fputc(*s, stdout);
+		line_start = *s == '\n' || (line_start && *s == '\t');
+	}
+}
+
 void print_json(const cJSON *j, enum json_mode mode)
 {
 	char *s = mode == JSON_PRETTY ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
 	if (s) {
-		fputs(s, stdout);
+		if (mode == JSON_PRETTY)
+			put_pretty(s);
+		else
+			fputs(s, stdout);
 		fputc('\n', stdout);
 	}
 	free(s);

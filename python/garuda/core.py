@@ -164,9 +164,10 @@ class _Owned:
         return False
 
 
-def _disconnect(lib: Any, h: int, segments: weakref.WeakSet) -> None:
+def _disconnect(lib: Any, h: int, segments: weakref.WeakSet, hosts: dict[int, weakref.finalize]) -> None:
     for seg in list(segments):
         seg._close_tree()
+    _settle(lib, hosts)  # the collector may have emptied `segments` already
     lib.garuda_disconnect(h)
 
 
@@ -184,13 +185,15 @@ class Client(_Owned):
     def __init__(self, path: Union[str, bytes, os.PathLike, None] = None) -> None:
         lib = _lib.load()
         self._segments: weakref.WeakSet[Segment] = weakref.WeakSet()
+        # the host streams given stores into its segments (_settle)
+        self._hosts: dict[int, weakref.finalize] = {}
         self._lock = threading.Lock()
         h = c_void_p()
         if path is None:
             lib.garuda_connect(byref(h))
         else:
             lib.garuda_connect_to(os.fsencode(path), byref(h))
-        self._own(lib, h.value, _disconnect, self._segments)
+        self._own(lib, h.value, _disconnect, self._segments, self._hosts)
         w = self.warning
         if w is not None:
             warnings.warn(GarudaWarning(*w), stacklevel=2)
@@ -200,7 +203,7 @@ class Client(_Owned):
         with self._lock:
             h = self._forget()
         if h is not None:
-            _disconnect(self._lib, h, self._segments)
+            _disconnect(self._lib, h, self._segments, self._hosts)
 
     @property
     def connected(self) -> bool:
@@ -251,24 +254,34 @@ class Client(_Owned):
         return f"<garuda.Client {'closed' if self.closed else 'session %d' % self.session}>"
 
 
-def _settle(hosts: Union[set[HostStream], weakref.WeakSet[HostStream]]) -> None:
-    """Wait for the host streams that stores into a segment were queued on."""
-    for hs in hosts:
-        if not hs.closed:
+def _remember_host(hosts: dict[int, weakref.finalize], hs: HostStream) -> None:
+    """Note that hs was given stores into a segment (forgetting host streams freed)."""
+    for h in [h for h, fin in hosts.items() if not fin.alive]:
+        del hosts[h]
+    hosts[hs._as_parameter_] = hs._finalizer
+
+
+def _settle(lib: Any, hosts: dict[int, weakref.finalize]) -> None:
+    """Wait for the host streams that stores into a segment were queued on, before its
+    mapping goes: by handle ({handle: the host stream's finalizer}), since the collector
+    clears the weak references of a whole cycle before it runs any free; a host stream
+    whose free ran (finalizer no longer alive) let its items finish then."""
+    for h, fin in list(hosts.items()):
+        if fin.alive:
             try:
-                hs.drain()
+                lib.garuda_host_stream_drain(h)
             except Error:
                 pass  # faulted: its remaining stores never happen
     hosts.clear()
 
 
 def _close_segment(lib: Any, h: int, client: weakref.finalize, streams: weakref.WeakSet,
-                   hosts: Union[set[HostStream], weakref.WeakSet[HostStream]]) -> None:
+                   hosts: dict[int, weakref.finalize]) -> None:
     if not client.alive:
         return  # the client's disconnect freed it
     for st in list(streams):
         st.close()
-    _settle(hosts)
+    _settle(lib, hosts)
     lib.garuda_segment_close(h)
 
 
@@ -286,21 +299,20 @@ class Segment(_Owned):
         self.device = device
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         # host streams that were given stores into this segment: their queued stores
-        # must land before the mapping goes (libgaruda unmaps on close)
-        self._hosts: set[HostStream] = set()
-        # the same, for the collector's free: what it holds must not hold objects
-        self._hosts_seen: weakref.WeakSet[HostStream] = weakref.WeakSet()
+        # must land before the mapping goes (libgaruda unmaps on close); by handle, as
+        # the collector's free needs them (_settle)
+        self._hosts: dict[int, weakref.finalize] = {}
         h = c_void_p()
         client._lib.garuda_segment_open(client, backend.encode(), int(device), int(lines),
                                         byref(h))
         self._own(client._lib, h.value, _close_segment, client._finalizer, self._streams,
-                  self._hosts_seen)
+                  self._hosts)
         client._segments.add(self)
 
     def _close_tree(self) -> None:
         for s in list(self._streams):
             s.close()
-        _settle(self._hosts)
+        _settle(self._lib, self._hosts)
         self._forget()  # the client's disconnect frees it
 
     def close(self) -> None:
@@ -449,8 +461,8 @@ class Stream(_Owned):
         segment._streams.add(self)
         if isinstance(native, HostStream):
             native._users.add(self)
-            segment._hosts.add(native)
-            segment._hosts_seen.add(native)
+            _remember_host(segment._hosts, native)
+            _remember_host(segment.client._hosts, native)
 
     def close(self) -> None:
         """Fail pending async awaits with ClosedError (removing the loop reader),

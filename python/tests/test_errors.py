@@ -85,3 +85,8 @@ def test_missing_library_is_clear_importerror(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ImportError: garuda: cannot load libgaruda"), r.stdout
     assert "GARUDA_LIBRARY" in r.stdout
+
+
+def test_strerror_of_zero_is_success():
+    """garuda_strerror(0) said "unknown error" (issue 30, item 16)."""
+    assert garuda.strerror(0) == "success"

@@ -24,6 +24,9 @@ def test_asyncio_server(daemon, loop):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("500/500 requests done"), r.stdout
+    # each figure labelled (issue 30, item 15: a bare "server-side p50 26205 us")
+    assert "\n  kernel end -> wake:      p50 " in r.stdout, r.stdout
+    assert "\n  request in -> reply out: p50 " in r.stdout, r.stdout
 
 
 def _torch_cuda():

@@ -43,15 +43,35 @@ def test_quota_refusal_names_the_key(make_daemon):
             assert "quota.connection.segments" in err.detail, err.detail
             assert "limit 1" in err.detail and "1 in use" in err.detail, err.detail
             assert "quota.connection.segments" in str(err)
-        # a failure libgaruda does not explain gets no stale text from the one before
+        # an unknown backend is explained (issue 30, item 15: EINVAL had no detail)
         with pytest.raises(garuda.ErrnoError) as e:
             c.segment("no-such-backend")
-        assert e.value.name == "EINVAL" and e.value.detail == ""
-        assert "quota" not in str(e.value)
+        assert e.value.name == "EINVAL" and "quota" not in str(e.value)
+        assert e.value.detail == ('unknown backend "no-such-backend": the backends are '
+                                  'host, cuda and hip'), e.value.detail
+        # a failure libgaruda does not explain gets no stale text from the one before
         with seg.stream() as s, pytest.raises(garuda.ErrnoError) as e:
             s.set_wait(spin=0, backstop=1e-6)
         assert e.value.detail == "" and "quota" not in str(e.value)
         seg.close()
+
+
+def test_wait_before_a_signal_says_so(daemon):
+    """EINVAL from a wait for a sequence never signalled carries why (issue 30, item
+    15): before any signal, and past the last signal."""
+    with garuda.Client() as c, c.segment() as seg, seg.stream() as s:
+        with pytest.raises(garuda.ErrnoError) as e:
+            s.wait(timeout=1)
+        assert e.value.name == "EINVAL"
+        assert e.value.detail.startswith("a wait before any signal on this stream"), e.value.detail
+        assert "garuda_stream_signal()" in str(e.value)
+        seq = s.signal()
+        with pytest.raises(garuda.ErrnoError) as e:
+            s.wait(seq + 1, timeout=1)
+        assert e.value.detail == (f"a wait for sequence {seq + 1}, which was not signalled on "
+                                  f"this stream (its last signal gave {seq}): it would never "
+                                  "complete"), e.value.detail
+        s.wait(seq, timeout=30)
 
 
 def test_missing_driver_names_the_library(daemon, monkeypatch):

@@ -6,9 +6,11 @@ offline, into a fresh venv —
 
 — and the installed package (not the source tree: no PYTHONPATH) loads the build
 tree's libgaruda named by GARUDA_LIBRARY and runs one completion through a garudad
-this test starts. The install runs on a copy of python/ (pip's setuptools build
-writes build/ and garuda.egg-info/ into the tree it builds), in a temporary
-directory. Skips, saying why, without the venv module or ensurepip (Debian
+this test starts. The install runs on a read-only copy of python/ in a temporary
+directory, and writes nothing into it (the build backend, build_backend/
+garuda_build.py, runs setuptools on a copy of its own: setuptools writes build/ and
+garuda.egg-info/ into the tree it builds, which failed in a checkout the user cannot
+write). Skips, saying why, without the venv module or ensurepip (Debian
 python3-venv) or without the wheel package (python3-wheel: Debian 12's setuptools
 needs it to build and its venvs carry none)."""
 import importlib.util
@@ -33,6 +35,18 @@ with garuda.Client() as c, c.segment() as seg, seg.stream() as s:
 print("pip garuda", garuda.__version__, "libgaruda", garuda.version(),
       "from", os.path.dirname(garuda.__file__))
 """
+
+
+def _tree(top):
+    return {os.path.relpath(os.path.join(d, n), top) for d, dirs, files in os.walk(top)
+            for n in dirs + files}
+
+
+def _chmod_tree(top, dmode, fmode):
+    for d, dirs, files in os.walk(top):
+        os.chmod(d, dmode)
+        for n in files:
+            os.chmod(os.path.join(d, n), fmode)
 
 
 def _missing():
@@ -71,7 +85,14 @@ def test_pip_install_into_venv(make_daemon):
                         f"ensurepip): {(r.stdout + r.stderr).strip()[-300:]}")
         assert r.returncode == 0, r.stdout + r.stderr
         pip = os.path.join(tmp, "v", "bin", "pip")
-        run(pip, "install", "--no-build-isolation", "--no-index", "./python")
+        src = os.path.join(tmp, "python")
+        before = _tree(src)
+        _chmod_tree(src, 0o555, 0o444)  # as a checkout the user cannot write (root still can)
+        try:
+            run(pip, "install", "--no-build-isolation", "--no-index", "./python")
+        finally:
+            _chmod_tree(src, 0o755, 0o644)
+        assert _tree(src) == before, f"the build wrote into the source tree: {_tree(src) - before}"
         files = run(pip, "show", "--files", "garuda").stdout.split()
         assert "garuda/py.typed" in files, files  # PEP 561: the annotations are its types
         probe_env = dict(env, GARUDA_LIBRARY=LIBRARY, GARUDA_SOCKET=d.sock)

@@ -35,7 +35,9 @@ def main():
         so0 = one("**/libgaruda.so.0")
         so = one("**/libgaruda.so")
         pc = one("**/pkgconfig/garuda.pc")
-        for doc in ("man/man8/garudad.8", "man/man1/garctl.1", "doc/garuda/client.md",
+        one("**/bin/garuda-ping")  # the packaged check of the client path
+        for doc in ("man/man8/garudad.8", "man/man1/garctl.1", "man/man1/garuda-ping.1",
+                    "doc/garuda/client.md",
                     "doc/garuda/protocol.md", "doc/garuda/garudad.json.example",
                     "bash-completion/completions/garctl"):
             one("**/share/" + doc)

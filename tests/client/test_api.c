@@ -59,7 +59,7 @@ Test(api, strerror_any_value)
 	cr_assert_str_eq(garuda_strerror(-ENOENT), strerror(ENOENT));
 	cr_assert_str_eq(garuda_strerror(-GARUDA_E_TIMEOUT), "timed out");
 	cr_assert_str_eq(garuda_strerror(-999999), "unknown error");
-	cr_assert_not_null(garuda_strerror(0));
+	cr_assert_str_eq(garuda_strerror(0), "success"); /* issue 30, item 16: was "unknown error" */
 }
 
 Test(api, null_arguments_are_einval)

@@ -29,8 +29,11 @@ Test(errors, misuse_is_einval)
 	struct garuda_stream *s;
 	uint64_t seq;
 	fx_up(&f, NULL, 1);
+	/* each EINVAL in words, in garuda_last_error() (issue 30, item 15) */
 	fails(garuda_segment_open(f.c, "nosuchbackend", 0, 1, &seg), -EINVAL);
+	cr_assert_str_eq(garuda_last_error(), "unknown backend \"nosuchbackend\": the backends are host, cuda and hip");
 	fails(garuda_segment_open(f.c, "host", 0, 0, &seg), -EINVAL);
+	cr_assert_not_null(strstr(garuda_last_error(), "a segment of 0 lines"), "%s", garuda_last_error());
 	fails(garuda_segment_open(f.c, "host", 0, 65537, &seg), -EINVAL);
 	fails(garuda_stream_new(f.seg, NULL, (enum garuda_readiness)7, &s), -EINVAL);
 	fails(garuda_stream_new(f.seg, NULL, GARUDA_READINESS_POLL, NULL), -EINVAL);
@@ -38,9 +41,13 @@ Test(errors, misuse_is_einval)
 	fails(garuda_stream_signal(s, NULL), -EINVAL);
 	fails(garuda_stream_wait(s, 0, 0), -EINVAL);
 	fails(garuda_stream_wait(s, 1, 0), -EINVAL); /* never signalled */
+	cr_assert_not_null(strstr(garuda_last_error(), "a wait before any signal on this stream"), "%s",
+			   garuda_last_error());
 	ok(garuda_stream_signal(s, &seq));
 	ok(garuda_stream_wait(s, seq, 0));
 	fails(garuda_stream_wait(s, seq + 1, -1), -EINVAL);
+	cr_assert_not_null(strstr(garuda_last_error(), "which was not signalled on this stream"), "%s",
+			   garuda_last_error());
 	fails(garuda_stream_set_wait(s, 0, 9999), -EINVAL);
 	ok(garuda_stream_set_wait(s, 0, 10000));
 	garuda_stream_free(s);
@@ -455,7 +462,9 @@ Test(errors, connect_eacces_names_socket_and_group)
 	td_start(&d, "\"socket_group\":\"daemon\"");
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	setenv("container", "podman", 1); /* the child runs "in a container": the pod remedy too */
 	pid_t pid = fork();
+	unsetenv("container");
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		close(p[0]);
@@ -485,6 +494,12 @@ Test(errors, connect_eacces_names_socket_and_group)
 	cr_assert_not_null(strstr(out, d.sock), "the error does not name the socket: %s", out);
 	cr_assert_not_null(strstr(out, "group \"daemon\""), "the error does not name the group: %s", out);
 	cr_assert_not_null(strstr(out, "usermod -aG daemon"), "the error names no remedy: %s", out);
+	/* the gid too, and in a container how a pod adds it (issue 30, item 9) */
+	char want[96];
+	snprintf(want, sizeof(want), "group \"daemon\" (gid %u, mode 0660)", (unsigned)g->gr_gid);
+	cr_assert_not_null(strstr(out, want), "the error does not give the gid: %s", out);
+	snprintf(want, sizeof(want), "supplementalGroups: [%u]", (unsigned)g->gr_gid);
+	cr_assert_not_null(strstr(out, want), "the error gives no pod remedy: %s", out);
 	td_stop(&d);
 }
 

@@ -11,10 +11,10 @@
 
 TestSuite(examples, .init = fdcheck_begin, .fini = fdcheck_end, .timeout = 120);
 
-/* run argv with GARUDA_SOCKET set; returns the exit status, logs the output */
-static int run(struct gd_daemon *d, const char *const *argv, char *out, size_t cap)
+/* run argv with GARUDA_SOCKET at sock; returns the exit status, logs the output */
+static int run_at(const char *sock, const char *const *argv, char *out, size_t cap)
 {
-	setenv("GARUDA_SOCKET", d->sock, 1);
+	setenv("GARUDA_SOCKET", sock, 1);
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	pid_t pid = fork();
@@ -40,6 +40,11 @@ static int run(struct gd_daemon *d, const char *const *argv, char *out, size_t c
 	cr_log_info("%s:\n%s", argv[0], out);
 	unsetenv("GARUDA_SOCKET");
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run(struct gd_daemon *d, const char *const *argv, char *out, size_t cap)
+{
+	return run_at(d->sock, argv, out, cap);
 }
 
 Test(examples, minimal)
@@ -83,4 +88,42 @@ Test(examples, uring)
 				       "IORING_OP_FUTEX_WAIT"), "the fallback was not taken:\n%s", out);
 	cr_assert_not_null(strstr(out, "120 sequences on 3 streams, reported once each"), "%s", out);
 	td_stop(&d);
+}
+
+/* garuda-ping, the packaged check of the client path: every wait woken through
+ * garudad, the socket named with how it was chosen, a latency per wait; --socket and
+ * --json say the same */
+Test(examples, garuda_ping)
+{
+	struct gd_daemon d;
+	char out[4096], want[256];
+	td_start(&d, NULL);
+	const char *argv[] = { GARUDA_PING, "-n", "4", NULL };
+	cr_assert_eq(run(&d, argv, out, sizeof(out)), 0, "garuda-ping failed:\n%s", out);
+	snprintf(want, sizeof(want), "garudad at %s ($GARUDA_SOCKET), session ", d.sock);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	cr_assert_not_null(strstr(out, "sequence 4: store -> wake "), "%s", out);
+	cr_assert_not_null(strstr(out, "4 wait(s) woken through garudad: store -> wake min "), "%s", out);
+
+	const char *given[] = { GARUDA_PING, "--socket", d.sock, "--json", "-n", "2", NULL };
+	cr_assert_eq(run_at("/nonexistent/garuda.sock", given, out, sizeof(out)), 0, "%s", out);
+	snprintf(want, sizeof(want), "{\"socket\":\"%s\",\"socket_from\":\"--socket\",\"session\":", d.sock);
+	cr_assert_eq(strncmp(out, want, strlen(want)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\"count\":2,\"wake_us\":{\"min\":"), "%s", out);
+	td_stop(&d);
+}
+
+/* no garudad: exit 1 with the no-socket hint (which socket, start garudad); a bad
+ * count is a usage error */
+Test(examples, garuda_ping_without_daemon)
+{
+	char out[4096];
+	const char *argv[] = { GARUDA_PING, NULL };
+	cr_assert_eq(run_at("/nonexistent/garuda.sock", argv, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "garuda-ping: cannot connect to garudad at /nonexistent/garuda.sock "
+				       "($GARUDA_SOCKET): no such socket"), "%s", out);
+	cr_assert_not_null(strstr(out, "start garudad"), "%s", out);
+	const char *bad[] = { GARUDA_PING, "-n", "0", NULL };
+	cr_assert_eq(run_at("/nonexistent/garuda.sock", bad, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "--count"), "%s", out);
 }

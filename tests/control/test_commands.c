@@ -137,7 +137,7 @@ Test(garctl, status_json)
 	ctl_run_free(&r);
 	GARCTL(&r, &f.d, "--json=pretty", "status");
 	cr_assert_eq(r.status, 0);
-	cr_assert_not_null(strstr(r.out, "\n\t\"clients\""), "--json=pretty is not indented: %s", r.out);
+	cr_assert_not_null(strstr(r.out, "\n  \"clients\": "), "--json=pretty is not indented: %s", r.out);
 	ctl_run_free(&r);
 	/* -o json is -j (JSON), -o table the table; "warnings" is a list (none here: root) */
 	GARCTL(&r, &f.d, "-o", "json", "status");

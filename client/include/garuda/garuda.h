@@ -140,10 +140,12 @@ int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client *
 
 /* The text of the calling thread's last failed garuda_connect*() (the socket path, how
  * it was chosen, what went wrong and what to do; "" after a successful connect), or of
- * a garuda_segment_open() whose backend failed (e.g. -GARUDA_E_NO_DRIVER: which
- * library, and GARUDA_CUDA_LIBRARY / GARUDA_HIP_LIBRARY to point at another), or of a
- * garuda_stream_new() refused -ENOSPC (the segment's size, and what to do). Never NULL;
- * valid until the thread's next connect call. */
+ * a garuda_segment_open() refused -EINVAL (an unknown backend: the known ones; lines
+ * out of range) or whose backend failed (e.g. -GARUDA_E_NO_DRIVER: which library, and
+ * GARUDA_CUDA_LIBRARY / GARUDA_HIP_LIBRARY to point at another), or of a
+ * garuda_stream_new() refused -ENOSPC (the segment's size, and what to do), or of a
+ * garuda_stream_wait() refused -EINVAL (a sequence 0, or one not signalled yet). Never
+ * NULL; valid until the thread's next connect call. */
 const char *garuda_last_error(void);
 
 /* Stop the background thread, free every stream and close every segment still open
