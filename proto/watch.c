@@ -78,6 +78,7 @@ void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tun
 	if (p->kind == GARUDA_PLAN_FLAG) {
 		out->pol.spin_ns = p->flag.park_us * 1000ull;
 		out->pol.max_step_ns = p->flag.backstop_us * 1000ull;
+		out->backoff_div = p->flag.backoff_div;
 	}
 	if (p->predict)
 		out->sleep_step_ns = p->pred.max_sleep_us * 1000ull;
@@ -195,7 +196,8 @@ static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 {
 	uint64_t ladder = max_u64(GARUDA_WATCH_STEP_MIN_NS, overdue / 2);
 	uint64_t top = t->pol.max_step_ns ? t->pol.max_step_ns : GARUDA_WATCH_STEP_MIN_NS;
-	uint64_t iv = max_u64(min_u64(top, ladder), overdue >> GARUDA_WATCH_BACKOFF_SHIFT);
+	uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
+	uint64_t iv = max_u64(min_u64(top, ladder), overdue / div);
 	unsigned l = 0;
 	while (l + 1 < GARUDA_WATCH_LEVELS && (GARUDA_WATCH_STEP_MIN_NS << (l + 1)) <= iv)
 		l++;

@@ -13,10 +13,11 @@
  *   - AT: its head's deadline (or window) is ahead: a min-heap of times, O(log n);
  *   - LEVEL L of its owner: its head is overdue by t (past its deadline, outside its
  *     window): looked at every P_L = GARUDA_WATCH_STEP_MIN_NS << L, the largest period
- *     not above backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), t/32)).
- *     So a store to an overdue word is found within max(backstop, t/32) of landing
- *     (3.1 % of how long the wait has been overdue), at most P_max = 524 ms; a word
- *     that never moves is looked at ~32 ln(t) + t/P_max times in its first t. Each
+ *     not above backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), r t)),
+ *     r = 1/backoff_div (the plan's key, default 1/32). So a store to an overdue word
+ *     is found within max(backstop, r t) of landing (by default 3.1 % of how long the
+ *     wait has been overdue), at most P_max = 524 ms; a word that never moves is
+ *     looked at ~ln(t)/r + t/P_max times in its first t. Each
  *     owner's levels are one timer each in the heap; a level's sweep is a linear walk
  *     of its words. Why levels and a heap, not a heap of every word: the overdue words
  *     of a tenant can be hundreds of thousands, and a level costs one heap entry and a
@@ -55,7 +56,6 @@
 
 #define GARUDA_WATCH_STEP_MIN_NS  GARUDA_POLICY_STEP_MIN_NS /* level 0's period */
 #define GARUDA_WATCH_LEVELS       15u   /* periods 32 us .. 524 ms */
-#define GARUDA_WATCH_BACKOFF_SHIFT 5u   /* an overdue word's period <= its age / 32 */
 #define GARUDA_WATCH_CHUNK        64u   /* words of one level per turn */
 #define GARUDA_WATCH_NONE         UINT32_MAX
 
@@ -68,6 +68,9 @@ struct garuda_watch_tuning {
 	bool predict;          /* +predict: heads sleep toward their deadlines */
 	uint64_t sleep_step_ns; /* +predict's max_sleep_us: the longest single sleep (a far
 				 * deadline is slept toward in steps of at most this) */
+	uint64_t backoff_div;   /* the plan's backoff_div: an overdue word's period is at
+				 * most max(backstop, its age / this); 0: the default,
+				 * GARUDA_PLAN_BACKOFF_DIV_DEFAULT */
 };
 
 /* The tuning of plan p (garuda_plan_check() accepts it); early_ns 0. */

@@ -7,7 +7,7 @@
  *   - the backoff: a word that never moves is looked at no later than
  *     max(backstop, age/32) after the previous look (capped at the top level), and a
  *     few hundred times in 100 s; a store that lands at any time is found within that
- *     bound;
+ *     bound; the plan's backoff_div sets the 32 (garuda_watch_tuning_of);
  *   - fairness: a session with 65,536 overdue words and one with 1, all due together:
  *     the second's word is in the first step, and no step looks at more than a chunk of
  *     the first's words per turn;
@@ -52,14 +52,19 @@ struct sim {
 	uint64_t loads;
 };
 
-static void sim_init(struct sim *s, bool predict, unsigned words)
+static void sim_init_tuned(struct sim *s, const struct garuda_watch_tuning *t, unsigned words)
 {
-	struct garuda_watch_tuning t = tuning(predict);
-	garuda_watch_init(&s->w, &t);
+	garuda_watch_init(&s->w, t);
 	s->value = calloc(words, sizeof(*s->value));
 	s->now = 1 * S;
 	s->fired_total = 0;
 	s->loads = 0;
+}
+
+static void sim_init(struct sim *s, bool predict, unsigned words)
+{
+	struct garuda_watch_tuning t = tuning(predict);
+	sim_init_tuned(s, &t, words);
 }
 
 static void sim_fini(struct sim *s)
@@ -194,6 +199,58 @@ Test(watch, late_store_is_found_within_a_thirty_second_of_its_age)
 		cr_assert_leq(found - land, 2 * bound, "age %llu ms: found %llu us late",
 			      (unsigned long long)(ages[k] / MS), (unsigned long long)((found - land) / US));
 		sim_fini(&s);
+	}
+}
+
+/* The plan's backoff_div (r = 1/backoff_div) through garuda_watch_tuning_of(): a word
+ * overdue for a long stretch (1 to 60 s), whose store lands at a random time, is found
+ * within max(backstop, r x its age at the landing), capped at the top period. */
+Test(watch, the_plans_backoff_ratio_bounds_a_late_find)
+{
+	static const char *const plans[] = {
+		"flag:park_us=1000,backstop_us=200,backoff_div=8+predict:margin_us=100,"
+		"min_sleep_us=20,max_sleep_us=1000000,window=16",
+		"flag:park_us=1000,backstop_us=200+predict:margin_us=100,"
+		"min_sleep_us=20,max_sleep_us=1000000,window=16", /* the default: 32 */
+		"flag:park_us=1000,backstop_us=200,backoff_div=256",
+	};
+	static const uint64_t div[] = { 8, GARUDA_PLAN_BACKOFF_DIV_DEFAULT, 256 };
+	uint64_t top = GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1);
+	unsigned seed = 29;
+	for (unsigned k = 0; k < 3; k++) {
+		struct garuda_plan plan;
+		cr_assert_eq(garuda_plan_parse(plans[k], &plan, NULL, 0), 0);
+		struct garuda_watch_tuning t;
+		garuda_watch_tuning_of(&plan, &t);
+		for (unsigned trial = 0; trial < 8; trial++) {
+			static struct sim s;
+			sim_init_tuned(&s, &t, 1);
+			uint32_t o = garuda_watch_owner(&s.w, 1);
+			uint64_t dl = s.now; /* cold: the deadline is the arm */
+			arm(&s, o, 0, 1, 0);
+			uint64_t age = 1 * S + (uint64_t)(rand_r(&seed) % 59000) * MS +
+				       (uint64_t)(rand_r(&seed) % 1000) * US;
+			uint64_t land = dl + age, found = 0, looks = 0;
+			while (!found) {
+				if (s.now >= land)
+					s.value[0] = 1;
+				looks += step(&s, 100);
+				if (s.fired_total)
+					found = s.now;
+				else
+					advance(&s, land > s.now ? land : UINT64_MAX);
+			}
+			uint64_t bound = age / div[k] > 200 * US ? age / div[k] : 200 * US;
+			bound = bound < top ? bound : top;
+			cr_assert_leq(found - land, bound,
+				      "%s, age %llu ms: found %llu us late, bound %llu us", plans[k],
+				      (unsigned long long)(age / MS),
+				      (unsigned long long)((found - land) / US),
+				      (unsigned long long)(bound / US));
+			/* and the stretch cost few looks: ~ln(age)/r, not age/backstop */
+			cr_assert_lt(looks, 2000 + 40 * div[k], "%llu looks", (unsigned long long)looks);
+			sim_fini(&s);
+		}
 	}
 }
 
