@@ -314,7 +314,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 
 /* +predict sleeps end early by the running mean of how late timed wakes come (on a
  * loaded or virtual machine tens of microseconds), at most this much */
-#define WAKE_LATE_MAX_NS 200000ull
+#define WAKE_LATE_MAX_NS GARUDA_WATCH_WAKE_LATE_MAX_NS
 
 /* The plan's tuning as the watcher takes it (proto/watch.h): the loop thread's
  * scanner_tuning, the early wake this thread measured. */

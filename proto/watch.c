@@ -527,6 +527,19 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 	return id;
 }
 
+uint32_t garuda_watch_add_run(struct garuda_watch *w, uint64_t key, uint64_t from, uint64_t to,
+			      uint64_t arm, uint64_t taken, uint64_t sleep_ns,
+			      uint64_t exact_sleep_ns, uint32_t owner, uint64_t now)
+{
+	uint32_t n = 0;
+	for (uint64_t t = from + 1; before(from, to) && !before(to, t); t++, n++) {
+		struct garuda_policy_wait pw;
+		garuda_policy_wait_init(&pw, key, t, arm, taken, sleep_ns, exact_sleep_ns);
+		garuda_watch_add(w, &pw, owner, now);
+	}
+	return n;
+}
+
 /* unlink wait id from its word; drop the word when it was the last */
 static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool reorder)
 {
@@ -597,6 +610,29 @@ uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word)
 uint32_t garuda_watch_word_waits(const struct garuda_watch *w, uint32_t word)
 {
 	return w->words[word].nwaits;
+}
+
+bool garuda_watch_word_overdue(const struct garuda_watch *w, uint32_t word)
+{
+	return w->words[word].place == P_LEVEL;
+}
+
+void garuda_watch_poke(struct garuda_watch *w, uint64_t key, uint64_t now)
+{
+	if (!w->hcap)
+		return;
+	uint32_t wi = w->hash[hash_find(w, key)];
+	if (wi == GARUDA_WATCH_NONE || w->words[wi].place == P_SPIN)
+		return; /* none, or looked at every step anyway */
+	struct garuda_watch_word *d = &w->words[wi];
+	if (d->place == P_AT) {
+		w->heap[d->pos].due = now;
+		heap_sift(w, d->pos);
+		return;
+	}
+	unplace(w, wi); /* off its level: its own timer, due now (room: reserve()) */
+	d->place = P_AT;
+	heap_push(w, now, wi, 0);
 }
 
 /* ---------------------------------------------------------------- a step */
@@ -734,6 +770,18 @@ uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 void garuda_watch_woke(struct garuda_watch *w, uint64_t now)
 {
 	w->woke_ns = now;
+}
+
+void garuda_watch_woke_from(struct garuda_watch *w, uint64_t until, uint64_t now)
+{
+	w->woke_ns = now;
+	if (w->t.predict && until != UINT64_MAX && now >= until)
+		w->wake_late_ns = w->wake_late_ns - w->wake_late_ns / 8 + (now - until) / 8;
+}
+
+uint64_t garuda_watch_early_ns(const struct garuda_watch *w)
+{
+	return min_u64(w->wake_late_ns, GARUDA_WATCH_WAKE_LATE_MAX_NS);
 }
 
 /* ---------------------------------------------------------------- self-check */

@@ -15,11 +15,19 @@
  *   - stream order: a wait queued behind another on its word has no deadline until the
  *     first is found, then its clock starts at that find;
  *   - a 10 s prediction is slept toward in steps (sleep_step_ns) and then spun on for
- *     one short window only.
+ *     one short window only;
+ *   - libgaruda's +predict wait (client/wait.c predict_wait, replayed call for call):
+ *     the exact sequence of its sleeps, spins and finds, stream order over queued
+ *     sequences (each one's clock from its predecessor's find: the estimator learns
+ *     one kernel, not several), and a readiness that ends a sleep early (a poke).
  */
 #include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "estimator.h"
 #include "fdcheck.h"
 #include "policy.h"
 #include "seq.h"
@@ -457,4 +465,190 @@ Test(watch, random_operations_keep_the_invariants)
 		     garuda_watch_count(&s.w));
 #undef RND
 	sim_fini(&s);
+}
+
+/* ---------------------------------------------------------------- the +predict wait */
+
+/* libgaruda's +predict wait (client/wait.c predict_wait) on the simulated clock, call
+ * for call: its tuning from the plan, a run of waits from the word's next sequence to
+ * seq with the estimator's horizons, then per turn: due and found (finds into the
+ * estimator; a successor takes the sleeps as they are now), then next: a spin step
+ * (2 us here) or a sleep until the watcher's time, ended early by a readiness
+ * `ready_ns` after a store (UINT64_MAX: none, the plan's own sleep), woke_from, and a
+ * poke when the word moved meanwhile. It logs what it did, in us from t0:
+ * "sleep U" (until), "spin xN", "find T exact|censored R" (the record's residual). */
+struct solo {
+	struct garuda_watch w;
+	struct garuda_estimator est;
+	uint32_t owner;
+	const uint64_t *stores; /* absolute store times of sequences 1.. */
+	unsigned nstores;
+	uint64_t t0, now, ready_ns;
+	char log[1024];
+	unsigned spins;
+};
+
+static uint64_t solo_value(const struct solo *o, uint64_t at)
+{
+	uint64_t v = 0;
+	while (v < o->nstores && o->stores[v] <= at)
+		v++;
+	return v;
+}
+
+__attribute__((format(printf, 2, 3))) static void solo_log(struct solo *o, const char *fmt, ...)
+{
+	size_t n = strlen(o->log);
+	if (o->spins) {
+		n += (size_t)snprintf(o->log + n, sizeof(o->log) - n, "spin x%u; ", o->spins);
+		o->spins = 0;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(o->log + n, sizeof(o->log) - n, fmt, ap);
+	va_end(ap);
+}
+
+static void solo_init(struct solo *o, const char *plan_text, uint64_t t0)
+{
+	struct garuda_plan plan;
+	cr_assert_eq(garuda_plan_parse(plan_text, &plan, NULL, 0), 0);
+	struct garuda_watch_tuning t;
+	garuda_watch_tuning_of(&plan, &t);
+	memset(o, 0, sizeof(*o));
+	garuda_watch_init(&o->w, &t);
+	cr_assert_eq(garuda_estimator_init(&o->est, &plan.pred), 0);
+	o->owner = garuda_watch_owner(&o->w, 0);
+	cr_assert_eq(garuda_watch_reserve(&o->w, 64), 0);
+	o->t0 = o->now = t0;
+	o->ready_ns = UINT64_MAX;
+}
+
+static void solo_wait(struct solo *o, uint64_t seq)
+{
+	struct garuda_watch *w = &o->w;
+	const uint64_t key = 1;
+	struct garuda_watch_fire fires[64];
+	uint64_t v = solo_value(o, o->now);
+	garuda_watch_add_run(w, key, v, seq, o->now, o->now, garuda_estimator_horizon_ns(&o->est),
+			     garuda_estimator_exact_horizon_ns(&o->est), o->owner, o->now);
+	for (unsigned turn = 0; turn < 100000; turn++) {
+		uint32_t wi;
+		if (garuda_watch_due(w, o->now, &wi, 1)) {
+			v = solo_value(o, o->now);
+			unsigned k = garuda_watch_found(w, wi, v, o->now, fires);
+			for (unsigned i = 0; i < k; i++) {
+				const struct garuda_find *f = &fires[i].find;
+				if (f->kind == GARUDA_FIND_EXACT)
+					garuda_estimator_record_exact_ns(&o->est, f->ns);
+				else if (f->kind == GARUDA_FIND_CENSORED)
+					garuda_estimator_record_censored_ns(&o->est, f->ns);
+				solo_log(o, "find %llu %s %llu; ", (unsigned long long)((o->now - o->t0) / US),
+					 f->kind == GARUDA_FIND_EXACT      ? "exact"
+					 : f->kind == GARUDA_FIND_CENSORED ? "censored"
+									   : "none",
+					 (unsigned long long)(f->ns / US));
+			}
+			if (garuda_reached(v, seq)) {
+				cr_assert_eq(garuda_watch_count(w), 0);
+				cr_assert_eq(garuda_watch_check(w, o->log, 0), 0);
+				return;
+			}
+			uint32_t head = garuda_watch_first_on(w, key);
+			if (k && head != GARUDA_WATCH_NONE)
+				garuda_watch_resleep(w, head, garuda_estimator_horizon_ns(&o->est),
+						     garuda_estimator_exact_horizon_ns(&o->est), o->now);
+			if (k)
+				continue;
+		}
+		uint64_t until = garuda_watch_next(w, o->now);
+		if (!until) {
+			o->spins++;
+			o->now += 2 * US;
+			continue;
+		}
+		cr_assert_neq(until, UINT64_MAX);
+		solo_log(o, "sleep %llu; ", (unsigned long long)((until - o->t0) / US));
+		uint64_t wake = until;
+		for (unsigned i = 0; i < o->nstores && o->ready_ns != UINT64_MAX; i++)
+			if (o->stores[i] > o->now && o->stores[i] + o->ready_ns < wake)
+				wake = o->stores[i] + o->ready_ns; /* a readiness ends it */
+		o->now = wake;
+		garuda_watch_woke_from(w, until, o->now);
+		if (solo_value(o, o->now) != v)
+			garuda_watch_poke(w, key, o->now);
+	}
+	cr_assert_fail("the wait never ended: %s", o->log);
+}
+
+#define DEFAULT_PLAN \
+	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20," \
+	"max_sleep_us=1000000,window=16"
+
+Test(watch, predict_wait_sleeps_to_its_deadline_then_spins_in_its_window)
+{
+	static struct solo o;
+	solo_init(&o, DEFAULT_PLAN, 1 * S);
+	for (int i = 0; i < 4; i++)
+		garuda_estimator_record_exact_ns(&o.est, 2 * MS); /* a 2 ms kernel, learnt */
+	uint64_t stores[] = { 1 * S + 2 * MS };
+	o.stores = stores;
+	o.nstores = 1;
+	solo_wait(&o, 1);
+	/* one sleep to the deadline (2 ms less the 100 us margin), the window's 2 us spin
+	 * steps up to the store, found by the spin: exact */
+	cr_assert_str_eq(o.log, "sleep 1900; spin x50; find 2000 exact 2000; ");
+	garuda_watch_fini(&o.w);
+}
+
+Test(watch, predict_wait_in_stream_order_learns_one_kernel_per_sequence)
+{
+	/* three sequences queued on the stream at t0, one wait for the last: each is
+	 * waited for with its own clock, from its predecessor's find, so each records one
+	 * 2 ms kernel (a wait from the call would record 6 ms) */
+	static struct solo o;
+	solo_init(&o, DEFAULT_PLAN, 1 * S);
+	for (int i = 0; i < 4; i++)
+		garuda_estimator_record_exact_ns(&o.est, 2 * MS);
+	uint64_t stores[] = { 1 * S + 2 * MS, 1 * S + 4 * MS, 1 * S + 6 * MS };
+	o.stores = stores;
+	o.nstores = 3;
+	solo_wait(&o, 3);
+	cr_assert_str_eq(o.log, "sleep 1900; spin x50; find 2000 exact 2000; "
+				"sleep 3900; spin x50; find 4000 exact 2000; "
+				"sleep 5900; spin x50; find 6000 exact 2000; ");
+	cr_assert_eq(o.est.exact, 4 + 3);
+	uint64_t pred = 0;
+	cr_assert(garuda_estimator_prediction_ns(&o.est, &pred));
+	cr_assert_eq(pred, 2 * MS);
+	garuda_watch_fini(&o.w);
+}
+
+Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
+{
+	/* cold: no prediction, the window from the call (park_us, 1 ms of spin), then the
+	 * backoff: 1 ms overdue at the window's end, its level's period is the largest
+	 * 32 us x 2^L not above max(min(backstop_us, t/2), t/32) = 200 us: 128 us; the
+	 * store at 1.5 ms is found by a look after a sleep past the window: its lower
+	 * bound, the look before, as exact */
+	static struct solo o;
+	solo_init(&o, DEFAULT_PLAN, 1 * S);
+	uint64_t cold[] = { 1 * S + 1500 * US };
+	o.stores = cold;
+	o.nstores = 1;
+	solo_wait(&o, 1);
+	cr_assert_str_eq(o.log, "spin x500; sleep 1128; sleep 1256; sleep 1384; sleep 1512; "
+				"find 1512 exact 1384; ");
+	/* warm (a 1.384 ms prediction, 1.284 ms of sleep): a kernel done at 0.5 ms, whose readiness (50 us
+	 * after the store) ends the sleep toward the deadline: looked at at once, a find
+	 * after a sleep, censored */
+	o.t0 = o.now = 2 * S;
+	o.ready_ns = 50 * US;
+	o.log[0] = '\0';
+	uint64_t early[] = { 1 * S + 1500 * US, 2 * S + 500 * US };
+	o.stores = early;
+	o.nstores = 2;
+	solo_wait(&o, 2);
+	cr_assert_str_eq(o.log, "sleep 1284; find 550 censored 550; ");
+	garuda_watch_fini(&o.w);
 }
