@@ -349,6 +349,38 @@ Test(watch, stream_order_starts_the_successor_at_the_find)
 	sim_fini(&s);
 }
 
+/* (from test_policy.c's garuda_policy_order, gone with it) waits on one (word, target)
+ * share the earliest start, whatever their add order; another word starts at its own
+ * arm; a lower target added later becomes the head and queues the started one */
+Test(watch, waits_on_one_target_share_the_earliest_start_and_words_are_independent)
+{
+	static struct sim s;
+	sim_init(&s, true, 2);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	uint64_t t0 = s.now;
+	s.now = t0 + 300 * US;
+	uint32_t b = arm(&s, o, 0, 5, 1 * MS);
+	s.now = t0 + 100 * US;
+	uint32_t a = arm(&s, o, 0, 5, 1 * MS);
+	s.now = t0;
+	uint32_t d = arm(&s, o, 0, 6, 1 * MS);
+	s.now = t0 + 400 * US;
+	uint32_t c = arm(&s, o, 1, 9, 1 * MS);
+	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, a)->pw), t0 + 1100 * US);
+	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, b)->pw), t0 + 1100 * US,
+		     "one deadline for one target");
+	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, c)->pw), t0 + 1400 * US,
+		     "another word starts at its own arm");
+	cr_assert_eq(garuda_watch_get(&s.w, d)->pw.state, GARUDA_POLICY_QUEUED);
+	s.now = t0 + 600 * US;
+	uint32_t e = arm(&s, o, 1, 8, 1 * MS);
+	cr_assert_eq(garuda_watch_get(&s.w, e)->pw.state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(garuda_watch_get(&s.w, c)->pw.state, GARUDA_POLICY_QUEUED);
+	char why[128];
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	sim_fini(&s);
+}
+
 Test(watch, a_ten_second_prediction_is_slept_toward_in_steps)
 {
 	static struct sim s;
