@@ -192,21 +192,26 @@ static struct garuda_stream *served_locked(struct garuda_client *c, uint64_t tok
 	return s;
 }
 
+/* *p (*cap elements of size) holds at least n: false when out of memory. */
+static bool grow_to(void **p, uint32_t *cap, uint32_t n, size_t size)
+{
+	if (n <= *cap)
+		return true;
+	void *q = realloc(*p, (size_t)n * size);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
 /* Room for n more waits: the watcher's and the payload's. false: out of memory (the
  * stream's sequences are taken at the next kick, or when its next one lands). */
 static bool room(uint32_t n)
 {
-	if (garuda_watch_reserve(&reactor.watch, n) < 0)
-		return false;
-	uint32_t cap = garuda_watch_capacity(&reactor.watch);
-	if (cap <= reactor.paycap)
-		return true;
-	struct reactor_pay *p = realloc(reactor.pay, cap * sizeof(*p));
-	if (!p)
-		return false;
-	reactor.pay = p;
-	reactor.paycap = cap;
-	return true;
+	return garuda_watch_reserve(&reactor.watch, n) == 0 &&
+	       grow_to((void **)&reactor.pay, &reactor.paycap, garuda_watch_capacity(&reactor.watch),
+		       sizeof(*reactor.pay));
 }
 
 /* Take s's outstanding sequences past what the watcher has (rx.added), up to
@@ -280,17 +285,10 @@ static void take_all(uint64_t now)
  * waits stay where they were due, and the next step gives it out again). */
 static bool fires_room(uint32_t n)
 {
-	if (n <= reactor.firescap)
-		return true;
 	uint32_t cap = reactor.firescap ? reactor.firescap : REACTOR_AHEAD;
 	while (cap < n)
 		cap *= 2;
-	struct garuda_watch_fire *f = realloc(reactor.fires, cap * sizeof(*f));
-	if (!f)
-		return false;
-	reactor.fires = f;
-	reactor.firescap = cap;
-	return true;
+	return grow_to((void **)&reactor.fires, &reactor.firescap, cap, sizeof(*reactor.fires));
 }
 
 /* Look at due word wi, whose head's stream s the reactor serves (its client's lock
