@@ -238,7 +238,8 @@ Test(plans, predict_learns_exact_and_censored)
 	ok(garuda_stream_stats(s, &st));
 	cr_assert_eq(st.exact + st.censored + st.sleeps + st.prediction_ns, 0);
 
-	/* cold point: no sleep, the spin sees the store land (exact); then the stream
+	/* cold point: no sleep, a spin window (park_us), then the watcher's backoff: the find
+	 * records its lower bound, exact; then the stream
 	 * sleeps in front of its predicted completion */
 	ok(garuda_stream_set_plan(
 		s, "flag:park_us=10000,backstop_us=1000000+predict:margin_us=200,min_sleep_us=20,"
@@ -247,7 +248,7 @@ Test(plans, predict_learns_exact_and_censored)
 	cr_assert_eq(st.exact + st.censored + st.prediction_ns + st.sleep_ns, 0, "reset");
 	gated_round(s, hs, 30000, false);
 	ok(garuda_stream_stats(s, &st));
-	cr_assert_eq(st.exact, 1, "the cold wait spun until the store landed");
+	cr_assert_eq(st.exact, 1, "the cold wait spun its window, then recorded its lower bound");
 	cr_assert_eq(st.sleeps, 0, "a cold point does not sleep");
 	cr_assert_gt(st.prediction_ns, 0);
 	cr_assert_gt(st.sleep_ns, 0, "a 30 ms residual is worth sleeping for");
@@ -256,7 +257,10 @@ Test(plans, predict_learns_exact_and_censored)
 		gated_round(s, hs, 30000, false);
 	ok(garuda_stream_stats(s, &st));
 	cr_assert_eq(st.sleeps, 3, "every warm wait slept first");
-	cr_assert_eq(st.exact + st.censored, 4, "one sample per wait");
+	/* at most one sample per wait: a wait found by a wake that came late past its
+	 * deadline records none (the scanner's rule, proto/policy.h; exact sequences are
+	 * test_watch.c's, on a simulated clock) */
+	cr_assert_leq(st.exact + st.censored, 4, "one sample per wait at most");
 
 	/* work that is done long before the predicted deadline: the wake finds it done,
 	 * a censored sample, which halves the prediction at least */
