@@ -247,7 +247,7 @@ static void forget_word(uint64_t key, uint64_t now)
 }
 
 /* After a kick: every stream of c that the reactor serves gets its new sequences (and
- * a nudge when its word moved while the reactor had no wait on it); those garudad
+ * a nudge when its word moved past the waits the reactor had for it); those garudad
  * delivers again are forgotten. c->lock held. */
 static void take_client_locked(struct garuda_client *c, uint64_t now)
 {
@@ -263,7 +263,9 @@ static void take_client_locked(struct garuda_client *c, uint64_t now)
 			continue;
 		}
 		uint64_t v = word_load(s->word);
-		if (!s->rx.added && v != s->ses.polled) { /* moved while nobody watched */
+		if (v != s->ses.polled && !garuda_reached(s->rx.added, v)) {
+			/* moved past every wait the watcher has (none, or a sequence that
+			 * landed before it was taken): nobody else nudges for it */
 			stream_nudge_locked(s);
 			s->ses.polled = v;
 		}
