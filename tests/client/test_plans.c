@@ -256,20 +256,24 @@ Test(plans, predict_learns_exact_and_censored)
 	for (int i = 0; i < 3; i++)
 		gated_round(s, hs, 30000, false);
 	ok(garuda_stream_stats(s, &st));
-	cr_assert_eq(st.sleeps, 3, "every warm wait slept first");
-	/* at most one sample per wait: a wait found by a wake that came late past its
-	 * deadline records none (the scanner's rule, proto/policy.h; exact sequences are
-	 * test_watch.c's, on a simulated clock) */
+	/* each warm wait sleeps toward its deadline once at most (a wait that gets the CPU
+	 * only past it has nothing to sleep toward), and records at most one sample (a find
+	 * by a wake that came late past the deadline records none: the scanner's rule,
+	 * proto/policy.h). The exact sequences are test_watch.c's, on a simulated clock;
+	 * here nothing that a loaded machine can change is asserted. */
+	cr_assert_leq(st.sleeps, 3, "one sleep toward the deadline per warm wait at most");
 	cr_assert_leq(st.exact + st.censored, 4, "one sample per wait at most");
 
-	/* work that is done long before the predicted deadline: the wake finds it done,
-	 * a censored sample, which halves the prediction at least */
+	/* work that is done long before the predicted deadline: the readiness ends the
+	 * sleep, the look after it finds the work done: a censored sample, which halves the
+	 * prediction at least (a readiness that came late past the deadline records none) */
 	uint64_t before = st.prediction_ns;
-	uint64_t censored = st.censored;
+	uint64_t samples = st.exact + st.censored, censored = st.censored;
 	gated_round(s, hs, 1000, true);
 	ok(garuda_stream_stats(s, &st));
-	cr_assert_eq(st.censored, censored + 1, "the late wake was censored");
-	cr_assert_leq(st.prediction_ns, before / 2, "censored samples lower the prediction");
+	cr_assert_leq(st.exact + st.censored, samples + 1, "one sample at most");
+	if (st.censored == censored + 1)
+		cr_assert_leq(st.prediction_ns, before / 2, "censored samples lower the prediction");
 
 	/* setting a plan again starts over */
 	ok(garuda_stream_set_plan(s, "poll" PREDICT));
