@@ -152,11 +152,13 @@ struct garuda_stream {
 	} ses;
 
 	/* the in-process reactor (reactor.c), c->lock's: its estimator for this stream
-	 * (the point is the stream) and when the oldest outstanding sequence's clock started
-	 * (its signal, or the landing of the one before it; 0: none) */
+	 * (the point is the stream), the signal of a sequence signalled with nothing older
+	 * outstanding, until the reactor takes it (0: none), and the last sequence its
+	 * watcher has a wait for (0: none) */
 	struct {
 		struct garuda_estimator rest;
 		uint64_t rarm_ns;
+		uint64_t added;
 	} rx;
 
 	/* message-form callbacks (garuda_dispatch()), c->lock's */

@@ -23,15 +23,16 @@
  *    (a signal on such a stream, a lost session, a refused segment, the last release)
  *    unparks it. A kick between its look and its wait is not lost: the wait is on the
  *    kick count it read before looking.
- *  - With outstanding sequences it waits as garudad's scanner does, by the same
- *    policy (proto/policy.h, reactor_tuning): it sleeps until the earliest deadline
- *    the streams' estimators predict (proto/estimator.h, the seed's parameters:
- *    margin 150 us, min_sleep 20 us, max_sleep 50 ms, window 8; the point is the
- *    stream), spins in the window from there, then polls on the short ladder; what
- *    a find records is garuda_policy_find()'s. Stream order: the clock of a stream's
- *    oldest outstanding sequence starts at its signal, or at the landing of the
- *    sequence before it (rarm_ns), so a stream with several sequences queued learns
- *    one kernel, not several.
+ *  - With outstanding sequences it waits as garudad's scanner does, by driving the same
+ *    watcher (proto/watch.h) the same way (scanner.c's scanner_main and scan_step):
+ *    its tuning is garudad's default plan's (GARUDA_PLAN_GARUDAD_DEFAULT, through
+ *    garuda_watch_tuning_of), each stream's estimator that plan's (the point is the
+ *    stream), a wait per outstanding sequence (at most REACTOR_AHEAD ahead of its
+ *    word; more as those land) queued in stream order by the watcher, the early wake
+ *    the watcher's running mean; one owner per client, so the watcher serves clients'
+ *    due words in turn. It looks only at the words the watcher says are due; it walks
+ *    the clients' streams only after a kick (a signal, a lost session, a refused
+ *    segment), to take their new sequences.
  *  - It reads a client's streams only under that client's c->lock (garuda_stream_free()
  *    takes a stream out of the table under it) and never sends.
  *  - fork(): the child has no reactor thread (threads do not survive fork) and starts
@@ -45,7 +46,8 @@
  * thread while it looks at the clients. Lock order: reactor.life, then reactor.lock,
  * then a client's c->lock. Code holding a c->lock never takes reactor.lock: it kicks
  * (an atomic add and a futex wake). A client's reactor_next and reactor_joined are
- * reactor.lock's; a stream's rest and rarm_ns are its client's c->lock's.
+ * reactor.lock's, and so is the watcher (the thread drives it; reactor_release()
+ * takes a client's waits out of it); a stream's rx is its client's c->lock's.
  */
 #include "internal.h"
 
@@ -61,31 +63,37 @@
 #include "clock.h"
 #include "cpu.h"
 #include "futex.h"
-#include "policy.h"
+#include "watch.h"
 
-/* The reactor's wait is the policy's (proto/policy.h) with this tuning: a spin window
- * from a stream's deadline of twice the margin plus twice its sleep, then the short
- * ladder up to 1 ms. */
-static const struct garuda_policy_tuning reactor_tuning = {
-	.spin_ns = 300000ull, .max_step_ns = 1000000ull,
-};
-#define REACTOR_RELAX_PASSES 64       /* cpu_relax()es between two looks while spinning */
+#define REACTOR_RELAX_PASSES 64 /* cpu_relax()es in a spin step */
+#define REACTOR_STEP_MAX 512u   /* words looked at per step, at most (scanner.c's) */
+#define REACTOR_AHEAD 64u       /* waits per stream ahead of its word, at most */
 
-static const struct garuda_plan_predict reactor_pred = {
-	.margin_us = 150, .min_sleep_us = 20, .max_sleep_us = 50000, .window = 8,
+/* What the reactor knows of a wait: whose stream it is (looked up again under the
+ * client's lock before its word is read: the stream may be gone). */
+struct reactor_pay {
+	struct garuda_client *c;
+	uint64_t token;
 };
 
 static struct {
 	pthread_mutex_t life;            /* acquire/release, thread start and join */
-	pthread_mutex_t lock;            /* clients, refs, stop (the thread holds it to look) */
+	pthread_mutex_t lock;            /* clients, refs, stop, the watcher */
 	struct garuda_client *clients;   /* registered fallback clients (c->reactor_next) */
 	unsigned refs;                   /* = the length of clients */
 	bool stop;                       /* the last reference went: the thread ends */
 	bool running;                    /* a thread exists (under life) */
 	pthread_t thread;                /* under life */
 	_Atomic uint32_t kick;           /* the futex word the thread parks on */
-	struct garuda_policy_wait *waits;  /* the thread's: this look's outstanding waits */
-	size_t nwaits, cap;
+	/* the thread's, while it runs (watching): the watcher, each wait's payload by
+	 * its id, a step's due words and one word's fires [firescap] */
+	bool watching;
+	struct garuda_watch watch;
+	struct reactor_pay *pay;
+	uint32_t paycap;
+	uint32_t due[REACTOR_STEP_MAX];
+	struct garuda_watch_fire *fires;
+	uint32_t firescap;
 } reactor = {
 	.life = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -106,9 +114,19 @@ static void reactor_park(uint32_t seen, uint64_t when)
 	futex_wait_until((void *)&reactor.kick, seen, when, false); /* garuda_now_ns()'s clock */
 }
 
+/* The reactor's plan: garudad's default (a constant the parser accepts). */
+static struct garuda_plan reactor_plan(void)
+{
+	struct garuda_plan p;
+	int r = garuda_plan_parse(GARUDA_PLAN_GARUDAD_DEFAULT, &p, NULL, 0);
+	(void)r;
+	return p;
+}
+
 void reactor_stream_init(struct garuda_stream *s)
 {
-	int r = garuda_estimator_init(&s->rx.rest, &reactor_pred);
+	struct garuda_plan p = reactor_plan();
+	int r = garuda_estimator_init(&s->rx.rest, &p.pred);
 	(void)r; /* constant parameters inside the plan's bounds */
 }
 
@@ -157,89 +175,200 @@ void fallback_session_up_locked(struct garuda_client *c)
 	}
 }
 
-/* The wait of s's oldest outstanding sequence, for the policy: its clock is rarm_ns
- * (stream order: the signal, or the landing of the sequence before it), when the
- * reactor also began to look at it. */
-static struct garuda_policy_wait stream_wait(const struct garuda_stream *s, uint64_t target)
+/* ---------------- the thread (reactor.lock held) ---------------- */
+
+/* The stream with this token on c, if the reactor serves it (c->lock held): alive, not
+ * a form garudad delivers (not POLL), and not delivered by garudad in c's session. */
+static struct garuda_stream *served_locked(struct garuda_client *c, uint64_t token)
 {
-	struct garuda_policy_wait w;
-	garuda_policy_wait_init(&w, (uintptr_t)s->word, target, s->rx.rarm_ns, s->rx.rarm_ns,
-				garuda_estimator_sleep_ns(&s->rx.rest), garuda_estimator_exact_sleep_ns(&s->rx.rest));
-	return w;
+	uint32_t tab = (uint32_t)token;
+	if (c->state == CONN_CLOSING || tab >= c->nstreams_cap)
+		return NULL;
+	struct garuda_stream *s = c->streams[tab];
+	if (!s || s->token != token || !stream_form(s)->wire || s->ses.dying)
+		return NULL;
+	if (c->state == CONN_UP && s->ses.gen == c->gen)
+		return NULL; /* garudad delivers it */
+	return s;
 }
 
-/* Keep w for this look's garuda_policy_next() (reactor.lock held). */
-static void keep_wait(const struct garuda_policy_wait *w)
+/* *p (*cap elements of size) holds at least n: false when out of memory. */
+static bool grow_to(void **p, uint32_t *cap, uint32_t n, size_t size)
 {
-	if (reactor.nwaits == reactor.cap) {
-		size_t cap = reactor.cap ? 2 * reactor.cap : 16;
-		struct garuda_policy_wait *nw = realloc(reactor.waits, cap * sizeof(*nw));
-		if (nw)
-			reactor.waits = nw;
-		if (!nw)
-			return; /* out of memory: the look goes by the waits it has */
-		reactor.cap = cap;
+	if (n <= *cap)
+		return true;
+	void *q = realloc(*p, (size_t)n * size);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
+/* Room for n more waits: the watcher's and the payload's. false: out of memory (the
+ * stream's sequences are taken at the next kick, or when its next one lands). */
+static bool room(uint32_t n)
+{
+	return garuda_watch_reserve(&reactor.watch, n) == 0 &&
+	       grow_to((void **)&reactor.pay, &reactor.paycap, garuda_watch_capacity(&reactor.watch),
+		       sizeof(*reactor.pay));
+}
+
+/* Take s's outstanding sequences past what the watcher has (rx.added), up to
+ * REACTOR_AHEAD past its word's value v, their clock from arm (c->lock held). */
+static void take_stream(struct garuda_stream *s, uint64_t v, uint64_t arm, uint64_t now)
+{
+	struct garuda_watch *w = &reactor.watch;
+	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_acquire);
+	uint64_t from = s->rx.added && garuda_reached(s->rx.added, v) ? s->rx.added : v;
+	uint64_t to = sig - v > REACTOR_AHEAD ? v + REACTOR_AHEAD : sig;
+	if (!garuda_reached(to, from) || to == from)
+		return;
+	uint32_t owner = garuda_watch_owner(w, (uintptr_t)s->client);
+	if (owner == GARUDA_WATCH_NONE || !room((uint32_t)(to - from)))
+		return;
+	uint64_t sl = garuda_estimator_horizon_ns(&s->rx.rest);
+	uint64_t ex = garuda_estimator_exact_horizon_ns(&s->rx.rest);
+	for (uint64_t target = from + 1; target != to + 1; target++) { /* queued in turn */
+		struct garuda_policy_wait pw;
+		garuda_policy_wait_init(&pw, (uintptr_t)s->word, target, arm, now, sl, ex);
+		uint32_t id = garuda_watch_add(w, &pw, owner, now);
+		reactor.pay[id] = (struct reactor_pay){ .c = s->client, .token = s->token };
 	}
-	reactor.waits[reactor.nwaits++] = *w;
+	s->rx.added = to;
 }
 
-/* One look at every stream of c (c->lock held): nudge those whose words moved, record
- * what the find tells each stream's estimator (garuda_policy_find: prev_look, when the
- * previous look began; slept, the reactor waited since), keep each outstanding wait.
- * Returns whether a word moved. */
-static bool scan_locked(struct garuda_client *c, uint64_t now, uint64_t prev_look, bool slept)
+/* Take every wait on the word with this key out of the watcher. */
+static void forget_word(uint64_t key, uint64_t now)
 {
-	bool moved = false;
-	if (c->state == CONN_CLOSING)
-		return false; /* its garuda_disconnect() is releasing it */
-	bool up = c->state == CONN_UP;
+	uint32_t id;
+	while ((id = garuda_watch_first_on(&reactor.watch, key)) != GARUDA_WATCH_NONE)
+		garuda_watch_remove(&reactor.watch, id, now);
+}
+
+/* After a kick: every stream of c that the reactor serves gets its new sequences (and
+ * a nudge when its word moved past the waits the reactor had for it); those garudad
+ * delivers again are forgotten. c->lock held. */
+static void take_client_locked(struct garuda_client *c, uint64_t now)
+{
 	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
 		struct garuda_stream *s = c->streams[i];
-		if (!s || !stream_form(s)->wire || s->ses.dying)
+		if (!s)
 			continue;
-		if (up && s->ses.gen == c->gen) {
-			s->rx.rarm_ns = 0; /* garudad delivers it: the reactor's arm is dropped */
+		if (!served_locked(c, s->token)) {
+			if (s->rx.added)
+				forget_word((uintptr_t)s->word, now);
+			s->rx.added = 0;
+			s->rx.rarm_ns = 0;
 			continue;
 		}
 		uint64_t v = word_load(s->word);
-		uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_acquire);
-		if (v != s->ses.polled) {
-			moved = true;
+		if (v != s->ses.polled && !garuda_reached(s->rx.added, v)) {
+			/* moved past every wait the watcher has (none, or a sequence that
+			 * landed before it was taken): nobody else nudges for it */
 			stream_nudge_locked(s);
-			if (s->rx.rarm_ns && now > s->rx.rarm_ns) {
-				struct garuda_policy_wait w = stream_wait(s, s->ses.polled + 1);
-				struct garuda_find f = garuda_policy_find(&w, &reactor_tuning, now, prev_look, slept);
-				if (f.kind == GARUDA_FIND_EXACT)
-					garuda_estimator_record_exact_ns(&s->rx.rest, f.ns);
-				else if (f.kind == GARUDA_FIND_CENSORED)
-					garuda_estimator_record_censored_ns(&s->rx.rest, f.ns);
-			}
 			s->ses.polled = v;
-			/* stream order: the next outstanding sequence's clock starts here */
-			s->rx.rarm_ns = garuda_reached(v, sig) ? 0 : now;
 		}
-		if (garuda_reached(v, sig))
-			continue;
-		if (!s->rx.rarm_ns)
-			s->rx.rarm_ns = now; /* signalled while a session was up that died since */
-		struct garuda_policy_wait w = stream_wait(s, v + 1);
-		keep_wait(&w);
+		take_stream(s, v, s->rx.rarm_ns ? s->rx.rarm_ns : now, now);
+		s->rx.rarm_ns = 0;
 	}
-	return moved;
 }
 
-/* One look at every registered client (reactor.lock held); this look's waits are
- * left in reactor.waits. */
-static bool scan_all(uint64_t now, uint64_t prev_look, bool slept)
+static void take_all(uint64_t now)
 {
-	bool moved = false;
-	reactor.nwaits = 0;
 	for (struct garuda_client *c = reactor.clients; c; c = c->reactor_next) {
 		pthread_mutex_lock(&c->lock);
-		moved |= scan_locked(c, now, prev_look, slept);
+		take_client_locked(c, now);
 		pthread_mutex_unlock(&c->lock);
 	}
-	return moved;
+}
+
+/* Room for one word's fires. false: out of memory (the word is not looked at; its
+ * waits stay where they were due, and the next step gives it out again). */
+static bool fires_room(uint32_t n)
+{
+	uint32_t cap = reactor.firescap ? reactor.firescap : REACTOR_AHEAD;
+	while (cap < n)
+		cap *= 2;
+	return grow_to((void **)&reactor.fires, &reactor.firescap, cap, sizeof(*reactor.fires));
+}
+
+/* Look at due word wi, whose head's stream s the reactor serves (its client's lock
+ * held): what each find tells the stream's estimator, a nudge when waits fired, its
+ * next sequences, and the successor's sleeps as they are now (scan_step's order).
+ * Returns the waits fired. */
+static unsigned look_locked(uint32_t wi, struct garuda_stream *s, uint64_t now)
+{
+	struct garuda_watch *w = &reactor.watch;
+	if (!fires_room(garuda_watch_word_waits(w, wi)))
+		return 0;
+	uint64_t v = word_load(s->word);
+	unsigned k = garuda_watch_found(w, wi, v, now, reactor.fires);
+	if (!k)
+		return 0;
+	for (unsigned i = 0; i < k; i++) {
+		const struct garuda_find *f = &reactor.fires[i].find;
+		if (f->kind == GARUDA_FIND_EXACT)
+			garuda_estimator_record_exact_ns(&s->rx.rest, f->ns);
+		else if (f->kind == GARUDA_FIND_CENSORED)
+			garuda_estimator_record_censored_ns(&s->rx.rest, f->ns);
+	}
+	stream_nudge_locked(s);
+	s->ses.polled = v;
+	take_stream(s, v, now, now);
+	uint32_t head = garuda_watch_first_on(w, (uintptr_t)s->word);
+	if (head != GARUDA_WATCH_NONE)
+		garuda_watch_resleep(w, head, garuda_estimator_horizon_ns(&s->rx.rest),
+				     garuda_estimator_exact_horizon_ns(&s->rx.rest), now);
+	return k;
+}
+
+/* One step: the words the watcher says are due, each looked at under its head's
+ * client's lock. The waits of a stream that is gone (or garudad's again) leave
+ * unlooked at; what is left on the word (a stream that took the word over) is looked
+ * at. Returns the waits fired. */
+static unsigned step(uint64_t now)
+{
+	struct garuda_watch *w = &reactor.watch;
+	unsigned n = garuda_watch_due(w, now, reactor.due, REACTOR_STEP_MAX), fired = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t wi = reactor.due[i];
+		uint64_t key = garuda_watch_word_key(w, wi);
+		for (;;) {
+			struct reactor_pay p = reactor.pay[garuda_watch_word_head(w, wi)];
+			pthread_mutex_lock(&p.c->lock);
+			struct garuda_stream *s = served_locked(p.c, p.token);
+			if (s)
+				fired += look_locked(wi, s, now);
+			pthread_mutex_unlock(&p.c->lock);
+			if (s)
+				break;
+			uint32_t id = garuda_watch_first_on(w, key);
+			while (id != GARUDA_WATCH_NONE) {
+				uint32_t next = garuda_watch_next_on(w, id);
+				if (reactor.pay[id].c == p.c && reactor.pay[id].token == p.token)
+					garuda_watch_remove(w, id, now);
+				id = next;
+			}
+			if (garuda_watch_first_on(w, key) == GARUDA_WATCH_NONE)
+				break; /* the word went with them */
+		}
+	}
+	return fired;
+}
+
+/* The thread ends (or a fork()'s child forgets it): its watcher and payload go. */
+static void unwatch(void)
+{
+	if (!reactor.watching)
+		return;
+	reactor.watching = false;
+	garuda_watch_fini(&reactor.watch);
+	free(reactor.pay);
+	free(reactor.fires);
+	reactor.pay = NULL;
+	reactor.fires = NULL;
+	reactor.paycap = reactor.firescap = 0;
 }
 
 /* Drop reactor.lock for a wait (on the kick count read before the look) or a spin. */
@@ -253,27 +382,30 @@ static void reactor_wait(uint32_t seen, uint64_t when)
 static void *reactor_main(void *arg)
 {
 	(void)arg;
-	uint64_t prev_look = garuda_now_ns(), ladder = 0;
-	bool slept = true;
+	struct garuda_plan plan = reactor_plan();
+	struct garuda_watch_tuning t;
+	garuda_watch_tuning_of(&plan, &t);
 	pthread_mutex_lock(&reactor.lock);
+	garuda_watch_init(&reactor.watch, &t);
+	reactor.watching = true;
+	uint32_t taken = atomic_load_explicit(&reactor.kick, memory_order_acquire) - 1;
 	while (!reactor.stop) {
 		uint32_t seen = atomic_load_explicit(&reactor.kick, memory_order_acquire);
 		uint64_t now = garuda_now_ns();
-		bool moved = scan_all(now, prev_look, slept);
-		prev_look = now;
-		slept = false;
-		if (!reactor.nwaits) {
-			ladder = 0;
+		if (seen != taken) { /* scanner.c's take_commands(), with its retune() */
+			reactor.watch.t.pol.early_ns = garuda_watch_early_ns(&reactor.watch);
+			take_all(now);
+			taken = seen;
+		}
+		if (!garuda_watch_count(&reactor.watch)) {
 			reactor_wait(seen, UINT64_MAX); /* parked: nothing outstanding */
-			slept = true;
+			garuda_watch_woke(&reactor.watch, garuda_now_ns());
 			continue;
 		}
-		if (moved) {
-			ladder = 0;
-			continue; /* look again at once, as the scanner does after a find */
-		}
-		uint64_t until = garuda_policy_next(reactor.waits, sizeof(*reactor.waits),
-						    (unsigned)reactor.nwaits, &reactor_tuning, now, &ladder);
+		if (step(now))
+			continue; /* successors may be due at once */
+		now = garuda_now_ns();
+		uint64_t until = garuda_watch_next(&reactor.watch, now);
 		if (!until) {
 			pthread_mutex_unlock(&reactor.lock);
 			for (int k = 0; k < REACTOR_RELAX_PASSES; k++)
@@ -282,14 +414,25 @@ static void *reactor_main(void *arg)
 			pthread_mutex_lock(&reactor.lock);
 			continue;
 		}
-		reactor_wait(seen, until); /* the policy's time, or a kick */
-		slept = true;
+		reactor_wait(seen, until); /* the watcher's time, or a kick */
+		garuda_watch_woke_from(&reactor.watch, until, garuda_now_ns());
 	}
-	free(reactor.waits);
-	reactor.waits = NULL;
-	reactor.nwaits = reactor.cap = 0;
+	unwatch();
 	pthread_mutex_unlock(&reactor.lock);
 	return NULL;
+}
+
+/* c leaves: its waits leave the watcher (reactor.lock held; the thread is not in a
+ * step). Its streams' rx marks are not touched: c is going away. */
+static void forget_client(struct garuda_client *c)
+{
+	if (!reactor.watching)
+		return;
+	uint64_t now = garuda_now_ns();
+	for (uint32_t id = 0; id < garuda_watch_capacity(&reactor.watch); id++)
+		if (garuda_watch_live(&reactor.watch, id) && reactor.pay[id].c == c)
+			garuda_watch_remove(&reactor.watch, id, now);
+	garuda_watch_owner_drop(&reactor.watch, (uintptr_t)c);
 }
 
 /* fork(): hold both locks across it, so that the child's copies are consistent; the
@@ -315,6 +458,7 @@ static void atfork_child(void)
 	reactor.refs = 0;
 	reactor.stop = false;
 	reactor.running = false;
+	unwatch(); /* the parent's thread's: none runs here */
 	atomic_store_explicit(&reactor.kick, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&reactor.lock);
 	pthread_mutex_unlock(&reactor.life);
@@ -370,6 +514,7 @@ void reactor_release(struct garuda_client *c)
 			pp = &(*pp)->reactor_next;
 		*pp = c->reactor_next;
 		c->reactor_joined = false;
+		forget_client(c);
 		last = --reactor.refs == 0;
 		reactor.stop = last;
 	}

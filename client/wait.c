@@ -1,22 +1,25 @@
 /* wait.c — libgaruda's waiting (docs/client.md, "Waiting"): garuda_stream_wait() by
- * the stream's plan (spin; +predict's sleep and window in stream order; block on the
- * readiness form; the backstop query), what a find tells the stream's estimator (the
- * wait policy's rule, proto/policy.h), and the eventfd form's fd and drain. The
- * memory-ordering rules it relies on are stream.c's head comment.
+ * the stream's plan (spin; +predict: the watcher of proto/watch.h, as garudad's
+ * scanner drives it, on the stream's word: its sleeps, windows, stream order, backoff
+ * and what a find records; block on the readiness form; the backstop query), and the
+ * eventfd form's fd and drain. The memory-ordering rules it relies on are stream.c's
+ * head comment.
  *
- * Threads: the caller's; a stream is waited on by one thread at a time (garuda.h). */
+ * Threads: the caller's; a stream is waited on by one thread at a time (garuda.h); a
+ * thread's +predict watcher is its own (thread-specific). */
 #include "internal.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "cpu.h"
 #include "futex.h"
-#include "policy.h"
+#include "watch.h"
 
 static struct timespec ns_to_ts(uint64_t ns)
 {
@@ -100,93 +103,212 @@ out:
 	return r;
 }
 
-/* What a find of seq at `at` (clock started at t0, the sleep it was given) tells the
- * stream's estimator: the policy's rule (proto/policy.h), as garudad's scanner and the
- * in-process reactor apply it. prev: the look before (the spin looks continuously:
- * at itself), slept: found by the look after a sleep. */
-static void record_find(struct garuda_stream *s, uint64_t seq, uint64_t t0, uint64_t sleep_ns,
-			uint64_t at, uint64_t prev, bool slept)
+/* +predict's waits ahead of the word at most: a wait for a sequence further on adds
+ * the rest as the first ones land */
+#define PREDICT_AHEAD 64u
+/* a spin step of the +predict wait: spin_until() this long at most, then the watcher
+ * looks (it looks at the word at once when the spin saw it land) */
+#define PREDICT_SPIN_SLICE_NS 20000ull
+
+/* The calling thread's watcher (proto/watch.h) for its +predict waits: a thread waits
+ * on one stream at a time, and each wait leaves it empty. Reserved once for
+ * PREDICT_AHEAD waits, so a wait allocates nothing after its thread's first; freed
+ * at thread exit (the key's destructor). */
+struct predict_watch {
+	struct garuda_watch w;
+	uint32_t owner;
+	struct garuda_watch_fire fires[PREDICT_AHEAD];
+};
+
+static pthread_key_t predict_key;
+static bool predict_key_ok;
+static pthread_once_t predict_once = PTHREAD_ONCE_INIT;
+
+static void predict_free(void *p)
 {
-	struct garuda_policy_tuning t = { .spin_ns = 0 };
-	struct garuda_policy_wait w;
-	garuda_policy_wait_init(&w, (uintptr_t)s->word, seq, t0, t0, sleep_ns, sleep_ns);
-	struct garuda_find f = garuda_policy_find(&w, &t, at, prev, slept);
+	struct predict_watch *pw = p;
+	garuda_watch_fini(&pw->w);
+	free(pw);
+}
+
+static void predict_key_init(void)
+{
+	predict_key_ok = pthread_key_create(&predict_key, predict_free) == 0;
+}
+
+/* The thread's watcher, or NULL (out of memory: the plan's own wait goes on). */
+static struct predict_watch *predict_watch(void)
+{
+	pthread_once(&predict_once, predict_key_init);
+	if (!predict_key_ok)
+		return NULL;
+	struct predict_watch *pw = pthread_getspecific(predict_key);
+	if (pw)
+		return pw;
+	if (!(pw = calloc(1, sizeof(*pw))))
+		return NULL;
+	garuda_watch_init(&pw->w, &(struct garuda_watch_tuning){ .predict = true });
+	pw->owner = garuda_watch_owner(&pw->w, 0);
+	if (pw->owner == GARUDA_WATCH_NONE || garuda_watch_reserve(&pw->w, PREDICT_AHEAD) < 0 ||
+	    pthread_setspecific(predict_key, pw) != 0) {
+		predict_free(pw);
+		return NULL;
+	}
+	return pw;
+}
+
+/* Waits for (from, to] on s's word, their clock from arm, with the stream's estimator's
+ * sleeps as they are now (garudad's ARM: its point's horizon; the watcher sleeps toward
+ * it in steps of max_sleep_us). */
+static void predict_add(struct predict_watch *pw, struct garuda_stream *s, uint64_t from,
+			uint64_t to, uint64_t arm, uint64_t now)
+{
 	pthread_mutex_lock(&s->plan_lock);
-	if (s->pl.plan.predict && f.kind == GARUDA_FIND_EXACT)
-		garuda_estimator_record_exact_ns(&s->pl.est, f.ns);
-	else if (s->pl.plan.predict && f.kind == GARUDA_FIND_CENSORED)
-		garuda_estimator_record_censored_ns(&s->pl.est, f.ns);
+	uint64_t sl = garuda_estimator_horizon_ns(&s->pl.est);
+	uint64_t ex = garuda_estimator_exact_horizon_ns(&s->pl.est);
+	pthread_mutex_unlock(&s->plan_lock);
+	garuda_watch_add_run(&pw->w, (uintptr_t)s->word, from, to, arm, now, sl, ex, pw->owner, now);
+}
+
+/* What the k finds tell the stream's estimator (the watcher's garuda_policy_find, as
+ * garudad's scanner records them). */
+static void predict_record(struct garuda_stream *s, const struct garuda_watch_fire *f, unsigned k)
+{
+	pthread_mutex_lock(&s->plan_lock);
+	for (unsigned i = 0; i < k && s->pl.plan.predict; i++) {
+		if (f[i].find.kind == GARUDA_FIND_EXACT)
+			garuda_estimator_record_exact_ns(&s->pl.est, f[i].find.ns);
+		else if (f[i].find.kind == GARUDA_FIND_CENSORED)
+			garuda_estimator_record_censored_ns(&s->pl.est, f[i].find.ns);
+	}
 	pthread_mutex_unlock(&s->plan_lock);
 }
 
-/* +predict: sleep to margin before the predicted completion of seq (its clock started
- * at t0), then spin. Records the estimator's sample. 0 reached, 1 go on with the
- * kind's wait, or a negative code. */
-static int predict_phase(struct garuda_stream *s, const struct garuda_plan *p, uint64_t seq,
-			 uint64_t t0, uint64_t deadline, uint64_t sleep_ns, uint64_t backstop_ns)
+static void plan_count(struct garuda_stream *s, uint64_t *counter)
 {
-	if (sleep_ns) {
-		uint64_t until = sleep_ns > deadline - t0 ? deadline : t0 + sleep_ns;
-		struct timespec ts = ns_to_ts(until);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
-		uint64_t wake = garuda_now_ns();
-		bool done = garuda_reached(word_load(s->word), seq);
-		pthread_mutex_lock(&s->plan_lock);
-		s->pl.sleeps++;
-		pthread_mutex_unlock(&s->plan_lock);
-		if (done) { /* a wake that finds the work done: found at the time it asked to
-			     * wake (the timer's lateness is not the prediction's fault; garudad's
-			     * scanner takes it out by waking early) */
-			record_find(s, seq, t0, sleep_ns, until, t0, true);
-			return 0;
-		}
-		if (wake >= deadline)
-			return -GARUDA_E_TIMEOUT;
-	}
-	uint64_t budget = p->pred.max_sleep_us > UINT64_MAX / NS_PER_US
-				  ? UINT64_MAX
-				  : p->pred.max_sleep_us * NS_PER_US;
-	uint64_t m2 = p->pred.margin_us > UINT64_MAX / (2 * NS_PER_US)
-			      ? UINT64_MAX
-			      : 2 * p->pred.margin_us * NS_PER_US;
-	if (m2 > budget)
-		budget = m2;
-	uint64_t now = garuda_now_ns();
-	uint64_t end = budget > deadline - now ? deadline : now + budget;
-	uint64_t seen;
-	int r = spin_until(s, seq, end, backstop_ns, &seen);
-	if (r == 0) /* the spin ran when the word moved */
-		record_find(s, seq, t0, sleep_ns, seen, seen, false);
-	if (r == 1) {
-		pthread_mutex_lock(&s->plan_lock);
-		s->pl.spin_outs++;
-		pthread_mutex_unlock(&s->plan_lock);
-	}
-	return r;
+	pthread_mutex_lock(&s->plan_lock);
+	(*counter)++;
+	pthread_mutex_unlock(&s->plan_lock);
 }
 
-/* +predict in stream order: a sequence queued behind others on the stream cannot start
- * before they land, so wait for each in turn, each with its own clock (its
- * predecessor's landing as seen here; the first from the call), and the estimator
- * learns one kernel, not several (docs/plans.md, "Several outstanding sequences on
- * one word"). Returns as predict_phase() for seq. */
-static int predict_in_order(struct garuda_stream *s, const struct garuda_plan *p, uint64_t seq,
-			    uint64_t t0, uint64_t deadline, uint64_t backstop_ns)
+/* What a sleep of the flag plan's wait compares against: the readiness seen so far,
+ * sampled before the word is loaded (see the head comment). */
+static void sample_form(struct garuda_stream *s, uint64_t *ready_seen, uint32_t *bell_seen)
 {
+	pthread_mutex_lock(&s->client->lock);
+	*ready_seen = s->ses.ready_count;
+	pthread_mutex_unlock(&s->client->lock);
+	*bell_seen = stream_sample(s); /* the form's row says what (internal.h) */
+}
+
+/* +predict: the watcher's wait (proto/watch.h), driven as garudad's scanner drives it,
+ * on one word: a wait for every sequence from the word's next up to seq, queued in
+ * stream order (each one's clock starts at its predecessor's find, the first at t0),
+ * each with the stream's estimator's sleeps; spin while the watcher says spin, else
+ * sleep until its time (flag: on the readiness form, which ends the sleep early and
+ * has the word looked at at once; a word past its deadline and outside its window is
+ * looked at on the watcher's backoff, with a backstop query at least every
+ * backstop_ns). What each find records goes to the estimator. 0 reached,
+ * -GARUDA_E_TIMEOUT, -GARUDA_E_STREAM_FAULT, or 1: no watcher (out of memory), the
+ * plan's own wait goes on. */
+static int predict_wait(struct garuda_stream *s, const struct garuda_plan *p, uint64_t seq,
+			uint64_t t0, uint64_t deadline, uint64_t backstop_ns)
+{
+	struct predict_watch *pw = predict_watch();
+	if (!pw)
+		return 1;
+	struct garuda_watch *w = &pw->w;
+	const uint64_t key = (uintptr_t)s->word;
+	struct garuda_watch_tuning t;
+	garuda_watch_tuning_of(p, &t);
+	t.pol.early_ns = garuda_watch_early_ns(w);
+	garuda_watch_retune(w, &t, t0);
+	uint64_t v = word_load(s->word);
+	if (garuda_reached(v, seq))
+		return 0;
+	predict_add(pw, s, v, seq - v > PREDICT_AHEAD ? v + PREDICT_AHEAD : seq, t0, t0);
+	bool flag = p->kind == GARUDA_PLAN_FLAG;
+	uint64_t backstop_at = t0 + backstop_ns, now = t0;
+	uint64_t slept_head = v, out_head = v; /* heads whose sleep / give-up was counted */
+	int r;
 	for (;;) {
-		uint64_t v = word_load(s->word);
-		if (garuda_reached(v, seq))
-			return 0;
-		uint64_t head = v + 1; /* the next sequence to land: its clock runs from t0 */
-		pthread_mutex_lock(&s->plan_lock);
-		uint64_t sleep_ns = garuda_estimator_sleep_ns(&s->pl.est);
-		pthread_mutex_unlock(&s->plan_lock);
-		int r = predict_phase(s, p, head, t0, deadline, sleep_ns, backstop_ns);
-		if (r != 0 || head == seq)
-			return r;
-		t0 = garuda_now_ns(); /* head landed: the next one's clock starts */
+		uint64_t ready_seen = 0;
+		uint32_t bell_seen = 0;
+		if (flag)
+			sample_form(s, &ready_seen, &bell_seen);
+		now = garuda_now_ns();
+		uint32_t wi;
+		if (garuda_watch_due(w, now, &wi, 1)) {
+			v = word_load(s->word);
+			unsigned k = garuda_watch_found(w, wi, v, now, pw->fires);
+			predict_record(s, pw->fires, k);
+			if (garuda_reached(v, seq)) {
+				r = 0;
+				break;
+			}
+			if (k) {
+				uint32_t head = garuda_watch_first_on(w, key);
+				if (head == GARUDA_WATCH_NONE) { /* all it had landed: the next ones */
+					uint64_t to = seq - v > PREDICT_AHEAD ? v + PREDICT_AHEAD : seq;
+					predict_add(pw, s, v, to, now, now);
+				} else { /* the successor that starts now: the sleeps as they are now */
+					pthread_mutex_lock(&s->plan_lock);
+					uint64_t sl = garuda_estimator_horizon_ns(&s->pl.est);
+					uint64_t ex = garuda_estimator_exact_horizon_ns(&s->pl.est);
+					pthread_mutex_unlock(&s->plan_lock);
+					garuda_watch_resleep(w, head, sl, ex, now);
+				}
+				continue; /* the successor may be due at once */
+			}
+		}
+		if (now >= deadline) {
+			r = -GARUDA_E_TIMEOUT;
+			break;
+		}
+		if (now >= backstop_at) {
+			int q = s->seg->ops->query(s->seg->backend, s->native);
+			if (q == -GARUDA_E_STREAM_FAULT && !garuda_reached(word_load(s->word), seq)) {
+				r = q;
+				break;
+			}
+			backstop_at = now + backstop_ns;
+		}
+		uint32_t head = garuda_watch_first_on(w, key);
+		uint64_t head_target = garuda_watch_get(w, head)->pw.target;
+		uint64_t until = garuda_watch_next(w, now);
+		if (!until) { /* a spin step */
+			uint64_t seen, end = now + PREDICT_SPIN_SLICE_NS;
+			if ((r = spin_until(s, head_target, end < deadline ? end : deadline, backstop_ns,
+					    &seen)) < 0)
+				break;
+			continue;
+		}
+		bool overdue = garuda_watch_word_overdue(w, garuda_watch_get(w, head)->word);
+		if (overdue && out_head != head_target) { /* the watcher gave it up */
+			out_head = head_target;
+			plan_count(s, &s->pl.spin_outs);
+		} else if (!overdue && slept_head != head_target) { /* toward its deadline */
+			slept_head = head_target;
+			plan_count(s, &s->pl.sleeps);
+		}
+		uint64_t end = until < deadline ? until : deadline;
+		if (overdue && backstop_at < end)
+			end = backstop_at;
+		if (flag) {
+			block(s, now, end, ready_seen, bell_seen);
+		} else {
+			struct timespec ts = ns_to_ts(end);
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+		}
+		now = garuda_now_ns();
+		garuda_watch_woke_from(w, until, now);
+		if (word_load(s->word) != v) /* a readiness, or a store: look now */
+			garuda_watch_poke(w, key, now);
 	}
+	for (uint32_t id; (id = garuda_watch_first_on(w, key)) != GARUDA_WATCH_NONE;)
+		garuda_watch_remove(w, id, now);
+	return r;
 }
 
 /* block: the backend's synchronize, when it has one and the wait has no limit. 0
@@ -239,7 +361,7 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 
 	int r;
 	if (plan.predict) {
-		if ((r = predict_in_order(s, &plan, seq, now, deadline, backstop_ns)) <= 0)
+		if ((r = predict_wait(s, &plan, seq, now, deadline, backstop_ns)) <= 0)
 			return r;
 	} else if (plan.kind == GARUDA_PLAN_BLOCK) {
 		if ((r = sync_phase(s, seq, timeout_ns)) <= 0)

@@ -313,7 +313,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 
 /* +predict sleeps end early by the running mean of how late timed wakes come (on a
  * loaded or virtual machine tens of microseconds), at most this much */
-#define WAKE_LATE_MAX_NS 200000ull
+#define WAKE_LATE_MAX_NS GARUDA_WATCH_WAKE_LATE_MAX_NS
 
 /* The plan's tuning as the watcher takes it (proto/watch.h): the loop thread's
  * scanner_tuning, the early wake this thread measured. */
@@ -329,6 +329,8 @@ static struct garuda_watch_tuning tuning_of(const struct scanner *s)
 		},
 		.predict = atomic_load_explicit(&t->predict, memory_order_relaxed),
 		.max_sleep_ns = atomic_load_explicit(&t->max_sleep_ns, memory_order_relaxed),
+		.margin_ns = atomic_load_explicit(&t->margin_ns, memory_order_relaxed),
+		.backoff_div = atomic_load_explicit(&t->backoff_div, memory_order_relaxed),
 	};
 }
 
@@ -338,7 +340,8 @@ static void retune(struct scanner *s, uint64_t now)
 	struct garuda_watch_tuning t = tuning_of(s);
 	if (t.pol.park_ns == s->wt.pol.park_ns && t.pol.forever == s->wt.pol.forever &&
 	    t.pol.backstop_ns == s->wt.pol.backstop_ns && t.predict == s->wt.predict &&
-	    t.max_sleep_ns == s->wt.max_sleep_ns) {
+	    t.max_sleep_ns == s->wt.max_sleep_ns && t.margin_ns == s->wt.margin_ns &&
+	    t.backoff_div == s->wt.backoff_div) {
 		s->watch.t.pol.early_ns = t.pol.early_ns; /* used from the next placement on */
 		return;
 	}

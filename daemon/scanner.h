@@ -34,6 +34,9 @@ struct scanner_tuning {
 	_Atomic uint64_t backstop_ns;  /* backstop_us: the short ladder's longest sleep */
 	_Atomic uint64_t max_sleep_ns; /* +predict's max_sleep_us: the longest single sleep
 					* toward a far deadline (proto/watch.h) */
+	_Atomic uint64_t margin_ns;    /* +predict's margin_us: a window that opens at most this
+					* past its deadline is slept to */
+	_Atomic uint64_t backoff_div;  /* the plan's backoff_div (0: its default) */
 	atomic_bool predict;	       /* +predict: sleep until the earliest deadline */
 	atomic_bool forever;	       /* poll: never sleep while something is armed */
 	atomic_bool wordwait;	       /* config wordwait auto: a spin step may park in a

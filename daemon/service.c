@@ -76,6 +76,8 @@ void service_apply_tuning(struct daemon *d)
 	atomic_store(&d->tuning.park_ns, t.pol.park_ns);
 	atomic_store(&d->tuning.backstop_ns, t.pol.backstop_ns);
 	atomic_store(&d->tuning.max_sleep_ns, t.max_sleep_ns);
+	atomic_store(&d->tuning.margin_ns, t.margin_ns);
+	atomic_store(&d->tuning.backoff_div, t.backoff_div);
 	atomic_store(&d->tuning.predict, t.predict);
 	atomic_store(&d->tuning.forever, t.pol.forever);
 	atomic_store(&d->tuning.wordwait, d->cfg.wordwait);

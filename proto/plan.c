@@ -31,12 +31,15 @@ struct key {
 	enum section sec;
 	size_t off; /* of a uint64_t in struct garuda_plan */
 	uint64_t min, max;
+	bool optional; /* may be left out: 0 in the struct, not printed */
 };
 
-#define KEY_(name, sec, field, lo, hi) { name, sec, offsetof(struct garuda_plan, field), lo, hi }
+#define KEY_(name, sec, field, lo, hi) { name, sec, offsetof(struct garuda_plan, field), lo, hi, false }
 static const struct key keys[] = {
 	KEY_("park_us", SEC_FLAG, flag.park_us, 0, GARUDA_PLAN_PARK_US_MAX),
 	KEY_("backstop_us", SEC_FLAG, flag.backstop_us, 0, GARUDA_PLAN_BACKSTOP_US_MAX),
+	{ "backoff_div", SEC_FLAG, offsetof(struct garuda_plan, flag.backoff_div), 1,
+	  GARUDA_PLAN_BACKOFF_DIV_MAX, true },
 	KEY_("margin_us", SEC_PREDICT, pred.margin_us, 0, UINT64_MAX),
 	KEY_("min_sleep_us", SEC_PREDICT, pred.min_sleep_us, 0, UINT64_MAX),
 	KEY_("max_sleep_us", SEC_PREDICT, pred.max_sleep_us, 0, UINT64_MAX),
@@ -191,6 +194,9 @@ static int parse_params(struct parse *ps, enum section sec, const char *s, size_
 		int r = parse_number(ps, k, eq + 1, (size_t)(item_end - eq - 1), &v);
 		if (r < 0)
 			return r;
+		if (k->optional && v < k->min) /* given: 0 would read as left out */
+			return refuse(ps->msg, ps->cap, "%s: %" PRIu64 " is below %" PRIu64, k->name,
+				      v, k->min);
 		*field(&ps->plan, k) = v;
 		ps->seen |= 1u << row;
 		ps->order[ps->norder++] = (int)row;
@@ -205,12 +211,13 @@ static int check_complete(struct parse *ps)
 {
 	bool used[SEC_COUNT_] = { ps->plan.kind == GARUDA_PLAN_FLAG, ps->plan.predict };
 	for (unsigned row = 0; row < NKEYS; row++)
-		if (used[keys[row].sec] && !(ps->seen & (1u << row)))
+		if (used[keys[row].sec] && !keys[row].optional && !(ps->seen & (1u << row)))
 			return refuse(ps->msg, ps->cap, "%s: missing", keys[row].name);
 	/* every key present exactly once, so table order is the only accepted order */
 	unsigned want = 0;
 	for (unsigned i = 0; i < ps->norder; i++, want++) {
-		while (want < NKEYS && !used[keys[want].sec])
+		while (want < NKEYS && (!used[keys[want].sec] ||
+					(keys[want].optional && !(ps->seen & (1u << want)))))
 			want++;
 		if (want >= NKEYS || (unsigned)ps->order[i] != want)
 			return refuse(ps->msg, ps->cap, "%s: out of order (%s: %s)",
@@ -315,6 +322,8 @@ int garuda_plan_check(const struct garuda_plan *p, char *msg, size_t msg_cap)
 					      k->name, section_name[k->sec]);
 			continue;
 		}
+		if (k->optional && v == 0)
+			continue; /* left out: the default */
 		if (v > k->max)
 			return refuse(msg, msg_cap, "%s: %" PRIu64 " exceeds %" PRIu64, k->name, v,
 				      k->max);
@@ -343,13 +352,13 @@ int garuda_plan_format(const struct garuda_plan *p, char *buf, size_t cap)
 	int last_sec = -1;
 	for (unsigned row = 0; row < NKEYS; row++) {
 		const struct key *k = &keys[row];
-		if (!used[k->sec])
+		if (!used[k->sec] || (k->optional && value(p, k) == 0))
 			continue;
 		const char *lead = ",";
 		if ((int)k->sec != last_sec)
 			lead = k->sec == SEC_FLAG ? ":" : "+predict:";
 		last_sec = (int)k->sec;
-		/* bounded: the longest plan needs 155 bytes + NUL (tests pin this) */
+		/* bounded: the longest plan needs 172 bytes + NUL (tests pin this) */
 		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s=%" PRIu64, lead, k->name,
 				      value(p, k));
 	}

@@ -3,13 +3,15 @@
  * Grammar (docs/plans.md gives it in full, with the bounds and the estimator rules):
  *
  *   plan    := kind [ "+predict:" "margin_us=" N ",min_sleep_us=" N ",max_sleep_us=" N ",window=" N ]
- *   kind    := "block" | "poll" | "flag:park_us=" N ",backstop_us=" N
+ *   kind    := "block" | "poll" | "flag:park_us=" N ",backstop_us=" N [ ",backoff_div=" N ]
  *   N       := "0" | [1-9][0-9]*        (decimal, fits in 64 bits)
  *
- * Every key exactly once, in the order above, nothing defaulted, no whitespace.
+ * Every key exactly once, in the order above, nothing defaulted, no whitespace; the one
+ * exception is backoff_div, which may be left out (0 in the struct: the default,
+ * GARUDA_PLAN_BACKOFF_DIV_DEFAULT) and is printed back only when given.
  * block+predict is refused (a vendor blocking wait has nothing to sleep in front of);
  * poll+predict and flag+predict are accepted. Bounds: park_us <= 10000,
- * backstop_us <= 1000000, 1 <= window <= GARUDA_PLAN_WINDOW_MAX (16),
+ * backstop_us <= 1000000, 1 <= backoff_div <= GARUDA_PLAN_BACKOFF_DIV_MAX, 1 <= window <= GARUDA_PLAN_WINDOW_MAX (16),
  * min_sleep_us <= max_sleep_us. The order is fixed so that every accepted text is the
  * one garuda_plan_format() prints for it.
  *
@@ -33,6 +35,10 @@
 #define GARUDA_PLAN_WINDOW_MAX 16u         /* most samples an estimator keeps */
 #define GARUDA_PLAN_PARK_US_MAX 10000u
 #define GARUDA_PLAN_BACKSTOP_US_MAX 1000000u
+/* backoff_div = 1/r: a wait overdue by t is next looked at no later than
+ * max(backstop, t / backoff_div) (proto/watch.h, docs/plans.md "The backoff bound") */
+#define GARUDA_PLAN_BACKOFF_DIV_DEFAULT 32u
+#define GARUDA_PLAN_BACKOFF_DIV_MAX 1024u
 #define GARUDA_PLAN_TEXT_MAX 192u          /* longest plan text + NUL (format never needs more) */
 #define GARUDA_PLAN_MSG_MAX 192u           /* a message buffer this size is never cut short */
 /* garudad's default plan: the best policy measured (tests/bench "plans" section, and
@@ -51,6 +57,7 @@ enum garuda_plan_kind {
 struct garuda_plan_flag {
 	uint64_t park_us;     /* <= GARUDA_PLAN_PARK_US_MAX */
 	uint64_t backstop_us; /* <= GARUDA_PLAN_BACKSTOP_US_MAX */
+	uint64_t backoff_div; /* 0: not given (GARUDA_PLAN_BACKOFF_DIV_DEFAULT) */
 };
 
 struct garuda_plan_predict {

@@ -8,7 +8,7 @@
  * queue, the pass and the sleep; this module never reads a clock.
  *
  * Stream order is the clock. A sequence queued behind another armed sequence on the
- * same word cannot start before that one lands, so garuda_policy_order() gives it no
+ * same word cannot start before that one lands, so its watcher (watch.h) gives it no
  * live deadline (QUEUED) until the pass that finds its predecessor starts its clock:
  * start = max(arm, that landing). Its deadline is start + its point's sleep and its
  * residual is completion - start. Waits on the same (word, target) share one start
@@ -21,8 +21,6 @@
  *   - A find never records an inflated exact residual: a wait found done by its first
  *     look, after a sleep, or in the same pass as its predecessor (the word jumped)
  *     records censored, a lower bound, or nothing.
- *   - garuda_policy_next() returns 0 (spin) only while some wait is in its spin
- *     window or one opens within GARUDA_POLICY_SPIN_AHEAD_NS (+ the early wake).
  *
  * Threads: none of its own; a struct belongs to whoever owns the wait. */
 #pragma once
@@ -77,7 +75,7 @@ struct garuda_policy_wait {
 	uint8_t state;		 /* enum garuda_policy_state */
 };
 
-/* A new wait, its clock at its arm until garuda_policy_order() says otherwise. */
+/* A new wait, its clock at its arm until its watcher orders it (watch.h). */
 void garuda_policy_wait_init(struct garuda_policy_wait *w, uint64_t word, uint64_t target,
 			     uint64_t arm_ns, uint64_t taken_ns, uint64_t sleep_ns,
 			     uint64_t exact_sleep_ns);
@@ -101,25 +99,6 @@ uint64_t garuda_policy_resume(const struct garuda_policy_wait *w);
 bool garuda_policy_in_window(const struct garuda_policy_wait *w,
 			     const struct garuda_policy_tuning *t, uint64_t at, uint64_t *open_at);
 
-/* Stream order over the waits v[0..n) (the watcher's whole live set, any order): per
- * word, the lowest target still armed is started (a NEW one at its arm, a QUEUED one
- * at max(arm, landing_ns): its predecessor landed, or went away, by this pass), every
- * higher one QUEUED; waits on the same (word, target) share the earliest start.
- * scratch: room for garuda_policy_order_scratch(n) uint64_t. O(n). */
-size_t garuda_policy_order_scratch(unsigned n);
-void garuda_policy_order(struct garuda_policy_wait *const *v, unsigned n, uint64_t landing_ns,
-			 uint64_t *scratch);
-
-/* The look after a pass that found nothing: spin (returns 0) or the absolute time of
- * the next pass. *ladder_ns: the short ladder's step while some wait is past its
- * deadline (less the early wake) and none is in its window (the caller resets it to 0
- * on activity). Over n waits, the i-th at (const char *)first + i * stride: the waits
- * stay where their watcher keeps them (garudad's: inside its armed set's entries), no
- * array of pointers is built for a look that runs at every spin step. */
-uint64_t garuda_policy_next(const struct garuda_policy_wait *first, size_t stride, unsigned n,
-			    const struct garuda_policy_tuning *t, uint64_t now,
-			    uint64_t *ladder_ns);
-
 enum garuda_find_kind {
 	GARUDA_FIND_EXACT,    /* record ns exact (a completion, or a lower bound of it) */
 	GARUDA_FIND_CENSORED, /* record ns censored (the estimator halves it) */
@@ -137,10 +116,3 @@ struct garuda_find {
 struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 				      const struct garuda_policy_tuning *t, uint64_t now,
 				      uint64_t prev_pass, bool slept);
-
-/* A flag plan without +predict (the old ladder): spin (0) while the last activity (a
- * completion, or the first arm after idle) is younger than park_ns (forever: always),
- * then sleep GARUDA_POLICY_STEP_MIN_NS doubling up to backstop_ns per look (*step_ns:
- * the caller resets it to 0 on activity); returns the next look's time. */
-uint64_t garuda_policy_ladder(const struct garuda_policy_tuning *t, uint64_t now,
-			      uint64_t last_active, uint64_t *step_ns);

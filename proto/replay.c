@@ -12,9 +12,6 @@
 #include "policy.h"
 #include "watch.h"
 
-/* daemon/scanner.c's: +predict sleeps end early by the running mean of how late timed
- * wakes come, at most this */
-#define WAKE_LATE_MAX_NS 200000ull
 /* daemon/scanner.c's SCANNER_STEP_MAX: words looked at per step, at most */
 #define REPLAY_STEP_MAX 4096u
 
@@ -275,13 +272,12 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 	struct garuda_watch w;
 	garuda_watch_init(&w, &tuning);
 	uint64_t now = rows[s.by_arm[0]].arm_ns, first = now, last_find = now;
-	uint64_t wake_late = 0; /* +predict: how late timed wakes come, a running mean */
 	size_t next = 0, done = 0;
 	while (done < n) {
 		/* take_commands(): the arms posted by now; the watcher's early wake is the
 		 * running mean as of this take (retune()) */
 		if (next < n && rows[s.by_arm[next]].arm_ns <= now) {
-			w.t.pol.early_ns = wake_late < WAKE_LATE_MAX_NS ? wake_late : WAKE_LATE_MAX_NS;
+			w.t.pol.early_ns = garuda_watch_early_ns(&w);
 			for (; next < n && rows[s.by_arm[next]].arm_ns <= now; next++) {
 				size_t row = s.by_arm[next];
 				uint32_t owner = garuda_watch_owner(&w, rows[row].word);
@@ -361,9 +357,7 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		out->busy_ns += cost->wake_cpu_ns;
 		out->sleeps++;
 		now = wake > now ? wake : now;
-		garuda_watch_woke(&w, now);
-		if (plan->predict && now >= until) /* a timed wake */
-			wake_late = wake_late - wake_late / 8 + (now - until) / 8;
+		garuda_watch_woke_from(&w, until, now); /* a timed wake: the early wake's mean */
 	}
 	out->completions = n;
 	out->span_ns = last_find - first;

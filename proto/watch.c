@@ -97,6 +97,7 @@ void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tun
 	out->pol.forever = p->kind == GARUDA_PLAN_POLL;
 	out->pol.park_ns = us_to_ns(p->flag.park_us);
 	out->pol.backstop_ns = us_to_ns(p->flag.backstop_us);
+	out->backoff_div = p->flag.backoff_div;
 	if (p->predict) {
 		out->max_sleep_ns = us_to_ns(p->pred.max_sleep_us);
 		out->margin_ns = us_to_ns(p->pred.margin_us);
@@ -240,7 +241,8 @@ static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 {
 	uint64_t ladder = max_u64(GARUDA_WATCH_STEP_MIN_NS, overdue / 2);
 	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
-	uint64_t iv = max_u64(min_u64(top, ladder), overdue >> GARUDA_WATCH_BACKOFF_SHIFT);
+	uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
+	uint64_t iv = max_u64(min_u64(top, ladder), overdue / div);
 	/* the largest l with STEP_MIN << l <= iv: log2 of iv / STEP_MIN (one look of every
 	 * overdue word computes it: no loop) */
 	uint64_t q = iv / GARUDA_WATCH_STEP_MIN_NS;
@@ -251,15 +253,16 @@ static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 }
 
 /* Until when an overdue word (deadline dl) stays on level l: its backoff reaches the
- * next level's period P at age 2P (the ladder, while P <= backstop) or at age 32P
- * (age/32, level_for); the top level holds for good. */
+ * next level's period P at age 2P (the ladder, while P <= backstop) or at age
+ * P x backoff_div (age / backoff_div, level_for); the top level holds for good. */
 static uint64_t level_hold(const struct garuda_watch_tuning *t, uint64_t dl, unsigned l)
 {
 	if (l + 1 >= GARUDA_WATCH_LEVELS)
 		return UINT64_MAX;
 	uint64_t p = GARUDA_WATCH_STEP_MIN_NS << (l + 1);
 	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
-	return add_sat(dl, top >= p ? 2 * p : p << GARUDA_WATCH_BACKOFF_SHIFT);
+	uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
+	return add_sat(dl, top >= p ? 2 * p : (p > UINT64_MAX / div ? UINT64_MAX : p * div));
 }
 
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
@@ -600,6 +603,19 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 	return id;
 }
 
+uint32_t garuda_watch_add_run(struct garuda_watch *w, uint64_t key, uint64_t from, uint64_t to,
+			      uint64_t arm, uint64_t taken, uint64_t sleep_ns,
+			      uint64_t exact_sleep_ns, uint32_t owner, uint64_t now)
+{
+	uint32_t n = 0;
+	for (uint64_t t = from + 1; before(from, to) && !before(to, t); t++, n++) {
+		struct garuda_policy_wait pw;
+		garuda_policy_wait_init(&pw, key, t, arm, taken, sleep_ns, exact_sleep_ns);
+		garuda_watch_add(w, &pw, owner, now);
+	}
+	return n;
+}
+
 /* unlink wait id from its word; drop the word when it was the last */
 static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool reorder)
 {
@@ -670,6 +686,29 @@ uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word)
 uint32_t garuda_watch_word_waits(const struct garuda_watch *w, uint32_t word)
 {
 	return w->words[word].nwaits;
+}
+
+bool garuda_watch_word_overdue(const struct garuda_watch *w, uint32_t word)
+{
+	return w->words[word].place == P_LEVEL;
+}
+
+void garuda_watch_poke(struct garuda_watch *w, uint64_t key, uint64_t now)
+{
+	if (!w->hcap)
+		return;
+	uint32_t wi = w->hash[hash_find(w, key)];
+	if (wi == GARUDA_WATCH_NONE || w->words[wi].place == P_SPIN)
+		return; /* none, or looked at every step anyway */
+	struct garuda_watch_word *d = &w->words[wi];
+	if (d->place == P_AT) {
+		w->heap[d->pos].due = now;
+		heap_sift(w, d->pos);
+		return;
+	}
+	unplace(w, wi); /* off its level: its own timer, due now (room: reserve()) */
+	d->place = P_AT;
+	heap_push(w, now, wi, 0);
 }
 
 /* ---------------------------------------------------------------- a step */
@@ -832,6 +871,18 @@ uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 void garuda_watch_woke(struct garuda_watch *w, uint64_t now)
 {
 	w->woke_ns = now;
+}
+
+void garuda_watch_woke_from(struct garuda_watch *w, uint64_t until, uint64_t now)
+{
+	w->woke_ns = now;
+	if (w->t.predict && until != UINT64_MAX && now >= until)
+		w->wake_late_ns = w->wake_late_ns - w->wake_late_ns / 8 + (now - until) / 8;
+}
+
+uint64_t garuda_watch_early_ns(const struct garuda_watch *w)
+{
+	return min_u64(w->wake_late_ns, GARUDA_WATCH_WAKE_LATE_MAX_NS);
 }
 
 /* ---------------------------------------------------------------- self-check */

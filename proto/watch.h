@@ -13,10 +13,11 @@
  *   - AT: its head's deadline (or window) is ahead: a min-heap of times, O(log n);
  *   - LEVEL L of its owner: its head is overdue by t (past its deadline, outside its
  *     window): looked at every P_L = GARUDA_WATCH_STEP_MIN_NS << L, the largest period
- *     not above backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), t/32)).
- *     So a store to an overdue word is found within max(backstop, t/32) of landing
- *     (3.1 % of how long the wait has been overdue), at most P_max = 524 ms; a word
- *     that never moves is looked at ~32 ln(t) + t/P_max times in its first t. Each
+ *     not above backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), r t)),
+ *     r = 1/backoff_div (the plan's key, default 1/32). So a store to an overdue word
+ *     is found within max(backstop, r t) of landing (by default 3.1 % of how long the
+ *     wait has been overdue), at most P_max = 524 ms; a word that never moves is
+ *     looked at ~ln(t)/r + t/P_max times in its first t. Each
  *     owner's levels are one timer each in the heap; a level's sweep is a linear walk
  *     of its words. Why levels and a heap, not a heap of every word: the overdue words
  *     of a tenant can be hundreds of thousands, and a level costs one heap entry and a
@@ -55,9 +56,11 @@
 
 #define GARUDA_WATCH_STEP_MIN_NS  GARUDA_POLICY_STEP_MIN_NS /* level 0's period */
 #define GARUDA_WATCH_LEVELS       15u   /* periods 32 us .. 524 ms */
-#define GARUDA_WATCH_BACKOFF_SHIFT 5u   /* an overdue word's period <= its age / 32 */
 #define GARUDA_WATCH_CHUNK        64u   /* words of one level per turn */
 #define GARUDA_WATCH_NONE         UINT32_MAX
+/* +predict: sleeps toward a deadline end early by the running mean of how late timed
+ * wakes come (garuda_watch_woke_from), at most this */
+#define GARUDA_WATCH_WAKE_LATE_MAX_NS 200000ull
 
 /* A plan as the watcher takes it: the plan's keys under the plan's names, in
  * nanoseconds. garuda_watch_tuning_of() is the one conversion, for every driver. */
@@ -74,6 +77,9 @@ struct garuda_watch_tuning {
 	};
 	uint64_t margin_ns; /* +predict's margin_us: a spin window that opens at most this
 			     * past its deadline is slept to, not laddered to */
+	uint64_t backoff_div; /* the plan's backoff_div: an overdue word's period is at most
+			       * max(backstop, its age / this); 0: the default,
+			       * GARUDA_PLAN_BACKOFF_DIV_DEFAULT */
 };
 
 /* The tuning of plan p, early_ns 0: park_us -> pol.park_ns, backstop_us ->
@@ -127,6 +133,7 @@ struct garuda_watch {
 	uint64_t woke_ns;  /* when the watcher last ended a sleep */
 	uint64_t steps;
 	uint32_t lgen; /* level placements so far (an entry's number) */
+	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
 };
 
 /* An empty watcher with tuning t. garuda_watch_fini() frees it. */
@@ -174,6 +181,14 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key);
  * targets (stream order) and its word is placed at now. Returns its id. */
 uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
 			  uint32_t owner, uint64_t now);
+/* Add the waits for every target in (from, to] on the word with this key (room
+ * reserved for to - from more), each as garuda_policy_wait_init(key, target, arm,
+ * taken, sleep_ns, exact_sleep_ns) would make it, for owner: a driver that learns of
+ * several sequences on one word at once (libgaruda's reactor and +predict wait);
+ * stream order queues each behind the one before. Returns how many it added. */
+uint32_t garuda_watch_add_run(struct garuda_watch *w, uint64_t key, uint64_t from, uint64_t to,
+			      uint64_t arm, uint64_t taken, uint64_t sleep_ns,
+			      uint64_t exact_sleep_ns, uint32_t owner, uint64_t now);
 /* Remove a live wait; the rest of its word is ordered (landing: now) and placed. */
 void garuda_watch_remove(struct garuda_watch *w, uint32_t id, uint64_t now);
 /* The first wait on the word with this key (GARUDA_WATCH_NONE: none), then the next. */
@@ -192,6 +207,15 @@ uint64_t garuda_watch_word_key(const struct garuda_watch *w, uint32_t word);
 uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word);
 /* How many waits are on a word (garuda_watch_found() fires at most that many). */
 uint32_t garuda_watch_word_waits(const struct garuda_watch *w, uint32_t word);
+
+/* Is the word on a backoff level (its head past its deadline and outside its window:
+ * the watcher gave it up)? */
+bool garuda_watch_word_overdue(const struct garuda_watch *w, uint32_t word);
+/* The driver learnt from outside that the word with this key may have moved (a
+ * readiness woke it: libgaruda's +predict wait): the word is due at once (the next
+ * garuda_watch_due() gives it out, and its look places it again). No-op for a key with
+ * no waits. */
+void garuda_watch_poke(struct garuda_watch *w, uint64_t key, uint64_t now);
 
 /* One fired wait and what its find records (policy.h garuda_policy_find). */
 struct garuda_watch_fire {
@@ -219,6 +243,13 @@ void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns
 uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now);
 /* The driver slept and woke at now (finds after it are censored: policy.h). */
 void garuda_watch_woke(struct garuda_watch *w, uint64_t now);
+/* The same, for a sleep until `until` (garuda_watch_next()'s time): under +predict a
+ * timed wake (now >= until) also moves the running mean of how late wakes come by
+ * 1/8 of its lateness. */
+void garuda_watch_woke_from(struct garuda_watch *w, uint64_t until, uint64_t now);
+/* The early wake a driver runs with (the tuning's early_ns, set when it takes new
+ * waits): that mean, at most GARUDA_WATCH_WAKE_LATE_MAX_NS. */
+uint64_t garuda_watch_early_ns(const struct garuda_watch *w);
 
 /* Check the watcher's own invariants (every word with waits placed exactly once, the
  * lists, the heap): 0, or -1 with why. O(words + owners x levels): tests and

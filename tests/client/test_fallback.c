@@ -167,6 +167,38 @@ Test(fallback, reactor_without_garudad)
 	garuda_disconnect(c);
 }
 
+/* A store that lands before the reactor takes its sequence (no work in front of it:
+ * the host worker stores at once, while the reactor may still be asleep) still makes
+ * the eventfd readable: the reactor nudges a word that moved past every wait it had.
+ * Many rounds, each with a wait on the eventfd alone (no backstop, no I/O-thread
+ * polling); a lost nudge fails the round's poll. */
+Test(fallback, a_store_before_the_reactor_took_it_still_wakes)
+{
+	struct garuda_client *c = connect_fallback(no_daemon_path());
+	struct garuda_seg *seg;
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	ok(garuda_segment_open(c, "host", 0, 1, &seg));
+	ok(garuda_host_stream_new(NULL, &hs));
+	ok(garuda_stream_new(seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
+	for (int round = 0; round < 300; round++) {
+		uint64_t seq, v = 0;
+		if (round % 3 == 0)
+			ok(garuda_host_stream_enqueue_work(hs, 100000)); /* some land after */
+		ok(garuda_stream_signal(s, &seq));
+		while (v != seq) {
+			cr_assert_eq(poll(&p, 1, 60000), 1, "round %d: no readiness for %llu", round,
+				     (unsigned long long)seq);
+			garuda_stream_drain(s, &v);
+		}
+	}
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	ok(garuda_segment_close(seg));
+	garuda_disconnect(c);
+}
+
 /* Made without garudad, moved to it when it starts, and back to the reactor when it
  * goes away again. */
 Test(fallback, streams_move_to_garudad)

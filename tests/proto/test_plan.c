@@ -111,7 +111,7 @@ Test(plan, bounds_accepted_at_the_edge)
 	accept("poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=0,window=1");
 	accept("poll+predict:margin_us=7,min_sleep_us=9,max_sleep_us=9,window=16");
 	/* the longest plan there is fits GARUDA_PLAN_TEXT_MAX */
-	const char *longest = "flag:park_us=10000,backstop_us=1000000+predict:"
+	const char *longest = "flag:park_us=10000,backstop_us=1000000,backoff_div=1024+predict:"
 			      "margin_us=18446744073709551615,min_sleep_us=18446744073709551615,"
 			      "max_sleep_us=18446744073709551615,window=16";
 	p = accept(longest);
@@ -205,6 +205,27 @@ Test(plan, numbers)
 	/* long junk is echoed cut short */
 	refuse("flag:park_us=1aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,backstop_us=2",
 	       "park_us: '1aaaaaaaaaaaaaaaaaaaaaaa...' is not");
+}
+
+/* backoff_div (issue 29): the one key that may be left out (0: the default, not
+ * printed back); given, it is bounded and round-trips like the others */
+Test(plan, backoff_div_is_optional_and_bounded)
+{
+	struct garuda_plan p = accept("flag:park_us=1000,backstop_us=200");
+	cr_assert_eq(p.flag.backoff_div, 0, "left out: 0, the default");
+	p = accept("flag:park_us=1000,backstop_us=200,backoff_div=8" PRED);
+	cr_assert_eq(p.flag.backoff_div, 8);
+	accept("flag:park_us=1,backstop_us=2,backoff_div=1");
+	accept("flag:park_us=1,backstop_us=2,backoff_div=1024");
+	refuse("flag:park_us=1,backstop_us=2,backoff_div=1025", "backoff_div: 1025 exceeds 1024");
+	refuse("flag:park_us=1,backstop_us=2,backoff_div=0", "backoff_div: 0 is below 1");
+	refuse("flag:park_us=1,backoff_div=3,backstop_us=2", "backoff_div: out of order");
+	refuse("flag:backoff_div=3,park_us=1,backstop_us=2", "backoff_div: out of order");
+	refuse("flag:park_us=1,backstop_us=2,backoff_div=3,backoff_div=3", "backoff_div: given twice");
+	refuse("poll+predict:margin_us=1,min_sleep_us=1,max_sleep_us=1,window=1,backoff_div=3",
+	       "backoff_div: unknown key");
+	struct garuda_plan q = { .kind = GARUDA_PLAN_POLL, .flag.backoff_div = 4 };
+	cr_assert_eq(garuda_plan_check(&q, NULL, 0), -GARUDA_E_BAD_PLAN, "poll has no flag keys");
 }
 
 Test(plan, bounds_refused_one_past_the_edge)

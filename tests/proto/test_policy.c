@@ -3,11 +3,8 @@
  *
  * The find rules one by one (exact while spinning, a first find censored even while
  * spinning, a lower bound after the scanner gave a wait up, a late wake not recorded,
- * a word that jumps over a queued wait records censored or nothing); stream order
- * (garuda_policy_order: the head of each word started, the rest queued with no
- * deadline, the predecessor's landing starts the next clock, one start per (word,
- * target), words independent); the look (queued waits drive no wake, the window, the
- * short ladder). Then whole timelines through proto/replay.c, which drives proto/watch
+ * a word that jumps over a queued wait records censored or nothing; stream order and
+ * the look are the watcher's: test_watch.c). Then whole timelines through proto/replay.c, which drives proto/watch
  * as garudad's scanner does: one kernel at a time (1 and 10 ms), pipelines 4 and 10
  * deep (the bug of issue 21: every queued sequence was predicted several kernels
  * long and woke ms late), jittered lengths, a 30/8 ms prefill/decode mix on named
@@ -111,10 +108,8 @@ Test(policy, a_wait_given_up_records_its_lower_bound_after_a_sleep)
 Test(policy, a_word_that_jumps_over_a_queued_wait_records_no_inflated_exact)
 {
 	struct garuda_policy_wait a = wait_at(1, 1, 0, 0), b = wait_at(1, 2, 0, 0);
-	struct garuda_policy_wait *v[] = { &a, &b };
-	uint64_t scratch[64];
-	garuda_policy_order(v, 2, 0, scratch);
-	cr_assert_eq(b.state, GARUDA_POLICY_QUEUED);
+	garuda_policy_wait_start(&a, 0);
+	garuda_policy_wait_queue(&b); /* behind a, as its watcher queues it */
 	/* both landed between two close looks: b ran within them, censored */
 	struct garuda_find f = garuda_policy_find(&b, &tune, 2010 * US, 2000 * US, false);
 	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED);
@@ -122,102 +117,6 @@ Test(policy, a_word_that_jumps_over_a_queued_wait_records_no_inflated_exact)
 	/* after a sleep nothing is known */
 	f = garuda_policy_find(&b, &tune, 4000 * US, 2000 * US, true);
 	cr_assert_eq(f.kind, GARUDA_FIND_UNKNOWN);
-}
-
-/* ------------------------------------------------------------- stream order */
-
-Test(policy, a_pipeline_queues_behind_its_head_and_each_landing_starts_the_next)
-{
-	struct garuda_policy_wait w[4];
-	struct garuda_policy_wait *v[4];
-	uint64_t scratch[64];
-	for (int i = 0; i < 4; i++) {
-		w[i] = wait_at(7, 10 + (uint64_t)i, 5 * US * (uint64_t)i, 1900 * US);
-		v[i] = &w[i];
-	}
-	garuda_policy_order(v, 4, 20 * US, scratch);
-	cr_assert_eq(w[0].state, GARUDA_POLICY_STARTED);
-	cr_assert_eq(garuda_policy_deadline(&w[0]), 1900 * US);
-	for (int i = 1; i < 4; i++) {
-		cr_assert_eq(w[i].state, GARUDA_POLICY_QUEUED);
-		cr_assert_eq(garuda_policy_deadline(&w[i]), UINT64_MAX,
-			     "a queued wait has no live deadline");
-	}
-	/* the head lands at 2 ms: the next one's clock starts there, not at its arm */
-	v[0] = v[3];
-	garuda_policy_order(v, 3, 2000 * US, scratch);
-	cr_assert_eq(w[1].state, GARUDA_POLICY_STARTED);
-	cr_assert_eq(garuda_policy_start(&w[1]), 2000 * US);
-	cr_assert_eq(garuda_policy_deadline(&w[1]), 3900 * US);
-	cr_assert_eq(w[2].state, GARUDA_POLICY_QUEUED);
-	cr_assert_eq(w[3].state, GARUDA_POLICY_QUEUED);
-	/* its residual counts from there: one kernel, not two */
-	struct garuda_find f = garuda_policy_find(&w[1], &tune, 4001 * US, 4000 * US, false);
-	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
-	cr_assert_eq(f.ns, 2001 * US);
-}
-
-Test(policy, waits_on_one_target_share_the_earliest_start_and_words_are_independent)
-{
-	struct garuda_policy_wait a = wait_at(1, 5, 100 * US, 1 * MS),
-				  b = wait_at(1, 5, 300 * US, 1 * MS);
-	struct garuda_policy_wait c = wait_at(2, 9, 400 * US, 1 * MS), d = wait_at(1, 6, 0, 1 * MS);
-	struct garuda_policy_wait *v[] = { &b, &c, &a, &d };
-	uint64_t scratch[64];
-	garuda_policy_order(v, 4, 500 * US, scratch);
-	cr_assert_eq(garuda_policy_deadline(&a), 1100 * US);
-	cr_assert_eq(garuda_policy_deadline(&b), 1100 * US, "one deadline for one target");
-	cr_assert_eq(garuda_policy_deadline(&c), 1400 * US, "another word starts at its own arm");
-	cr_assert_eq(d.state, GARUDA_POLICY_QUEUED);
-	/* a lower target armed later queues the started one behind it */
-	struct garuda_policy_wait e = wait_at(2, 8, 600 * US, 1 * MS);
-	struct garuda_policy_wait *v2[] = { &c, &e };
-	garuda_policy_order(v2, 2, 600 * US, scratch);
-	cr_assert_eq(e.state, GARUDA_POLICY_STARTED);
-	cr_assert_eq(c.state, GARUDA_POLICY_QUEUED);
-}
-
-Test(policy, order_is_linear_and_handles_thousands_of_words)
-{
-	enum {
-		N = 4096
-	};
-	struct garuda_policy_wait *w = calloc(N, sizeof(*w));
-	struct garuda_policy_wait **v = calloc(N, sizeof(*v));
-	uint64_t *scratch = calloc(garuda_policy_order_scratch(N), sizeof(uint64_t));
-	for (unsigned i = 0; i < N; i++) {
-		w[i] = wait_at(i / 2, 1 + i % 2, i, 1 * MS); /* two sequences per word */
-		v[i] = &w[i];
-	}
-	garuda_policy_order(v, N, 0, scratch);
-	for (unsigned i = 0; i < N; i++)
-		cr_assert_eq(w[i].state, i % 2 ? GARUDA_POLICY_QUEUED : GARUDA_POLICY_STARTED,
-			     "wait %u", i);
-	free(w);
-	free(v);
-	free(scratch);
-}
-
-/* ------------------------------------------------------------------ the look */
-
-Test(policy, queued_waits_drive_no_wake_and_the_head_its_deadline)
-{
-	struct garuda_policy_wait w[2] = { wait_at(1, 1, 0, 2 * MS), wait_at(1, 2, 0, 2 * MS) };
-	struct garuda_policy_wait *v[] = { &w[0], &w[1] };
-	uint64_t scratch[64], ladder = 0;
-	garuda_policy_order(v, 2, 0, scratch);
-	struct garuda_policy_tuning t = tune;
-	t.early_ns = 30 * US;
-	cr_assert_eq(garuda_policy_next(w, sizeof(w[0]), 2, &t, 10 * US, &ladder), 2 * MS - 30 * US);
-	cr_assert_eq(garuda_policy_next(w, sizeof(w[0]), 2, &t, 2 * MS, &ladder), 0,
-		     "in the head's window: spin");
-	/* past the window: the short ladder, doubling to backstop */
-	uint64_t after = 2 * MS + 1000 * US + 4 * MS + 1;
-	cr_assert_eq(garuda_policy_next(w, sizeof(w[0]), 2, &t, after, &ladder),
-		     after + GARUDA_POLICY_STEP_MIN_NS);
-	for (int i = 0; i < 8; i++)
-		garuda_policy_next(w, sizeof(w[0]), 2, &t, after, &ladder);
-	cr_assert_eq(ladder, 200 * US);
 }
 
 /* ---------------------------------------------------------- whole timelines */

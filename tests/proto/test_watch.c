@@ -7,7 +7,7 @@
  *   - the backoff: a word that never moves is looked at no later than
  *     max(backstop, age/32) after the previous look (capped at the top level), and a
  *     few hundred times in 100 s; a store that lands at any time is found within that
- *     bound;
+ *     bound; the plan's backoff_div sets the 32 (garuda_watch_tuning_of);
  *   - fairness: a session with 65,536 overdue words and one with 1, all due together:
  *     the second's word is in the first step, and no step looks at more than a chunk of
  *     the first's words per turn;
@@ -15,11 +15,19 @@
  *   - stream order: a wait queued behind another on its word has no deadline until the
  *     first is found, then its clock starts at that find;
  *   - a 10 s prediction is slept toward in steps (max_sleep_ns) and then spun on for
- *     one short window only.
+ *     one short window only;
+ *   - libgaruda's +predict wait (client/wait.c predict_wait, replayed call for call):
+ *     the exact sequence of its sleeps, spins and finds, stream order over queued
+ *     sequences (each one's clock from its predecessor's find: the estimator learns
+ *     one kernel, not several), and a readiness that ends a sleep early (a poke).
  */
 #include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "estimator.h"
 #include "fdcheck.h"
 #include "policy.h"
 #include "seq.h"
@@ -52,14 +60,19 @@ struct sim {
 	uint64_t loads;
 };
 
-static void sim_init(struct sim *s, bool predict, unsigned words)
+static void sim_init_tuned(struct sim *s, const struct garuda_watch_tuning *t, unsigned words)
 {
-	struct garuda_watch_tuning t = tuning(predict);
-	garuda_watch_init(&s->w, &t);
+	garuda_watch_init(&s->w, t);
 	s->value = calloc(words, sizeof(*s->value));
 	s->now = 1 * S;
 	s->fired_total = 0;
 	s->loads = 0;
+}
+
+static void sim_init(struct sim *s, bool predict, unsigned words)
+{
+	struct garuda_watch_tuning t = tuning(predict);
+	sim_init_tuned(s, &t, words);
 }
 
 static void sim_fini(struct sim *s)
@@ -197,6 +210,58 @@ Test(watch, late_store_is_found_within_a_thirty_second_of_its_age)
 	}
 }
 
+/* The plan's backoff_div (r = 1/backoff_div) through garuda_watch_tuning_of(): a word
+ * overdue for a long stretch (1 to 60 s), whose store lands at a random time, is found
+ * within max(backstop, r x its age at the landing), capped at the top period. */
+Test(watch, the_plans_backoff_ratio_bounds_a_late_find)
+{
+	static const char *const plans[] = {
+		"flag:park_us=1000,backstop_us=200,backoff_div=8+predict:margin_us=100,"
+		"min_sleep_us=20,max_sleep_us=1000000,window=16",
+		"flag:park_us=1000,backstop_us=200+predict:margin_us=100,"
+		"min_sleep_us=20,max_sleep_us=1000000,window=16", /* the default: 32 */
+		"flag:park_us=1000,backstop_us=200,backoff_div=256",
+	};
+	static const uint64_t div[] = { 8, GARUDA_PLAN_BACKOFF_DIV_DEFAULT, 256 };
+	uint64_t top = GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1);
+	unsigned seed = 29;
+	for (unsigned k = 0; k < 3; k++) {
+		struct garuda_plan plan;
+		cr_assert_eq(garuda_plan_parse(plans[k], &plan, NULL, 0), 0);
+		struct garuda_watch_tuning t;
+		garuda_watch_tuning_of(&plan, &t);
+		for (unsigned trial = 0; trial < 8; trial++) {
+			static struct sim s;
+			sim_init_tuned(&s, &t, 1);
+			uint32_t o = garuda_watch_owner(&s.w, 1);
+			uint64_t dl = s.now; /* cold: the deadline is the arm */
+			arm(&s, o, 0, 1, 0);
+			uint64_t age = 1 * S + (uint64_t)(rand_r(&seed) % 59000) * MS +
+				       (uint64_t)(rand_r(&seed) % 1000) * US;
+			uint64_t land = dl + age, found = 0, looks = 0;
+			while (!found) {
+				if (s.now >= land)
+					s.value[0] = 1;
+				looks += step(&s, 100);
+				if (s.fired_total)
+					found = s.now;
+				else
+					advance(&s, land > s.now ? land : UINT64_MAX);
+			}
+			uint64_t bound = age / div[k] > 200 * US ? age / div[k] : 200 * US;
+			bound = bound < top ? bound : top;
+			cr_assert_leq(found - land, bound,
+				      "%s, age %llu ms: found %llu us late, bound %llu us", plans[k],
+				      (unsigned long long)(age / MS),
+				      (unsigned long long)((found - land) / US),
+				      (unsigned long long)(bound / US));
+			/* and the stretch cost few looks: ~ln(age)/r, not age/backstop */
+			cr_assert_lt(looks, 2000 + 40 * div[k], "%llu looks", (unsigned long long)looks);
+			sim_fini(&s);
+		}
+	}
+}
+
 Test(watch, a_session_backlog_does_not_delay_another_session)
 {
 	static struct sim s;
@@ -285,6 +350,38 @@ Test(watch, stream_order_starts_the_successor_at_the_find)
 	cr_assert_eq(q->pw.state, GARUDA_POLICY_STARTED);
 	cr_assert_eq(garuda_policy_start(&q->pw), found);
 	cr_assert_eq(garuda_policy_deadline(&q->pw), found + 1 * MS);
+	sim_fini(&s);
+}
+
+/* (from test_policy.c's garuda_policy_order, gone with it) waits on one (word, target)
+ * share the earliest start, whatever their add order; another word starts at its own
+ * arm; a lower target added later becomes the head and queues the started one */
+Test(watch, waits_on_one_target_share_the_earliest_start_and_words_are_independent)
+{
+	static struct sim s;
+	sim_init(&s, true, 2);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	uint64_t t0 = s.now;
+	s.now = t0 + 300 * US;
+	uint32_t b = arm(&s, o, 0, 5, 1 * MS);
+	s.now = t0 + 100 * US;
+	uint32_t a = arm(&s, o, 0, 5, 1 * MS);
+	s.now = t0;
+	uint32_t d = arm(&s, o, 0, 6, 1 * MS);
+	s.now = t0 + 400 * US;
+	uint32_t c = arm(&s, o, 1, 9, 1 * MS);
+	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, a)->pw), t0 + 1100 * US);
+	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, b)->pw), t0 + 1100 * US,
+		     "one deadline for one target");
+	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, c)->pw), t0 + 1400 * US,
+		     "another word starts at its own arm");
+	cr_assert_eq(garuda_watch_get(&s.w, d)->pw.state, GARUDA_POLICY_QUEUED);
+	s.now = t0 + 600 * US;
+	uint32_t e = arm(&s, o, 1, 8, 1 * MS);
+	cr_assert_eq(garuda_watch_get(&s.w, e)->pw.state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(garuda_watch_get(&s.w, c)->pw.state, GARUDA_POLICY_QUEUED);
+	char why[128];
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
 	sim_fini(&s);
 }
 
@@ -443,4 +540,191 @@ Test(watch, random_operations_keep_the_invariants)
 		     garuda_watch_count(&s.w));
 #undef RND
 	sim_fini(&s);
+}
+
+/* ---------------------------------------------------------------- the +predict wait */
+
+/* libgaruda's +predict wait (client/wait.c predict_wait) on the simulated clock, call
+ * for call: its tuning from the plan, a run of waits from the word's next sequence to
+ * seq with the estimator's horizons, then per turn: due and found (finds into the
+ * estimator; a successor takes the sleeps as they are now), then next: a spin step
+ * (2 us here) or a sleep until the watcher's time, ended early by a readiness
+ * `ready_ns` after a store (UINT64_MAX: none, the plan's own sleep), woke_from, and a
+ * poke when the word moved meanwhile. It logs what it did, in us from t0:
+ * "sleep U" (until), "spin xN", "find T exact|censored R" (the record's residual). */
+struct solo {
+	struct garuda_watch w;
+	struct garuda_estimator est;
+	uint32_t owner;
+	const uint64_t *stores; /* absolute store times of sequences 1.. */
+	unsigned nstores;
+	uint64_t t0, now, ready_ns;
+	char log[1024];
+	unsigned spins;
+};
+
+static uint64_t solo_value(const struct solo *o, uint64_t at)
+{
+	uint64_t v = 0;
+	while (v < o->nstores && o->stores[v] <= at)
+		v++;
+	return v;
+}
+
+__attribute__((format(printf, 2, 3))) static void solo_log(struct solo *o, const char *fmt, ...)
+{
+	size_t n = strlen(o->log);
+	if (o->spins) {
+		n += (size_t)snprintf(o->log + n, sizeof(o->log) - n, "spin x%u; ", o->spins);
+		o->spins = 0;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(o->log + n, sizeof(o->log) - n, fmt, ap);
+	va_end(ap);
+}
+
+static void solo_init(struct solo *o, const char *plan_text, uint64_t t0)
+{
+	struct garuda_plan plan;
+	cr_assert_eq(garuda_plan_parse(plan_text, &plan, NULL, 0), 0);
+	struct garuda_watch_tuning t;
+	garuda_watch_tuning_of(&plan, &t);
+	memset(o, 0, sizeof(*o));
+	garuda_watch_init(&o->w, &t);
+	cr_assert_eq(garuda_estimator_init(&o->est, &plan.pred), 0);
+	o->owner = garuda_watch_owner(&o->w, 0);
+	cr_assert_eq(garuda_watch_reserve(&o->w, 64), 0);
+	o->t0 = o->now = t0;
+	o->ready_ns = UINT64_MAX;
+}
+
+static void solo_wait(struct solo *o, uint64_t seq)
+{
+	struct garuda_watch *w = &o->w;
+	const uint64_t key = 1;
+	struct garuda_watch_fire fires[64];
+	uint64_t v = solo_value(o, o->now);
+	garuda_watch_add_run(w, key, v, seq, o->now, o->now, garuda_estimator_horizon_ns(&o->est),
+			     garuda_estimator_exact_horizon_ns(&o->est), o->owner, o->now);
+	for (unsigned turn = 0; turn < 100000; turn++) {
+		uint32_t wi;
+		if (garuda_watch_due(w, o->now, &wi, 1)) {
+			v = solo_value(o, o->now);
+			unsigned k = garuda_watch_found(w, wi, v, o->now, fires);
+			for (unsigned i = 0; i < k; i++) {
+				const struct garuda_find *f = &fires[i].find;
+				if (f->kind == GARUDA_FIND_EXACT)
+					garuda_estimator_record_exact_ns(&o->est, f->ns);
+				else if (f->kind == GARUDA_FIND_CENSORED)
+					garuda_estimator_record_censored_ns(&o->est, f->ns);
+				solo_log(o, "find %llu %s %llu; ", (unsigned long long)((o->now - o->t0) / US),
+					 f->kind == GARUDA_FIND_EXACT      ? "exact"
+					 : f->kind == GARUDA_FIND_CENSORED ? "censored"
+									   : "none",
+					 (unsigned long long)(f->ns / US));
+			}
+			if (garuda_reached(v, seq)) {
+				cr_assert_eq(garuda_watch_count(w), 0);
+				cr_assert_eq(garuda_watch_check(w, o->log, 0), 0);
+				return;
+			}
+			uint32_t head = garuda_watch_first_on(w, key);
+			if (k && head != GARUDA_WATCH_NONE)
+				garuda_watch_resleep(w, head, garuda_estimator_horizon_ns(&o->est),
+						     garuda_estimator_exact_horizon_ns(&o->est), o->now);
+			if (k)
+				continue;
+		}
+		uint64_t until = garuda_watch_next(w, o->now);
+		if (!until) {
+			o->spins++;
+			o->now += 2 * US;
+			continue;
+		}
+		cr_assert_neq(until, UINT64_MAX);
+		solo_log(o, "sleep %llu; ", (unsigned long long)((until - o->t0) / US));
+		uint64_t wake = until;
+		for (unsigned i = 0; i < o->nstores && o->ready_ns != UINT64_MAX; i++)
+			if (o->stores[i] > o->now && o->stores[i] + o->ready_ns < wake)
+				wake = o->stores[i] + o->ready_ns; /* a readiness ends it */
+		o->now = wake;
+		garuda_watch_woke_from(w, until, o->now);
+		if (solo_value(o, o->now) != v)
+			garuda_watch_poke(w, key, o->now);
+	}
+	cr_assert_fail("the wait never ended: %s", o->log);
+}
+
+#define DEFAULT_PLAN \
+	"flag:park_us=1000,backstop_us=200+predict:margin_us=100,min_sleep_us=20," \
+	"max_sleep_us=1000000,window=16"
+
+Test(watch, predict_wait_sleeps_to_its_deadline_then_spins_in_its_window)
+{
+	static struct solo o;
+	solo_init(&o, DEFAULT_PLAN, 1 * S);
+	for (int i = 0; i < 4; i++)
+		garuda_estimator_record_exact_ns(&o.est, 2 * MS); /* a 2 ms kernel, learnt */
+	uint64_t stores[] = { 1 * S + 2 * MS };
+	o.stores = stores;
+	o.nstores = 1;
+	solo_wait(&o, 1);
+	/* one sleep to the window (2 ms less the exact margin: four equal records, so its
+	 * 20 us floor, not the 100 us margin: estimator.h), the window's 2 us spin steps
+	 * up to the store, found by the spin: exact */
+	cr_assert_str_eq(o.log, "sleep 1980; spin x10; find 2000 exact 2000; ");
+	garuda_watch_fini(&o.w);
+}
+
+Test(watch, predict_wait_in_stream_order_learns_one_kernel_per_sequence)
+{
+	/* three sequences queued on the stream at t0, one wait for the last: each is
+	 * waited for with its own clock, from its predecessor's find, so each records one
+	 * 2 ms kernel (a wait from the call would record 6 ms) */
+	static struct solo o;
+	solo_init(&o, DEFAULT_PLAN, 1 * S);
+	for (int i = 0; i < 4; i++)
+		garuda_estimator_record_exact_ns(&o.est, 2 * MS);
+	uint64_t stores[] = { 1 * S + 2 * MS, 1 * S + 4 * MS, 1 * S + 6 * MS };
+	o.stores = stores;
+	o.nstores = 3;
+	solo_wait(&o, 3);
+	cr_assert_str_eq(o.log, "sleep 1980; spin x10; find 2000 exact 2000; "
+				"sleep 3980; spin x10; find 4000 exact 2000; "
+				"sleep 5980; spin x10; find 6000 exact 2000; ");
+	cr_assert_eq(o.est.exact, 4 + 3);
+	uint64_t pred = 0;
+	cr_assert(garuda_estimator_prediction_ns(&o.est, &pred));
+	cr_assert_eq(pred, 2 * MS);
+	garuda_watch_fini(&o.w);
+}
+
+Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
+{
+	/* cold: no prediction, the window from the call (park_us, 1 ms of spin), then the
+	 * backoff: 1 ms overdue at the window's end, its level's period is the largest
+	 * 32 us x 2^L not above max(min(backstop_us, t/2), t/32) = 200 us: 128 us; the
+	 * store at 1.5 ms is found by a look after a sleep past the window: its lower
+	 * bound, the look before, as exact */
+	static struct solo o;
+	solo_init(&o, DEFAULT_PLAN, 1 * S);
+	uint64_t cold[] = { 1 * S + 1500 * US };
+	o.stores = cold;
+	o.nstores = 1;
+	solo_wait(&o, 1);
+	cr_assert_str_eq(o.log, "spin x500; sleep 1128; sleep 1256; sleep 1384; sleep 1512; "
+				"find 1512 exact 1384; ");
+	/* warm (a 1.384 ms prediction, 1.284 ms of sleep): a kernel done at 0.5 ms, whose readiness (50 us
+	 * after the store) ends the sleep toward the deadline: looked at at once, a find
+	 * after a sleep, censored */
+	o.t0 = o.now = 2 * S;
+	o.ready_ns = 50 * US;
+	o.log[0] = '\0';
+	uint64_t early[] = { 1 * S + 1500 * US, 2 * S + 500 * US };
+	o.stores = early;
+	o.nstores = 2;
+	solo_wait(&o, 2);
+	cr_assert_str_eq(o.log, "sleep 1284; find 550 censored 550; ");
+	garuda_watch_fini(&o.w);
 }
