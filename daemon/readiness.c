@@ -170,10 +170,10 @@ void readiness_eventfd(struct readiness *r, struct armed *f, unsigned n)
 {
 	switch (deliver_eventfd(r, f[0].bind, f[0].sink, n)) {
 	case DELIVERY_RETRIED:
-		atomic_fetch_add_explicit(&f[0].sink->count[SN_write_retries], 1, memory_order_relaxed);
+		sink_count(f[0].sink, SN_write_retries, 1);
 		break;
 	case DELIVERY_DROPPED:
-		atomic_fetch_add_explicit(&f[0].sink->count[SN_undelivered], n, memory_order_relaxed);
+		sink_count(f[0].sink, SN_undelivered, n);
 		break;
 	default:
 		break;

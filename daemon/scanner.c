@@ -1,22 +1,19 @@
-/* scanner.c — see scanner.h. Holds the command queue, the pass (scan_pass), the
- * wait, the thread's lifecycle and its stats; the armed set is armed.c's, every write
- * to a client readiness.c's, and every decision of the wait plan proto/policy.c's
- * (docs/plans.md, "In garudad"):
+/* scanner.c — see scanner.h. Holds the command queue, the step (scan_step), the
+ * wait, the thread's lifecycle and its stats; the armed payload is armed.c's, every
+ * write to a client readiness.c's, and every decision of the wait plan the watcher's
+ * (proto/watch.h over proto/policy.h; docs/plans.md, "In garudad" and "The watcher"):
  *   - with nothing armed, park in FUTEX_WAIT on the command sequence until the loop
  *     posts a command (every plan);
- *   - poll: spin (a pass, cpu_relax, then spin_give_way(): see util/cpu.h);
- *   - every spin step (poll's, the ladder's, +predict's): where the CPU has a hardware
- *     word wait (util/wordwait.h), config wordwait is auto and every armed descriptor
- *     is on one cache line, the step idles parked on that line (at most
- *     SCANNER_WORDWAIT_STEP_NS, a store to the line ends it) instead of in cpu_relax;
- *     the plan decides as before, only how a step idles changes;
- *   - flag without +predict: garuda_policy_ladder();
- *   - +predict: garuda_policy_next() over the armed set's waits: spin, or sleep
- *     until an absolute time (a FUTEX_WAIT_BITSET, so a post still wakes it);
- *   - what each find records: garuda_policy_find();
- *   - stream order: after every change of the set (commands taken, descriptors
- *     fired) garuda_policy_order() queues a descriptor behind an armed predecessor on
- *     its word, and the pass that finds the predecessor starts its clock.
+ *   - a step loads the words the watcher says are due (garuda_watch_due), reports
+ *     each (garuda_watch_found: what fired, what each find records, the successor's
+ *     clock in stream order) and delivers what fired; what is not due is not loaded;
+ *   - then garuda_watch_next(): spin (0), or sleep until an absolute time (a
+ *     FUTEX_WAIT_BITSET, so a post still wakes it), or park;
+ *   - every spin step: where the CPU has a hardware word wait (util/wordwait.h),
+ *     config wordwait is auto and every armed descriptor is on one cache line, the
+ *     step idles parked on that line (at most SCANNER_WORDWAIT_STEP_NS, a store to the
+ *     line ends it) instead of in cpu_relax; the plan decides as before, only how a
+ *     step idles changes.
  * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
  * deadline is earlier. +predict sleeps toward a deadline end early by the running
  * mean of how late timed wakes come (wake_late_ns, thread-private; the tuning's
