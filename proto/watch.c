@@ -522,7 +522,7 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 
 /* ---------------------------------------------------------------- waits */
 
-/* Stream order on word wi (docs/plans.md, "Stream order"): the head run
+/* Stream order on word wi (docs/plans.md, "Several outstanding sequences on one word"): the head run
  * (the lowest target) starts, at its earliest clock; the rest queue. Only the waits
  * whose state changes are touched: the head run, and a new wait. */
 static void order_head(struct garuda_watch *w, uint32_t wi, uint64_t landing)
