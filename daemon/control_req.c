@@ -404,7 +404,7 @@ cJSON *ctl_req_points(struct daemon *d, const cJSON *req)
 	if (!s)
 		return err;
 	struct point_view *v = NULL;
-	int n = points_list(s->sink, &v);
+	int n = points_list(s->sink->points, &v);
 	if (n < 0) {
 		free(v);
 		return ctl_error(n, "%s", garuda_strerror(n));

@@ -6,29 +6,28 @@
 
 #include "errcode.h"
 #include "quota.h"
-#include "sink.h"
 
-static struct points *table_of(struct sink *sink)
+static struct points *table_of(struct points **tab)
 {
-	if (!sink->points) {
+	if (!*tab) {
 		struct points *t = calloc(1, sizeof(*t));
 		if (!t)
 			return NULL;
 		pthread_mutex_init(&t->lock, NULL);
-		sink->points = t; /* published to scanners by the command queue's mutex */
+		*tab = t; /* published to scanners by the command queue's mutex */
 	}
-	return sink->points;
+	return *tab;
 }
 
 /* A slot for a new key: a fresh one charged to the quota, else the LRU one. */
-static int new_slot(struct sink *sink, struct points *t, const struct config *cfg)
+static int new_slot(struct quota_account *q, struct points *t, const struct config *cfg)
 {
-	if (quota_charge(&sink->quota, cfg, Q_POINTS, 1) == 0) {
+	if (quota_charge(q, cfg, Q_POINTS, 1) == 0) {
 		if (t->n == t->cap) {
 			unsigned cap = t->cap ? t->cap * 2 : 8;
 			struct point *np = realloc(t->p, cap * sizeof(*np));
 			if (!np) {
-				quota_release(&sink->quota, Q_POINTS, 1);
+				quota_release(q, Q_POINTS, 1);
 				return -ENOMEM;
 			}
 			t->p = np;
@@ -45,12 +44,13 @@ static int new_slot(struct sink *sink, struct points *t, const struct config *cf
 	return lru;
 }
 
-void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_gen, uint64_t key,
-		   uint32_t *slot, uint64_t *sleep_ns, uint64_t *exact_sleep_ns)
+void points_lookup(struct points **tab, struct quota_account *q, const struct config *cfg,
+		   uint32_t plan_gen, uint64_t key, uint32_t *slot, uint64_t *sleep_ns,
+		   uint64_t *exact_sleep_ns)
 {
 	*slot = POINT_NONE;
 	*sleep_ns = *exact_sleep_ns = 0;
-	struct points *t = table_of(sink);
+	struct points *t = table_of(tab);
 	if (!t)
 		return;
 	pthread_mutex_lock(&t->lock);
@@ -61,7 +61,7 @@ void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_ge
 			break;
 		}
 	bool fresh = i < 0;
-	if (fresh && (i = new_slot(sink, t, cfg)) < 0)
+	if (fresh && (i = new_slot(q, t, cfg)) < 0)
 		goto out;
 	struct point *p = &t->p[i];
 	if (fresh || p->plan_gen != plan_gen) {
@@ -81,9 +81,8 @@ out:
 	pthread_mutex_unlock(&t->lock);
 }
 
-void points_record(struct sink *sink, uint32_t slot, uint64_t key, bool exact, uint64_t ns)
+void points_record(struct points *t, uint32_t slot, uint64_t key, bool exact, uint64_t ns)
 {
-	struct points *t = sink->points;
 	if (slot == POINT_NONE || !t)
 		return;
 	pthread_mutex_lock(&t->lock);
@@ -96,10 +95,9 @@ void points_record(struct sink *sink, uint32_t slot, uint64_t key, bool exact, u
 	pthread_mutex_unlock(&t->lock);
 }
 
-bool points_peek(struct sink *sink, uint32_t slot, uint64_t key, uint64_t *sleep_ns,
+bool points_peek(struct points *t, uint32_t slot, uint64_t key, uint64_t *sleep_ns,
 		 uint64_t *exact_sleep_ns)
 {
-	struct points *t = sink->points;
 	bool found = false;
 	if (slot == POINT_NONE || !t)
 		return false;
@@ -113,9 +111,8 @@ bool points_peek(struct sink *sink, uint32_t slot, uint64_t key, uint64_t *sleep
 	return found;
 }
 
-int points_list(struct sink *sink, struct point_view **out)
+int points_list(struct points *t, struct point_view **out)
 {
-	struct points *t = sink->points;
 	unsigned n = t ? t->n : 0;
 	*out = calloc(n ? n : 1, sizeof(**out));
 	if (!*out)
@@ -140,14 +137,14 @@ int points_list(struct sink *sink, struct point_view **out)
 	return (int)n;
 }
 
-void points_free(struct sink *sink)
+void points_free(struct points **tab, struct quota_account *q)
 {
-	struct points *t = sink->points;
+	struct points *t = *tab;
 	if (!t)
 		return;
-	quota_release(&sink->quota, Q_POINTS, t->n);
+	quota_release(q, Q_POINTS, t->n);
 	pthread_mutex_destroy(&t->lock);
 	free(t->p);
 	free(t);
-	sink->points = NULL;
+	*tab = NULL;
 }

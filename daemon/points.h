@@ -16,7 +16,9 @@
  *   - A record names the slot and the key it was looked up with: one that finds its
  *     slot reused for another key is dropped, never credited to the wrong point.
  *
- * Threads: the table hangs off the sink (sink->points). It is created and looked up
+ * Threads: the table hangs off its owner (a sink's points field: this module knows no
+ * sink, it takes the table's slot and the quota account to charge). It is created and
+ * looked up
  * on the loop thread (points_lookup, at ARM), recorded into by scanner threads
  * (points_record, per completion) and listed by the control plane, all under its
  * mutex; freed with the sink's last reference (points_free). */
@@ -28,8 +30,7 @@
 
 #include "config.h"
 #include "estimator.h"
-
-struct sink;
+#include "quota.h"
 
 #define POINT_KEY_NAMED (1ull << 63)
 static inline uint64_t point_key_word(uint32_t segment_id, uint32_t index)
@@ -53,22 +54,24 @@ struct points {
 	struct point *p;
 };
 
-/* Loop thread, at ARM: the point of key for sink (created, or the LRU one reused),
+/* Loop thread, at ARM: the point of key in *tab (the table made on first use; a new
+ * point charged to q, else the LRU one reused),
  * its slot in *slot, the estimator's sleep (0 = do not sleep) in *sleep_ns and its
  * exact sleep (the second look, estimator.h) in *exact_sleep_ns. With no point to give
  * (out of memory, or a quota of 0) *slot is POINT_NONE and both sleeps 0. */
-void points_lookup(struct sink *sink, const struct config *cfg, uint32_t plan_gen, uint64_t key,
-		   uint32_t *slot, uint64_t *sleep_ns, uint64_t *exact_sleep_ns);
+void points_lookup(struct points **tab, struct quota_account *q, const struct config *cfg,
+		   uint32_t plan_gen, uint64_t key, uint32_t *slot, uint64_t *sleep_ns,
+		   uint64_t *exact_sleep_ns);
 
 /* Scanner thread: record a completion of the arm that got (slot, key): exact (ns =
  * completion - arm) or censored (ns = wake - arm). */
-void points_record(struct sink *sink, uint32_t slot, uint64_t key, bool exact, uint64_t ns);
+void points_record(struct points *t, uint32_t slot, uint64_t key, bool exact, uint64_t ns);
 
 /* Scanner thread: the sleeps the point of (slot, key) gives now (as points_lookup()
  * does, without touching the LRU): false when the slot holds another point now. A
  * wait queued behind another on its word was armed with the sleeps of its arm time;
  * when it starts, its point may have learned since (a shorter kernel). */
-bool points_peek(struct sink *sink, uint32_t slot, uint64_t key, uint64_t *sleep_ns,
+bool points_peek(struct points *t, uint32_t slot, uint64_t key, uint64_t *sleep_ns,
 		 uint64_t *exact_sleep_ns);
 
 /* One point as the control plane shows it. */
@@ -78,9 +81,9 @@ struct point_view {
 	uint64_t prediction_ns, sleep_ns, exact, censored;
 };
 
-/* Copy sink's points (malloc'ed array in *out, caller frees). Returns the count or
- * -ENOMEM. */
-int points_list(struct sink *sink, struct point_view **out);
+/* Copy t's points (NULL: none; malloc'ed array in *out, caller frees). Returns the
+ * count or -ENOMEM. */
+int points_list(struct points *t, struct point_view **out);
 
-/* The sink's last reference: free the table and give back its quota. */
-void points_free(struct sink *sink);
+/* Its owner's last reference: free the table in *tab and give q back its quota. */
+void points_free(struct points **tab, struct quota_account *q);

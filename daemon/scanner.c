@@ -472,7 +472,7 @@ static void count_fired(struct scanner *s, const struct armed *f, const struct g
 		if (fd->kind == GARUDA_FIND_LATE)
 			count(s, SC_late_wakes, 1);
 		else if (fd->kind != GARUDA_FIND_UNKNOWN)
-			points_record(f[i].sink, f[i].point_slot, f[i].point_key,
+			points_record(f[i].sink->points, f[i].point_slot, f[i].point_key,
 				      fd->kind == GARUDA_FIND_EXACT, fd->ns);
 		uint64_t d = fires[i].since_ns;
 		unsigned b = sink_lat_bucket(d);
@@ -570,7 +570,7 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 			uint32_t head = garuda_watch_word_head(w, wi);
 			const struct armed *h = &s->pay[head];
 			uint64_t sl, ex;
-			if (s->wt.predict && points_peek(h->sink, h->point_slot, h->point_key, &sl, &ex))
+			if (s->wt.predict && points_peek(h->sink->points, h->point_slot, h->point_key, &sl, &ex))
 				garuda_watch_resleep(w, head, sl, ex, now);
 		}
 	}

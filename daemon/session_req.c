@@ -304,7 +304,7 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 		.point_slot = POINT_NONE,
 	};
 	if (s->d->cfg.plan.predict)
-		points_lookup(s->sink, &s->d->cfg, s->d->plan_gen, req.point_key, &req.point_slot,
+		points_lookup(&s->sink->points, &s->sink->quota, &s->d->cfg, s->d->plan_gen, req.point_key, &req.point_slot,
 			      &req.sleep_ns, &req.exact_sleep_ns);
 	scanner_arm(scanner_of(s, g), &req);
 	s->arms++;

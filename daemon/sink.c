@@ -26,7 +26,7 @@ void sink_unref(struct sink *s)
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	close(s->fd);
-	points_free(s); /* gives back its points quota */
+	points_free(&s->points, &s->quota); /* gives back its points quota */
 	quota_cgroup_unref(s->quota.cgroup);
 	free(s);
 }
