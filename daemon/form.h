@@ -1,4 +1,5 @@
-/* form.h — the readiness forms garudad delivers, one row each (form.c's table, indexed
+/* form.h — the readiness forms garudad delivers, one row each (the table is defined in
+ * readiness.c, beside the delivery calls its rows name; indexed
  * by the wire's enum garuda_form): how a pass orders and groups the fired descriptors
  * of the form, the call that delivers one group, what an ARM of the form needs, and the
  * form's name in the control plane. Also the per-form counts (by_form) that sinks,
@@ -6,7 +7,7 @@
  *
  * Promises: every form the wire accepts (proto/wire.c, 1 .. GARUDA_FORM_COUNT - 1) has
  * a complete row; nothing else in garudad tests a form's value: adding a form is its
- * wire value (proto/wire.h), its name (proto/control_names.h) and a row here (with a
+ * wire value (proto/wire.h), its name (proto/control_names.h) and a row in readiness.c (with a
  * readiness_* delivery call when it writes in a new way). */
 #pragma once
 
