@@ -39,6 +39,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -551,4 +552,23 @@ void io_stop(struct garuda_client *c)
 	(void)n;
 	pthread_join(c->io_thread, NULL);
 	c->io_started = false;
+}
+
+/* The fallback's warning (garuda_client_warning(), internal.h): here, beside the
+ * transport that finds garudad gone, so that the reactor depends on the transport and
+ * not the other way round. */
+void fallback_warn_locked(struct garuda_client *c, int why)
+{
+	if (!why) {
+		c->warn_code = 0;
+		c->warn[0] = '\0';
+		return;
+	}
+	if (!c->fallback || c->warn_code)
+		return;
+	c->warn_code = GARUDA_E_FALLBACK_REACTOR;
+	snprintf(c->warn, sizeof(c->warn),
+		 "requested: garudad at %s; unavailable: %s (%d); running: the in-process "
+		 "reactor (GARUDA_FALLBACK=reactor), until garudad is back",
+		 c->path, garuda_strerror(why), why);
 }

@@ -147,22 +147,6 @@ void reactor_session_lost_locked(struct garuda_client *c)
 		reactor_kick(); /* the reactor takes over */
 }
 
-void fallback_warn_locked(struct garuda_client *c, int why)
-{
-	if (!why) {
-		c->warn_code = 0;
-		c->warn[0] = '\0';
-		return;
-	}
-	if (!c->fallback || c->warn_code)
-		return;
-	c->warn_code = GARUDA_E_FALLBACK_REACTOR;
-	snprintf(c->warn, sizeof(c->warn),
-		 "requested: garudad at %s; unavailable: %s (%d); running: the in-process "
-		 "reactor (GARUDA_FALLBACK=reactor), until garudad is back",
-		 c->path, garuda_strerror(why), why);
-}
-
 void fallback_session_up_locked(struct garuda_client *c)
 {
 	fallback_warn_locked(c, 0);
