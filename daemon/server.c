@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,32 @@ static bool names_file(const char *path, int fd)
  * unknown, so wait), a zombie, or exiting (PF_EXITING in /proc/PID/stat's flags: a
  * SIGKILLed garudad whose files the kernel has not released yet). A holder that
  * runs is not waited for. */
+/* A SIGKILL sent to pid and not yet acted on: kill(2) returns once the signal is
+ * pending (every thread's SigPnd, or the group's ShdPnd), and the process shows
+ * PF_EXITING only when one of its threads runs again. A restart started right after
+ * `kill -KILL` must see that holder as dying, not running. */
+static bool kill_pending(pid_t pid)
+{
+	char path[40], text[2048];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone */
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0)
+		return true;
+	text[n] = '\0';
+	static const char *const keys[] = { "\nSigPnd:", "\nShdPnd:" };
+	for (unsigned i = 0; i < 2; i++) {
+		const char *k = strstr(text, keys[i]);
+		unsigned long long mask;
+		if (k && sscanf(k + strlen(keys[i]), " %llx", &mask) == 1 &&
+		    mask & (1ull << (SIGKILL - 1)))
+			return true;
+	}
+	return false;
+}
+
 static bool holder_dying(pid_t pid)
 {
 	if (pid <= 0)
@@ -142,7 +169,9 @@ static bool holder_dying(pid_t pid)
 	/* ") S ppid pgrp session tty_nr tpgid flags" */
 	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %llu", &state, &flags) != 2)
 		return true;
-	return state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4 /* PF_EXITING */);
+	if (state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4 /* PF_EXITING */))
+		return true;
+	return kill_pending(pid);
 }
 
 /* Take the single-instance lock (see the head comment); *prev gets the pid the
