@@ -16,8 +16,8 @@
  *     step idles changes.
  * The wake time is published (wake_at): an ARM wakes a sleeping scanner only when its
  * deadline is earlier. +predict sleeps toward a deadline end early by the running
- * mean of how late timed wakes come (wake_late_ns, thread-private; the tuning's
- * early_ns).
+ * mean of how late timed wakes come (the watcher keeps it: garuda_watch_woke_from(),
+ * garuda_watch_early_ns(); the tuning's early_ns).
  */
 #include "scanner.h"
 
@@ -106,7 +106,6 @@ struct scanner {
 	struct garuda_watch_tuning wt; /* what the watcher runs with (retuned on change) */
 	struct readiness out;
 	uint64_t gen; /* commands applied so far */
-	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
 	uintptr_t line; /* the cache line every armed descriptor's word is on; 0: nothing
 			 * armed, or several lines (note_line, after every change of the set) */
 	bool stop;
@@ -308,12 +307,8 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	}
 }
 
-/* +predict sleeps end early by the running mean of how late timed wakes come (on a
- * loaded or virtual machine tens of microseconds), at most this much */
-#define WAKE_LATE_MAX_NS GARUDA_WATCH_WAKE_LATE_MAX_NS
-
 /* The plan's tuning as the watcher takes it (proto/watch.h): the loop thread's
- * scanner_tuning, the early wake this thread measured. */
+ * scanner_tuning, the early wake the watcher measured. */
 static struct garuda_watch_tuning tuning_of(const struct scanner *s)
 {
 	const struct scanner_tuning *t = s->tuning;
@@ -322,7 +317,7 @@ static struct garuda_watch_tuning tuning_of(const struct scanner *s)
 			.park_ns = atomic_load_explicit(&t->park_ns, memory_order_relaxed),
 			.forever = atomic_load_explicit(&t->forever, memory_order_relaxed),
 			.backstop_ns = atomic_load_explicit(&t->backstop_ns, memory_order_relaxed),
-			.early_ns = s->wake_late_ns < WAKE_LATE_MAX_NS ? s->wake_late_ns : WAKE_LATE_MAX_NS,
+			.early_ns = garuda_watch_early_ns(&s->watch),
 		},
 		.predict = atomic_load_explicit(&t->predict, memory_order_relaxed),
 		.max_sleep_ns = atomic_load_explicit(&t->max_sleep_ns, memory_order_relaxed),
@@ -697,11 +692,8 @@ static void *scanner_main(void *arg)
 		/* +predict: an ARM wakes it only when its deadline is earlier (post()) */
 		scanner_wait(s, seq, until, !s->wt.predict);
 		uint64_t woke = garuda_now_ns();
-		garuda_watch_woke(&s->watch, woke);
-		if (s->wt.predict && until != UINT64_MAX && woke >= until) { /* a timed wake */
-			s->wake_late_ns = s->wake_late_ns - s->wake_late_ns / 8 + (woke - until) / 8;
-			atomic_store_explicit(&s->st_wake_late_ns, s->wake_late_ns, memory_order_relaxed);
-		}
+		garuda_watch_woke_from(&s->watch, until, woke); /* the early wake learns */
+		atomic_store_explicit(&s->st_wake_late_ns, s->watch.wake_late_ns, memory_order_relaxed);
 	}
 	readiness_fini(&s->out);
 	return NULL;
