@@ -277,7 +277,7 @@ Test(plan, check_and_format_refuse_what_parse_cannot_produce)
 	p = (struct garuda_plan){ .kind = GARUDA_PLAN_POLL, .predict = true, .pred.window = 0 };
 	cr_assert_eq(garuda_plan_check(&p, msg, sizeof(msg)), -GARUDA_E_BAD_PLAN);
 	cr_assert_str_eq(msg, "window: 0 is below 1");
-	p = (struct garuda_plan){ .kind = GARUDA_PLAN_FLAG, .flag = { 10000, 1000000 } };
+	p = (struct garuda_plan){ .kind = GARUDA_PLAN_FLAG, .flag = { .park_us = 10000, .backstop_us = 1000000 } };
 	cr_assert_eq(garuda_plan_check(&p, msg, sizeof(msg)), 0);
 	cr_assert_str_empty(msg);
 	cr_assert_eq(garuda_plan_format(&p, buf, sizeof(buf)), 38);
