@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(len >= GARUDA_HDR_BYTES && len <= GARUDA_MSG_MAX);
 	CHECK(m.nfds == nfds && nfds <= GARUDA_MSG_MAX_FDS);
 	CHECK(garuda_msg_type_name(m.type) != NULL);
-	CHECK((m.flags & ~GARUDA_F_NOREPLY) == 0);
+	CHECK((m.flags & ~GARUDA_F_KNOWN_) == 0); /* NOREPLY, REPRESENT */
 	if (m.type == GARUDA_MSG_ERROR) {
 		CHECK(m.error.text_len <= GARUDA_ERROR_TEXT_MAX);
 		CHECK(strlen(m.error.text) == m.error.text_len);
