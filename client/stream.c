@@ -186,7 +186,8 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		goto out;
 	}
 	if (form->bind) {
-		client_clear_error(); /* (the presenter's own text) what follows is this BIND's */
+		/* the presenter thread's text: what a refusal below leaves is this BIND's */
+		client_clear_error();
 		r = form->bind(s, segid, gen, true, present_flag(c));
 		if (r == -GARUDA_E_DISCONNECTED || r == -GARUDA_E_TIMEOUT) {
 			r = -GARUDA_E_DISCONNECTED;
