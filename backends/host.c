@@ -12,6 +12,11 @@
  * thread) or enqueues a store on the host stream. query() on NULL is always 0.
  * A registration holds a reference on its backend, so close() with registrations
  * still alive defers the free until the last one is unregistered.
+ *
+ * The public host-stream calls (<garuda/host.h>) are libgaruda's too, so they keep
+ * garuda_last_error()'s contract: each failing return goes through the hook libgaruda
+ * installs (host_stream_on_fail()); the backend's own calls (query, synchronize,
+ * enqueue_store) bypass it, so a libgaruda call that succeeds never touches the text.
  */
 #include "host.h"
 
@@ -30,6 +35,20 @@
 #include "wire.h" /* GARUDA_NUMA_MAX */
 
 /* ---- host streams ---------------------------------------------------------- */
+
+/* libgaruda's client_fail(), or NULL (the backends alone, in their tests) */
+static int (*fail_hook)(int code);
+
+void host_stream_on_fail(int (*fail)(int code))
+{
+	fail_hook = fail;
+}
+
+/* r as a public host-stream call returns it */
+static int public_return(int r)
+{
+	return r < 0 && fail_hook ? fail_hook(r) : r;
+}
 
 enum item_kind { ITEM_WORK, ITEM_STORE, ITEM_FAULT, ITEM_STAMP, ITEM_CALL };
 
@@ -126,8 +145,8 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int garuda_host_stream_new(const struct garuda_host_stream_config *cfg,
-			   struct garuda_host_stream **out)
+static int stream_new(const struct garuda_host_stream_config *cfg,
+		      struct garuda_host_stream **out)
 {
 	if (!out)
 		return -EINVAL;
@@ -172,6 +191,12 @@ fail_ring:
 	free(s->ring);
 	free(s);
 	return -r;
+}
+
+int garuda_host_stream_new(const struct garuda_host_stream_config *cfg,
+			   struct garuda_host_stream **out)
+{
+	return public_return(stream_new(cfg, out));
 }
 
 void garuda_host_stream_free(struct garuda_host_stream *s)
@@ -225,7 +250,7 @@ static int enqueue(struct garuda_host_stream *s, const struct item *it)
 
 int garuda_host_stream_enqueue_work(struct garuda_host_stream *s, uint64_t duration_ns)
 {
-	return enqueue(s, &(struct item){ .kind = ITEM_WORK, .value = duration_ns });
+	return public_return(enqueue(s, &(struct item){ .kind = ITEM_WORK, .value = duration_ns }));
 }
 
 int garuda_host_stream_enqueue_store(struct garuda_host_stream *s, uint64_t *word,
@@ -238,25 +263,25 @@ int garuda_host_stream_enqueue_store(struct garuda_host_stream *s, uint64_t *wor
 
 int garuda_host_stream_enqueue_fault(struct garuda_host_stream *s)
 {
-	return enqueue(s, &(struct item){ .kind = ITEM_FAULT });
+	return public_return(enqueue(s, &(struct item){ .kind = ITEM_FAULT }));
 }
 
 int garuda_host_stream_enqueue_stamp(struct garuda_host_stream *s, uint64_t *out_ns)
 {
 	if (!out_ns || ((uintptr_t)out_ns & 7u))
-		return -EINVAL;
-	return enqueue(s, &(struct item){ .kind = ITEM_STAMP, .word = out_ns });
+		return public_return(-EINVAL);
+	return public_return(enqueue(s, &(struct item){ .kind = ITEM_STAMP, .word = out_ns }));
 }
 
 int garuda_host_stream_enqueue_call(struct garuda_host_stream *s, void (*fn)(void *arg),
 				    void *arg)
 {
 	if (!fn)
-		return -EINVAL;
-	return enqueue(s, &(struct item){ .kind = ITEM_CALL, .fn = fn, .arg = arg });
+		return public_return(-EINVAL);
+	return public_return(enqueue(s, &(struct item){ .kind = ITEM_CALL, .fn = fn, .arg = arg }));
 }
 
-int garuda_host_stream_query(struct garuda_host_stream *s)
+static int stream_query(struct garuda_host_stream *s)
 {
 	if (!s)
 		return -EINVAL;
@@ -266,7 +291,7 @@ int garuda_host_stream_query(struct garuda_host_stream *s)
 	return r;
 }
 
-int garuda_host_stream_drain(struct garuda_host_stream *s)
+static int stream_drain(struct garuda_host_stream *s)
 {
 	if (!s)
 		return -EINVAL;
@@ -276,6 +301,16 @@ int garuda_host_stream_drain(struct garuda_host_stream *s)
 	int r = s->faulted ? -GARUDA_E_STREAM_FAULT : 0;
 	pthread_mutex_unlock(&s->mu);
 	return r;
+}
+
+int garuda_host_stream_query(struct garuda_host_stream *s)
+{
+	return public_return(stream_query(s));
+}
+
+int garuda_host_stream_drain(struct garuda_host_stream *s)
+{
+	return public_return(stream_drain(s));
 }
 
 /* ---- the host backend ------------------------------------------------------- */
@@ -381,14 +416,14 @@ static int host_enqueue_store(struct garuda_backend *b, void *stream,
 static int host_synchronize(struct garuda_backend *b, void *stream)
 {
 	(void)b;
-	return stream ? garuda_host_stream_drain(stream) : 0;
+	return stream ? stream_drain(stream) : 0;
 }
 
 static int host_query(struct garuda_backend *b, void *stream)
 {
 	if (!b)
 		return -EINVAL;
-	return stream ? garuda_host_stream_query(stream) : 0;
+	return stream ? stream_query(stream) : 0;
 }
 
 const struct garuda_backend_ops garuda_backend_host = {

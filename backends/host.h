@@ -11,3 +11,9 @@
  * lands here.) */
 int garuda_host_stream_enqueue_store(struct garuda_host_stream *s, uint64_t *word,
 				     uint64_t value);
+
+/* Every failing return of a public host-stream call (<garuda/host.h>) goes through
+ * fail (libgaruda installs its client_fail() when it is loaded, so that these calls
+ * keep garuda_last_error()'s contract); NULL, the default: returned as they are. The
+ * backend's own uses of a host stream never go through it. */
+void host_stream_on_fail(int (*fail)(int code));

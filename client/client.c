@@ -277,8 +277,7 @@ static int connect_search(const char *path, int timeout_ms, struct garuda_client
 
 int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out)
 {
-	int r = connect_search(path, timeout_ms, out);
-	return r < 0 ? client_fail(r) : r;
+	return client_return(connect_search(path, timeout_ms, out));
 }
 
 static int connect_once(const char *path, struct garuda_client **out)
@@ -527,6 +526,5 @@ static int query(struct garuda_client *c, char *buf, size_t len)
 
 int garuda_client_query(struct garuda_client *c, char *buf, size_t len)
 {
-	int r = query(c, buf, len);
-	return r < 0 ? client_fail(r) : r;
+	return client_return(query(c, buf, len));
 }

@@ -46,7 +46,10 @@ static int eventfd_bind(struct garuda_stream *s, uint32_t segid, uint64_t gen, b
 	m.flags = flags;
 	m.bind.slot.segment = segid;
 	m.bind.slot.index = s->index;
-	return conn_request_gen(s->client, &m, on ? s->efd : -1, gen, NULL, NULL, NULL);
+	/* an UNBIND's refusal is not the caller's error (garuda_stream_free() succeeds) */
+	if (!on)
+		return conn_tell_gen(s->client, &m, gen);
+	return conn_request_gen(s->client, &m, s->efd, gen, NULL, NULL, NULL);
 }
 
 static void eventfd_block(struct garuda_stream *s, uint64_t now, uint64_t until,

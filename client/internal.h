@@ -461,5 +461,10 @@ void client_clear_error(void);
  * failing return of a public function goes through it; a call that succeeds leaves
  * the text as it was (the connects clear it, as garuda.h says). */
 int client_fail(int code);
+/* r as a public call returns it: a failure (r < 0) through client_fail(). */
+static inline int client_return(int r)
+{
+	return r < 0 ? client_fail(r) : r;
+}
 /* One line "libgaruda: ..." on stderr when $GARUDA_DEBUG is set (lasterr.c). */
 void client_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -58,11 +58,13 @@ void stream_apply_plan(struct garuda_stream *s, const struct garuda_plan *p, uin
 int garuda_stream_set_plan(struct garuda_stream *s, const char *text)
 {
 	if (!s || !text)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	struct garuda_plan p;
 	int r = plan_parse_tls(text, &p);
-	if (r < 0)
-		return r;
+	if (r < 0) {
+		client_set_error("%s", plan_msg); /* garuda_last_error() says it too */
+		return client_fail(r);
+	}
 	stream_apply_plan(s, &p, 0, 0);
 	return 0;
 }
@@ -70,17 +72,17 @@ int garuda_stream_set_plan(struct garuda_stream *s, const char *text)
 int garuda_stream_get_plan(struct garuda_stream *s, char *buf, size_t cap)
 {
 	if (!s || !buf)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	pthread_mutex_lock(&s->plan_lock);
 	int r = garuda_plan_format(&s->pl.plan, buf, cap);
 	pthread_mutex_unlock(&s->plan_lock);
-	return r;
+	return client_return(r);
 }
 
 int garuda_stream_stats(struct garuda_stream *s, struct garuda_stream_stats *out)
 {
 	if (!s || !out)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&s->plan_lock);
 	out->sleeps = s->pl.sleeps;
@@ -98,7 +100,7 @@ int garuda_stream_stats(struct garuda_stream *s, struct garuda_stream_stats *out
 int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns)
 {
 	if (!s || backstop_ns < MIN_BACKSTOP_NS)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	if (backstop_ns > MAX_BACKSTOP_NS)
 		backstop_ns = MAX_BACKSTOP_NS;
 	uint64_t b_us = backstop_ns / NS_PER_US;

@@ -205,8 +205,7 @@ static int seg_open(struct garuda_client *c, const char *backend, int device, ui
 int garuda_segment_open(struct garuda_client *c, const char *backend, int device, uint32_t lines,
 			struct garuda_seg **out)
 {
-	int r = seg_open(c, backend, device, lines, out);
-	return r < 0 ? client_fail(r) : r;
+	return client_return(seg_open(c, backend, device, lines, out));
 }
 
 /* Unlink seg from the client and forget it daemon-side (if still in its session). */

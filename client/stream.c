@@ -186,6 +186,8 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		goto out;
 	}
 	if (form->bind) {
+		/* the presenter thread's text: what a refusal below leaves is this BIND's */
+		client_clear_error();
 		r = form->bind(s, segid, gen, true, present_flag(c));
 		if (r == -GARUDA_E_DISCONNECTED || r == -GARUDA_E_TIMEOUT) {
 			r = -GARUDA_E_DISCONNECTED;
@@ -332,7 +334,7 @@ static int stream_publish(struct garuda_stream *s, uint64_t *bind_gen, uint32_t 
 	return r;
 }
 
-int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
+static int stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
 		      struct garuda_stream **out)
 {
 	if (out)
@@ -374,6 +376,12 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 	return 0;
 }
 
+int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readiness form,
+		      struct garuda_stream **out)
+{
+	return client_return(stream_new(seg, native, form, out));
+}
+
 /* DISARM and UNBIND s in session gen (round trips). Returns true when the daemon can
  * no longer fire an arm of s: the round trips completed (NOT_ARMED is fine: those arms
  * fired), or the session is gone (its arms went with it).
@@ -399,7 +407,7 @@ static bool forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t s
 		m.disarm.slot.segment = segid;
 		m.disarm.slot.index = s->index;
 		m.disarm.token = s->token;
-		int r = conn_request_gen(c, &m, -1, gen, NULL, NULL, NULL);
+		int r = conn_tell_gen(c, &m, gen); /* its refusal is not the caller's error */
 		safe = r == 0 || r == -GARUDA_E_NOT_ARMED;
 	}
 	/* UNBIND drops the slot's eventfd arms too */
@@ -492,9 +500,9 @@ void garuda_stream_free(struct garuda_stream *s)
 int garuda_stream_set_callback(struct garuda_stream *s, garuda_stream_cb cb, void *user)
 {
 	if (!s)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	if (!stream_form(s)->callbacks)
-		return -EOPNOTSUPP;
+		return client_fail(-EOPNOTSUPP);
 	struct garuda_client *c = s->client;
 	pthread_mutex_lock(&c->lock);
 	s->cb.fn = cb;
@@ -510,7 +518,7 @@ int garuda_stream_set_callback(struct garuda_stream *s, garuda_stream_cb cb, voi
 int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 {
 	if (!s || !seq)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	struct garuda_client *c = s->client;
 	struct garuda_seg *seg = s->seg;
 
@@ -528,13 +536,13 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 	pthread_mutex_unlock(&c->lock);
 	if (err) {
 		pthread_mutex_unlock(&s->lock);
-		return err;
+		return client_fail(err);
 	}
 	uint64_t next = prev + 1;
 	int r = seg->ops->enqueue_store(seg->backend, s->native, seg->reg, s->word, next);
 	if (r < 0) {
 		pthread_mutex_unlock(&s->lock);
-		return r;
+		return client_fail(r);
 	}
 	/* before the ARM goes out under c->lock: the router's check of an ERROR for
 	 * this arm (stream_async_error_locked, under c->lock) sees it */
@@ -585,6 +593,6 @@ bool garuda_stream_reached(const struct garuda_stream *s, uint64_t seq)
 int garuda_stream_query(struct garuda_stream *s)
 {
 	if (!s)
-		return -EINVAL;
-	return s->seg->ops->query(s->seg->backend, s->native);
+		return client_fail(-EINVAL);
+	return client_return(s->seg->ops->query(s->seg->backend, s->native));
 }

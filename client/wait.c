@@ -324,7 +324,7 @@ static int sync_phase(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
 	return r == -GARUDA_E_STREAM_FAULT ? r : 1;
 }
 
-int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
+static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
 {
 	if (!s) {
 		client_set_error("garuda_stream_wait: the stream is NULL");
@@ -420,17 +420,23 @@ int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	}
 }
 
+int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
+{
+	return client_return(stream_wait(s, seq, timeout_ns));
+}
+
 int garuda_stream_fd(const struct garuda_stream *s)
 {
 	if (!s)
-		return -EINVAL;
-	return s->efd >= 0 ? s->efd : -EOPNOTSUPP; /* only a form that opens one has one */
+		return client_fail(-EINVAL);
+	/* only a form that opens one has one */
+	return s->efd >= 0 ? s->efd : client_fail(-EOPNOTSUPP);
 }
 
 int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq)
 {
 	if (!s)
-		return -EINVAL;
+		return client_fail(-EINVAL);
 	if (s->efd >= 0) {
 		uint64_t v;
 		ssize_t n = read(s->efd, &v, sizeof(v));

@@ -10,9 +10,11 @@ no call goes through ctypes' int defaults. Optional entry points of newer librar
 Every call that returns a negative code on failure has an ``errcheck``: the failure
 is raised as the garuda.Error of its code (errors.from_code), carrying libgaruda's own
 explanation (``Error.detail``): garuda_last_error(), read by the errcheck right after the
-failing call on the calling thread (the library keeps it per thread), and, for BAD_PLAN,
-garuda_plan_message(). Call sites never test return codes; the query calls return
--EAGAIN ("still running") instead of raising it.
+failing call on the calling thread. libgaruda keeps it per thread, and every failing call
+leaves there its own words or "" (never an older failure's; a refused plan's words are
+garuda_plan_message()'s: garuda.h), so the text is this failure's as it is. Call sites
+never test return codes; the query calls return -EAGAIN ("still running") instead of
+raising it.
 
 garuda's objects (Client, Segment, Stream, HostStream) are passed to the calls as
 themselves: ctypes converts each through its ``_as_parameter_`` (the native handle). A
@@ -103,67 +105,25 @@ _OPTIONAL = {
 }
 
 
-_BAD_PLAN = errors.BadPlanError.code
-# the calls that set or clear garuda_last_error() every time (header: "the text of the
-# calling thread's last failed garuda_connect*()"; "" after a successful connect)
-_CONNECTS = frozenset({"garuda_connect", "garuda_connect_to"})
 # calls whose non-negative results are values that are never failures, and the query
 # calls (-EAGAIN: still running)
 _NO_CHECK = frozenset({"garuda_segment_numa_node"})
 _QUERIES = frozenset({"garuda_stream_query", "garuda_host_stream_query"})
 
-# per thread, as libgaruda's buffer is: (text, call, code) of the last explanation
-# attached to an exception on this thread
-_tls = threading.local()
-
-
-def _explanation(name: str, code: int) -> str:
-    """libgaruda's words for the failure of `name` with `code` that the calling thread
-    just got ("" when it gave none).
-
-    garuda_last_error() is written only by the calls that explain a failure (connect,
-    segment open, stream creation, a request garudad refused with words) and is not
-    cleared by the others, so after a failure of a call that wrote nothing it still
-    holds an older failure's text. The connects write or clear it every time: their
-    text is always this failure's. For any other call, a text that differs from the last
-    one attached on this thread is new; the same text again belongs to this failure only
-    when the same call failed with the same code (a repeated refusal), and is otherwise
-    an older failure's and left out."""
-    lib = load()  # loaded: an errcheck runs after a call
-    text = lib.garuda_last_error()
-    text = text.decode(errors="replace") if text else ""
-    seen = getattr(_tls, "seen", None)
-    if text and (name in _CONNECTS or seen is None or seen[0] != text
-                 or seen[1:] == (name, code)):
-        _tls.seen = (text, name, code)
-    else:
-        text = ""
-    if code == _BAD_PLAN and hasattr(lib, "garuda_plan_message"):
-        why = lib.garuda_plan_message()
-        why = why.decode(errors="replace") if why else ""
-        if why and why not in text:
-            text = f"{text}; {why}" if text else why
-    return text
-
 
 def _raise(result: int, func: Any) -> None:
+    """Raise the failure the calling thread just got from func, with libgaruda's words
+    for it (garuda_last_error(): "" when it gave none)."""
     name = func.__name__
-    code = -result
     what = name[len("garuda_"):] if name.startswith("garuda_") else name
-    raise errors.from_code(code, what, _explanation(name, code))
+    detail = load().garuda_last_error()  # loaded: an errcheck runs after a call
+    raise errors.from_code(-result, what, detail.decode(errors="replace") if detail else "")
 
 
 def _check(result: int, func: Any, _args: tuple) -> int:
     """errcheck: a negative result raises; anything else is the call's value."""
     if result < 0:
         _raise(result, func)
-    return result
-
-
-def _check_connect(result: int, func: Any, _args: tuple) -> int:
-    if result < 0:
-        _raise(result, func)
-    _tls.seen = None  # a successful connect cleared the thread's text
     return result
 
 
@@ -219,8 +179,7 @@ def _declare(lib: Library, name: str, proto: tuple) -> None:
     fn = getattr(lib.cdll, name)
     fn.restype, fn.argtypes = proto
     if proto[0] is c_int and name not in _NO_CHECK:
-        fn.errcheck = (_check_connect if name in _CONNECTS else
-                       _check_query if name in _QUERIES else _check)
+        fn.errcheck = _check_query if name in _QUERIES else _check
     setattr(lib, name, _passing_closed(fn))
 
 

@@ -93,6 +93,54 @@ def test_bad_plan_names_the_key(daemon):
     assert e.value.detail.startswith("kind:"), e.value.detail
 
 
+def _stale_words(c):
+    """An older failure with words: "stale-words" must never show again."""
+    with pytest.raises(garuda.ErrnoError) as e:
+        c.segment("stale-words")
+    assert "stale-words" in e.value.detail
+
+
+def _each_fails_with_its_own_words(c, failures):
+    """(class, the failure, its own words or "") each after an older failure's words."""
+    for cls, fail, own in failures:
+        _stale_words(c)
+        with pytest.raises(cls) as e:
+            fail()
+        err = e.value
+        assert "stale-words" not in err.detail and "stale-words" not in str(err), err
+        assert own in err.detail if own else err.detail == "", err
+
+
+def test_stale_text_never_shows_on_a_later_failure(daemon):
+    """Each failure's detail is its own words or "", never an older failure's (issue
+    31, item 5: libgaruda's contract, read as it is): after a failure with words, later
+    failures of streams, plans, waits and host streams, the same failure twice
+    included, carry none of them."""
+    gate = threading.Event()
+    with garuda.Client() as c, c.segment() as seg, garuda.HostStream() as hs, \
+            seg.stream(hs) as s, seg.stream(form=garuda.Readiness.POLL) as p:
+        hs.enqueue_call(gate.wait)  # the stream stays busy until the gate opens
+        try:
+            seq = s.signal()
+            _each_fails_with_its_own_words(c, [
+                (garuda.ErrnoError, lambda: s.set_wait(spin=0, backstop=1e-6), ""),
+                (garuda.ErrnoError, p.fileno, ""),
+                (garuda.ErrnoError, lambda: p.set_callback(lambda *_: None), ""),
+                (garuda.TimeoutError, lambda: s.wait(seq, timeout=0), ""),
+                (garuda.TimeoutError, lambda: s.wait(seq, timeout=0), ""),
+                (garuda.ErrnoError, lambda: s.wait(seq + 1, timeout=0), "which was not signalled"),
+                (garuda.ErrnoError, lambda: c.segment("host", lines=0), "a segment of 0 lines"),
+                (garuda.ErrnoError, lambda: garuda.HostStream(depth=1 << 21), ""),
+            ] + ([(garuda.BadPlanError, lambda: s.set_plan("spin"), "kind:")]
+                 if garuda.has_plans() else []))
+        finally:
+            gate.set()  # a failed check must not leave the worker blocked
+        s.wait(seq, timeout=30)
+        hs.enqueue_fault()
+        _each_fails_with_its_own_words(c, [(garuda.StreamFaultError, f, "")
+                                           for f in (hs.drain, s.signal, s.query, hs.query)])
+
+
 def test_explanation_is_the_calling_threads(tmp_path):
     """Each thread's failure carries its own text (libgaruda keeps one per thread)."""
     out = {}

@@ -87,6 +87,127 @@ Test(errors, last_error_is_the_last_failures)
 	fx_down(&f);
 }
 
+/* An earlier failure's words: the text the checks below must never see again. */
+static void stale_words(struct garuda_client *c)
+{
+	struct garuda_seg *seg;
+	fails(garuda_segment_open(c, "stale-words", 0, 1, &seg), -EINVAL);
+	cr_assert_not_null(strstr(garuda_last_error(), "stale-words"), "%s", garuda_last_error());
+}
+
+/* expr fails with code after an earlier failure with words: the text is its own words
+ * or "", never the earlier ones */
+#define fails_fresh(c, expr, code)                                                      \
+	do {                                                                            \
+		stale_words(c);                                                         \
+		fails(expr, code);                                                      \
+		cr_assert_null(strstr(garuda_last_error(), "stale-words"), "%s left: %s", \
+			       #expr, garuda_last_error());                             \
+	} while (0)
+
+/* expr succeeds and leaves an earlier failure's words exactly as they were */
+#define ok_keeps(c, expr)                                                               \
+	do {                                                                            \
+		stale_words(c);                                                         \
+		char keeps_before_[768];                                                \
+		snprintf(keeps_before_, sizeof(keeps_before_), "%s", garuda_last_error()); \
+		ok(expr);                                                               \
+		cr_assert_str_eq(garuda_last_error(), keeps_before_, "%s", #expr);      \
+	} while (0)
+
+/* The same contract, family by family: streams, plans, waits and host streams (issue
+ * 31, item 5). A "not yet" (-EAGAIN, -GARUDA_E_TIMEOUT) is a failing return too. */
+Test(errors, last_error_in_every_family)
+{
+	struct fixture f = { 0 };
+	struct garuda_host_stream *hs, *none;
+	struct garuda_stream *s, *p, *m;
+	struct garuda_stream_stats st;
+	struct gate g, g2;
+	uint64_t seq, one, two;
+	char plan[192];
+	fx_up(&f, NULL, 1);
+	gate_init(&g);
+	gate_init(&g2);
+
+	/* host streams */
+	struct garuda_host_stream_config deep = { .depth = GARUDA_HOST_STREAM_DEPTH_MAX + 1 };
+	fails_fresh(f.c, garuda_host_stream_new(&deep, &none), -EINVAL);
+	ok_keeps(f.c, garuda_host_stream_new(NULL, &hs));
+	fails_fresh(f.c, garuda_host_stream_enqueue_work(NULL, 1), -EINVAL);
+	fails_fresh(f.c, garuda_host_stream_enqueue_stamp(hs, NULL), -EINVAL);
+	fails_fresh(f.c, garuda_host_stream_enqueue_call(hs, NULL, NULL), -EINVAL);
+	fails_fresh(f.c, garuda_host_stream_query(NULL), -EINVAL);
+	fails_fresh(f.c, garuda_host_stream_drain(NULL), -EINVAL);
+	ok_keeps(f.c, garuda_host_stream_enqueue_work(hs, 0));
+	ok_keeps(f.c, garuda_host_stream_drain(hs));
+	ok_keeps(f.c, garuda_host_stream_query(hs));
+
+	/* streams */
+	fails_fresh(f.c, garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, NULL), -EINVAL);
+	ok_keeps(f.c, garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	ok_keeps(f.c, garuda_stream_new(f.seg, NULL, GARUDA_READINESS_POLL, &p));
+	ok_keeps(f.c, garuda_stream_new(f.seg, NULL, GARUDA_READINESS_MESSAGE, &m));
+	fails_fresh(f.c, garuda_stream_set_callback(p, NULL, NULL), -EOPNOTSUPP);
+	fails_fresh(f.c, garuda_stream_set_callback(NULL, NULL, NULL), -EINVAL);
+	ok_keeps(f.c, garuda_stream_set_callback(m, NULL, NULL));
+	fails_fresh(f.c, garuda_stream_signal(s, NULL), -EINVAL);
+	fails_fresh(f.c, garuda_stream_query(NULL), -EINVAL);
+
+	/* waits, with the host stream held by a gate */
+	gate_enqueue(&g, hs);
+	ok_keeps(f.c, garuda_stream_signal(s, &one));
+	fails_fresh(f.c, garuda_stream_query(s), -EAGAIN);
+	fails_fresh(f.c, garuda_host_stream_query(hs), -EAGAIN);
+	fails_fresh(f.c, garuda_stream_wait(s, one, 0), -GARUDA_E_TIMEOUT);
+	fails_fresh(f.c, garuda_stream_wait(s, one + 1, 0), -EINVAL);
+	cr_assert_not_null(strstr(garuda_last_error(), "which was not signalled"), "%s",
+			   garuda_last_error());
+	fails_fresh(f.c, garuda_stream_wait(NULL, one, 0), -EINVAL);
+	fails_fresh(f.c, garuda_stream_fd(NULL), -EINVAL);
+	fails_fresh(f.c, garuda_stream_fd(p), -EOPNOTSUPP);
+	fails_fresh(f.c, garuda_stream_drain(NULL, NULL), -EINVAL);
+	ok_keeps(f.c, garuda_stream_fd(s));
+	gate_open(&g);
+	ok_keeps(f.c, garuda_stream_wait(s, one, -1));
+	ok_keeps(f.c, garuda_stream_drain(s, &seq));
+	ok_keeps(f.c, garuda_stream_query(s));
+
+	/* plans: a refused text's words are garuda_plan_message()'s */
+	fails_fresh(f.c, garuda_stream_set_plan(s, "spin"), -GARUDA_E_BAD_PLAN);
+	cr_assert_str_eq(garuda_last_error(), garuda_plan_message());
+	fails_fresh(f.c, garuda_stream_set_plan(NULL, "poll"), -EINVAL);
+	ok_keeps(f.c, garuda_stream_set_plan(s, "poll"));
+	fails_fresh(f.c, garuda_stream_get_plan(s, plan, 1), -ENOSPC);
+	fails_fresh(f.c, garuda_stream_get_plan(NULL, plan, sizeof(plan)), -EINVAL);
+	ok_keeps(f.c, garuda_stream_get_plan(s, plan, sizeof(plan)));
+	fails_fresh(f.c, garuda_stream_stats(s, NULL), -EINVAL);
+	ok_keeps(f.c, garuda_stream_stats(s, &st));
+	fails_fresh(f.c, garuda_stream_set_wait(s, 0, 1), -EINVAL);
+	ok_keeps(f.c, garuda_stream_set_wait(s, 0, 10000));
+
+	/* a faulted native stream: the wait, the query, the next signal, the drain */
+	gate_enqueue(&g2, hs);
+	ok_keeps(f.c, garuda_host_stream_enqueue_fault(hs));
+	ok_keeps(f.c, garuda_stream_signal(s, &two)); /* discarded when the fault runs */
+	gate_open(&g2);
+	fails_fresh(f.c, garuda_stream_wait(s, two, 60 * NS_PER_S), -GARUDA_E_STREAM_FAULT);
+	fails_fresh(f.c, garuda_stream_query(s), -GARUDA_E_STREAM_FAULT);
+	fails_fresh(f.c, garuda_stream_signal(s, &seq), -GARUDA_E_STREAM_FAULT);
+	fails_fresh(f.c, garuda_host_stream_drain(hs), -GARUDA_E_STREAM_FAULT);
+
+	/* frees on the way out (a DISARM and an UNBIND round trip for s) leave it too */
+	stale_words(f.c);
+	garuda_stream_free(s);
+	garuda_stream_free(p);
+	garuda_stream_free(m);
+	garuda_host_stream_free(hs);
+	cr_assert_not_null(strstr(garuda_last_error(), "stale-words"), "%s", garuda_last_error());
+	gate_destroy(&g2);
+	gate_destroy(&g);
+	fx_down(&f);
+}
+
 Test(errors, full_segment_is_enospc)
 {
 	struct fixture f = { 0 };

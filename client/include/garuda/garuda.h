@@ -138,14 +138,24 @@ int garuda_connect_to(const char *path, struct garuda_client **out);
  * attempt. Thread-safe. */
 int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out);
 
-/* The text of the calling thread's last failed garuda_connect*() (the socket path, how
- * it was chosen, what went wrong and what to do; "" after a successful connect), or of
- * a garuda_segment_open() refused -EINVAL (an unknown backend: the known ones; lines
- * out of range) or whose backend failed (e.g. -GARUDA_E_NO_DRIVER: which library, and
- * GARUDA_CUDA_LIBRARY / GARUDA_HIP_LIBRARY to point at another), or of a
- * garuda_stream_new() refused -ENOSPC (the segment's size, and what to do), or of a
- * garuda_stream_wait() refused -EINVAL (a sequence 0, or one not signalled yet). Never
- * NULL; valid until the thread's next connect call. */
+/* The calling thread's last failure in words. Exactly:
+ *  - a call fails when it returns a negative code (-EAGAIN and -GARUDA_E_TIMEOUT, "not
+ *    yet", included), and every call that fails, garuda_host_stream_*() included,
+ *    leaves here its own words, or "" when it has none: never an older failure's;
+ *  - a call that succeeds leaves the text as it was, except the connects: "" after a
+ *    successful garuda_connect*(). Calls that return no code (garuda_stream_free(),
+ *    garuda_disconnect(), the getters) and garuda_segment_numa_node()'s -1 ("any
+ *    node") never touch it.
+ * The failures with words: garuda_connect*() (the socket path, how it was chosen, what
+ * went wrong and what to do); garuda_segment_open() refused -EINVAL (an unknown
+ * backend: the known ones; lines out of range) or whose backend failed (e.g.
+ * -GARUDA_E_NO_DRIVER: which library, and GARUDA_CUDA_LIBRARY / GARUDA_HIP_LIBRARY to
+ * point at another); garuda_stream_new() refused -ENOSPC (the segment's size, and what
+ * to do); garuda_stream_wait() refused -EINVAL (a sequence 0, or one not signalled
+ * yet); garuda_stream_set_plan() refused -GARUDA_E_BAD_PLAN (garuda_plan_message()'s
+ * text); and a request garudad refused with words (a quota's key, limit and usage; an
+ * arm refused, reported by the next garuda_stream_signal()). Never NULL; the text is
+ * the thread's own, and changes with its next failure or connect. */
 const char *garuda_last_error(void);
 
 /* Stop the background thread, free every stream and close every segment still open
