@@ -18,14 +18,17 @@
  *     is found within max(backstop, r t) of landing (by default 3.1 % of how long the
  *     wait has been overdue), at most P_max = 524 ms; a word that never moves is
  *     looked at ~ln(t)/r + t/P_max times in its first t. Each
- *     owner's levels are one timer each in the heap; a level's sweep is a linear walk
- *     of its words. Why levels and a heap, not a heap of every word: the overdue words
+ *     owner's levels are one timer each in the heap; a level's sweep is a walk in order
+ *     of its array of words (a word that leaves leaves a stale entry, dropped by the
+ *     next sweep; one found idle stays until its age reaches the next level). Why
+ *     levels and a heap, not a heap of every word: the overdue words
  *     of a tenant can be hundreds of thousands, and a level costs one heap entry and a
  *     sequential walk per period, where a heap would cost O(log n) per word per look;
  *     the few words that sleep toward a predicted deadline keep an exact time.
  * A step looks at the SPIN words and at the heap's due timers, in due order, at most
  * GARUDA_WATCH_CHUNK words of one level per turn (a level left half-swept is due again
- * at once, behind the others): every owner's due words are served in turn, and a
+ * within the step, behind every timer due in it: equal times leave first in, first
+ * out): every owner's due words are served in turn, and a
  * session's backlog never stands in front of another session's due word for more than
  * a chunk. Words that are not due are never loaded.
  *
