@@ -14,8 +14,8 @@ static int put(char *buf, size_t len, const char *a, const char *b)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-#define WHY_PRIVATE "your own garudad in $XDG_RUNTIME_DIR/garuda"
-#define WHY_SYSTEM "the system default"
+#define WHY_PRIVATE GARUDA_SOCKET_WHY_PRIVATE
+#define WHY_SYSTEM GARUDA_SOCKET_WHY_SYSTEM
 
 static const char *xdg_runtime_dir(void)
 {

@@ -31,9 +31,11 @@ int garuda_runtime_dir(char *buf, size_t len);
  *     garudad, started without flags);
  *  4. /run/garuda/NAME (the system garudad).
  * *why (may be NULL) gets a static phrase naming the rule that chose it, for error
- * messages ("$GARUDA_SOCKET", "default"...). Returns 0 or -ENAMETOOLONG.
+ * messages ("$GARUDA_SOCKET", GARUDA_SOCKET_WHY_SYSTEM...). Returns 0 or -ENAMETOOLONG.
  * The search order is written here once; README.md, docs/python.md, garudad(8) and
  * garctl(1) repeat it. */
+#define GARUDA_SOCKET_WHY_PRIVATE "your own garudad in $XDG_RUNTIME_DIR/garuda" /* rule 3 */
+#define GARUDA_SOCKET_WHY_SYSTEM "the system default"                          /* rule 4 */
 int garuda_socket_path(enum garuda_socket_kind kind, char *buf, size_t len, const char **why);
 
 /* The next place to try when the connect to the one garuda_socket_path() chose

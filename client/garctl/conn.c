@@ -83,8 +83,13 @@ int conn_open(struct conn *c, struct options *o)
 		break;
 	case EACCES:
 	case EPERM:
-		fprintf(stderr, "garctl: permission denied connecting to %s\ngarctl: %s\n", o->socket,
-			PERMISSION_HINT);
+		fprintf(stderr, "garctl: permission denied connecting to %s (%s)\ngarctl: %s%s\n",
+			o->socket, o->socket_why ? o->socket_why : "default", PERMISSION_HINT,
+			/* a user turned away by the node's garudad may run one of their own */
+			geteuid() != 0 && o->socket_why && strcmp(o->socket_why, GARUDA_SOCKET_WHY_SYSTEM) == 0
+				? "; or run garudad as yourself: garctl then finds it in "
+				  "$XDG_RUNTIME_DIR/garuda (set XDG_RUNTIME_DIR)"
+				: "");
 		break;
 	default:
 		fprintf(stderr, "garctl: cannot connect to %s: %s\n", o->socket, strerror(e));

@@ -106,8 +106,10 @@ host_checks() {
 	local gr=$T/root/etc/group members
 	members=$(sd_in getent group garuda | cut -d: -f4)
 	if [[ ${SD_HOST:-} == packaged ]]; then
+		# its own two operators, then gtin; a host that is itself a packaged node
+		# brings its own members along (its /etc/group is the copy's start)
 		check "packaged node: group garuda has members of its own ($members)" \
-			grep -qx 'gtopa,gtopb,gtin' <<<"$members"
+			grep -qE '(^|,)gtopa,gtopb,gtin$' <<<"$members"
 		check "packaged node: /etc/default/garuda says GARUDAD_OPTIONS=\"\"" \
 			sd_in grep -qx 'GARUDAD_OPTIONS=""' /etc/default/garuda
 		check "packaged node: /etc/garuda/garudad.json exists" sd_in test -s /etc/garuda/garudad.json
