@@ -5,14 +5,14 @@
 #                                     it), without a tool (naming its Debian package) or
 #                                     where unshare --mount --pid is not permitted;
 #   real_outer ENGINE_PROCS NAME SRC GARUDAD GARCTL MINIMAL
-#                                     run "$0 --inner SRC GARUDAD GARCTL MINIMAL WORK"
-#                                     (WORK: a temp dir /tmp/NAME.XXXXXX, removed at exit)
+#                                     run "$0 --inner SRC GARUDAD GARCTL MINIMAL SCRATCH"
+#                                     (SCRATCH: a temp dir /tmp/NAME.XXXXXX, removed at exit)
 #                                     in the namespaces for at most 55 s, and fail when
 #                                     the host is not left as it was found
 #                                     (hostcheck.sh: ENGINE_PROCS, the engine's processes
 #                                     by name); exits with the test's status. A test that
 #                                     defines real_cleanup has it run after the inner run
-#                                     and again at exit, before WORK goes;
+#                                     and again at exit, before SCRATCH goes;
 #   real_inner "$@"                   inside: sets src garudad garctl minimal work start,
 #                                     and mounts a tmpfs on /run.
 # Plus skip and fail (exit 77, exit 1, with the message).
@@ -55,7 +55,7 @@ real_outer() { # ENGINE_PROCS NAME SRC GARUDAD GARCTL MINIMAL
 }
 
 # shellcheck disable=SC2034 # the variables are the test's
-real_inner() { # --inner SRC GARUDAD GARCTL MINIMAL WORK
+real_inner() { # --inner SRC GARUDAD GARCTL MINIMAL SCRATCH
 	src=$2 garudad=$3 garctl=$4 minimal=$5 work=$6
 	start=$SECONDS
 	mount -t tmpfs -o mode=0755 tmpfs /run
