@@ -274,7 +274,7 @@ static int predict_wait(struct garuda_stream *s, const struct garuda_plan *p, ui
 			backstop_at = now + backstop_ns;
 		}
 		uint32_t head = garuda_watch_first_on(w, key);
-		uint64_t head_target = garuda_watch_get(w, head)->pw.target;
+		uint64_t head_target = garuda_watch_get(w, head)->target;
 		uint64_t until = garuda_watch_next(w, now);
 		if (!until) { /* a spin step */
 			uint64_t seen, end = now + PREDICT_SPIN_SLICE_NS;

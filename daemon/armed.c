@@ -1,6 +1,8 @@
 /* armed.c — see armed.h. */
 #include "armed.h"
 
+_Static_assert(sizeof(struct armed) == 48, "a payload is 48 bytes (RSS per armed wait)");
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +64,11 @@ void armed_release_refs(struct armed *a, struct notice_queue *loop)
 
 /* ---- the removal index ----
  *
- * Every command gets a sequence number (gen) as it is applied, and every armed
- * descriptor remembers the gen of its ARM. A removal applies to the descriptors armed
- * before it (gen smaller than its own), so the removals of a whole batch of commands
+ * Every command of a batch gets its place in the batch (gen, 1..) as it is applied,
+ * and a descriptor armed in the batch remembers the gen of its ARM until the batch's
+ * removals are applied; then it is 0, older than any later removal (4 bytes where a
+ * sequence number for good would take 8, in every armed descriptor). A removal
+ * applies to the descriptors armed before it (gen smaller than its own), so the removals of a whole batch of commands
  * can wait and be applied together, whatever order they came in relative to ARMs (an
  * ARM after a DROP_SINK of a sink at a reused address is not dropped). A batch of
  * DISARMs only looks at the descriptors on their words (the watcher's index by word:

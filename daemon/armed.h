@@ -2,8 +2,8 @@
  * wait is the scanner's watcher's, proto/watch.h, under the same id) and the removal
  * index that applies a batch of DISARMs and DROP_*s together.
  *
- * Promises: a removal takes only descriptors armed before it (smaller gen), so
- * removals and ARMs of one batch may be applied in any order; the first DISARM after
+ * Promises: a removal takes only descriptors armed before it (an earlier batch, or a
+ * smaller gen in its own), so removals and ARMs of one batch may be applied in any order; the first DISARM after
  * an ARM takes it, the others answer NOT_ARMED. Every armed descriptor holds one
  * reference on its sink, segment and binding and one unit of the armed quota;
  * armed_release() gives them back.
@@ -16,22 +16,35 @@
 #include <stdint.h>
 
 #include "notice.h"
+#include "points.h"
 #include "policy.h"
 #include "segment.h"
 #include "sink.h"
 
 /* One armed descriptor's payload. */
-struct armed {
+struct armed {           /* 48 bytes: one per armed descriptor (RSS per armed wait) */
 	struct sink *sink;
 	struct segment *seg;
 	struct binding *bind;
 	uint64_t token;
-	uint64_t value;       /* set when fired */
-	uint64_t gen;         /* sequence number of its ARM command */
-	uint64_t point_key;   /* points.h */
+	uint32_t gen;         /* while its command batch is applied, its ARM's place in the
+			       * batch (1..); after, 0: older than every later removal */
 	uint32_t point_slot;  /* POINT_NONE: no point */
-	uint32_t index;
-	uint8_t form;
+	uint32_t index : 24;  /* its slot (< GARUDA_SEGMENT_MAX_LINES x 8 = 2^19) */
+	uint32_t form : 8;
+	uint32_t point;       /* the point the client named; 0: its word's own (armed_point_key) */
+};
+
+/* Its point's key (points.h): the named point, else its word's. */
+static inline uint64_t armed_point_key(const struct armed *a)
+{
+	return a->point ? POINT_KEY_NAMED | a->point : point_key_word(a->seg->id, a->index);
+}
+
+/* A fired descriptor, for delivery: its payload and the value its word was read as. */
+struct fired {
+	struct armed a;
+	uint64_t value;
 };
 
 /* Give back what one descriptor holds (references and its armed quota unit). On a

@@ -18,6 +18,7 @@
 #include "wire.h"
 
 struct armed;
+struct fired;
 struct readiness;
 
 struct form_ops {
@@ -29,7 +30,7 @@ struct form_ops {
 	/* what one write serves: fired descriptors with equal keys are delivered together */
 	uintptr_t (*group_key)(const struct armed *a);
 	/* deliver f[0..n), fired descriptors of this form with one group key (readiness.h) */
-	void (*deliver)(struct readiness *r, struct armed *f, unsigned n);
+	void (*deliver)(struct readiness *r, struct fired *f, unsigned n);
 };
 
 extern const struct form_ops form_table[GARUDA_FORM_COUNT];

@@ -167,24 +167,24 @@ static enum delivery deliver_eventfd(struct readiness *r, struct binding *b, str
 	}
 }
 
-void readiness_eventfd(struct readiness *r, struct armed *f, unsigned n)
+void readiness_eventfd(struct readiness *r, struct fired *f, unsigned n)
 {
-	switch (deliver_eventfd(r, f[0].bind, f[0].sink, n)) {
+	switch (deliver_eventfd(r, f[0].a.bind, f[0].a.sink, n)) {
 	case DELIVERY_RETRIED:
-		sink_count(f[0].sink, SN_write_retries, 1);
+		sink_count(f[0].a.sink, SN_write_retries, 1);
 		break;
 	case DELIVERY_DROPPED:
-		sink_count(f[0].sink, SN_undelivered, n);
+		sink_count(f[0].a.sink, SN_undelivered, n);
 		break;
 	default:
 		break;
 	}
 }
 
-void readiness_doorbell(struct readiness *r, struct armed *f, unsigned n)
+void readiness_doorbell(struct readiness *r, struct fired *f, unsigned n)
 {
 	(void)r;
-	uint32_t *bell = &f[0].seg->map->hdr.doorbell;
+	uint32_t *bell = &f[0].a.seg->map->hdr.doorbell;
 	__atomic_fetch_add(bell, n, __ATOMIC_RELEASE);
 	futex_wake(bell, INT_MAX, true); /* shared memory: every waiter, any process */
 }
@@ -192,7 +192,7 @@ void readiness_doorbell(struct readiness *r, struct armed *f, unsigned n)
 /* Encode the READY (n == 1, or the client did not ask for batches: one record each)
  * or READY_BATCH (up to GARUDA_BATCH_MAX records) for f[0..n) into buf; returns its
  * length. */
-static size_t encode_ready(const struct armed *f, unsigned n, uint8_t *buf, size_t cap)
+static size_t encode_ready(const struct fired *f, unsigned n, uint8_t *buf, size_t cap)
 {
 	struct garuda_msg m;
 	struct garuda_ready *rec;
@@ -205,16 +205,16 @@ static size_t encode_ready(const struct armed *f, unsigned n, uint8_t *buf, size
 		rec = m.ready_batch.ready;
 	}
 	for (unsigned i = 0; i < n; i++)
-		rec[i] = (struct garuda_ready){ .token = f[i].token, .value = f[i].value,
-						.slot = { f[i].seg->id, f[i].index } };
+		rec[i] = (struct garuda_ready){ .token = f[i].a.token, .value = f[i].value,
+						.slot = { f[i].a.seg->id, f[i].a.index } };
 	return (size_t)garuda_msg_encode(&m, buf, cap);
 }
 
 /* READY messages of one sink: f[0..n), as few datagrams as the client accepts,
  * sendmmsg in batches; on EAGAIN the rest coalesce into the sink's overflow flag. */
-void readiness_messages(struct readiness *r, struct armed *f, unsigned n)
+void readiness_messages(struct readiness *r, struct fired *f, unsigned n)
 {
-	struct sink *sink = f[0].sink;
+	struct sink *sink = f[0].a.sink;
 	unsigned per = sink->features & GARUDA_FEATURE_READY_BATCH ? GARUDA_BATCH_MAX : 1;
 	static _Thread_local uint8_t bufs[SEND_BATCH][GARUDA_MSG_MAX];
 	struct mmsghdr mm[SEND_BATCH];
@@ -250,7 +250,7 @@ void readiness_messages(struct readiness *r, struct armed *f, unsigned n)
  * serves each run. */
 static int cmp_fired(const void *pa, const void *pb)
 {
-	const struct armed *a = pa, *b = pb;
+	const struct armed *a = &((const struct fired *)pa)->a, *b = &((const struct fired *)pb)->a;
 	const struct form_ops *fa = form_get(a->form), *fb = form_get(b->form);
 	if (fa->rank != fb->rank)
 		return fa->rank < fb->rank ? -1 : 1;
@@ -260,15 +260,15 @@ static int cmp_fired(const void *pa, const void *pb)
 	return x < y ? -1 : x > y;
 }
 
-void readiness_deliver(struct readiness *r, struct armed *f, unsigned n)
+void readiness_deliver(struct readiness *r, struct fired *f, unsigned n)
 {
 	if (n > 1)
 		qsort(f, n, sizeof(*f), cmp_fired);
 	r->blocked = false;
 	for (unsigned i = 0, j; i < n; i = j) {
-		const struct form_ops *fo = form_get(f[i].form);
-		uintptr_t key = fo->group_key(&f[i]);
-		for (j = i + 1; j < n && form_get(f[j].form) == fo && fo->group_key(&f[j]) == key; j++)
+		const struct form_ops *fo = form_get(f[i].a.form);
+		uintptr_t key = fo->group_key(&f[i].a);
+		for (j = i + 1; j < n && form_get(f[j].a.form) == fo && fo->group_key(&f[j].a) == key; j++)
 			;
 		fo->deliver(r, f + i, j - i);
 	}

@@ -52,13 +52,13 @@ void readiness_fini(struct readiness *r);
 
 /* Deliver f[0..n) (fired descriptors, value set); reorders f. The caller releases the
  * descriptors afterwards. */
-void readiness_deliver(struct readiness *r, struct armed *f, unsigned n);
+void readiness_deliver(struct readiness *r, struct fired *f, unsigned n);
 
 /* One form's writes (form.c's table): f[0..n), fired descriptors of that form with one
  * group key (one binding, one sink, one segment). */
-void readiness_eventfd(struct readiness *r, struct armed *f, unsigned n);
-void readiness_messages(struct readiness *r, struct armed *f, unsigned n);
-void readiness_doorbell(struct readiness *r, struct armed *f, unsigned n);
+void readiness_eventfd(struct readiness *r, struct fired *f, unsigned n);
+void readiness_messages(struct readiness *r, struct fired *f, unsigned n);
+void readiness_doorbell(struct readiness *r, struct fired *f, unsigned n);
 
 /* The scanner is about to sleep or park: disarm the guard (one syscall, only when it
  * was armed), so that no tick wakes it. */

@@ -69,6 +69,7 @@ struct cmd {
 	void *obj;        /* DROP_*: segment, binding or sink; DISARM: sink. Compared only,
 			   * never dereferenced: it may be freed by the time the scanner reads it */
 	uint32_t segment_id, index;
+	uint32_t id;      /* ARM, once applied: its watcher id */
 	uint64_t token, cookie;
 	uint64_t session_id; /* DISARM, answered drops: who gets the answer */
 	bool noreply;
@@ -101,11 +102,10 @@ struct scanner {
 	struct sink **due_sink;  /* whose each one is [SCANNER_STEP_MAX] */
 	struct garuda_watch_fire *fires; /* one word's fires [firescap] */
 	uint32_t firescap;
-	struct armed *fired;     /* a step's fired payloads [firedcap] */
+	struct fired *fired;     /* a step's fired payloads [firedcap] */
 	uint32_t firedcap;
 	struct garuda_watch_tuning wt; /* what the watcher runs with (retuned on change) */
 	struct readiness out;
-	uint64_t gen; /* commands applied so far */
 	uintptr_t line; /* the cache line every armed descriptor's word is on; 0: nothing
 			 * armed, or several lines (note_line, after every change of the set) */
 	bool stop;
@@ -172,7 +172,7 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 		.bind = r->binding,
 		.index = r->index,
 		.form = r->form,
-		.point_key = r->point_key,
+		.point = r->point_key & POINT_KEY_NAMED ? (uint32_t)(r->point_key & ~POINT_KEY_NAMED) : 0,
 		.point_slot = r->point_slot,
 	};
 	c.word = segment_word(r->segment, r->index);
@@ -235,7 +235,7 @@ static void answer_list(struct scanner *s, struct list_request *lr)
 		if (garuda_watch_live(w, id) && a->seg == lr->seg)
 			lr->views[lr->n++] = (struct armed_view){
 				.index = a->index, .form = a->form,
-				.target = garuda_watch_get(w, id)->pw.target, .token = a->token };
+				.target = garuda_watch_get(w, id)->target, .token = a->token };
 	}
 	pthread_mutex_lock(&lr->lock);
 	lr->done = true;
@@ -371,7 +371,7 @@ static void note_line(struct scanner *s)
 		for (uint32_t id = 0; id < garuda_watch_capacity(w); id++) {
 			if (!garuda_watch_live(w, id))
 				continue;
-			uintptr_t l = (uintptr_t)garuda_watch_get(w, id)->pw.word & mask;
+			uintptr_t l = (uintptr_t)garuda_watch_word_key(w, garuda_watch_get(w, id)->word) & mask;
 			if (line && l != line) {
 				line = 0;
 				break;
@@ -402,7 +402,7 @@ static bool take_commands(struct scanner *s)
 	retune(s, now);
 	for (unsigned i = 0; i < n; i++) {
 		struct cmd *c = &cmds[i];
-		uint64_t gen = ++s->gen;
+		uint32_t gen = i + 1; /* armed.c: the removal index */
 		switch (c->kind) {
 		case CMD_ARM: {
 			room(s, 1);
@@ -415,6 +415,7 @@ static bool take_commands(struct scanner *s)
 			c->pw.taken_ns = now;
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
 			s->pay[id] = c->a;
+			c->id = id;
 			armed = true;
 			break;
 		}
@@ -442,6 +443,9 @@ static bool take_commands(struct scanner *s)
 	free(rem);
 	free(remcmd);
 	for (unsigned i = 0; i < n; i++) { /* after the batch: the set as it now stands */
+		if (cmds[i].kind == CMD_ARM) /* older than every later removal (a freed id's
+					      * payload is nobody's: harmless) */
+			s->pay[cmds[i].id].gen = 0;
 		if (cmds[i].kind == CMD_LIST)
 			answer_list(s, cmds[i].obj);
 		else if (cmds[i].kind == CMD_STOP)
@@ -458,7 +462,7 @@ static bool take_commands(struct scanner *s)
  * client that got its last READY may ask at once); record each find into its point,
  * exact or censored (the watcher's garuda_policy_find); the detection bound: the store
  * landed since the word's previous look. */
-static void count_fired(struct scanner *s, const struct armed *f, const struct garuda_watch_fire *fires,
+static void count_fired(struct scanner *s, const struct fired *f, const struct garuda_watch_fire *fires,
 			unsigned k)
 {
 	for (unsigned i = 0; i < k; i++) {
@@ -467,14 +471,14 @@ static void count_fired(struct scanner *s, const struct armed *f, const struct g
 		if (fd->kind == GARUDA_FIND_LATE)
 			count(s, SC_late_wakes, 1);
 		else if (fd->kind != GARUDA_FIND_UNKNOWN)
-			points_record(f[i].sink->points, f[i].point_slot, f[i].point_key,
+			points_record(f[i].a.sink->points, f[i].a.point_slot, armed_point_key(&f[i].a),
 				      fd->kind == GARUDA_FIND_EXACT, fd->ns);
 		uint64_t d = fires[i].since_ns;
 		unsigned b = sink_lat_bucket(d);
 		atomic_fetch_add_explicit(&s->st_hist[b], 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->st_detect_ns_sum, d, memory_order_relaxed);
-		form_tally_add(&s->st_by_form, f[i].form, 1);
-		sink_count_fired(f[i].sink, f[i].form, b);
+		form_tally_add(&s->st_by_form, f[i].a.form, 1);
+		sink_count_fired(f[i].a.sink, f[i].a.form, b);
 	}
 	count(s, SC_completions, k);
 }
@@ -554,8 +558,7 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 			continue;
 		grow_for(s, (void **)&s->fired, &s->firedcap, nf + k, sizeof(*s->fired));
 		for (unsigned j = 0; j < k; j++) {
-			s->fired[nf + j] = s->pay[s->fires[j].id];
-			s->fired[nf + j].value = v;
+			s->fired[nf + j] = (struct fired){ s->pay[s->fires[j].id], v };
 		}
 		count_fired(s, &s->fired[nf], s->fires, k);
 		nf += k;
@@ -565,7 +568,7 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 			uint32_t head = garuda_watch_word_head(w, wi);
 			const struct armed *h = &s->pay[head];
 			uint64_t sl, ex;
-			if (s->wt.predict && points_peek(h->sink->points, h->point_slot, h->point_key, &sl, &ex))
+			if (s->wt.predict && points_peek(h->sink->points, h->point_slot, armed_point_key(h), &sl, &ex))
 				garuda_watch_resleep(w, head, sl, ex, now);
 		}
 	}
@@ -578,10 +581,10 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 	note_line(s);
 	/* the armed quota first: a client that got its READY may re-arm at once */
 	for (unsigned i = 0; i < nf; i++)
-		armed_release_quota(&s->fired[i]);
+		armed_release_quota(&s->fired[i].a);
 	readiness_deliver(&s->out, s->fired, nf);
 	for (unsigned i = 0; i < nf; i++)
-		armed_release_refs(&s->fired[i], s->notices);
+		armed_release_refs(&s->fired[i].a, s->notices);
 	return nf;
 }
 
@@ -629,9 +632,10 @@ static bool wordwait_step(struct scanner *s, unsigned seq)
 	for (uint32_t id = 0; id < garuda_watch_capacity(gw); id++) {
 		if (!garuda_watch_live(gw, id))
 			continue;
-		const struct garuda_policy_wait *pw = &garuda_watch_get(gw, id)->pw;
-		if (garuda_reached(__atomic_load_n((const uint64_t *)(uintptr_t)pw->word, __ATOMIC_ACQUIRE),
-				   pw->target))
+		const struct garuda_watch_wait *a = garuda_watch_get(gw, id);
+		uint64_t key = garuda_watch_word_key(gw, a->word);
+		if (garuda_reached(__atomic_load_n((const uint64_t *)(uintptr_t)key, __ATOMIC_ACQUIRE),
+				   a->target))
 			return true;
 	}
 	if (wordwait_park(w, SCANNER_WORDWAIT_STEP_NS))

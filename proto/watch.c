@@ -9,6 +9,9 @@
 
 enum place { P_NONE, P_SPIN, P_AT, P_LEVEL };
 
+/* what garudad keeps per armed wait and per word (RSS per armed wait, issue 29) */
+_Static_assert(sizeof(struct garuda_watch_wait) == 48, "a wait is 48 bytes");
+
 /* a sweep asks for the word this many entries ahead of the one it looks at */
 #define GARUDA_WATCH_AHEAD 32u
 
@@ -17,6 +20,8 @@ struct garuda_watch_word {
 	uint64_t hold;      /* P_LEVEL: a look before this time, finding nothing, leaves
 			     * it on its level (0: place it again at every look) */
 	uint64_t last_look; /* when it was last looked at (0: never) */
+	uint64_t start_ns;  /* the head run's start: the waits of its lowest target are
+			     * STARTED there, the rest QUEUED (policy.h, stream order) */
 	uint32_t head, tail; /* waits, ascending target (GARUDA_WATCH_NONE: none) */
 	uint32_t nwaits;
 	uint32_t owner;
@@ -24,7 +29,8 @@ struct garuda_watch_word {
 	uint32_t lgen;      /* P_LEVEL: its placement's number (its live level entry's) */
 	uint8_t place, level;
 	bool spun;          /* its last look was a spin step (not a timed one) */
-	uint64_t step;      /* the step that last gave it out (due(): once per step) */
+	uint32_t step;      /* the step that last gave it out, mod 2^32 (due(): once per
+			     * step; a word looked at again exactly 2^32 steps later waits one) */
 };
 
 /* an owner's level: an array of entries (word, placement number), appended as words
@@ -56,11 +62,11 @@ struct garuda_watch_ownerrec {
 	struct garuda_watch_level lv[GARUDA_WATCH_LEVELS];
 };
 
-/* a heap entry: a word (tag 0) or an owner's level (tag 1) */
+/* a heap entry: a word (tag 0) or an owner's level (tag 1), 16 bytes */
 struct garuda_watch_timer {
 	uint64_t due;
-	uint32_t what; /* word index, or owner * LEVELS + level */
-	uint32_t tag;
+	uint32_t what : 31; /* word index, or owner * LEVELS + level (reserve(): < 2^31) */
+	uint32_t tag : 1;
 	uint32_t seq;  /* when its time was set: equal times leave the heap first in, first out */
 };
 
@@ -122,6 +128,26 @@ void garuda_watch_fini(struct garuda_watch *w)
 	free(w->spin);
 	free(w->heap);
 	*w = (struct garuda_watch){ 0 };
+}
+
+/* wait id as the policy sees it (watch.h): the head run is STARTED at its word's start */
+static struct garuda_policy_wait pw_of(const struct garuda_watch *w, uint32_t id)
+{
+	const struct garuda_watch_wait *a = &w->waits[id];
+	const struct garuda_watch_word *d = &w->words[a->word];
+	struct garuda_policy_wait pw;
+	garuda_policy_wait_init(&pw, d->key, a->target, a->arm_ns, a->taken_ns, a->sleep_ns,
+				a->exact_sleep_ns);
+	if (w->waits[d->head].target == a->target)
+		garuda_policy_wait_start(&pw, d->start_ns);
+	else
+		garuda_policy_wait_queue(&pw);
+	return pw;
+}
+
+struct garuda_policy_wait garuda_watch_policy_wait(const struct garuda_watch *w, uint32_t id)
+{
+	return pw_of(w, id);
 }
 
 /* ---------------------------------------------------------------- the heap */
@@ -222,8 +248,12 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 		break;
 	case P_LEVEL: { /* its entry goes stale (d->place changes below) */
 		struct garuda_watch_level *lv = level_of(w, d->owner, d->level);
-		if (!--lv->n) { /* every entry is stale: drop them, and the timer */
-			lv->len = 0;
+		if (!--lv->n) { /* every entry is stale: drop them, the array (RSS follows
+				 * what is on a level now: a tenant's idle words pass through
+				 * every level in turn) and the timer */
+			lv->len = lv->cap = 0;
+			free(lv->e);
+			lv->e = NULL;
 			lv->sweeping = false;
 			if (lv->hpos != GARUDA_WATCH_NONE) {
 				heap_del(w, lv->hpos);
@@ -324,7 +354,8 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	struct garuda_watch_word *d = &w->words[wi];
 	uint64_t due = 0;
 	unsigned level = 0;
-	enum place p = place_for(w, &w->waits[d->head].pw, now, &due, &level);
+	struct garuda_policy_wait h = pw_of(w, d->head);
+	enum place p = place_for(w, &h, now, &due, &level);
 	if (p == P_LEVEL)
 		d->hold = due;
 	if (p == d->place && (p == P_SPIN || (p == P_LEVEL && level == d->level)))
@@ -370,7 +401,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 void garuda_watch_retune(struct garuda_watch *w, const struct garuda_watch_tuning *t, uint64_t now)
 {
 	w->t = *t;
-	for (uint32_t i = 0; i < w->wcap; i++)
+	for (uint32_t i = 0; i < w->wtop; i++)
 		if (w->words[i].head != GARUDA_WATCH_NONE) {
 			unplace(w, i);
 			place(w, i, now);
@@ -405,7 +436,7 @@ static int hash_rebuild(struct garuda_watch *w, uint32_t cap)
 	w->hash = h;
 	w->hcap = cap;
 	w->hused = 0;
-	for (uint32_t i = 0; i < w->wcap; i++)
+	for (uint32_t i = 0; i < w->wtop; i++)
 		if (w->words[i].head != GARUDA_WATCH_NONE) {
 			w->hash[hash_find(w, w->words[i].key)] = i;
 			w->hused++;
@@ -430,31 +461,21 @@ static int grow(void **p, uint32_t *cap, uint32_t want, size_t size)
 
 int garuda_watch_reserve(struct garuda_watch *w, uint32_t n)
 {
-	uint32_t want = w->nlive + n;
-	if (want > w->cap) {
-		uint32_t old = w->cap;
-		if (grow((void **)&w->waits, &w->cap, want, sizeof(*w->waits)))
-			return -ENOMEM;
-		for (uint32_t i = w->cap; i-- > old;) { /* lowest ids first */
-			w->waits[i] = (struct garuda_watch_wait){ .next = w->free_head };
-			w->free_head = i;
-		}
-	}
-	/* a word per wait at most */
-	uint32_t wwant = w->nwords + n;
-	if (wwant > w->wcap) {
-		uint32_t old = w->wcap;
-		if (grow((void **)&w->words, &w->wcap, wwant, sizeof(*w->words)))
-			return -ENOMEM;
-		for (uint32_t i = w->wcap; i-- > old;) {
-			w->words[i] = (struct garuda_watch_word){ .head = GARUDA_WATCH_NONE,
-								  .tail = w->wfree };
-			w->wfree = i;
-		}
-	}
-	if (2 * (w->hused + n) + 1 > w->hcap) {
+	/* room, not entries: an id or a word is written when first used (new_wait,
+	 * new_word), so room never used costs no RSS */
+	if (grow((void **)&w->waits, &w->cap, w->nlive + n, sizeof(*w->waits)))
+		return -ENOMEM;
+	/* a word per wait at most; a word's index fits a timer (< 2^31) */
+	if (w->nwords + n > (1u << 31))
+		return -ENOMEM;
+	if (grow((void **)&w->words, &w->wcap, w->nwords + n, sizeof(*w->words)))
+		return -ENOMEM;
+	/* the hash at most 3/4 full (linear probing: 2.5 probes a hit on average; it is
+	 * looked up at arms, removals and pokes, never by a step) */
+	uint64_t hwant = ((uint64_t)w->hused + n) * 4 / 3 + 1;
+	if (hwant > w->hcap) {
 		uint32_t hc = 16;
-		while (hc < 2 * (w->hused + n) + 1)
+		while (hc < hwant)
 			hc *= 2;
 		if (hash_rebuild(w, hc))
 			return -ENOMEM;
@@ -507,12 +528,9 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 			return;
 		/* the last owner takes its index: its words and level timers follow */
 		w->owners[o] = w->owners[last];
-		for (uint32_t i = 0; i < w->wcap; i++)
+		for (uint32_t i = 0; i < w->wtop; i++)
 			if (w->words[i].head != GARUDA_WATCH_NONE && w->words[i].owner == last)
 				w->words[i].owner = o;
-		for (uint32_t i = 0; i < w->cap; i++)
-			if (w->waits[i].live && w->waits[i].owner == last)
-				w->waits[i].owner = o;
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 			if (w->owners[o].lv[l].hpos != GARUDA_WATCH_NONE)
 				w->heap[w->owners[o].lv[l].hpos].what = o * GARUDA_WATCH_LEVELS + l;
@@ -522,84 +540,95 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 
 /* ---------------------------------------------------------------- waits */
 
-/* Stream order on word wi (docs/plans.md, "Several outstanding sequences on one word"): the head run
- * (the lowest target) starts, at its earliest clock; the rest queue. Only the waits
- * whose state changes are touched: the head run, and a new wait. */
-static void order_head(struct garuda_watch *w, uint32_t wi, uint64_t landing)
+/* Stream order on word wi (docs/plans.md, "Several outstanding sequences on one word"):
+ * its head run (the waits of its lowest target) is STARTED at the word's start, the
+ * rest are QUEUED (pw_of). A head run whose waits were queued starts, when its
+ * predecessor lands at `landing`, at the earliest max(arm, landing) among its waits. */
+static void start_run(struct garuda_watch *w, uint32_t wi, uint64_t landing)
 {
 	struct garuda_watch_word *d = &w->words[wi];
-	uint64_t target = w->waits[d->head].pw.target, start = UINT64_MAX;
-	for (uint32_t i = d->head; i != GARUDA_WATCH_NONE && w->waits[i].pw.target == target;
-	     i = w->waits[i].next) {
-		const struct garuda_policy_wait *p = &w->waits[i].pw;
-		uint64_t c = p->state == GARUDA_POLICY_QUEUED ? max_u64(p->arm_ns, landing)
-			     : p->state == GARUDA_POLICY_STARTED ? p->start_ns
-								 : p->arm_ns;
-		start = min_u64(start, c);
-	}
-	for (uint32_t i = d->head; i != GARUDA_WATCH_NONE && w->waits[i].pw.target == target;
+	uint64_t target = w->waits[d->head].target, start = UINT64_MAX;
+	for (uint32_t i = d->head; i != GARUDA_WATCH_NONE && w->waits[i].target == target;
 	     i = w->waits[i].next)
-		garuda_policy_wait_start(&w->waits[i].pw, start);
+		start = min_u64(start, max_u64(w->waits[i].arm_ns, landing));
+	d->start_ns = start;
+}
+
+/* a free id: one given back, else the first never used (reserve() made room) */
+static uint32_t new_wait(struct garuda_watch *w)
+{
+	uint32_t id = w->free_head;
+	if (id == GARUDA_WATCH_NONE)
+		return w->top++;
+	w->free_head = w->waits[id].next;
+	return id;
+}
+
+static uint32_t new_word(struct garuda_watch *w)
+{
+	uint32_t wi = w->wfree;
+	if (wi == GARUDA_WATCH_NONE)
+		return w->wtop++;
+	w->wfree = w->words[wi].tail;
+	return wi;
 }
 
 uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
 			  uint32_t owner, uint64_t now)
 {
-	uint32_t id = w->free_head;
+	uint32_t id = new_wait(w);
 	struct garuda_watch_wait *a = &w->waits[id];
-	w->free_head = a->next;
-	*a = (struct garuda_watch_wait){ .pw = *pw, .owner = owner, .next = GARUDA_WATCH_NONE,
-					 .live = 1 };
+	*a = (struct garuda_watch_wait){ .target = pw->target,
+					 .arm_ns = pw->arm_ns,
+					 .taken_ns = pw->taken_ns,
+					 .sleep_ns = pw->sleep_ns,
+					 .exact_sleep_ns = pw->exact_sleep_ns,
+					 .next = GARUDA_WATCH_NONE };
 	w->nlive++;
 	uint32_t slot = hash_find(w, pw->word), wi = w->hash[slot];
 	if (wi == GARUDA_WATCH_NONE) {
-		wi = w->wfree;
+		wi = new_word(w);
 		struct garuda_watch_word *d = &w->words[wi];
-		w->wfree = d->tail;
 		*d = (struct garuda_watch_word){ .key = pw->word, .head = id, .tail = id,
-						 .owner = owner, .nwaits = 1 };
+						 .owner = owner, .nwaits = 1,
+						 .start_ns = pw->arm_ns };
 		w->hash[slot] = wi;
 		w->hused++;
 		w->nwords++;
 		w->owners[owner].nwords++;
 		a->word = wi;
-		order_head(w, wi, now);
 		place(w, wi, now);
 		return id;
 	}
 	struct garuda_watch_word *d = &w->words[wi];
 	a->word = wi;
 	d->nwaits++;
-	uint64_t t = pw->target;
-	if (!before(t, w->waits[d->tail].pw.target)) { /* the usual case: behind the rest */
+	uint64_t t = pw->target, run = w->waits[d->head].target;
+	if (!before(t, w->waits[d->tail].target)) { /* the usual case: behind the rest */
 		w->waits[d->tail].next = id;
 		d->tail = id;
-	} else if (before(t, w->waits[d->head].pw.target)) {
+	} else if (before(t, run)) {
 		a->next = d->head;
 		d->head = id;
 	} else {
 		uint32_t p = d->head;
-		while (!before(t, w->waits[w->waits[p].next].pw.target))
+		while (!before(t, w->waits[w->waits[p].next].target))
 			p = w->waits[p].next;
 		a->next = w->waits[p].next;
 		w->waits[p].next = id;
 	}
-	const struct garuda_policy_wait *hp = &w->waits[d->head].pw;
-	if (d->head != id && hp->target == t && hp->state == GARUDA_POLICY_STARTED &&
-	    !before(pw->arm_ns, hp->start_ns)) {
-		/* it joins the head run, whose start is no later than its arm: it shares that
-		 * start, and nothing else changes (O(1): 65,536 arms of one target on one word
-		 * must not cost 65,536^2 / 2) */
-		garuda_policy_wait_start(&a->pw, hp->start_ns);
-	} else if (hp->target == t) { /* it is (in) the head run */
-		if (d->head == id) /* a new head: the old run queues behind it */
-			for (uint32_t i = a->next; i != GARUDA_WATCH_NONE; i = w->waits[i].next)
-				garuda_policy_wait_queue(&w->waits[i].pw);
-		order_head(w, wi, now);
+	if (t == run) {
+		/* it joins the head run, STARTED at the earlier of the run's start and its
+		 * arm (O(1): 65,536 arms of one target on one word must not cost
+		 * 65,536^2 / 2) */
+		if (pw->arm_ns < d->start_ns) {
+			d->start_ns = pw->arm_ns;
+			place(w, wi, now);
+		}
+	} else if (d->head == id) { /* a new head: the old run queues behind it */
+		d->start_ns = pw->arm_ns;
 		place(w, wi, now);
-	} else {
-		garuda_policy_wait_queue(&a->pw);
-	}
+	} /* else it queues: nothing about the word changes */
 	return id;
 }
 
@@ -622,7 +651,7 @@ static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool 
 	struct garuda_watch_wait *a = &w->waits[id];
 	uint32_t wi = a->word;
 	struct garuda_watch_word *d = &w->words[wi];
-	bool was_head_run = w->waits[d->head].pw.target == a->pw.target;
+	bool was_head_run = w->waits[d->head].target == a->target;
 	uint32_t prev = GARUDA_WATCH_NONE;
 	for (uint32_t i = d->head; i != id; i = w->waits[i].next)
 		prev = i;
@@ -632,7 +661,7 @@ static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool 
 		w->waits[prev].next = a->next;
 	if (d->tail == id)
 		d->tail = prev;
-	a->live = 0;
+	a->word = GARUDA_WATCH_NONE;
 	a->next = w->free_head;
 	w->free_head = id;
 	w->nlive--;
@@ -655,7 +684,8 @@ static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool 
 		return;
 	}
 	if (reorder && was_head_run) {
-		order_head(w, wi, now);
+		if (w->waits[d->head].target != a->target)
+			start_run(w, wi, now); /* the run went: the next one starts */
 		place(w, wi, now);
 	}
 }
@@ -732,7 +762,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 	uint32_t from = w->nspin > max ? w->spin_rr % w->nspin : 0;
 	for (uint32_t i = 0; i < w->nspin && n < max; i++) {
 		uint32_t wi = w->spin[(from + i) % w->nspin];
-		w->words[wi].step = w->steps;
+		w->words[wi].step = (uint32_t)w->steps;
 		words[n++] = wi;
 	}
 	w->spin_rr = from + n;
@@ -742,7 +772,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 	while (n < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
 		struct garuda_watch_timer e = w->heap[0];
 		if (e.tag == 0) {
-			w->words[e.what].step = w->steps;
+			w->words[e.what].step = (uint32_t)w->steps;
 			words[n++] = e.what;
 			/* it stays in the heap until found() places it again; move it out of
 			 * the way of this loop */
@@ -769,8 +799,8 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			}
 			lv->e[lv->kept++] = x;
 			take--;
-			if (d->step != w->steps) { /* once a step, whatever level it was on */
-				d->step = w->steps;
+			if (d->step != (uint32_t)w->steps) { /* once a step, whatever level it was on */
+				d->step = (uint32_t)w->steps;
 				words[n++] = x.word;
 				/* what its look will read next, while the walk goes on: its head
 				 * wait, and its word (the key is the driver's address of it; a
@@ -811,16 +841,21 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 	 * or the word was waiting on a timer */
 	bool slept = !d->spun || w->woke_ns > prev;
 	unsigned nf = 0;
-	while (d->head != GARUDA_WATCH_NONE && garuda_reached(v, w->waits[d->head].pw.target)) {
+	uint64_t run = d->head == GARUDA_WATCH_NONE ? 0 : w->waits[d->head].target;
+	while (d->head != GARUDA_WATCH_NONE && garuda_reached(v, w->waits[d->head].target)) {
 		uint32_t id = d->head;
 		struct garuda_watch_wait *a = &w->waits[id];
-		uint64_t since = prev ? prev : a->pw.taken_ns;
+		uint64_t since = prev ? prev : a->taken_ns;
+		/* the run that was STARTED; a word that jumped fires the queued ones too */
+		struct garuda_policy_wait pw = pw_of(w, id);
+		if (a->target != run)
+			garuda_policy_wait_queue(&pw);
 		out[nf].id = id;
-		out[nf].find = garuda_policy_find(&a->pw, &w->t.pol, now, since, slept);
+		out[nf].find = garuda_policy_find(&pw, &w->t.pol, now, since, slept);
 		out[nf].since_ns = now > since ? now - since : 0;
 		out[nf].slept = slept;
 		nf++;
-		w->owners[a->owner].st.fired++;
+		w->owners[d->owner].st.fired++;
 		bool last = a->next == GARUDA_WATCH_NONE;
 		unlink_wait(w, id, now, false);
 		if (last)
@@ -832,7 +867,7 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 		return 0;
 	}
 	if (nf)
-		order_head(w, wi, now); /* the successors of what landed start here */
+		start_run(w, wi, now); /* the successors of what landed start here */
 	d->spun = false;
 	place(w, wi, now);
 	d->spun = d->place == P_SPIN;
@@ -843,10 +878,10 @@ void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns
 			  uint64_t exact_sleep_ns, uint64_t now)
 {
 	struct garuda_watch_wait *a = &w->waits[id];
-	if (a->pw.sleep_ns == sleep_ns && a->pw.exact_sleep_ns == exact_sleep_ns)
+	if (a->sleep_ns == sleep_ns && a->exact_sleep_ns == exact_sleep_ns)
 		return;
-	a->pw.sleep_ns = sleep_ns;
-	a->pw.exact_sleep_ns = exact_sleep_ns;
+	a->sleep_ns = sleep_ns;
+	a->exact_sleep_ns = exact_sleep_ns;
 	if (w->words[a->word].head == id)
 		place(w, a->word, now);
 }
@@ -892,13 +927,13 @@ uint64_t garuda_watch_early_ns(const struct garuda_watch *w)
 int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 {
 	uint32_t live = 0, at = 0, timers = 0, onlevel = 0, entries = 0;
-	for (uint32_t i = 0; i < w->wcap; i++) {
+	for (uint32_t i = 0; i < w->wtop; i++) {
 		const struct garuda_watch_word *d = &w->words[i];
 		if (d->head == GARUDA_WATCH_NONE)
 			continue;
 		live++;
-		if (!w->waits[d->head].live)
-			return snprintf(why, cap, "word %u: its head wait is not live", i), -1;
+		if (w->waits[d->head].word != i)
+			return snprintf(why, cap, "word %u: its head wait is not its", i), -1;
 		if (d->place == P_SPIN && (d->pos >= w->nspin || w->spin[d->pos] != i))
 			return snprintf(why, cap, "word %u: not at its spin position", i), -1;
 		if (d->place == P_AT && (d->pos >= w->nheap || w->heap[d->pos].tag || w->heap[d->pos].what != i))
@@ -920,7 +955,7 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 				if (lv->sweeping && i >= lv->kept && i < lv->cursor)
 					continue;
 				uint32_t x = lv->e[i].word;
-				if (x >= w->wcap)
+				if (x >= w->wtop)
 					return snprintf(why, cap, "owner %u level %u: entry %u names word %u", o, l, i, x), -1;
 				const struct garuda_watch_word *d = &w->words[x];
 				if (d->place != P_LEVEL || d->lgen != lv->e[i].gen)

@@ -94,13 +94,19 @@ struct garuda_watch_tuning {
  * call it. */
 void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out);
 
-/* One wait, as the driver sees it: the policy's wait, and whose it is. */
+/* One wait, as the watcher keeps it: 48 bytes (garudad holds one per armed
+ * descriptor; RSS per armed wait, issue 29). What the policy's wait (policy.h) adds
+ * is its word's: the key, and the head run's start (the waits of a word's lowest
+ * target are STARTED at the word's start_ns, every other wait is QUEUED: stream
+ * order), given by garuda_watch_policy_wait(). */
 struct garuda_watch_wait {
-	struct garuda_policy_wait pw;
-	uint32_t owner;  /* owner index (garuda_watch_owner) */
-	uint32_t word;   /* private: its word's index */
-	uint32_t next;   /* private: the next wait on the word (ascending target) */
-	uint32_t live;   /* private: 1 while added */
+	uint64_t target;         /* the sequence it waits for */
+	uint64_t arm_ns;         /* when the waiter armed */
+	uint64_t taken_ns;       /* the watcher's first look at it */
+	uint64_t sleep_ns;       /* its point's sleep (0: cold) */
+	uint64_t exact_sleep_ns; /* its point's exact sleep */
+	uint32_t word;           /* its word's index; GARUDA_WATCH_NONE while the id is free */
+	uint32_t next;           /* private: the next wait on the word (ascending target) */
 };
 
 /* What the watcher keeps per owner (garudad: a session). */
@@ -119,9 +125,10 @@ struct garuda_watch {
 	/* waits by id (0 .. cap): the driver keeps its own payload by the same id */
 	struct garuda_watch_wait *waits;
 	uint32_t cap, nlive, free_head; /* free ids chain through .next */
+	uint32_t top; /* ids at and above it were never used (untouched: no RSS) */
 	/* words: a pool (free chain through head) and a hash of key -> index */
 	struct garuda_watch_word *words;
-	uint32_t wcap, nwords, wfree;
+	uint32_t wcap, nwords, wfree, wtop; /* words at and above wtop were never used */
 	uint32_t *hash; /* open addressing, GARUDA_WATCH_NONE: empty; tombstones rebuilt */
 	uint32_t hcap, hused;
 	/* the schedule */
@@ -162,13 +169,16 @@ static inline uint32_t garuda_watch_words(const struct garuda_watch *w)
 }
 static inline bool garuda_watch_live(const struct garuda_watch *w, uint32_t id)
 {
-	return id < w->cap && w->waits[id].live;
+	return id < w->top && w->waits[id].word != GARUDA_WATCH_NONE;
 }
 static inline const struct garuda_watch_wait *garuda_watch_get(const struct garuda_watch *w,
 							       uint32_t id)
 {
 	return &w->waits[id];
 }
+/* Wait id as the policy sees it (policy.h): its word's key, and STARTED at its word's
+ * start when it is of the head run, else QUEUED. */
+struct garuda_policy_wait garuda_watch_policy_wait(const struct garuda_watch *w, uint32_t id);
 
 /* The owner with this key (garudad: the session id), made on first use: its index, or
  * GARUDA_WATCH_NONE out of memory. */
@@ -180,8 +190,10 @@ bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
 void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key);
 
 /* Add a wait (room reserved): the policy wait pw (garuda_policy_wait_init; its word is
- * the key), for owner (an index). It queues behind the waits on its word with lower
- * targets (stream order) and its word is placed at now. Returns its id. */
+ * the key; its state and start are the watcher's to set), for owner (an index: a word's
+ * owner is the one its first wait was added for, and its looks and fires are charged
+ * there). It queues behind the waits on its word with lower targets (stream order)
+ * and its word is placed at now. Returns its id. */
 uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
 			  uint32_t owner, uint64_t now);
 /* Add the waits for every target in (from, to] on the word with this key (room

@@ -49,7 +49,7 @@ struct fixture {
 	struct readiness r;
 	struct sink sink;
 	struct binding bind;
-	struct armed fired[3];
+	struct fired fired[3];
 };
 
 static void setup(struct fixture *f, int efd_flags)
@@ -61,10 +61,10 @@ static void setup(struct fixture *f, int efd_flags)
 	f->bind = (struct binding){ .fd = eventfd(0, EFD_CLOEXEC | efd_flags) };
 	cr_assert_geq(f->bind.fd, 0);
 	for (unsigned i = 0; i < 3; i++)
-		f->fired[i] = (struct armed){ .sink = &f->sink,
-					      .bind = &f->bind,
-					      .index = i,
-					      .form = GARUDA_FORM_EVENTFD,
+		f->fired[i] = (struct fired){ .a = { .sink = &f->sink,
+						     .bind = &f->bind,
+						     .index = i,
+						     .form = GARUDA_FORM_EVENTFD },
 					      .value = 1 };
 	eintr_fd = f->bind.fd;
 	eintr_left = 0;
@@ -185,7 +185,7 @@ Test(readiness, one_bindings_fires_in_any_order_are_one_write)
 	setup(&f, EFD_NONBLOCK);
 	struct binding other = { .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
 	cr_assert_geq(other.fd, 0);
-	f.fired[1].bind = &other; /* f.bind, other, f.bind */
+	f.fired[1].a.bind = &other; /* f.bind, other, f.bind */
 	readiness_deliver(&f.r, f.fired, 3);
 	cr_assert_eq(writes_to_fd, 1, "one write serves the binding's run");
 	cr_assert_eq(count_of(&f), 2);

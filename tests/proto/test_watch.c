@@ -331,9 +331,9 @@ Test(watch, stream_order_starts_the_successor_at_the_find)
 	uint32_t o = garuda_watch_owner(&s.w, 1);
 	uint32_t w1 = arm(&s, o, 0, 1, 1 * MS);
 	uint32_t w2 = arm(&s, o, 0, 2, 1 * MS);
-	const struct garuda_watch_wait *q = garuda_watch_get(&s.w, w2);
-	cr_assert_eq(q->pw.state, GARUDA_POLICY_QUEUED);
-	cr_assert_eq(garuda_policy_deadline(&q->pw), UINT64_MAX);
+	struct garuda_policy_wait q = garuda_watch_policy_wait(&s.w, w2);
+	cr_assert_eq(q.state, GARUDA_POLICY_QUEUED);
+	cr_assert_eq(garuda_policy_deadline(&q), UINT64_MAX);
 	cr_assert_eq(garuda_watch_first_on(&s.w, 1), w1);
 	cr_assert_eq(garuda_watch_next_on(&s.w, w1), w2);
 	uint64_t end = s.now + 1200 * US;
@@ -346,11 +346,17 @@ Test(watch, stream_order_starts_the_successor_at_the_find)
 			advance(&s, s.now < land ? land : end + 10 * MS);
 	}
 	uint64_t found = s.now;
-	q = garuda_watch_get(&s.w, w2);
-	cr_assert_eq(q->pw.state, GARUDA_POLICY_STARTED);
-	cr_assert_eq(garuda_policy_start(&q->pw), found);
-	cr_assert_eq(garuda_policy_deadline(&q->pw), found + 1 * MS);
+	q = garuda_watch_policy_wait(&s.w, w2);
+	cr_assert_eq(q.state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(garuda_policy_start(&q), found);
+	cr_assert_eq(garuda_policy_deadline(&q), found + 1 * MS);
 	sim_fini(&s);
+}
+
+static uint64_t deadline_of(const struct garuda_watch *w, uint32_t id)
+{
+	struct garuda_policy_wait pw = garuda_watch_policy_wait(w, id);
+	return garuda_policy_deadline(&pw);
 }
 
 /* (from test_policy.c's garuda_policy_order, gone with it) waits on one (word, target)
@@ -370,16 +376,16 @@ Test(watch, waits_on_one_target_share_the_earliest_start_and_words_are_independe
 	uint32_t d = arm(&s, o, 0, 6, 1 * MS);
 	s.now = t0 + 400 * US;
 	uint32_t c = arm(&s, o, 1, 9, 1 * MS);
-	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, a)->pw), t0 + 1100 * US);
-	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, b)->pw), t0 + 1100 * US,
+	cr_assert_eq(deadline_of(&s.w, a), t0 + 1100 * US);
+	cr_assert_eq(deadline_of(&s.w, b), t0 + 1100 * US,
 		     "one deadline for one target");
-	cr_assert_eq(garuda_policy_deadline(&garuda_watch_get(&s.w, c)->pw), t0 + 1400 * US,
+	cr_assert_eq(deadline_of(&s.w, c), t0 + 1400 * US,
 		     "another word starts at its own arm");
-	cr_assert_eq(garuda_watch_get(&s.w, d)->pw.state, GARUDA_POLICY_QUEUED);
+	cr_assert_eq(garuda_watch_policy_wait(&s.w, d).state, GARUDA_POLICY_QUEUED);
 	s.now = t0 + 600 * US;
 	uint32_t e = arm(&s, o, 1, 8, 1 * MS);
-	cr_assert_eq(garuda_watch_get(&s.w, e)->pw.state, GARUDA_POLICY_STARTED);
-	cr_assert_eq(garuda_watch_get(&s.w, c)->pw.state, GARUDA_POLICY_QUEUED);
+	cr_assert_eq(garuda_watch_policy_wait(&s.w, e).state, GARUDA_POLICY_STARTED);
+	cr_assert_eq(garuda_watch_policy_wait(&s.w, c).state, GARUDA_POLICY_QUEUED);
 	char why[128];
 	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
 	sim_fini(&s);
