@@ -99,7 +99,6 @@ struct scanner {
 	struct armed *pay;       /* [paycap >= garuda_watch_capacity()] */
 	uint32_t paycap;
 	uint32_t *due;           /* a step's due words [SCANNER_STEP_MAX] */
-	struct sink **due_sink;  /* whose each one is [SCANNER_STEP_MAX] */
 	struct garuda_watch_fire *fires; /* one word's fires [firescap] */
 	uint32_t firescap;
 	struct fired *fired;     /* a step's fired payloads [firedcap] */
@@ -411,6 +410,9 @@ static bool take_commands(struct scanner *s)
 				log_err("scanner %u: out of memory for a session", s->index);
 				abort();
 			}
+			/* whom its looks are charged to (charge_sessions): the session's one
+			 * sink, alive while the owner has words (each wait holds it) */
+			garuda_watch_owner_set_ctx(&s->watch, owner, c->a.sink);
 			c->a.gen = gen;
 			c->pw.taken_ns = now;
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
@@ -483,19 +485,21 @@ static void count_fired(struct scanner *s, const struct fired *f, const struct g
 	count(s, SC_completions, k);
 }
 
-/* The step's work charged to the sessions it was done for: a word look each, and the
- * step's time shared by looks (runs of one session's words are charged at once). */
-static void charge_sessions(struct scanner *s, unsigned n, uint64_t step_ns)
+/* The step's work charged to the sessions it was done for (the watcher's owners,
+ * whose context is their sink): their word looks, and the step's time shared by
+ * looks. */
+static void charge_sessions(struct scanner *s, uint64_t step_ns)
 {
-	uint64_t per = n ? step_ns / n : 0;
-	for (unsigned i = 0; i < n;) {
-		struct sink *k = s->due_sink[i];
-		unsigned run = 1;
-		while (i + run < n && s->due_sink[i + run] == k)
-			run++;
-		sink_count(k, SN_word_loads, run);
-		sink_count(k, SN_scan_ns, per * run);
-		i += run;
+	const struct garuda_watch *w = &s->watch;
+	uint32_t no = garuda_watch_step_owners(w), looks, all = 0;
+	for (uint32_t i = 0; i < no; i++) {
+		garuda_watch_step_owner(w, i, &looks);
+		all += looks;
+	}
+	for (uint32_t i = 0; i < no; i++) {
+		struct sink *k = garuda_watch_step_owner(w, i, &looks);
+		sink_count(k, SN_word_loads, looks);
+		sink_count(k, SN_scan_ns, all ? step_ns * looks / all : 0);
 	}
 }
 
@@ -520,10 +524,10 @@ static void grow_for(struct scanner *s, void **p, uint32_t *cap, uint32_t n, siz
 	*cap = c;
 }
 
-/* A level sweep gives out thousands of scattered words, each of them three cache misses
- * (the word, its head wait, its payload): ask for the lines of the word SCAN_PREFETCH
- * ahead so that the misses overlap instead of queueing (tenants bench, 1,048,576 idle
- * arms: garudad's CPU per look). */
+/* A step may give out hundreds of scattered words (a sweep's words that moved or whose
+ * hold ran out; the idle ones it looked at itself), each of them two cache misses (the
+ * word, its head wait): ask for their lines SCAN_PREFETCH ahead so that the misses
+ * overlap instead of queueing. */
 #define SCAN_PREFETCH 16u
 static inline void prefetch_word(const struct scanner *s, uint32_t wi)
 {
@@ -531,7 +535,6 @@ static inline void prefetch_word(const struct scanner *s, uint32_t wi)
 	uint32_t head = garuda_watch_word_head(w, wi);
 	__builtin_prefetch((const void *)(uintptr_t)garuda_watch_word_key(w, wi));
 	__builtin_prefetch(garuda_watch_get(w, head));
-	__builtin_prefetch(&s->pay[head]);
 }
 
 /* One step: look at the words the watcher says are due (proto/watch.h), fire what
@@ -548,7 +551,6 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 		uint32_t wi = s->due[i];
 		if (i + SCAN_PREFETCH < n)
 			prefetch_word(s, s->due[i + SCAN_PREFETCH]);
-		s->due_sink[i] = s->pay[garuda_watch_word_head(w, wi)].sink;
 		uint64_t v = __atomic_load_n((const uint64_t *)(uintptr_t)garuda_watch_word_key(w, wi),
 					     __ATOMIC_ACQUIRE);
 		grow_for(s, (void **)&s->fires, &s->firescap, garuda_watch_word_waits(w, wi),
@@ -574,7 +576,7 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 	}
 	count(s, SC_passes, 1);
 	uint64_t end = garuda_now_ns();
-	charge_sessions(s, n, end - now);
+	charge_sessions(s, end - now);
 	if (!nf)
 		return 0;
 	atomic_store_explicit(&s->st_armed, garuda_watch_count(w), memory_order_relaxed);
@@ -659,6 +661,8 @@ static void *scanner_main(void *arg)
 	s->check_watch = chk && strcmp(chk, "1") == 0;
 	s->wt = tuning_of(s);
 	garuda_watch_init(&s->watch, &s->wt);
+	/* idle overdue words are looked at in the watcher's sweeps */
+	garuda_watch_set_load(&s->watch, GARUDA_WATCH_LOAD_ADDRESS, NULL);
 
 	while (!s->stop) {
 		unsigned seq = atomic_load(&s->seq);
@@ -684,6 +688,8 @@ static void *scanner_main(void *arg)
 			continue; /* successors may be due at once */
 		now = garuda_now_ns();
 		uint64_t until = garuda_watch_next(&s->watch, now);
+		if (!until && garuda_watch_sweeping(&s->watch))
+			continue; /* a sweep to go on with: due work, no spin's pause */
 		if (!until) {
 			count(s, SC_spins, 1);
 			if (!wordwait_step(s, seq))
@@ -716,10 +722,7 @@ int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu
 	s->tuning = tuning;
 	s->notices = notices;
 	s->due = malloc(SCANNER_STEP_MAX * sizeof(*s->due));
-	s->due_sink = malloc(SCANNER_STEP_MAX * sizeof(*s->due_sink));
-	if (!s->due || !s->due_sink) {
-		free(s->due);
-		free(s->due_sink);
+	if (!s->due) {
 		free(s);
 		return -ENOMEM;
 	}
@@ -729,7 +732,6 @@ int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu
 	if (r) {
 		pthread_mutex_destroy(&s->lock);
 		free(s->due);
-		free(s->due_sink);
 		free(s);
 		return -r;
 	}
@@ -751,7 +753,6 @@ void scanner_stop(struct scanner *s)
 	garuda_watch_fini(&s->watch);
 	free(s->pay);
 	free(s->due);
-	free(s->due_sink);
 	free(s->fires);
 	free(s->fired);
 	free(s->cmds);

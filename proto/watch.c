@@ -12,8 +12,10 @@ enum place { P_NONE, P_SPIN, P_AT, P_LEVEL };
 /* what garudad keeps per armed wait and per word (RSS per armed wait, issue 29) */
 _Static_assert(sizeof(struct garuda_watch_wait) == 48, "a wait is 48 bytes");
 
-/* a sweep asks for the word this many entries ahead of the one it looks at */
-#define GARUDA_WATCH_AHEAD 32u
+/* a sweep asks for the entry this many ahead of the one it looks at, and for the word
+ * of the one GARUDA_WATCH_KEY_AHEAD ahead */
+#define GARUDA_WATCH_AHEAD 64u
+#define GARUDA_WATCH_KEY_AHEAD 16u
 
 struct garuda_watch_word {
 	uint64_t key;
@@ -25,31 +27,44 @@ struct garuda_watch_word {
 	uint32_t head, tail; /* waits, ascending target (GARUDA_WATCH_NONE: none) */
 	uint32_t nwaits;
 	uint32_t owner;
-	uint32_t pos;       /* index in the spin array or the heap */
-	uint32_t lgen;      /* P_LEVEL: its placement's number (its live level entry's) */
+	uint32_t pos;       /* index in the spin array, the heap, or its level's entries */
 	uint8_t place, level;
 	bool spun;          /* its last look was a spin step (not a timed one) */
 	uint32_t step;      /* the step that last gave it out, mod 2^32 (due(): once per
 			     * step; a word looked at again exactly 2^32 steps later waits one) */
 };
 
-/* an owner's level: an array of entries (word, placement number), appended as words
- * are placed on it. An entry is live while its word is still on the level by that
- * placement (place P_LEVEL, lgen equal); a word that leaves leaves its entry stale, and
- * the next sweep drops it (lazy deletion: leaving a level costs nothing, and a sweep
- * reads its words in the order they came, a sequential walk it can prefetch ahead of,
- * where a linked list was a chain of dependent cache misses). A sweep covers the
- * entries it found at its start ([cursor, limit)), writes the live ones back from 0
- * (kept), and at its end moves the entries appended meanwhile down behind them. */
+/* an owner's level: an array of entries, one per word on it, appended as words are
+ * placed on it, each holding what an idle look needs (the key, its head's target,
+ * its hold) so that a sweep with a driver's load (garuda_watch_set_load) reads only
+ * its entries, in order, and the words themselves: a word that is idle and held
+ * costs one entry and one load, and never reaches the driver. A word that leaves
+ * marks its entry dead (word NONE; the word's pos is its entry); the dead are skipped,
+ * and squeezed out at the end of a sweep once they outnumber the live. A sweep covers
+ * the entries there at its start ([cursor, limit)); entries appended meanwhile wait
+ * for the next. */
 struct garuda_watch_lent {
-	uint32_t word, gen;
+	uint64_t key;    /* its word's key */
+	uint64_t target; /* its word's head's target */
+	uint64_t hold;   /* an idle look before this time leaves it here (level_hold; 0:
+			  * a window lies ahead, it is given out at every look) */
+	uint64_t dl;     /* where its backoff counts from (its age: now - dl) */
+	uint32_t word;   /* its word; GARUDA_WATCH_NONE: dead (the word left) */
+	uint32_t look;   /* its last idle look, in ns after the sweep that made it began
+			  * (level_look); UINT32_MAX: none since it was placed or given out
+			  * (the word's last_look is its last look then) */
 };
 struct garuda_watch_level {
 	struct garuda_watch_lent *e;
 	uint32_t len, cap;
 	uint32_t n;      /* words on it (live entries) */
-	uint32_t cursor, limit, kept; /* while sweeping */
+	uint32_t cursor, limit; /* while sweeping */
 	uint64_t next;   /* when its next sweep is due */
+	uint64_t began, prev_began; /* when this sweep and the one before it began */
+	uint64_t fresh_step; /* a step in which promote() appended entries, from fresh_from:
+			      * a sweep that begins in it leaves them to the next (found()
+			      * and place() would append them after the step) */
+	uint32_t fresh_from;
 	uint32_t hpos;   /* its timer's heap position (GARUDA_WATCH_NONE: none) */
 	bool sweeping;
 };
@@ -59,6 +74,8 @@ struct garuda_watch_ownerrec {
 	uint32_t nwords;
 	struct garuda_watch_owner_stats st;
 	uint64_t last_step; /* the last step that looked at one of its words */
+	uint32_t step_looks; /* looks at its words in that step */
+	void *ctx;          /* the driver's (garuda_watch_owner_set_ctx) */
 	struct garuda_watch_level lv[GARUDA_WATCH_LEVELS];
 };
 
@@ -122,6 +139,7 @@ void garuda_watch_fini(struct garuda_watch *w)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 			free(w->owners[o].lv[l].e);
 	free(w->owners);
+	free(w->touched);
 	free(w->waits);
 	free(w->words);
 	free(w->hash);
@@ -233,6 +251,61 @@ static int level_grow(struct garuda_watch_level *lv)
 	return 0;
 }
 
+/* when a sweep of level l that begins at t is followed by the next: a period on,
+ * rounded down to a sixteenth of the period in absolute time, so that the levels of
+ * one period (every owner's) fall due together and share one wake (a sweep comes at
+ * most 1/16 early, never late: the backoff bound holds) */
+static uint64_t level_next(uint64_t t, unsigned l)
+{
+	uint64_t p = GARUDA_WATCH_STEP_MIN_NS << l, g = p / 16;
+	uint64_t at = add_sat(t, p);
+	return at - at % g;
+}
+
+/* the end of a sweep: once the dead outnumber the live, the live move down in order
+ * (each word's pos follows): O(len), paid for by the deaths since the last squeeze */
+static void level_squeeze(struct garuda_watch *w, struct garuda_watch_level *lv)
+{
+	if (lv->len - lv->n <= lv->n)
+		return;
+	lv->fresh_step = 0; /* (indices change) */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < lv->len; i++) {
+		if (lv->e[i].word == GARUDA_WATCH_NONE)
+			continue;
+		w->words[lv->e[i].word].pos = k;
+		lv->e[k++] = lv->e[i];
+	}
+	lv->len = k;
+}
+
+/* when entry i of lv was last looked at idle (0: not since it was placed or given
+ * out): a sweep in progress made the looks before its cursor, the one before it the
+ * rest; no sweep in progress: the last one made them all */
+static uint64_t level_look(const struct garuda_watch_level *lv, uint32_t i)
+{
+	uint32_t look = lv->e[i].look;
+	if (look == UINT32_MAX)
+		return 0;
+	return (lv->sweeping && i >= lv->cursor ? lv->prev_began : lv->began) + look;
+}
+
+/* a level left with no word: its entries go, its array (RSS follows what is on a level
+ * now: a tenant's idle words pass through every level in turn) and its timer */
+static void level_drop(struct garuda_watch *w, struct garuda_watch_level *lv)
+{
+	lv->len = lv->cap = 0;
+	free(lv->e);
+	lv->e = NULL;
+	w->nsweeping -= lv->sweeping;
+	lv->sweeping = false;
+	lv->fresh_step = 0;
+	lv->cursor = lv->limit = GARUDA_WATCH_NONE;
+	if (lv->hpos != GARUDA_WATCH_NONE)
+		heap_del(w, lv->hpos);
+	lv->hpos = GARUDA_WATCH_NONE;
+}
+
 static void unplace(struct garuda_watch *w, uint32_t wi)
 {
 	struct garuda_watch_word *d = &w->words[wi];
@@ -246,20 +319,12 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 	case P_AT:
 		heap_del(w, d->pos);
 		break;
-	case P_LEVEL: { /* its entry goes stale (d->place changes below) */
+	case P_LEVEL: { /* its entry dies */
 		struct garuda_watch_level *lv = level_of(w, d->owner, d->level);
-		if (!--lv->n) { /* every entry is stale: drop them, the array (RSS follows
-				 * what is on a level now: a tenant's idle words pass through
-				 * every level in turn) and the timer */
-			lv->len = lv->cap = 0;
-			free(lv->e);
-			lv->e = NULL;
-			lv->sweeping = false;
-			if (lv->hpos != GARUDA_WATCH_NONE) {
-				heap_del(w, lv->hpos);
-				lv->hpos = GARUDA_WATCH_NONE;
-			}
-		}
+		d->last_look = max_u64(d->last_look, level_look(lv, d->pos)); /* found()'s */
+		lv->e[d->pos].word = GARUDA_WATCH_NONE;
+		if (!--lv->n)
+			level_drop(w, lv);
 		break;
 	}
 	}
@@ -298,7 +363,7 @@ static uint64_t level_hold(const struct garuda_watch_tuning *t, uint64_t dl, uns
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
  * (held there until *due: level_hold, or 0 while a window lies ahead). */
 static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h,
-			    uint64_t now, uint64_t *due, unsigned *level)
+			    uint64_t now, uint64_t *due, unsigned *level, uint64_t *dlp)
 {
 	const struct garuda_watch_tuning *t = &w->t;
 	uint64_t early = t->pol.early_ns;
@@ -336,6 +401,7 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		return P_AT;
 	}
 	uint64_t overdue = now > dl ? now - dl : 0;
+	*dlp = dl;
 	*level = level_for(t, overdue);
 	*due = level_hold(t, dl, *level);
 	if (open != UINT64_MAX) { /* between its deadline and its window: no later than that */
@@ -352,13 +418,21 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 {
 	struct garuda_watch_word *d = &w->words[wi];
-	uint64_t due = 0;
+	uint64_t due = 0, dl = 0;
 	unsigned level = 0;
 	struct garuda_policy_wait h = pw_of(w, d->head);
-	enum place p = place_for(w, &h, now, &due, &level);
+	enum place p = place_for(w, &h, now, &due, &level, &dl);
 	if (p == P_LEVEL)
 		d->hold = due;
-	if (p == d->place && (p == P_SPIN || (p == P_LEVEL && level == d->level)))
+	if (p == P_LEVEL && d->place == P_LEVEL && level == d->level) {
+		/* it stays: its entry takes its head's target and hold as they are now */
+		struct garuda_watch_lent *x = &level_of(w, d->owner, level)->e[d->pos];
+		x->target = h.target;
+		x->hold = due;
+		x->dl = dl;
+		return;
+	}
+	if (p == d->place && p == P_SPIN)
 		return;
 	if (p == P_AT && d->place == P_AT) {
 		heap_retime(w, d->pos, due);
@@ -384,12 +458,14 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 			break;
 		}
 		d->level = (uint8_t)level;
-		d->lgen = ++w->lgen;
-		lv->e[lv->len++] = (struct garuda_watch_lent){ wi, d->lgen };
+		d->pos = lv->len;
+		lv->e[lv->len++] = (struct garuda_watch_lent){ .key = d->key, .target = h.target,
+							       .hold = due, .dl = dl, .word = wi,
+							       .look = UINT32_MAX };
 		lv->n++;
 		if (lv->hpos == GARUDA_WATCH_NONE) {
 			/* a new level's first sweep: one period from now */
-			lv->next = add_sat(now, GARUDA_WATCH_STEP_MIN_NS << level);
+			lv->next = level_next(now, level);
 			lv->sweeping = false;
 			heap_push(w, lv->next, d->owner * GARUDA_WATCH_LEVELS + level, 1);
 		}
@@ -492,12 +568,14 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	for (uint32_t o = 0; o < w->nowners; o++)
 		if (w->owners[o].key == key)
 			return o;
+	uint32_t tcap = w->ocap;
 	if (grow((void **)&w->owners, &w->ocap, w->nowners + 1, sizeof(*w->owners)) ||
+	    grow((void **)&w->touched, &tcap, w->ocap, sizeof(*w->touched)) ||
 	    grow((void **)&w->heap, &w->heapcap, w->wcap + w->ocap * GARUDA_WATCH_LEVELS,
 		 sizeof(*w->heap)))
 		return GARUDA_WATCH_NONE;
 	uint32_t o = w->nowners++;
-	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key };
+	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key, .last_step = UINT64_MAX };
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		w->owners[o].lv[l] = (struct garuda_watch_level){ .cursor = GARUDA_WATCH_NONE,
 								  .limit = GARUDA_WATCH_NONE,
@@ -516,6 +594,11 @@ bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
 	return false;
 }
 
+void garuda_watch_owner_set_ctx(struct garuda_watch *w, uint32_t owner, void *ctx)
+{
+	w->owners[owner].ctx = ctx;
+}
+
 void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 {
 	for (uint32_t o = 0; o < w->nowners; o++) {
@@ -524,6 +607,7 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 			free(w->owners[o].lv[l].e);
 		uint32_t last = --w->nowners;
+		w->ntouched = 0; /* (between steps: the last step's owners are read) */
 		if (o == last)
 			return;
 		/* the last owner takes its index: its words and level timers follow */
@@ -743,21 +827,102 @@ void garuda_watch_poke(struct garuda_watch *w, uint64_t key, uint64_t now)
 
 /* ---------------------------------------------------------------- a step */
 
-static void charge(struct garuda_watch *w, uint32_t owner)
+/* the driver's word: at the key's address (GARUDA_WATCH_LOAD_ADDRESS: no call), or
+ * its load's */
+static inline uint64_t load(const struct garuda_watch *w, uint64_t key, uint64_t now)
+{
+	if (w->load == GARUDA_WATCH_LOAD_ADDRESS)
+		return __atomic_load_n((const uint64_t *)(uintptr_t)key, __ATOMIC_ACQUIRE);
+	return w->load(w->load_ctx, key, now);
+}
+
+uint64_t garuda_watch_load_address(void *ctx, uint64_t key, uint64_t now)
+{
+	(void)ctx;
+	(void)now;
+	return __atomic_load_n((const uint64_t *)(uintptr_t)key, __ATOMIC_ACQUIRE);
+}
+
+/* n looks at owner's words in this step */
+static void charge(struct garuda_watch *w, uint32_t owner, uint32_t n)
 {
 	struct garuda_watch_ownerrec *o = &w->owners[owner];
-	o->st.loads++;
+	o->st.loads += n;
 	if (o->last_step != w->steps) {
 		o->last_step = w->steps;
 		o->st.steps++;
+		o->step_looks = 0;
+		w->touched[w->ntouched++] = owner; /* room: ocap */
 	}
+	o->step_looks += n;
+}
+
+uint32_t garuda_watch_step_owners(const struct garuda_watch *w)
+{
+	return w->ntouched;
+}
+
+void *garuda_watch_step_owner(const struct garuda_watch *w, uint32_t i, uint32_t *looks)
+{
+	const struct garuda_watch_ownerrec *o = &w->owners[w->touched[i]];
+	*looks = o->step_looks;
+	return o->ctx;
+}
+
+void garuda_watch_set_load(struct garuda_watch *w, garuda_watch_load_fn load, void *ctx)
+{
+	w->load = load;
+	w->load_ctx = ctx;
+}
+
+/* An idle word whose hold ran out (entry x of its owner's level, mid-sweep), onto the
+ * level its age now gives, as found() and place() would place it: its look is now.
+ * False (nothing done) when the new level has no room. The level it leaves keeps its
+ * array and timer (the sweep in progress ends it if it emptied). */
+static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_lent *x,
+		    uint64_t now)
+{
+	struct garuda_watch_word *d = &w->words[x->word];
+	unsigned l = level_for(&w->t, now > x->dl ? now - x->dl : 0);
+	if (l == d->level) { /* (a tuning that moved it nowhere) */
+		x->hold = d->hold = level_hold(&w->t, x->dl, l);
+		d->last_look = now;
+		x->look = UINT32_MAX;
+		return true;
+	}
+	struct garuda_watch_level *nl = level_of(w, owner, l);
+	if (nl->len == nl->cap && level_grow(nl) < 0)
+		return false;
+	struct garuda_watch_lent y = *x;
+	x->word = GARUDA_WATCH_NONE;
+	level_of(w, owner, d->level)->n--;
+	y.hold = level_hold(&w->t, y.dl, l);
+	y.look = UINT32_MAX;
+	d->level = (uint8_t)l;
+	d->pos = nl->len;
+	d->hold = y.hold;
+	d->last_look = now;
+	if (nl->fresh_step != w->steps) {
+		nl->fresh_step = w->steps;
+		nl->fresh_from = nl->len;
+	}
+	nl->e[nl->len++] = y;
+	nl->n++;
+	if (nl->hpos == GARUDA_WATCH_NONE) { /* (due a period on: never before the timer
+					      * being served) */
+		nl->next = level_next(now, l);
+		nl->sweeping = false;
+		heap_push(w, nl->next, owner * GARUDA_WATCH_LEVELS + l, 1);
+	}
+	return true;
 }
 
 unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words, unsigned max)
 {
-	unsigned n = 0;
+	unsigned n = 0, looks; /* words given out; looks: those and the idle ones */
 	w->step_ns = now;
 	w->steps++;
+	w->ntouched = 0;
 	/* the spin words, from where the last step that could not take them all stopped */
 	uint32_t from = w->nspin > max ? w->spin_rr % w->nspin : 0;
 	for (uint32_t i = 0; i < w->nspin && n < max; i++) {
@@ -766,66 +931,100 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		words[n++] = wi;
 	}
 	w->spin_rr = from + n;
+	looks = n;
 	/* timers' times have the early wake taken off already (place_for) */
 	uint64_t lead = GARUDA_POLICY_SPIN_AHEAD_NS;
 	/* the due timers, in due order; a level gives at most a chunk per turn */
-	while (n < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
+	while (looks < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
 		struct garuda_watch_timer e = w->heap[0];
 		if (e.tag == 0) {
 			w->words[e.what].step = (uint32_t)w->steps;
 			words[n++] = e.what;
+			looks++;
 			/* it stays in the heap until found() places it again; move it out of
 			 * the way of this loop */
 			heap_retime(w, 0, UINT64_MAX);
 			continue;
 		}
-		struct garuda_watch_level *lv =
-			level_of(w, e.what / GARUDA_WATCH_LEVELS, e.what % GARUDA_WATCH_LEVELS);
+		uint32_t owner = e.what / GARUDA_WATCH_LEVELS;
+		struct garuda_watch_level *lv = level_of(w, owner, e.what % GARUDA_WATCH_LEVELS);
 		if (!lv->sweeping) { /* a new period: every word it holds now */
 			lv->sweeping = true;
-			lv->cursor = lv->kept = 0;
-			lv->limit = lv->len;
-			lv->next = add_sat(now, GARUDA_WATCH_STEP_MIN_NS << (e.what % GARUDA_WATCH_LEVELS));
+			w->nsweeping++;
+			lv->cursor = 0;
+			lv->limit = lv->fresh_step == w->steps ? lv->fresh_from : lv->len;
+			lv->prev_began = lv->began;
+			lv->began = now;
+			lv->next = level_next(now, e.what % GARUDA_WATCH_LEVELS);
 		}
-		unsigned take = GARUDA_WATCH_CHUNK, stale = 0;
-		while (take && lv->cursor < lv->limit && n < max && stale < 4 * GARUDA_WATCH_CHUNK) {
+		/* a chunk of its live entries: the idle held ones looked at here (with a
+		 * load), the rest given out */
+		unsigned take = GARUDA_WATCH_CHUNK, dead = 0, idle = 0;
+		while (take && lv->cursor < lv->limit && looks < max && dead < 4 * GARUDA_WATCH_CHUNK) {
+			/* the entries ahead (an address from the cursor alone: nothing waits
+			 * on it), and the word of one close ahead, in cache by now (a hint:
+			 * never faults, whatever the key) */
 			if (lv->cursor + GARUDA_WATCH_AHEAD < lv->limit)
-				__builtin_prefetch(&w->words[lv->e[lv->cursor + GARUDA_WATCH_AHEAD].word]);
-			struct garuda_watch_lent x = lv->e[lv->cursor++];
-			struct garuda_watch_word *d = &w->words[x.word];
-			if (d->place != P_LEVEL || d->lgen != x.gen) {
-				stale++; /* it left the level: its entry goes */
+				__builtin_prefetch(&lv->e[lv->cursor + GARUDA_WATCH_AHEAD]);
+			if (lv->cursor + GARUDA_WATCH_KEY_AHEAD < lv->limit)
+				__builtin_prefetch((const void *)(uintptr_t)lv->e[lv->cursor + GARUDA_WATCH_KEY_AHEAD].key);
+			struct garuda_watch_lent *x = &lv->e[lv->cursor++];
+			if (x->word == GARUDA_WATCH_NONE) {
+				dead++;
 				continue;
 			}
-			lv->e[lv->kept++] = x;
 			take--;
+			looks++;
+			if (w->load && x->hold && !garuda_reached(load(w, x->key, now), x->target)) {
+				if (now < x->hold) { /* idle and held: it stays, as found() would
+						      * leave it */
+					uint64_t after = now - lv->began;
+					x->look = after < UINT32_MAX ? (uint32_t)after : UINT32_MAX - 1;
+					idle++;
+					continue;
+				}
+				if (promote(w, owner, x, now)) { /* idle, on to its next level */
+					idle++;
+					continue;
+				}
+			}
+			struct garuda_watch_word *d = &w->words[x->word];
 			if (d->step != (uint32_t)w->steps) { /* once a step, whatever level it was on */
 				d->step = (uint32_t)w->steps;
-				words[n++] = x.word;
+				/* its last look: its idle look in the previous sweep, if it had
+				 * one (a sweep that ran over 4 s: when it began at the latest) */
+				if (x->look != UINT32_MAX)
+					d->last_look = max_u64(d->last_look, lv->prev_began + x->look);
+				x->look = UINT32_MAX;
+				words[n++] = x->word;
 				/* what its look will read next, while the walk goes on: its head
-				 * wait, and its word (the key is the driver's address of it; a
-				 * prefetch is a hint and never faults, whatever the key is) */
+				 * wait, and its word */
 				__builtin_prefetch(&w->waits[d->head]);
 				__builtin_prefetch((const void *)(uintptr_t)d->key);
 			}
 		}
-		if (lv->cursor == lv->limit) { /* the entries placed during the sweep follow */
-			memmove(&lv->e[lv->kept], &lv->e[lv->limit],
-				(size_t)(lv->len - lv->limit) * sizeof(*lv->e));
-			lv->len = lv->kept + (lv->len - lv->limit);
+		if (idle)
+			charge(w, owner, idle);
+		if (!lv->n) { /* its sweep moved every word on */
+			level_drop(w, lv);
+			continue;
+		}
+		if (lv->cursor == lv->limit) {
 			lv->cursor = lv->limit = GARUDA_WATCH_NONE;
+			level_squeeze(w, lv);
 		}
 		/* swept: due again at its next period (never within this step); else due
 		 * still in this step, behind every timer due in it (the same time, set
 		 * later: first in, first out), so a long sweep goes on in this step, a
-		 * chunk per turn, up to max words, and a step never ends with due work left
+		 * chunk per turn, up to max looks, and a step never ends with due work left
 		 * for a sleep of a few us (a futex wait each chunk) */
 		uint64_t horizon = add_sat(now, lead);
 		if (lv->cursor == GARUDA_WATCH_NONE) {
 			lv->sweeping = false;
-			heap_retime(w, 0, lv->next > horizon ? lv->next : add_sat(horizon, 1));
+			w->nsweeping--;
+			heap_retime(w, lv->hpos, lv->next > horizon ? lv->next : add_sat(horizon, 1));
 		} else {
-			heap_retime(w, 0, horizon);
+			heap_retime(w, lv->hpos, horizon);
 		}
 	}
 	return n;
@@ -835,7 +1034,7 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 			    struct garuda_watch_fire *out)
 {
 	struct garuda_watch_word *d = &w->words[wi];
-	charge(w, d->owner);
+	charge(w, d->owner, 1);
 	uint64_t prev = d->last_look;
 	/* the watcher was not looking closely at this word since its last look: it slept,
 	 * or the word was waiting on a timer */
@@ -926,7 +1125,7 @@ uint64_t garuda_watch_early_ns(const struct garuda_watch *w)
 
 int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 {
-	uint32_t live = 0, at = 0, timers = 0, onlevel = 0, entries = 0;
+	uint32_t live = 0, at = 0, timers = 0, onlevel = 0, entries = 0, sweeping = 0;
 	for (uint32_t i = 0; i < w->wtop; i++) {
 		const struct garuda_watch_word *d = &w->words[i];
 		if (d->head == GARUDA_WATCH_NONE)
@@ -949,30 +1148,33 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++) {
 			const struct garuda_watch_level *lv = &w->owners[o].lv[l];
 			uint32_t c = 0;
-			/* the live entries: [0, len), or while sweeping [0, kept) and
-			 * [cursor, len) (between them: moved or dropped) */
 			for (uint32_t i = 0; i < lv->len; i++) {
-				if (lv->sweeping && i >= lv->kept && i < lv->cursor)
-					continue;
-				uint32_t x = lv->e[i].word;
+				const struct garuda_watch_lent *e = &lv->e[i];
+				uint32_t x = e->word;
+				if (x == GARUDA_WATCH_NONE)
+					continue; /* dead */
 				if (x >= w->wtop)
 					return snprintf(why, cap, "owner %u level %u: entry %u names word %u", o, l, i, x), -1;
 				const struct garuda_watch_word *d = &w->words[x];
-				if (d->place != P_LEVEL || d->lgen != lv->e[i].gen)
-					continue; /* stale */
-				if (d->head == GARUDA_WATCH_NONE || d->owner != o || d->level != l)
+				if (d->place != P_LEVEL || d->pos != i || d->head == GARUDA_WATCH_NONE ||
+				    d->owner != o || d->level != l)
 					return snprintf(why, cap, "owner %u level %u: word %u does not belong", o, l, x), -1;
+				if (e->key != d->key || e->target != w->waits[d->head].target || e->hold != d->hold)
+					return snprintf(why, cap, "owner %u level %u: word %u's entry is stale", o, l, x), -1;
 				c++;
 			}
 			entries += c;
-			if (lv->sweeping && (lv->kept > lv->cursor || lv->cursor > lv->limit || lv->limit > lv->len))
-				return snprintf(why, cap, "owner %u level %u: sweep %u/%u/%u of %u", o, l, lv->kept, lv->cursor, lv->limit, lv->len), -1;
+			if (lv->sweeping && (lv->cursor > lv->limit || lv->limit > lv->len))
+				return snprintf(why, cap, "owner %u level %u: sweep %u/%u of %u", o, l, lv->cursor, lv->limit, lv->len), -1;
 			if (c != lv->n)
 				return snprintf(why, cap, "owner %u level %u: %u words, n %u", o, l, c, lv->n), -1;
 			if ((lv->hpos != GARUDA_WATCH_NONE) != (lv->n != 0))
 				return snprintf(why, cap, "owner %u level %u: timer and words disagree", o, l), -1;
 			timers += lv->hpos != GARUDA_WATCH_NONE;
+			sweeping += lv->sweeping;
 		}
+	if (sweeping != w->nsweeping)
+		return snprintf(why, cap, "%u levels sweeping, %u counted", sweeping, w->nsweeping), -1;
 	if (entries != onlevel)
 		return snprintf(why, cap, "%u words on levels, %u live entries", onlevel, entries), -1;
 	if (w->nheap != at + timers)

@@ -33,7 +33,8 @@
  * a chunk. Words that are not due are never loaded.
  *
  * Promises:
- *   - Pure: no clock, no atomics, no I/O; libc only. Allocation only in
+ *   - Pure: no clock, no atomics, no I/O; libc only (but for GARUDA_WATCH_LOAD_ADDRESS,
+ *     the driver's own words loaded for it). Allocation only in
  *     garuda_watch_reserve() and owner creation (the driver calls them off its hot
  *     path; every other call is allocation-free). Deterministic.
  *   - Every wait that is added is either fired (its word read at or past its target
@@ -116,6 +117,10 @@ struct garuda_watch_owner_stats {
 	uint64_t steps;  /* steps in which at least one of its words was looked at */
 };
 
+/* The driver's load of the word with this key at now (garudad: the word at that
+ * address; garuda-replay: its simulated word). */
+typedef uint64_t (*garuda_watch_load_fn)(void *ctx, uint64_t key, uint64_t now);
+
 struct garuda_watch_word;
 struct garuda_watch_ownerrec;
 struct garuda_watch_timer;
@@ -142,7 +147,10 @@ struct garuda_watch {
 	uint64_t step_ns;  /* when the current step began */
 	uint64_t woke_ns;  /* when the watcher last ended a sleep */
 	uint64_t steps;
-	uint32_t lgen; /* level placements so far (an entry's number) */
+	uint32_t *touched, ntouched; /* the owners this step looked at [ocap] */
+	uint32_t nsweeping;          /* levels whose sweep a step left half done */
+	garuda_watch_load_fn load;   /* the driver's load (garuda_watch_set_load) */
+	void *load_ctx;
 	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
 };
 
@@ -186,6 +194,9 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key);
 /* Its counts; false for an unknown key. */
 bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
 			      struct garuda_watch_owner_stats *out);
+/* The driver's context of an owner (garudad: its session's sink), for
+ * garuda_watch_step_owner(). */
+void garuda_watch_owner_set_ctx(struct garuda_watch *w, uint32_t owner, void *ctx);
 /* Forget an owner that has no waits left (its session ended). */
 void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key);
 
@@ -213,10 +224,26 @@ static inline uint32_t garuda_watch_next_on(const struct garuda_watch *w, uint32
 	return w->waits[id].next;
 }
 
-/* A step: the words due at now, at most max of them, into words[] (word indices;
- * garuda_watch_word_key() gives each one's key). The driver loads each and reports it
- * with garuda_watch_found(), every one, before the next step. */
+/* With a load (set once, before the first step), a level's sweep looks at its idle
+ * overdue words itself: a word that did not reach its head's target and is still
+ * held (level_hold) stays where it is, as garuda_watch_found() would leave it, and
+ * costs the step one entry and one load; only the others are given out. Without one
+ * (the default) every word due is given out. */
+void garuda_watch_set_load(struct garuda_watch *w, garuda_watch_load_fn load, void *ctx);
+/* The load of a driver whose keys are the words' addresses (garudad, libgaruda): an
+ * acquire load, made inline by the sweep (the watcher's one touch of driver memory). */
+uint64_t garuda_watch_load_address(void *ctx, uint64_t key, uint64_t now);
+#define GARUDA_WATCH_LOAD_ADDRESS garuda_watch_load_address
+
+/* A step: the words due at now that the driver must look at, into words[] (word
+ * indices; garuda_watch_word_key() gives each one's key), after at most max looks
+ * (those and the idle ones looked at by the load). The driver loads each and reports
+ * it with garuda_watch_found(), every one, before the next step. */
 unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words, unsigned max);
+/* The owners whose words this step looked at (the last garuda_watch_due() and the
+ * finds after it): how many, and the i-th's context and looks in the step. */
+uint32_t garuda_watch_step_owners(const struct garuda_watch *w);
+void *garuda_watch_step_owner(const struct garuda_watch *w, uint32_t i, uint32_t *looks);
 uint64_t garuda_watch_word_key(const struct garuda_watch *w, uint32_t word);
 /* The first wait on a word (its lowest target): whose word it is. */
 uint32_t garuda_watch_word_head(const struct garuda_watch *w, uint32_t word);
@@ -256,6 +283,12 @@ void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns
 /* After a step: 0 = spin (look again now), else the absolute time of the next step
  * (UINT64_MAX: nothing added, park). */
 uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now);
+/* A sweep the last step left half done (its step budget ran out): the next step is
+ * work due now, not a spin's wait, and needs no pause before it. */
+static inline bool garuda_watch_sweeping(const struct garuda_watch *w)
+{
+	return w->nsweeping != 0;
+}
 /* The driver slept and woke at now (finds after it are censored: policy.h). */
 void garuda_watch_woke(struct garuda_watch *w, uint64_t now);
 /* The same, for a sleep until `until` (garuda_watch_next()'s time): under +predict a

@@ -481,19 +481,40 @@ Test(watch, removal_and_owner_drop_leave_nothing)
 	sim_fini(&s);
 }
 
+/* the sim's words to the watcher itself (garuda_watch_set_load), as garudad's scanner
+ * gives its own */
+static uint64_t sim_load(void *ctx, uint64_t key, uint64_t now)
+{
+	(void)now;
+	return ((const struct sim *)ctx)->value[key - 1];
+}
+
+/* what a random run fired, and when (random_run) */
+struct fire_rec {
+	uint32_t id;
+	uint8_t kind;
+	bool slept;
+	uint64_t now, ns, since;
+};
+
 /* Random adds, removals, stores, steps, retunes and owner drops (a fixed seed, so the
  * same sequence every run): after every operation the watcher's own invariants hold
- * (garuda_watch_check: every word with waits placed exactly once, the level lists, the
+ * (garuda_watch_check: every word with waits placed exactly once, the level entries, the
  * heap), no step gives a word twice or a word without waits, and every wait is fired
- * or removed, never lost. */
-Test(watch, random_operations_keep_the_invariants)
+ * or removed, never lost. With a load, the sweeps look at idle words themselves.
+ * Records every fire into rec[] (room: cap) and each owner's counts; returns the
+ * number of fires. */
+static unsigned random_run(bool with_load, struct fire_rec *rec, unsigned cap,
+			   struct garuda_watch_owner_stats st[5])
 {
 	static struct sim s;
 	sim_init(&s, true, 64);
+	if (with_load)
+		garuda_watch_set_load(&s.w, sim_load, &s);
 	uint64_t rng = 0x9e3779b97f4a7c15ull;
 #define RND(n) ((unsigned)((rng = rng * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
 	static uint32_t ids[4096];
-	unsigned nids = 0, added = 0, removed = 0;
+	unsigned nids = 0, added = 0, removed = 0, nrec = 0;
 	for (int it = 0; it < 60000; it++) {
 		unsigned op = RND(10);
 		if (op < 4 && nids < 4000) {
@@ -525,8 +546,13 @@ Test(watch, random_operations_keep_the_invariants)
 				cr_assert(h != GARUDA_WATCH_NONE && garuda_watch_live(&s.w, h),
 					  "step %d gave word %u without waits", it, s.due[i]);
 				uint64_t key = garuda_watch_word_key(&s.w, s.due[i]);
-				s.fired_total += garuda_watch_found(&s.w, s.due[i], s.value[key - 1],
-								    s.now, s.fire);
+				unsigned k = garuda_watch_found(&s.w, s.due[i], s.value[key - 1], s.now,
+								s.fire);
+				for (unsigned j = 0; j < k && nrec < cap; j++)
+					rec[nrec++] = (struct fire_rec){ s.fire[j].id, (uint8_t)s.fire[j].find.kind,
+									 s.fire[j].slept, s.now,
+									 s.fire[j].find.ns, s.fire[j].since_ns };
+				s.fired_total += k;
 			}
 			uint64_t nx = garuda_watch_next(&s.w, s.now);
 			s.now += nx == 0 ? 2 * US : nx == UINT64_MAX ? 1 * US : 1 + RND((unsigned)(nx - s.now));
@@ -545,7 +571,44 @@ Test(watch, random_operations_keep_the_invariants)
 		     "%u added, %u fired, %u removed, %u live", added, s.fired_total, removed,
 		     garuda_watch_count(&s.w));
 #undef RND
+	for (unsigned o = 0; o < 5; o++)
+		if (!garuda_watch_owner_stats(&s.w, 1 + o, &st[o]))
+			st[o] = (struct garuda_watch_owner_stats){ 0 };
 	sim_fini(&s);
+	return nrec;
+}
+
+Test(watch, random_operations_keep_the_invariants)
+{
+	static struct fire_rec rec[65536];
+	struct garuda_watch_owner_stats st[5];
+	cr_assert_gt(random_run(false, rec, 65536, st), 1000);
+}
+
+/* A sweep that looks at its idle words itself (garudad's: garuda_watch_set_load) does
+ * what a sweep that gives every word out does: the same fires at the same times, the
+ * same finds (the detection bound from each word's true last look), the same looks
+ * charged to the same owners, over the random run. */
+Test(watch, a_sweep_with_a_load_fires_and_charges_as_one_without)
+{
+	static struct fire_rec a[65536], b[65536];
+	struct garuda_watch_owner_stats sa[5], sb[5];
+	unsigned na = random_run(false, a, 65536, sa), nb = random_run(true, b, 65536, sb);
+	cr_assert_eq(na, nb, "%u fires without a load, %u with", na, nb);
+	for (unsigned i = 0; i < na; i++)
+		cr_assert(a[i].id == b[i].id && a[i].now == b[i].now && a[i].kind == b[i].kind &&
+			  a[i].ns == b[i].ns && a[i].since == b[i].since && a[i].slept == b[i].slept,
+			  "fire %u: id %u at %llu (kind %u ns %llu since %llu) against id %u at %llu "
+			  "(kind %u ns %llu since %llu)", i, a[i].id, (unsigned long long)a[i].now,
+			  a[i].kind, (unsigned long long)a[i].ns, (unsigned long long)a[i].since, b[i].id,
+			  (unsigned long long)b[i].now, b[i].kind, (unsigned long long)b[i].ns,
+			  (unsigned long long)b[i].since);
+	for (unsigned o = 0; o < 5; o++)
+		cr_assert(sa[o].loads == sb[o].loads && sa[o].fired == sb[o].fired &&
+			  sa[o].steps == sb[o].steps, "owner %u: %llu/%llu/%llu against %llu/%llu/%llu",
+			  o + 1, (unsigned long long)sa[o].loads, (unsigned long long)sa[o].fired,
+			  (unsigned long long)sa[o].steps, (unsigned long long)sb[o].loads,
+			  (unsigned long long)sb[o].fired, (unsigned long long)sb[o].steps);
 }
 
 /* ---------------------------------------------------------------- the +predict wait */
