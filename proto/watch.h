@@ -18,15 +18,20 @@
  *     is found within max(backstop, r t) of landing (by default 3.1 % of how long the
  *     wait has been overdue), at most P_max = 524 ms; a word that never moves is
  *     looked at ~ln(t)/r + t/P_max times in its first t. Each
- *     owner's levels are one timer each in the heap; a level's sweep is a walk in order
- *     of its array of words (a word that leaves leaves a stale entry, dropped by the
- *     next sweep; one found idle stays until its age reaches the next level). Why
- *     levels and a heap, not a heap of every word: the overdue words
- *     of a tenant can be hundreds of thousands, and a level costs one heap entry and a
- *     sequential walk per period, where a heap would cost O(log n) per word per look;
- *     the few words that sleep toward a predicted deadline keep an exact time.
+ *     owner's levels are one timer each in the heap (periods fall on a 1/16 grid of
+ *     absolute time, so the levels of one period share a wake); a level's sweep is a
+ *     walk in order of its array of entries, one per word, each with what an idle
+ *     look needs (key, head target, hold, deadline). With the driver's load
+ *     (garuda_watch_set_load) the sweep looks at idle words itself: one found idle
+ *     stays until its age reaches the next level (its hold), then moves there, and
+ *     only words that moved (or have a window ahead) reach the driver; a word that
+ *     leaves marks its entry dead, squeezed out once the dead outnumber the live. Why
+ *     levels and a heap, not a heap of every word: the overdue words of a tenant can
+ *     be hundreds of thousands, and a level costs one heap entry and a sequential walk
+ *     per period, where a heap would cost O(log n) per word per look; the few words
+ *     that sleep toward a predicted deadline keep an exact time.
  * A step looks at the SPIN words and at the heap's due timers, in due order, at most
- * GARUDA_WATCH_CHUNK words of one level per turn (a level left half-swept is due again
+ * max words in all (given out or looked at idle), GARUDA_WATCH_CHUNK of one level per turn (a level left half-swept is due again
  * within the step, behind every timer due in it: equal times leave first in, first
  * out): every owner's due words are served in turn, and a
  * session's backlog never stands in front of another session's due word for more than
@@ -45,7 +50,12 @@
  *     within GARUDA_POLICY_SPIN_AHEAD_NS (a timer's time has the early wake taken off
  *     already), and never under a plan that does not spin (park_ns 0, not poll); with
  *     nothing added it says UINT64_MAX (park).
- *   - Work counted per owner: every word look is charged to its word's owner.
+ *   - Work counted per owner: every word look is charged to its word's owner, the
+ *     idle looks of a sweep too (garuda_watch_step_owners: a step's, per owner).
+ *   - A sweep with a load fires, records and charges exactly as one without (the
+ *     idle words it keeps are the ones garuda_watch_found() would keep).
+ *   - Memory: a wait is 48 bytes, a word 64, a level entry 40 (garudad adds a 48-byte
+ *     payload per wait: 117-125 B of RSS per armed wait at 4 waits a word).
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
  * drives it (garudad: its scanner thread; replay: its caller). */
