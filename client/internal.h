@@ -127,7 +127,6 @@ struct garuda_stream {
 		struct garuda_estimator est; /* plan.predict only */
 		uint64_t spin_ns;            /* set_wait's pre-park spin; 0 for set_plan plans */
 		uint64_t backstop_ns;        /* effective backstop (set_wait keeps it exact) */
-		uint64_t park_ns;            /* flag: longest park */
 		uint64_t sleeps, spin_outs;  /* +predict waits that slept / whose spin ran out */
 	} pl;
 

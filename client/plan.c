@@ -48,9 +48,6 @@ void stream_apply_plan(struct garuda_stream *s, const struct garuda_plan *p, uin
 		backstop_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.backstop_us * NS_PER_US
 							  : POLL_STEP_MAX_NS;
 	s->pl.backstop_ns = backstop_ns < MIN_BACKSTOP_NS ? MIN_BACKSTOP_NS : backstop_ns;
-	s->pl.park_ns = p->kind == GARUDA_PLAN_FLAG ? p->flag.park_us * NS_PER_US : 0;
-	if (s->pl.park_ns < NS_PER_US)
-		s->pl.park_ns = NS_PER_US;
 	s->pl.sleeps = s->pl.spin_outs = 0;
 	pthread_mutex_unlock(&s->plan_lock);
 }

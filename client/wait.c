@@ -356,7 +356,7 @@ static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 
 	pthread_mutex_lock(&s->plan_lock);
 	struct garuda_plan plan = s->pl.plan;
-	uint64_t spin_ns = s->pl.spin_ns, backstop_ns = s->pl.backstop_ns, park_ns = s->pl.park_ns;
+	uint64_t spin_ns = s->pl.spin_ns, backstop_ns = s->pl.backstop_ns;
 	pthread_mutex_unlock(&s->plan_lock);
 
 	int r;
@@ -400,11 +400,11 @@ static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 				return q;
 			backstop_at = now + backstop_ns;
 		}
+		/* flag, armed: park on the form until the backstop (park_us is the
+		 * watcher's spin window, docs/plans.md "One name per quantity": not read
+		 * here; the readiness ends the park) */
 		uint64_t until = deadline < backstop_at ? deadline : backstop_at;
-		if (armed) {
-			if (until - now > park_ns)
-				until = now + park_ns;
-		} else {
+		if (!armed) {
 			if (now + step < until)
 				until = now + step;
 			step = step * 2 > POLL_STEP_MAX_NS ? POLL_STEP_MAX_NS : step * 2;

@@ -284,8 +284,9 @@ int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t b
  *                               host stream; backends without one, and waits with a
  *                               finite timeout, poll with queries instead);
  *   poll                        poll the word and query the native stream, no readiness;
- *   flag:park_us=P,backstop_us=B  park on the readiness form up to P us at a time,
- *                               query the native stream every B us (at least 10 us);
+ *   flag:park_us=P,backstop_us=B  park on the readiness form, query the native stream
+ *                               every B us (at least 10 us); P is garudad's spin
+ *                               window (docs/plans.md), not read by a stream's wait;
  *   ...+predict:margin_us=M,min_sleep_us=m,max_sleep_us=X,window=W
  *                               (poll or flag) sleep until M us before the completion
  *                               the stream's estimator predicts, then spin on the word
