@@ -7,6 +7,7 @@
  * a multishot poll the kernel ended on its own is re-armed.
  */
 #include "loop.h"
+#include "list.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,22 +44,13 @@ struct loop {
 
 static void track(struct loop *l, struct loop_watch *w)
 {
-	w->all_prev = NULL;
-	w->all_next = l->all;
-	if (l->all)
-		l->all->all_prev = w;
-	l->all = w;
+	LIST_PREPEND(l->all, w, all_prev, all_next);
 }
 
 /* Unlink from the loop's list and free. */
 static void watch_free(struct loop *l, struct loop_watch *w)
 {
-	if (w->all_prev)
-		w->all_prev->all_next = w->all_next;
-	else
-		l->all = w->all_next;
-	if (w->all_next)
-		w->all_next->all_prev = w->all_prev;
+	LIST_UNLINK(l->all, w, all_prev, all_next);
 	free(w);
 }
 

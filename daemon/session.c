@@ -6,6 +6,7 @@
  * the session's reference of its sink drops in session_close(), the struct is freed
  * by session_reap(). */
 #include "session.h"
+#include "list.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -284,12 +285,7 @@ void session_close(struct session *s)
 	while (*pp != s)
 		pp = &(*pp)->hnext;
 	*pp = s->hnext;
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		d->sessions = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
+	LIST_UNLINK(d->sessions, s, prev, next);
 	d->nsessions--;
 	if (s->reattach_pending)
 		session_log_reattached(s, ", then closed");

@@ -5,6 +5,7 @@
  * object and its way out are session.c's: the layers call down only (session_conn.c
  * -> session_req.c -> session.c). Loop thread. */
 #include "session_conn.h"
+#include "list.h"
 #include "session_req.h"
 
 #include <assert.h>
@@ -391,10 +392,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 	/* from here nothing fails: the session owns the sink, the daemon the session */
 	TAKE_PTR(sink);
 	d->next_session_id++;
-	s->next = d->sessions;
-	if (d->sessions)
-		d->sessions->prev = s;
-	d->sessions = s;
+	LIST_PREPEND(d->sessions, s, prev, next);
 	s->hnext = d->by_id[s->id % SESSION_BUCKETS];
 	d->by_id[s->id % SESSION_BUCKETS] = s;
 	d->nsessions++;
