@@ -46,14 +46,15 @@ struct garuda_watch_word {
 struct garuda_watch_lent {
 	uint64_t key;    /* its word's key */
 	uint64_t target; /* its word's head's target */
-	uint64_t hold;   /* an idle look before this time leaves it here (level_hold; 0:
-			  * a window lies ahead, it is given out at every look) */
-	uint64_t dl;     /* where its backoff counts from (its age: now - dl) */
+	uint64_t hold;   /* an idle look before this time leaves it here (level_hold: where
+			  * its backoff counts from + level_span; 0: a window lies ahead,
+			  * it is given out at every look) */
 	uint32_t word;   /* its word; GARUDA_WATCH_NONE: dead (the word left) */
 	uint32_t look;   /* its last idle look, in ns after the sweep that made it began
 			  * (level_look); UINT32_MAX: none since it was placed or given out
 			  * (the word's last_look is its last look then) */
 };
+_Static_assert(sizeof(struct garuda_watch_lent) == 32, "a level entry is 32 bytes");
 struct garuda_watch_level {
 	struct garuda_watch_lent *e;
 	uint32_t len, cap;
@@ -347,23 +348,30 @@ static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 	return l < GARUDA_WATCH_LEVELS ? l : GARUDA_WATCH_LEVELS - 1;
 }
 
-/* Until when an overdue word (deadline dl) stays on level l: its backoff reaches the
- * next level's period P at age 2P (the ladder, while P <= backstop) or at age
- * P x backoff_div (age / backoff_div, level_for); the top level holds for good. */
-static uint64_t level_hold(const struct garuda_watch_tuning *t, uint64_t dl, unsigned l)
+/* How long after its deadline dl an overdue word stays on level l: its backoff reaches
+ * the next level's period P at age 2P (the ladder, while P <= backstop) or at age
+ * P x backoff_div (age / backoff_div, level_for); the top level holds for good
+ * (UINT64_MAX). */
+static uint64_t level_span(const struct garuda_watch_tuning *t, unsigned l)
 {
 	if (l + 1 >= GARUDA_WATCH_LEVELS)
 		return UINT64_MAX;
 	uint64_t p = GARUDA_WATCH_STEP_MIN_NS << (l + 1);
 	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
 	uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
-	return add_sat(dl, top >= p ? 2 * p : (p > UINT64_MAX / div ? UINT64_MAX : p * div));
+	return top >= p ? 2 * p : (p > UINT64_MAX / div ? UINT64_MAX : p * div);
+}
+
+/* Until when it stays there (its hold). */
+static uint64_t level_hold(const struct garuda_watch_tuning *t, uint64_t dl, unsigned l)
+{
+	return add_sat(dl, level_span(t, l));
 }
 
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
  * (held there until *due: level_hold, or 0 while a window lies ahead). */
 static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h,
-			    uint64_t now, uint64_t *due, unsigned *level, uint64_t *dlp)
+			    uint64_t now, uint64_t *due, unsigned *level)
 {
 	const struct garuda_watch_tuning *t = &w->t;
 	uint64_t early = t->pol.early_ns;
@@ -401,7 +409,6 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		return P_AT;
 	}
 	uint64_t overdue = now > dl ? now - dl : 0;
-	*dlp = dl;
 	*level = level_for(t, overdue);
 	*due = level_hold(t, dl, *level);
 	if (open != UINT64_MAX) { /* between its deadline and its window: no later than that */
@@ -418,10 +425,10 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 {
 	struct garuda_watch_word *d = &w->words[wi];
-	uint64_t due = 0, dl = 0;
+	uint64_t due = 0;
 	unsigned level = 0;
 	struct garuda_policy_wait h = pw_of(w, d->head);
-	enum place p = place_for(w, &h, now, &due, &level, &dl);
+	enum place p = place_for(w, &h, now, &due, &level);
 	if (p == P_LEVEL)
 		d->hold = due;
 	if (p == P_LEVEL && d->place == P_LEVEL && level == d->level) {
@@ -429,7 +436,6 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		struct garuda_watch_lent *x = &level_of(w, d->owner, level)->e[d->pos];
 		x->target = h.target;
 		x->hold = due;
-		x->dl = dl;
 		return;
 	}
 	if (p == d->place && p == P_SPIN)
@@ -460,7 +466,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		d->level = (uint8_t)level;
 		d->pos = lv->len;
 		lv->e[lv->len++] = (struct garuda_watch_lent){ .key = d->key, .target = h.target,
-							       .hold = due, .dl = dl, .word = wi,
+							       .hold = due, .word = wi,
 							       .look = UINT32_MAX };
 		lv->n++;
 		if (lv->hpos == GARUDA_WATCH_NONE) {
@@ -883,9 +889,12 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 		    uint64_t now)
 {
 	struct garuda_watch_word *d = &w->words[x->word];
-	unsigned l = level_for(&w->t, now > x->dl ? now - x->dl : 0);
+	/* where its backoff counts from (its hold ran out: not the top level's, never
+	 * saturated) */
+	uint64_t dl = x->hold - level_span(&w->t, d->level);
+	unsigned l = level_for(&w->t, now > dl ? now - dl : 0);
 	if (l == d->level) { /* (a tuning that moved it nowhere) */
-		x->hold = d->hold = level_hold(&w->t, x->dl, l);
+		x->hold = d->hold = level_hold(&w->t, dl, l);
 		d->last_look = now;
 		x->look = UINT32_MAX;
 		return true;
@@ -896,7 +905,7 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	struct garuda_watch_lent y = *x;
 	x->word = GARUDA_WATCH_NONE;
 	level_of(w, owner, d->level)->n--;
-	y.hold = level_hold(&w->t, y.dl, l);
+	y.hold = level_hold(&w->t, dl, l);
 	y.look = UINT32_MAX;
 	d->level = (uint8_t)l;
 	d->pos = nl->len;

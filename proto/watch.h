@@ -21,7 +21,7 @@
  *     owner's levels are one timer each in the heap (periods fall on a 1/16 grid of
  *     absolute time, so the levels of one period share a wake); a level's sweep is a
  *     walk in order of its array of entries, one per word, each with what an idle
- *     look needs (key, head target, hold, deadline). With the driver's load
+ *     look needs (key, head target, hold). With the driver's load
  *     (garuda_watch_set_load) the sweep looks at idle words itself: one found idle
  *     stays until its age reaches the next level (its hold), then moves there, and
  *     only words that moved (or have a window ahead) reach the driver; a word that
@@ -54,7 +54,7 @@
  *     idle looks of a sweep too (garuda_watch_step_owners: a step's, per owner).
  *   - A sweep with a load fires, records and charges exactly as one without (the
  *     idle words it keeps are the ones garuda_watch_found() would keep).
- *   - Memory: a wait is 48 bytes, a word 64, a level entry 40 (garudad adds a 48-byte
+ *   - Memory: a wait is 48 bytes, a word 64, a level entry 32 (garudad adds a 48-byte
  *     payload per wait: 117-125 B of RSS per armed wait at 4 waits a word).
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
