@@ -688,8 +688,13 @@ static void *scanner_main(void *arg)
 			continue; /* successors may be due at once */
 		now = garuda_now_ns();
 		uint64_t until = garuda_watch_next(&s->watch, now);
-		if (!until && garuda_watch_sweeping(&s->watch))
-			continue; /* a sweep to go on with: due work, no spin's pause */
+		if (!until && garuda_watch_sweeping(&s->watch)) {
+			/* a sweep to go on with: due work, no spin's pause; but background
+			 * work, so a thread that is runnable on this CPU (a tenant's, another
+			 * of garudad's) goes first */
+			spin_give_way();
+			continue;
+		}
 		if (!until) {
 			count(s, SC_spins, 1);
 			if (!wordwait_step(s, seq))
