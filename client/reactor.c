@@ -289,13 +289,8 @@ static unsigned look_locked(uint32_t wi, struct garuda_stream *s, uint64_t now)
 	unsigned k = garuda_watch_found(w, wi, v, now, reactor.fires);
 	if (!k)
 		return 0;
-	for (unsigned i = 0; i < k; i++) {
-		const struct garuda_find *f = &reactor.fires[i].find;
-		if (f->kind == GARUDA_FIND_EXACT)
-			garuda_estimator_record_exact_ns(&s->rx.rest, f->ns);
-		else if (f->kind == GARUDA_FIND_CENSORED)
-			garuda_estimator_record_censored_ns(&s->rx.rest, f->ns);
-	}
+	for (unsigned i = 0; i < k; i++)
+		garuda_policy_record(&s->rx.rest, &reactor.fires[i].find);
 	stream_nudge_locked(s);
 	s->ses.polled = v;
 	take_stream(s, v, now, now);

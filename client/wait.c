@@ -175,12 +175,8 @@ static void predict_add(struct predict_watch *pw, struct garuda_stream *s, uint6
 static void predict_record(struct garuda_stream *s, const struct garuda_watch_fire *f, unsigned k)
 {
 	pthread_mutex_lock(&s->plan_lock);
-	for (unsigned i = 0; i < k && s->pl.plan.predict; i++) {
-		if (f[i].find.kind == GARUDA_FIND_EXACT)
-			garuda_estimator_record_exact_ns(&s->pl.est, f[i].find.ns);
-		else if (f[i].find.kind == GARUDA_FIND_CENSORED)
-			garuda_estimator_record_censored_ns(&s->pl.est, f[i].find.ns);
-	}
+	for (unsigned i = 0; i < k && s->pl.plan.predict; i++)
+		garuda_policy_record(&s->pl.est, &f[i].find);
 	pthread_mutex_unlock(&s->plan_lock);
 }
 

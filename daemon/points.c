@@ -81,17 +81,13 @@ out:
 	pthread_mutex_unlock(&t->lock);
 }
 
-void points_record(struct points *t, uint32_t slot, uint64_t key, bool exact, uint64_t ns)
+void points_record(struct points *t, uint32_t slot, uint64_t key, const struct garuda_find *f)
 {
 	if (slot == POINT_NONE || !t)
 		return;
 	pthread_mutex_lock(&t->lock);
-	if (slot < t->n && t->p[slot].key == key) {
-		if (exact)
-			garuda_estimator_record_exact_ns(&t->p[slot].est, ns);
-		else
-			garuda_estimator_record_censored_ns(&t->p[slot].est, ns);
-	}
+	if (slot < t->n && t->p[slot].key == key)
+		garuda_policy_record(&t->p[slot].est, f);
 	pthread_mutex_unlock(&t->lock);
 }
 

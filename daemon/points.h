@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "estimator.h"
+#include "policy.h"
 #include "quota.h"
 
 #define POINT_KEY_NAMED (1ull << 63)
@@ -63,9 +64,9 @@ void points_lookup(struct points **tab, struct quota_account *q, const struct co
 		   uint32_t plan_gen, uint64_t key, uint32_t *slot, uint64_t *sleep_ns,
 		   uint64_t *exact_sleep_ns);
 
-/* Scanner thread: record a completion of the arm that got (slot, key): exact (ns =
- * completion - arm) or censored (ns = wake - arm). */
-void points_record(struct points *t, uint32_t slot, uint64_t key, bool exact, uint64_t ns);
+/* Scanner thread: record a completion of the arm that got (slot, key): the watcher's
+ * find (policy.h: exact, a lower bound or censored; garuda_policy_record). */
+void points_record(struct points *t, uint32_t slot, uint64_t key, const struct garuda_find *f);
 
 /* Scanner thread: the sleeps the point of (slot, key) gives now (as points_lookup()
  * does, without touching the LRU): false when the slot holds another point now. A

@@ -473,8 +473,7 @@ static void count_fired(struct scanner *s, const struct fired *f, const struct g
 		if (fd->kind == GARUDA_FIND_LATE)
 			count(s, SC_late_wakes, 1);
 		else if (fd->kind != GARUDA_FIND_UNKNOWN)
-			points_record(f[i].a.sink->points, f[i].a.point_slot, armed_point_key(&f[i].a),
-				      fd->kind == GARUDA_FIND_EXACT, fd->ns);
+			points_record(f[i].a.sink->points, f[i].a.point_slot, armed_point_key(&f[i].a), fd);
 		uint64_t d = fires[i].since_ns;
 		unsigned b = sink_lat_bucket(d);
 		atomic_fetch_add_explicit(&s->st_hist[b], 1, memory_order_relaxed);

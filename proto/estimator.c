@@ -30,6 +30,7 @@ void garuda_estimator_reset(struct garuda_estimator *e)
 	e->count = 0;
 	e->next = 0;
 	e->censored_slots = 0;
+	e->lower_slots = 0;
 	e->exact = 0;
 	e->censored = 0;
 	memset(e->ring, 0, sizeof(e->ring));
@@ -57,10 +58,13 @@ bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *
 
 _Static_assert(GARUDA_PLAN_WINDOW_MAX <= 32, "censored_slots has a bit per ring slot");
 
-static void push(struct garuda_estimator *e, uint64_t v, bool censored)
+enum kind { EXACT, LOWER, CENSORED };
+
+static void push(struct garuda_estimator *e, uint64_t v, enum kind k)
 {
 	uint32_t bit = 1u << e->next;
-	e->censored_slots = censored ? e->censored_slots | bit : e->censored_slots & ~bit;
+	e->censored_slots = k == CENSORED ? e->censored_slots | bit : e->censored_slots & ~bit;
+	e->lower_slots = k == LOWER ? e->lower_slots | bit : e->lower_slots & ~bit;
 	e->ring[e->next] = v;
 	e->next = e->next + 1 == e->window ? 0 : e->next + 1;
 	if (e->count < e->window)
@@ -69,8 +73,22 @@ static void push(struct garuda_estimator *e, uint64_t v, bool censored)
 
 void garuda_estimator_record_exact_ns(struct garuda_estimator *e, uint64_t residual_ns)
 {
-	push(e, residual_ns, false);
+	push(e, residual_ns, EXACT);
 	e->exact++;
+}
+
+void garuda_estimator_record_lower_ns(struct garuda_estimator *e, uint64_t lower_ns)
+{
+	push(e, lower_ns, LOWER);
+	e->exact++;
+}
+
+/* The slots the exact sleep and margin skip: the censored records and every lower
+ * bound but the newest record's. */
+static uint32_t not_exact(const struct garuda_estimator *e)
+{
+	uint32_t newest = 1u << (e->next ? e->next - 1 : e->window - 1);
+	return e->censored_slots | (e->lower_slots & ~newest);
 }
 
 void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wake_ns)
@@ -79,7 +97,7 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 	uint64_t v = wake_ns;
 	if (garuda_estimator_prediction_ns(e, &pred) && pred < v)
 		v = pred;
-	push(e, v / 2, true);
+	push(e, v / 2, CENSORED);
 	e->censored++;
 }
 
@@ -89,9 +107,9 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 uint64_t garuda_estimator_exact_margin_ns(const struct garuda_estimator *e)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
-	uint32_t n = 0;
+	uint32_t n = 0, skip = not_exact(e);
 	for (uint32_t i = 0; i < e->count; i++)
-		if (!(e->censored_slots >> i & 1)) {
+		if (!(skip >> i & 1)) {
 			lo = e->ring[i] < lo ? e->ring[i] : lo;
 			hi = e->ring[i] > hi ? e->ring[i] : hi;
 			n++;
@@ -123,7 +141,7 @@ uint64_t garuda_estimator_horizon_ns(const struct garuda_estimator *e)
 
 uint64_t garuda_estimator_exact_horizon_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, e->censored_slots, garuda_estimator_exact_margin_ns(e), UINT64_MAX);
+	return sleep_of(e, not_exact(e), garuda_estimator_exact_margin_ns(e), UINT64_MAX);
 }
 
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e)
@@ -133,6 +151,6 @@ uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e)
 
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, e->censored_slots, garuda_estimator_exact_margin_ns(e),
+	return sleep_of(e, not_exact(e), garuda_estimator_exact_margin_ns(e),
 			e->max_sleep_ns);
 }

@@ -13,17 +13,20 @@
  *     gives it a prediction below that wake;
  *   - sleep = prediction - margin; 0 (do not sleep) when there is no record, when
  *     prediction <= margin or when the result is below min_sleep; at most max_sleep.
+ *   - record_lower(lower) (an addition to the seed): a lower bound of a residual (a
+ *     completion found by a look that came late), recorded as is, like an exact one;
  *   - exact sleep (an addition to the seed, for the second look and the spin window,
- *     docs/plans.md "The second look" and "The window"): the minimum of the exact
- *     records alone less the exact margin (half their spread, at least 20 us, at most
- *     margin); 0 when the window holds none. It is >= the sleep while no censored
- *     record is the minimum, and equals it while the spread is 2 x margin or more.
+ *     docs/plans.md "The second look" and "Lower bounds"): the minimum of the exact
+ *     records alone, and of the newest record when it is a lower bound, less the exact
+ *     margin (half their spread, at least 20 us, at most margin); 0 when the window
+ *     holds none. It is >= the sleep while no censored record or older lower bound is
+ *     the minimum, and equals it while the spread is 2 x margin or more.
  *
  * Promises:
  *   - Pure, I/O-free, libc only, no allocation; a struct is owned by one thread at a
  *     time (the caller's lock or thread discipline), functions keep no other state.
  *     Every function but init needs a struct that garuda_estimator_init() accepted.
- *   - Fixed size: sizeof(struct garuda_estimator) is all a point costs (184 bytes on
+ *   - Fixed size: sizeof(struct garuda_estimator) is all a point costs (192 bytes on
  *     LP64; a daemon charges it to the session's quota).
  *   - No overflow anywhere: any uint64_t input is valid (an exact UINT64_MAX gives
  *     max_sleep); microsecond parameters convert to nanoseconds saturating.
@@ -46,7 +49,10 @@ struct garuda_estimator {
 	uint32_t count;      /* records held, <= window */
 	uint32_t next;       /* ring slot the next record goes to */
 	uint32_t censored_slots; /* bit i: ring[i] holds a censored record */
-	uint64_t exact;      /* exact records since init (for metrics) */
+	uint32_t lower_slots;    /* bit i: ring[i] holds a lower bound (an exact record of
+				  * a completion seen late: record_lower) */
+	uint32_t unused_;
+	uint64_t exact;      /* exact records (lower bounds too) since init (for metrics) */
 	uint64_t censored;   /* censored records since init */
 	uint64_t ring[GARUDA_PLAN_WINDOW_MAX];
 };
@@ -64,16 +70,26 @@ bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *
 /* An exact residual: completion - wait start, in ns. */
 void garuda_estimator_record_exact_ns(struct garuda_estimator *e, uint64_t residual_ns);
 
+/* A lower bound of a residual: the work was done by a look that came late (the watcher
+ * was not spinning on it, or was preempted), ns = the previous look that saw it not
+ * done - wait start. It counts as an exact record for the prediction and the sleep;
+ * for the exact sleep only while it is the newest record (below). */
+void garuda_estimator_record_lower_ns(struct garuda_estimator *e, uint64_t lower_ns);
+
 /* A censored wake: the wait's wake - wait start, in ns, when the work was already done. */
 void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wake_ns);
 
 /* How long to sleep from the wait's start before spinning, in ns; 0 = do not sleep. */
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e);
 
-/* The same, from the exact records in the window alone (0: none, or no sleep). */
+/* The same, from the exact records in the window alone (0: none, or no sleep); a lower
+ * bound counts among them while it is the newest record: any later record supersedes
+ * it there (its gap may be as long as the backoff's period, and a stale one would open
+ * every window early for `window` completions). */
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e);
 
-/* The exact sleep's margin: half the spread (max - min) of the exact records held, at
+/* The exact sleep's margin: half the spread (max - min) of the exact records held (a
+ * lower bound only while it is the newest record), at
  * least GARUDA_ESTIMATOR_MARGIN_FLOOR_NS, at most margin; margin itself while fewer than
  * 2 exact records are held. A point whose kernels land within a few us of each other
  * is spun on for the floor before its earliest landing, not for the whole margin. */

@@ -1,6 +1,8 @@
 /* policy.c — the wait policy (policy.h). */
 #include "policy.h"
 
+#include "estimator.h"
+
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -124,10 +126,27 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	    now > add_sat(garuda_policy_resume(w), GARUDA_POLICY_LATE_WAKE_NS))
 		return (struct garuda_find){ GARUDA_FIND_LATE, 0 };
 	uint64_t at = lower ? max_u64(prev_pass, start) : now;
+	enum garuda_find_kind kind = lower ? GARUDA_FIND_LOWER
+				     : exact ? GARUDA_FIND_EXACT
+					     : GARUDA_FIND_CENSORED;
 	if (at <= start)
-		return lower ? unknown
-			     : (struct garuda_find){ exact ? GARUDA_FIND_EXACT
-							   : GARUDA_FIND_CENSORED,
-						     0 };
-	return (struct garuda_find){ exact ? GARUDA_FIND_EXACT : GARUDA_FIND_CENSORED, at - start };
+		return lower ? unknown : (struct garuda_find){ kind, 0 };
+	return (struct garuda_find){ kind, at - start };
+}
+
+void garuda_policy_record(struct garuda_estimator *e, const struct garuda_find *f)
+{
+	switch (f->kind) {
+	case GARUDA_FIND_EXACT:
+		garuda_estimator_record_exact_ns(e, f->ns);
+		break;
+	case GARUDA_FIND_LOWER:
+		garuda_estimator_record_lower_ns(e, f->ns);
+		break;
+	case GARUDA_FIND_CENSORED:
+		garuda_estimator_record_censored_ns(e, f->ns);
+		break;
+	default: /* LATE, UNKNOWN: nothing to record */
+		break;
+	}
 }

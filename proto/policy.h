@@ -100,7 +100,8 @@ bool garuda_policy_in_window(const struct garuda_policy_wait *w,
 			     const struct garuda_policy_tuning *t, uint64_t at, uint64_t *open_at);
 
 enum garuda_find_kind {
-	GARUDA_FIND_EXACT,    /* record ns exact (a completion, or a lower bound of it) */
+	GARUDA_FIND_EXACT,    /* record ns exact: a completion seen while spinning closely */
+	GARUDA_FIND_LOWER,    /* record ns as a lower bound of it (a late look's find) */
 	GARUDA_FIND_CENSORED, /* record ns censored (the estimator halves it) */
 	GARUDA_FIND_LATE,     /* not recorded: found by a wake late past its deadline */
 	GARUDA_FIND_UNKNOWN,  /* not recorded: nothing is known (the word jumped) */
@@ -108,8 +109,13 @@ enum garuda_find_kind {
 
 struct garuda_find {
 	enum garuda_find_kind kind;
-	uint64_t ns; /* EXACT, CENSORED: the residual from its start */
+	uint64_t ns; /* EXACT, LOWER, CENSORED: the residual from its start */
 };
+
+/* What a find tells its point's estimator (EXACT, LOWER and CENSORED are recorded as
+ * such, LATE and UNKNOWN not at all): the one place every driver records a find. */
+struct garuda_estimator;
+void garuda_policy_record(struct garuda_estimator *e, const struct garuda_find *f);
 
 /* What a find of w at now records: prev_pass, when the previous pass began (the store
  * landed in (prev_pass, now]); slept, the watcher slept since it. */

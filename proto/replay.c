@@ -198,16 +198,15 @@ static uint64_t horizon_of(const struct sim *s, const struct garuda_plan *plan, 
 static void record(struct sim *s, struct garuda_replay_result *out, size_t point,
 		   struct garuda_find f, bool predict)
 {
+	if (predict)
+		garuda_policy_record(&s->est[point], &f);
 	switch (f.kind) {
 	case GARUDA_FIND_EXACT:
+	case GARUDA_FIND_LOWER:
 		out->exact++;
-		if (predict)
-			garuda_estimator_record_exact_ns(&s->est[point], f.ns);
 		break;
 	case GARUDA_FIND_CENSORED:
 		out->censored++;
-		if (predict)
-			garuda_estimator_record_censored_ns(&s->est[point], f.ns);
 		break;
 	case GARUDA_FIND_LATE:
 		out->late++;

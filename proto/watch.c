@@ -400,6 +400,12 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		 * before it, so sleep to it rather than start the ladder at the deadline */
 		if (open != UINT64_MAX && open > dl && open - dl <= t->margin_ns)
 			dl = open;
+		/* a window that opened past the deadline (the second look) and has closed:
+		 * overdue counts from its opening, where the exact records expect the work,
+		 * so the backoff starts afresh there (docs/plans.md, "Lower bounds") */
+		uint64_t res = garuda_policy_resume(h);
+		if (open == UINT64_MAX && res > dl && now >= res)
+			dl = res;
 	}
 	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
 		uint64_t at = dl - early;

@@ -5,7 +5,8 @@
  * that a censored record never raises the prediction and sleep never exceeds
  * max_sleep over many random sequences (checked against an independent model of the
  * window), no overflow at UINT64_MAX, and that init applies the plan's bounds; the
- * exact sleep (garudad's second look after a halving) skips censored records only.
+ * exact sleep (garudad's second look after a halving) skips censored records and
+ * every lower bound but the newest record.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -82,7 +83,7 @@ Test(estimator, seed_vectors)
 Test(estimator, fixed_size)
 {
 	/* what estimator.h promises a point costs (LP64) */
-	cr_assert_eq(sizeof(struct garuda_estimator), 184);
+	cr_assert_eq(sizeof(struct garuda_estimator), 192);
 }
 
 Test(estimator, uint64_max_on_a_cold_point_is_max_sleep)
@@ -230,6 +231,42 @@ Test(estimator, exact_sleep_skips_censored_records)
 	cr_assert_eq(garuda_estimator_exact_sleep_ns(&c), 1 * MS - 150 * US, "reset forgets the kinds");
 }
 
+/* A lower bound (a completion found by a late look) counts as an exact record for
+ * the prediction and the sleep; for the exact sleep and its margin only while it is
+ * the newest record: a later record, of any kind, supersedes it there. */
+Test(estimator, a_lower_bound_opens_the_window_only_while_newest)
+{
+	struct garuda_estimator e = seed_estimator();
+	/* a cold point's first wait, found on its backoff: 250 ms below the 10 s truth */
+	garuda_estimator_record_lower_ns(&e, 9750 * MS);
+	cr_assert_eq(e.exact, 1, "counted with the exact records");
+	cr_assert_eq(prediction(&e), 9750 * MS);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 50 * MS, "capped at max_sleep");
+	cr_assert_eq(garuda_estimator_exact_horizon_ns(&e), 9750 * MS - 150 * US, "the newest");
+	/* the next, found on the backoff from that early window: a tighter lower bound */
+	garuda_estimator_record_lower_ns(&e, 9996 * MS);
+	cr_assert_eq(prediction(&e), 9750 * MS, "the prediction keeps the minimum");
+	cr_assert_eq(garuda_estimator_exact_horizon_ns(&e), 9996 * MS - 150 * US,
+		     "the older lower bound no longer opens the window");
+	/* then one found spinning: the exact record alone opens it */
+	garuda_estimator_record_exact_ns(&e, 10000 * MS);
+	cr_assert_eq(garuda_estimator_exact_horizon_ns(&e), 10000 * MS - 150 * US);
+	cr_assert_eq(garuda_estimator_horizon_ns(&e), 9750 * MS - 150 * US);
+	/* a lower bound below the exact records (the kernel got shorter) opens it while
+	 * newest; the exact margin then spans both */
+	garuda_estimator_record_exact_ns(&e, 10000 * MS + 40 * US);
+	cr_assert_eq(garuda_estimator_exact_margin_ns(&e), 20 * US);
+	garuda_estimator_record_lower_ns(&e, 5000 * MS);
+	cr_assert_eq(garuda_estimator_exact_margin_ns(&e), 150 * US, "half the spread, capped");
+	cr_assert_eq(garuda_estimator_exact_horizon_ns(&e), 5000 * MS - 150 * US);
+	/* a censored record supersedes it too */
+	garuda_estimator_record_censored_ns(&e, 4000 * MS);
+	cr_assert_eq(garuda_estimator_exact_horizon_ns(&e), 10000 * MS - 20 * US);
+	garuda_estimator_reset(&e);
+	garuda_estimator_record_exact_ns(&e, 1 * MS);
+	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 1 * MS - 150 * US, "reset forgets the kinds");
+}
+
 /* Random sequences against an independent model: the window is the last `window`
  * records of a plain array; prediction = their minimum; a censored record never
  * raises the prediction; sleep follows the rule and never exceeds max_sleep. */
@@ -238,7 +275,7 @@ Test(estimator, random_sequences_match_the_model)
 	uint64_t rng = 88172645463325252u;
 #define NEXT() xorshift(&rng)
 	static uint64_t hist[512];
-	static bool hist_censored[512];
+	static bool hist_censored[512], hist_lower[512];
 	unsigned censored_seen = 0, raised_by_exact = 0;
 	for (unsigned seq = 0; seq < 2000; seq++) {
 		struct garuda_plan_predict pp = {
@@ -261,15 +298,20 @@ Test(estimator, random_sequences_match_the_model)
 			}
 			uint64_t before = 0;
 			bool had = garuda_estimator_prediction_ns(&e, &before);
-			bool censored = (NEXT() % 3) == 0;
+			unsigned kind = (unsigned)(NEXT() % 6); /* 0, 1: censored; 2: lower */
+			bool censored = kind < 2;
 			cr_assert_lt(n, sizeof(hist) / sizeof(hist[0]));
+			hist_lower[n] = kind == 2;
 			if (censored) {
 				garuda_estimator_record_censored_ns(&e, t);
 				uint64_t rec = had && before < t ? before : t;
 				hist_censored[n] = true;
 				hist[n++] = rec / 2;
 			} else {
-				garuda_estimator_record_exact_ns(&e, t);
+				if (kind == 2)
+					garuda_estimator_record_lower_ns(&e, t);
+				else
+					garuda_estimator_record_exact_ns(&e, t);
 				hist_censored[n] = false;
 				hist[n++] = t;
 			}
@@ -277,7 +319,8 @@ Test(estimator, random_sequences_match_the_model)
 			unsigned n_exact = 0;
 			for (unsigned k = n > pp.window ? n - (unsigned)pp.window : 0; k < n; k++) {
 				model = hist[k] < model ? hist[k] : model;
-				if (!hist_censored[k]) {
+				/* exact: the exact records, and a lower bound while newest */
+				if (!hist_censored[k] && (!hist_lower[k] || k == n - 1)) {
 					model_exact = hist[k] < model_exact ? hist[k] : model_exact;
 					max_exact = hist[k] > max_exact ? hist[k] : max_exact;
 					n_exact++;

@@ -65,7 +65,7 @@ Test(policy, a_preempted_spin_records_the_lower_bound)
 	struct garuda_policy_wait w = wait_at(1, 1, 0, 900 * US);
 	/* the previous pass began 300 us before this one: the store landed in between */
 	struct garuda_find f = garuda_policy_find(&w, &tune, 1300 * US, 1000 * US, false);
-	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
+	cr_assert_eq(f.kind, GARUDA_FIND_LOWER);
 	cr_assert_eq(f.ns, 1000 * US);
 }
 
@@ -101,7 +101,7 @@ Test(policy, a_wait_given_up_records_its_lower_bound_after_a_sleep)
 	/* sleep 100 us: its window [100 us, 100 + 1000 + 200 us) is over at 2 ms */
 	struct garuda_policy_wait w = wait_at(1, 1, 0, 100 * US);
 	struct garuda_find f = garuda_policy_find(&w, &tune, 2200 * US, 2000 * US, true);
-	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
+	cr_assert_eq(f.kind, GARUDA_FIND_LOWER);
 	cr_assert_eq(f.ns, 2000 * US);
 }
 
@@ -292,12 +292,13 @@ Test(policy, timeline_a_kernel_that_got_shorter)
 	cr_assert_geq(r.censored, 1, "the first short kernel is found by the wake");
 	cr_assert_leq(r.late_p50_ns, poll.late_p50_ns * 13 / 10);
 	cr_assert_leq(r.busy_ns * 10, poll.busy_ns);
-	/* the target, p99 <= 2x poll's, is MISSED since the watcher (the old scanner met
-	 * it): the first 4 short kernels are found 4.9, 4.7, 2.0 ms and 153 us late, then
-	 * for 16 kernels (while the halved record is the window's minimum) up to ~150 us
-	 * late, 20 of 600 in all; pinned at today's ~80x (153 us) so it cannot regress, and
-	 * the transient bounded: the worst find within one kernel of the change */
-	cr_assert_leq(r.late_p99_ns, poll.late_p99_ns * 100, "p99 %lu ns vs poll's %lu",
+	/* p99 <= 2x poll's: the first short kernels are found late (the wake after the
+	 * halving, then the backoff from the old window: the worst within one kernel of
+	 * the change), and each leaves a lower bound; a lower bound opens the window only
+	 * while it is the newest record (estimator.h), so the next kernels are found
+	 * spinning, not up to ~150 us late for 16 kernels behind the first, early one
+	 * (p99 ~80x poll's before) */
+	cr_assert_leq(r.late_p99_ns, poll.late_p99_ns * 2, "p99 %lu ns vs poll's %lu",
 		      (unsigned long)r.late_p99_ns, (unsigned long)poll.late_p99_ns);
 	cr_assert_leq(r.late_max_ns, 5100 * US, "max %lu ns", (unsigned long)r.late_max_ns);
 	free(g.rows);

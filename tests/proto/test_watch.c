@@ -683,12 +683,10 @@ static void solo_wait(struct solo *o, uint64_t seq)
 			unsigned k = garuda_watch_found(w, wi, v, o->now, fires);
 			for (unsigned i = 0; i < k; i++) {
 				const struct garuda_find *f = &fires[i].find;
-				if (f->kind == GARUDA_FIND_EXACT)
-					garuda_estimator_record_exact_ns(&o->est, f->ns);
-				else if (f->kind == GARUDA_FIND_CENSORED)
-					garuda_estimator_record_censored_ns(&o->est, f->ns);
+				garuda_policy_record(&o->est, f);
 				solo_log(o, "find %llu %s %llu; ", (unsigned long long)((o->now - o->t0) / US),
 					 f->kind == GARUDA_FIND_EXACT      ? "exact"
+					 : f->kind == GARUDA_FIND_LOWER    ? "lower"
 					 : f->kind == GARUDA_FIND_CENSORED ? "censored"
 									   : "none",
 					 (unsigned long long)(f->ns / US));
@@ -775,7 +773,7 @@ Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
 	 * backoff: 1 ms overdue at the window's end, its level's period is the largest
 	 * 32 us x 2^L not above max(min(backstop_us, t/2), t/32) = 200 us: 128 us; the
 	 * store at 1.5 ms is found by a look after a sleep past the window: its lower
-	 * bound, the look before, as exact */
+	 * bound, the look before */
 	static struct solo o;
 	solo_init(&o, DEFAULT_PLAN, 1 * S);
 	uint64_t cold[] = { 1 * S + 1500 * US };
@@ -783,7 +781,7 @@ Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
 	o.nstores = 1;
 	solo_wait(&o, 1);
 	cr_assert_str_eq(o.log, "spin x500; sleep 1128; sleep 1256; sleep 1384; sleep 1512; "
-				"find 1512 exact 1384; ");
+				"find 1512 lower 1384; ");
 	/* warm (a 1.384 ms prediction, 1.284 ms of sleep): a kernel done at 0.5 ms, whose readiness (50 us
 	 * after the store) ends the sleep toward the deadline: looked at at once, a find
 	 * after a sleep, censored */
