@@ -29,7 +29,8 @@
  * the baseline), A loaded (A holding 65,536 idle arms; full mode also 1,048,576) and A
  * churning (holding 65,536, plus the churn). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
- * baseline's. The section prints issue 29's targets as verdicts; like every timing in
+ * baseline's; each figure is the best of B_RUNS (3) runs, and one run before the
+ * baseline is not counted. The section prints issue 29's targets as verdicts; like every timing in
  * this bench they never fail the run.
  */
 #include <errno.h>
@@ -59,6 +60,7 @@
 #define TA_QUOTA_ARMED 2000000u
 #define TA_IDLE_MS (20u * 60u * 1000u) /* A waits this long for a command at most */
 #define B_STREAMS 2u
+#define B_RUNS 3u            /* runs per B row; each figure is the best of them */
 
 _Static_assert(TA_CHURN <= GARUDA_BATCH_MAX, "one churn batch is one ARM_BATCH");
 _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
@@ -364,11 +366,34 @@ static void verdict(cJSON *arr, const char *what, double v, const char *unit, do
 	cJSON_AddItemToArray(arr, o);
 }
 
-/* B's two streams against d, with A as it is now */
+/* B's two streams against d, with A as it is now: B_RUNS runs, each figure the best
+ * (lowest) of them, the same rule for every row, the baseline's included. One run on
+ * this shared guest now and then has a p99 or a CPU figure several times its
+ * neighbours' (a host preemption), which one run per row reported as A's doing. */
 static void run_b(struct bench *b, struct gd_daemon *d, unsigned n, struct b_row *x)
 {
 	x->ran = true;
-	plans_garuda_streams(b, d, B_STREAMS, n, &x->r);
+	x->r = (struct plans_streams_result){ .ok = false };
+	for (unsigned i = 0; i < B_RUNS; i++) {
+		struct plans_streams_result r;
+		plans_garuda_streams(b, d, B_STREAMS, n, &r);
+		if (getenv("GARUDA_BENCH_DEBUG_B")) fprintf(stderr, "B run %s: p50 %.1f p99 %.1f cpu %.1f\n", x->state, r.lat.p50/1e3, r.lat.p99/1e3, r.daemon_us);
+		if (!r.ok)
+			continue;
+		if (!x->r.ok) {
+			x->r = r;
+			continue;
+		}
+		x->r.completions += r.completions;
+		x->r.lat.n += r.lat.n;
+		x->r.lat.p50 = fmin(x->r.lat.p50, r.lat.p50);
+		x->r.lat.p99 = fmin(x->r.lat.p99, r.lat.p99);
+		x->r.lat.p999 = fmin(x->r.lat.p999, r.lat.p999);
+		x->r.lat.mean = fmin(x->r.lat.mean, r.lat.mean);
+		x->r.lat.max = fmin(x->r.lat.max, r.lat.max);
+		x->r.daemon_us = fmin(x->r.daemon_us, r.daemon_us);
+		x->r.total_us = fmin(x->r.total_us, r.total_us);
+	}
 }
 
 /* B while A churns: start the churn, see it going, run B, stop it */
@@ -479,10 +504,14 @@ int bench_tenants(struct bench *b)
 	cJSON_AddNumberToObject(sec, "b_uid", (double)geteuid());
 	cJSON_AddNumberToObject(sec, "b_streams", B_STREAMS);
 	cJSON_AddNumberToObject(sec, "b_completions_per_stream", nb);
+	cJSON_AddNumberToObject(sec, "b_runs_per_row", B_RUNS);
 	cJSON_AddNumberToObject(sec, "window_s", win_s);
 	cJSON_AddNumberToObject(sec, "after_s", win_s);
 
-	/* B with A connected and nothing armed: the baseline */
+	/* B with A connected and nothing armed: the baseline, after one run not counted (the
+	 * daemon's first completions of a point run cold: no records yet) */
+	struct plans_streams_result warm;
+	plans_garuda_streams(b, &d, B_STREAMS, nb / 4 + 32, &warm);
 	rows[nrows] = (struct b_row){ .state = "none", .armed = 0 };
 	run_b(b, &d, nb, &rows[nrows++]);
 
@@ -555,8 +584,9 @@ int bench_tenants(struct bench *b)
 	}
 
 	printf("\n   B's store -> wake (us) and garudad CPU per B completion, against A none (connected, no arms);\n"
-	       "   %u streams x %u completions per row (the first 16 of each stream not counted)\n",
-	       B_STREAMS, nb);
+	       "   %u streams x %u completions per run (the first 16 of each stream not counted), each\n"
+	       "   figure the best of %u runs; one run before the baseline not counted\n",
+	       B_STREAMS, nb, B_RUNS);
 	printf("  %-9s %9s %8s %8s %9s %9s %11s %8s\n", "A", "A armed", "p50", "p99", "d p50", "d p99",
 	       "daemon us/c", "x CPU/c");
 	cJSON *jb = cJSON_AddArrayToObject(sec, "tenant_b");
