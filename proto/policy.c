@@ -2,6 +2,7 @@
 #include "policy.h"
 
 #include "estimator.h"
+#include "plan.h"
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
@@ -132,6 +133,13 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	if (at <= start)
 		return lower ? unknown : (struct garuda_find){ kind, 0 };
 	return (struct garuda_find){ kind, at - start };
+}
+
+uint64_t garuda_policy_backstop_ns(uint64_t backstop_ns, uint64_t backoff_div, uint64_t age_ns)
+{
+	uint64_t grown = age_ns / (backoff_div ? backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT);
+	grown = grown < GARUDA_POLICY_BACKOFF_MAX_NS ? grown : GARUDA_POLICY_BACKOFF_MAX_NS;
+	return max_u64(grown, backstop_ns);
 }
 
 void garuda_policy_record(struct garuda_estimator *e, const struct garuda_find *f)

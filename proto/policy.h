@@ -40,6 +40,9 @@
 /* The short ladder's first step (a timed futex wait costs ~15 us of CPU: shorter
  * steps only burn it). */
 #define GARUDA_POLICY_STEP_MIN_NS   32000ull
+/* The longest backoff period: the watcher's top level (watch.h) and a client wait's
+ * longest backstop (garuda_policy_backstop_ns) */
+#define GARUDA_POLICY_BACKOFF_MAX_NS (GARUDA_POLICY_STEP_MIN_NS << 14)
 
 /* A plan's keys as the policy takes them, named as the plan names them (docs/plans.md),
  * in nanoseconds; garuda_watch_tuning_of() (watch.h) makes them from a plan. The
@@ -111,6 +114,16 @@ struct garuda_find {
 	enum garuda_find_kind kind;
 	uint64_t ns; /* EXACT, LOWER, CENSORED: the residual from its start */
 };
+
+/* The backstop of a client's parked wait (libgaruda's flag wait: how long it parks on
+ * its readiness form before it looks at the word and queries the native stream
+ * itself) once the wait has run for age_ns: max(backstop_ns, age_ns / backoff_div),
+ * at most GARUDA_POLICY_BACKOFF_MAX_NS (and never below backstop_ns); backoff_div 0 is
+ * the plan's default (32). The readiness ends a park in any case: the backstop bounds
+ * how late a lost readiness or a faulted stream is noticed, as the watcher's backoff
+ * bounds an overdue word's, at ~ln(t) / r wake-ups in the first t instead of t /
+ * backstop. */
+uint64_t garuda_policy_backstop_ns(uint64_t backstop_ns, uint64_t backoff_div, uint64_t age_ns);
 
 /* What a find tells its point's estimator (EXACT, LOWER and CENSORED are recorded as
  * such, LATE and UNKNOWN not at all): the one place every driver records a find. */

@@ -332,6 +332,9 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 	d->place = P_NONE;
 }
 
+_Static_assert((uint64_t)GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1) == GARUDA_POLICY_BACKOFF_MAX_NS,
+	       "the top level's period is the policy's longest backoff");
+
 /* The backoff of a word overdue by t (watch.h): its level. */
 static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
 {

@@ -13,8 +13,9 @@
  *   - AT: its head's deadline (or window) is ahead: a min-heap of times, O(log n);
  *   - LEVEL L of its owner: its head is overdue by t (past its deadline, outside its
  *     window; t counts from the window's opening once a window that opened past the
- *     deadline, the second look, has closed): looked at every P_L = GARUDA_WATCH_STEP_MIN_NS << L, the largest period
- *     not above backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), r t)),
+ *     deadline, the second look, has closed): looked at every
+ *     P_L = GARUDA_WATCH_STEP_MIN_NS << L, the largest period not above
+ *     backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), r t)),
  *     r = 1/backoff_div (the plan's key, default 1/32). So a store to an overdue word
  *     is found within max(backstop, r t) of landing (by default 3.1 % of how long the
  *     wait has been overdue), at most P_max = 524 ms; a word that never moves is

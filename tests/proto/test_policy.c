@@ -361,3 +361,31 @@ Test(policy, replay_is_deterministic)
 	cr_assert_gt(a.looks, 0);
 	free(g.rows);
 }
+
+/* A client's parked wait: its backstop grows with the wait's age as the watcher's
+ * backoff does (max(backstop, age / backoff_div), at most 524 ms), so a long wait
+ * wakes ~ln(t) / r times, not t / backstop; simulated: a 10 s wait's wake-ups. */
+Test(policy, a_parked_wait_backstop_grows_with_its_age)
+{
+	cr_assert_eq(garuda_policy_backstop_ns(1 * MS, 0, 0), 1 * MS);
+	cr_assert_eq(garuda_policy_backstop_ns(1 * MS, 0, 32 * MS), 1 * MS);
+	cr_assert_eq(garuda_policy_backstop_ns(1 * MS, 0, 64 * MS), 2 * MS, "age / 32");
+	cr_assert_eq(garuda_policy_backstop_ns(1 * MS, 8, 64 * MS), 8 * MS, "the plan's backoff_div");
+	cr_assert_eq(garuda_policy_backstop_ns(1 * MS, 0, 3600ull * 1000 * MS), GARUDA_POLICY_BACKOFF_MAX_NS);
+	cr_assert_eq(GARUDA_POLICY_BACKOFF_MAX_NS, 524288 * US);
+	cr_assert_eq(garuda_policy_backstop_ns(2000ull * MS, 0, 3600ull * 1000 * MS), 2000ull * MS,
+		     "never below the plan's own backstop");
+	cr_assert_eq(garuda_policy_backstop_ns(UINT64_MAX, 0, UINT64_MAX), UINT64_MAX, "no overflow");
+	uint64_t t = 0, wakes = 0;
+	while (t < 10000ull * MS) {
+		t += garuda_policy_backstop_ns(1 * MS, 0, t);
+		wakes++;
+	}
+	/* 32 of 1 ms, then ~32 ln(10 s / 32 ms): about 215; 10,000 at a fixed 1 ms */
+	cr_assert(wakes > 150 && wakes < 300, "%llu wake-ups in 10 s", (unsigned long long)wakes);
+	/* a store (or a fault) at any time is noticed within 1/32 of the age, or 1 ms */
+	for (uint64_t at = 0; at < 10000ull * MS; at += 7 * MS + 13) {
+		uint64_t next = at + garuda_policy_backstop_ns(1 * MS, 0, at);
+		cr_assert_leq(next - at, at / 32 > 1 * MS ? at / 32 : 1 * MS);
+	}
+}
