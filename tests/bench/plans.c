@@ -63,13 +63,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "benchd.h"
+#include "cpu.h"
 #include "lat.h"
 #include "raw.h"
 #include "replay.h"
@@ -581,6 +584,63 @@ static int run_cell(struct bench *b, struct gd_daemon *d, enum prow row, enum ke
 #define REPLAY_GAP_NS 70000ull
 #define REPLAY_JITTER_NS 200000ull
 
+/* Replay's costs for this machine, measured at the section's start (calibrate()):
+ * replay models garudad's scanner on a simulated clock, and the live rows run on this
+ * machine's timers and syscalls, so the model takes their figures from here, not the
+ * build machine's defaults (garuda_replay_default_cost()). */
+static struct garuda_replay_cost replay_cost;
+
+#define CAL_SLEEPS 400
+#define CAL_SPINS 20000
+
+/* The scanner's own primitives, timed as it uses them (daemon/scanner.c): a timed wait
+ * (an absolute FUTEX_WAIT_BITSET 200 us ahead, timer slack 1 ns): how late it wakes
+ * (p50) and its CPU (mean, this thread's clock); a spin step (16 cpu_relax() and a
+ * spin_give_way()): its CPU. The rest stay replay's defaults. */
+static void calibrate(cJSON *sec)
+{
+	replay_cost = garuda_replay_default_cost();
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
+	static uint64_t late[CAL_SLEEPS];
+	uint32_t word = 0;
+	uint64_t c0 = thread_cpu_ns();
+	for (unsigned i = 0; i < CAL_SLEEPS; i++) {
+		uint64_t until = now_ns() + 200000;
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
+				       .tv_nsec = (long)(until % 1000000000ull) };
+		syscall(SYS_futex, &word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts, NULL,
+			FUTEX_BITSET_MATCH_ANY); /* util/futex.h's futex_wait_until, as scanner_wait */
+		uint64_t now = now_ns();
+		late[i] = now > until ? now - until : 0;
+	}
+	uint64_t sleep_cpu = (thread_cpu_ns() - c0) / CAL_SLEEPS;
+	c0 = thread_cpu_ns();
+	for (unsigned i = 0; i < CAL_SPINS; i++) {
+		for (int j = 0; j < 16; j++)
+			cpu_relax();
+		spin_give_way();
+	}
+	uint64_t spin_cpu = (thread_cpu_ns() - c0) / CAL_SPINS;
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+	struct lat_stats ls;
+	lat_compute(late, CAL_SLEEPS, &ls);
+	struct garuda_replay_cost dflt = replay_cost;
+	replay_cost.wake_late_ns = (uint64_t)ls.p50;
+	replay_cost.wake_cpu_ns = sleep_cpu;
+	replay_cost.spin_ns = spin_cpu;
+	printf("  replay's costs, measured here: a timed wake %.1f us late (p50; p99 %.1f), a sleep %.1f us of "
+	       "CPU, a spin step %.2f us (replay's defaults: %.0f, %.0f, %.2f)\n",
+	       ls.p50 / 1e3, ls.p99 / 1e3, sleep_cpu / 1e3, spin_cpu / 1e3,
+	       dflt.wake_late_ns / 1e3, dflt.wake_cpu_ns / 1e3, dflt.spin_ns / 1e3);
+	cJSON *o = cJSON_AddObjectToObject(sec, "replay_cost");
+	cJSON_AddNumberToObject(o, "wake_late_ns", (double)replay_cost.wake_late_ns);
+	cJSON_AddNumberToObject(o, "wake_late_p99_ns", ls.p99);
+	cJSON_AddNumberToObject(o, "wake_cpu_ns", (double)replay_cost.wake_cpu_ns);
+	cJSON_AddNumberToObject(o, "spin_ns", (double)replay_cost.spin_ns);
+}
+
 static double replay_cell(const char *plan_text, enum kernel k, unsigned streams, unsigned depth, unsigned n,
 			  double *sleeps, double *spins)
 {
@@ -615,7 +675,7 @@ static double replay_cell(const char *plan_text, enum kernel k, unsigned streams
 			t = end + REPLAY_GAP_NS;
 		}
 	}
-	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	struct garuda_replay_cost cost = replay_cost;
 	struct garuda_replay_result a, p;
 	double r = garuda_replay_run(&plan, rows, m, &cost, &a) == 0 &&
 				   garuda_replay_run(&poll, rows, m, &cost, &p) == 0 && p.busy_ns
@@ -766,10 +826,6 @@ static void replay_row(cJSON *arr, const char *kname, unsigned depth, unsigned s
 	cJSON_AddNumberToObject(o, "replay_sleeps_per_completion", r->replay_sleeps);
 	cJSON_AddNumberToObject(o, "live_spins_per_completion", r->waits.spins);
 	cJSON_AddNumberToObject(o, "replay_spins_per_completion", r->replay_spins);
-	cJSON_AddNumberToObject(o, "live_sleeps_per_completion", r->waits.sleeps);
-	cJSON_AddNumberToObject(o, "replay_sleeps_per_completion", r->replay_sleeps);
-	cJSON_AddNumberToObject(o, "live_spins_per_completion", r->waits.spins);
-	cJSON_AddNumberToObject(o, "replay_spins_per_completion", r->replay_spins);
 	cJSON_AddItemToArray(arr, o);
 }
 
@@ -788,6 +844,7 @@ int bench_plans(struct bench *b)
 	       "daemon us/c", "total us/c",
 	       "per completion: sleeps spins exact censored late armwake armnowake (scanners)"
 	       " [client: sleeps spin-outs exact censored]");
+	calibrate(sec);
 	const char *only_rows = getenv("GARUDA_BENCH_PLAN_ROWS"); /* e.g. "3,5": rows by number */
 	for (enum prow row = 0; row < R_N_; row++) {
 		struct gd_daemon d, *dp = NULL;

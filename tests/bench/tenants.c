@@ -377,7 +377,6 @@ static void run_b(struct bench *b, struct gd_daemon *d, unsigned n, struct b_row
 	for (unsigned i = 0; i < B_RUNS; i++) {
 		struct plans_streams_result r;
 		plans_garuda_streams(b, d, B_STREAMS, n, &r);
-		if (getenv("GARUDA_BENCH_DEBUG_B")) fprintf(stderr, "B run %s: p50 %.1f p99 %.1f cpu %.1f\n", x->state, r.lat.p50/1e3, r.lat.p99/1e3, r.daemon_us);
 		if (!r.ok)
 			continue;
 		if (!x->r.ok) {
