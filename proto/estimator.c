@@ -83,12 +83,20 @@ void garuda_estimator_record_lower_ns(struct garuda_estimator *e, uint64_t lower
 	e->exact++;
 }
 
-/* The slots the exact sleep and margin skip: the censored records and every lower
- * bound but the newest record's. */
+/* The slots the exact sleep and margin skip: the censored records, and every lower
+ * bound but the newest of the records that are not censored (a censored record says
+ * a kernel came early, nothing of where late-found ones land: it does not supersede). */
 static uint32_t not_exact(const struct garuda_estimator *e)
 {
-	uint32_t newest = 1u << (e->next ? e->next - 1 : e->window - 1);
-	return e->censored_slots | (e->lower_slots & ~newest);
+	uint32_t keep = 0, slot = e->next;
+	for (uint32_t i = 0; i < e->count; i++) {
+		slot = slot ? slot - 1 : e->window - 1;
+		if (!(e->censored_slots >> slot & 1)) {
+			keep = 1u << slot;
+			break;
+		}
+	}
+	return e->censored_slots | (e->lower_slots & ~keep);
 }
 
 void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wake_ns)

@@ -17,7 +17,7 @@
  *     completion found by a look that came late), recorded as is, like an exact one;
  *   - exact sleep (an addition to the seed, for the second look and the spin window,
  *     docs/plans.md "The second look" and "Lower bounds"): the minimum of the exact
- *     records alone, and of the newest record when it is a lower bound, less the exact
+ *     records alone, and of the newest uncensored record when it is a lower bound, less the exact
  *     margin (half their spread, at least 20 us, at most margin); 0 when the window
  *     holds none. It is >= the sleep while no censored record or older lower bound is
  *     the minimum, and equals it while the spread is 2 x margin or more.
@@ -73,7 +73,7 @@ void garuda_estimator_record_exact_ns(struct garuda_estimator *e, uint64_t resid
 /* A lower bound of a residual: the work was done by a look that came late (the watcher
  * was not spinning on it, or was preempted), ns = the previous look that saw it not
  * done - wait start. It counts as an exact record for the prediction and the sleep;
- * for the exact sleep only while it is the newest record (below). */
+ * for the exact sleep only while no exact record or lower bound came after it (below). */
 void garuda_estimator_record_lower_ns(struct garuda_estimator *e, uint64_t lower_ns);
 
 /* A censored wake: the wait's wake - wait start, in ns, when the work was already done. */
@@ -83,13 +83,13 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e);
 
 /* The same, from the exact records in the window alone (0: none, or no sleep); a lower
- * bound counts among them while it is the newest record: any later record supersedes
- * it there (its gap may be as long as the backoff's period, and a stale one would open
+ * bound counts among them while it is the newest record but censored ones: a later
+ * exact record or lower bound supersedes it there (its gap may be as long as the backoff's period, and a stale one would open
  * every window early for `window` completions). */
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e);
 
 /* The exact sleep's margin: half the spread (max - min) of the exact records held (a
- * lower bound only while it is the newest record), at
+ * lower bound only while it is the newest uncensored record), at
  * least GARUDA_ESTIMATOR_MARGIN_FLOOR_NS, at most margin; margin itself while fewer than
  * 2 exact records are held. A point whose kernels land within a few us of each other
  * is spun on for the floor before its earliest landing, not for the whole margin. */

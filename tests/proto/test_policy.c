@@ -304,6 +304,38 @@ Test(policy, timeline_a_kernel_that_got_shorter)
 	free(g.rows);
 }
 
+/* 10 s kernels whose lengths vary by up to 3 ms (more than a window, park_us): most are
+ * found on the backoff past their window, as lower bounds. Each lower bound opens the
+ * next window only while it is the newest uncensored record, and the backoff counts
+ * from the window's opening; before, the earliest of 16 held every window ~250 ms
+ * early and an early kernel's halving left no window at all: p99 120 ms late. */
+Test(policy, timeline_long_kernels_that_vary_by_more_than_a_window)
+{
+	/* 12 streams of 40 kernels, each its own seed (where the cold find's lower bound
+	 * falls, and which kernels come early, differ): the worst of them counts */
+	uint64_t worst99 = 0, worst50 = 0;
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		struct gen g = gen_new(40);
+		g.rng = seed * 0x9e3779b97f4a7c15ull;
+		uint64_t t = 1 * MS;
+		for (unsigned i = 0; i < 40; i++) {
+			uint64_t end = t + 10000 * MS + 60 * US + rnd(&g, 3 * MS);
+			g.rows[g.n++] = (struct garuda_replay_row){ .word = 1, .arm_ns = t, .store_ns = end };
+			t = end + (i == 0 ? 300 * MS : 70 * US); /* the cold first: found up to 3 % late */
+		}
+		struct garuda_replay_cost cost = garuda_replay_default_cost();
+		struct garuda_replay_result poll = run("poll", &g, &cost);
+		struct garuda_replay_result r = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
+		cr_assert_leq(r.busy_ns * 1000, poll.busy_ns, "seed %lu: busy %lu ns vs poll's %lu",
+			      (unsigned long)seed, (unsigned long)r.busy_ns, (unsigned long)poll.busy_ns);
+		worst99 = r.late_p99_ns > worst99 ? r.late_p99_ns : worst99;
+		worst50 = r.late_p50_ns > worst50 ? r.late_p50_ns : worst50;
+		free(g.rows);
+	}
+	cr_assert_leq(worst99, 2 * MS, "worst p99 %lu ns", (unsigned long)worst99);
+	cr_assert_leq(worst50, 200 * US, "worst p50 %lu ns", (unsigned long)worst50);
+}
+
 Test(policy, timeline_late_timer_wakes_do_not_collapse_the_prediction)
 {
 	struct gen g = gen_new(1000);
