@@ -324,10 +324,10 @@ Test(policy, timeline_long_kernels_that_vary_by_more_than_a_window)
 			t = end + (i == 0 ? 300 * MS : 70 * US); /* the cold first: found up to 3 % late */
 		}
 		struct garuda_replay_cost cost = garuda_replay_default_cost();
-		struct garuda_replay_result poll = run("poll", &g, &cost);
+		/* (poll itself is not replayed: 400 s of spin steps; its busy is the span) */
 		struct garuda_replay_result r = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
-		cr_assert_leq(r.busy_ns * 1000, poll.busy_ns, "seed %lu: busy %lu ns vs poll's %lu",
-			      (unsigned long)seed, (unsigned long)r.busy_ns, (unsigned long)poll.busy_ns);
+		cr_assert_leq(r.busy_ns * 1000, r.span_ns, "seed %lu: busy %lu ns over %lu",
+			      (unsigned long)seed, (unsigned long)r.busy_ns, (unsigned long)r.span_ns);
 		worst99 = r.late_p99_ns > worst99 ? r.late_p99_ns : worst99;
 		worst50 = r.late_p50_ns > worst50 ? r.late_p50_ns : worst50;
 		free(g.rows);
