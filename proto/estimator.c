@@ -31,30 +31,9 @@ void garuda_estimator_reset(struct garuda_estimator *e)
 	e->next = 0;
 	e->censored_slots = 0;
 	e->lower_slots = 0;
-	e->gentle_slots = 0;
 	e->exact = 0;
 	e->censored = 0;
 	memset(e->ring, 0, sizeof(e->ring));
-}
-
-static uint32_t newest_slot(const struct garuda_estimator *e)
-{
-	return e->next ? e->next - 1 : e->window - 1;
-}
-
-/* A censored record that starts a run (the record before it is not censored; the point
- * has a prediction) is stored as its wait's value less 2 x margin (a gentle slot);
- * while it is the newest record it counts as the halving, the seed's v / 2: the next
- * wait is probed from half its prediction, and a kernel that really got shorter is
- * found there. Once a later record came, it counts as stored: a kernel that only came
- * a little early does not keep the next `window` waits on the short schedule from
- * half their length. */
-static uint64_t counted(const struct garuda_estimator *e, uint32_t slot)
-{
-	uint64_t g = e->ring[slot];
-	if (slot != newest_slot(e) || !(e->gentle_slots >> slot & 1))
-		return g;
-	return g / 2 + e->margin_ns; /* (v - 2m) / 2 + m = v / 2 */
 }
 
 /* the minimum of the records whose slots are not in skip; false when there is none */
@@ -62,13 +41,11 @@ static bool min_of(const struct garuda_estimator *e, uint32_t skip, uint64_t *ou
 {
 	bool any = false;
 	uint64_t m = UINT64_MAX;
-	for (uint32_t i = 0; i < e->count; i++) {
-		uint64_t v = counted(e, i);
-		if (!(skip >> i & 1) && (!any || v < m)) {
-			m = v;
+	for (uint32_t i = 0; i < e->count; i++)
+		if (!(skip >> i & 1) && (!any || e->ring[i] < m)) {
+			m = e->ring[i];
 			any = true;
 		}
-	}
 	if (any)
 		*out_ns = m;
 	return any;
@@ -81,14 +58,12 @@ bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *
 
 _Static_assert(GARUDA_PLAN_WINDOW_MAX <= 32, "censored_slots has a bit per ring slot");
 
-enum kind { EXACT, LOWER, CENSORED, GENTLE /* censored, the first of a run */ };
+enum kind { EXACT, LOWER, CENSORED };
 
 static void push(struct garuda_estimator *e, uint64_t v, enum kind k)
 {
 	uint32_t bit = 1u << e->next;
-	bool c = k == CENSORED || k == GENTLE;
-	e->censored_slots = c ? e->censored_slots | bit : e->censored_slots & ~bit;
-	e->gentle_slots = k == GENTLE ? e->gentle_slots | bit : e->gentle_slots & ~bit;
+	e->censored_slots = k == CENSORED ? e->censored_slots | bit : e->censored_slots & ~bit;
 	e->lower_slots = k == LOWER ? e->lower_slots | bit : e->lower_slots & ~bit;
 	e->ring[e->next] = v;
 	e->next = e->next + 1 == e->window ? 0 : e->next + 1;
@@ -128,14 +103,9 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 {
 	uint64_t pred;
 	uint64_t v = wake_ns;
-	bool have = garuda_estimator_prediction_ns(e, &pred);
-	if (have && pred < v)
+	if (garuda_estimator_prediction_ns(e, &pred) && pred < v)
 		v = pred;
-	/* a run of censored records halves, as the seed; the first of a run (with a
-	 * prediction) is stored as v - 2m and counts as v / 2 while newest (counted()) */
-	bool run = e->count && (e->censored_slots >> newest_slot(e) & 1);
-	bool gentle = have && !run && v / 2 > 2 * e->margin_ns;
-	push(e, gentle ? v - 2 * e->margin_ns : v / 2, gentle ? GENTLE : CENSORED);
+	push(e, v / 2, CENSORED);
 	e->censored++;
 }
 

@@ -10,12 +10,7 @@
  *   - record_censored(wake): a wake that found the work already done records
  *     min(wake, prediction) / 2. Choice: with no prediction yet it records wake / 2
  *     (as if the prediction were infinite), so a cold point's first late wake already
- *     gives it a prediction below that wake. Departure from the seed (docs/plans.md,
- *     "The probe"): a censored record that begins a run (the record before it is not
- *     censored) of a point with a prediction, where v = min(wake, prediction) and
- *     v / 2 > 2 x margin, is stored as v - 2 x margin and counts as v / 2 only while it
- *     is the newest record: the next wait probes from half, and if it comes as before,
- *     one early kernel costs the next waits 2 x margin of their prediction, not half;
+ *     gives it a prediction below that wake;
  *   - sleep = prediction - margin; 0 (do not sleep) when there is no record, when
  *     prediction <= margin or when the result is below min_sleep; at most max_sleep.
  *   - record_lower(lower) (an addition to the seed): a lower bound of a residual (a
@@ -36,8 +31,8 @@
  *   - No overflow anywhere: any uint64_t input is valid (an exact UINT64_MAX gives
  *     max_sleep); microsecond parameters convert to nanoseconds saturating.
  *   - garuda_estimator_sleep_ns() <= max_sleep, always.
- *   - A censored record never raises the prediction: after it (while it is the newest
- *     record) the prediction is <= min(wake, previous prediction) / 2.
+ *   - A censored record never raises the prediction: after it the prediction is
+ *     <= min(wake, previous prediction) / 2.
  */
 #pragma once
 
@@ -56,8 +51,7 @@ struct garuda_estimator {
 	uint32_t censored_slots; /* bit i: ring[i] holds a censored record */
 	uint32_t lower_slots;    /* bit i: ring[i] holds a lower bound (an exact record of
 				  * a completion seen late: record_lower) */
-	uint32_t gentle_slots;   /* bit i: ring[i] is a censored record that began a run,
-				  * stored as its value less 2 x margin (record_censored) */
+	uint32_t unused_;
 	uint64_t exact;      /* exact records (lower bounds too) since init (for metrics) */
 	uint64_t censored;   /* censored records since init */
 	uint64_t ring[GARUDA_PLAN_WINDOW_MAX];

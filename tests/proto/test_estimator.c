@@ -1,8 +1,7 @@
 /* test_estimator.c — the deadline estimator (estimator.h, docs/plans.md).
  *
  * Pins: the seed's test vectors exactly (margin 150 µs, min_sleep 20 µs, max_sleep
- * 50 ms, window 8), the censored rule (min(wake, prediction) / 2, wake / 2 when cold;
- * the first of a run probes: v / 2 while newest, v - 2 x margin after),
+ * 50 ms, window 8), the censored rule (min(wake, prediction) / 2, wake / 2 when cold),
  * that a censored record never raises the prediction and sleep never exceeds
  * max_sleep over many random sequences (checked against an independent model of the
  * window), no overflow at UINT64_MAX, and that init applies the plan's bounds; the
@@ -217,9 +216,7 @@ Test(estimator, exact_sleep_skips_censored_records)
 	/* seven exact 11 ms records, no spread: the exact margin is its 20 us floor */
 	cr_assert_eq(garuda_estimator_exact_margin_ns(&e), 20 * US);
 	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 11 * MS - 20 * US);
-	/* no longer the newest: the censored record (the first of its run) counts as
-	 * stored, 9 ms less 2 x margin, not as its halving */
-	cr_assert_eq(garuda_estimator_sleep_ns(&e), 8700 * US - 150 * US, "8.7 ms still in");
+	cr_assert_eq(garuda_estimator_sleep_ns(&e), 4500 * US - 150 * US, "4.5 ms still in");
 	garuda_estimator_record_exact_ns(&e, 12 * MS); /* the censored record leaves */
 	cr_assert_eq(garuda_estimator_sleep_ns(&e), 11 * MS - 150 * US);
 	/* a slot that held a censored record and now holds an exact one counts again */
@@ -232,38 +229,6 @@ Test(estimator, exact_sleep_skips_censored_records)
 	garuda_estimator_reset(&c);
 	garuda_estimator_record_exact_ns(&c, 1 * MS);
 	cr_assert_eq(garuda_estimator_exact_sleep_ns(&c), 1 * MS - 150 * US, "reset forgets the kinds");
-}
-
-/* A censored record that starts a run probes: while newest it counts as the seed's
- * halving; once a later record came it counts as its value less 2 x margin. A kernel
- * that only came a little early then costs the next waits 2 x margin of their
- * prediction, not half of it; one that really got shorter is found by the probe, and
- * a second censored record in a row halves as the seed does. */
-Test(estimator, a_first_censored_record_probes_at_half_then_counts_two_margins_less)
-{
-	struct garuda_estimator e = seed_estimator(); /* margin 150 us */
-	for (int i = 0; i < 4; i++)
-		garuda_estimator_record_exact_ns(&e, 10 * MS);
-	garuda_estimator_record_censored_ns(&e, 9900 * US); /* 100 us early */
-	cr_assert_eq(prediction(&e), 4950 * US, "probing: the halving");
-	cr_assert_eq(garuda_estimator_exact_sleep_ns(&e), 10 * MS - 20 * US, "the second look");
-	garuda_estimator_record_exact_ns(&e, 10 * MS); /* the next came as before */
-	cr_assert_eq(prediction(&e), 9900 * US - 300 * US, "2 x margin below the early one");
-	/* a real shift: the probe finds it early again, a run: halved as the seed */
-	struct garuda_estimator f = seed_estimator();
-	for (int i = 0; i < 4; i++)
-		garuda_estimator_record_exact_ns(&f, 10 * MS);
-	garuda_estimator_record_censored_ns(&f, 9900 * US);
-	garuda_estimator_record_censored_ns(&f, 4950 * US);
-	cr_assert_eq(prediction(&f), 2475 * US);
-	garuda_estimator_record_exact_ns(&f, 5 * MS);
-	cr_assert_eq(prediction(&f), 2475 * US, "a run's records count as stored");
-	/* short predictions (v / 2 <= 2m): the seed's halving, stored as such */
-	struct garuda_estimator g = seed_estimator();
-	garuda_estimator_record_exact_ns(&g, 500 * US);
-	garuda_estimator_record_censored_ns(&g, 400 * US);
-	garuda_estimator_record_exact_ns(&g, 500 * US);
-	cr_assert_eq(prediction(&g), 200 * US);
 }
 
 /* A lower bound (a completion found by a late look) counts as an exact record for
@@ -313,7 +278,7 @@ Test(estimator, random_sequences_match_the_model)
 	uint64_t rng = 88172645463325252u;
 #define NEXT() xorshift(&rng)
 	static uint64_t hist[512];
-	static bool hist_censored[512], hist_lower[512], hist_gentle[512];
+	static bool hist_censored[512], hist_lower[512];
 	unsigned censored_seen = 0, raised_by_exact = 0;
 	for (unsigned seq = 0; seq < 2000; seq++) {
 		struct garuda_plan_predict pp = {
@@ -340,18 +305,11 @@ Test(estimator, random_sequences_match_the_model)
 			bool censored = kind < 2;
 			cr_assert_lt(n, sizeof(hist) / sizeof(hist[0]));
 			hist_lower[n] = kind == 2;
-			hist_gentle[n] = false;
 			if (censored) {
 				garuda_estimator_record_censored_ns(&e, t);
 				uint64_t rec = had && before < t ? before : t;
-				/* the first of a run, with a prediction: rec - 2m, counting as
-				 * rec / 2 while newest; else the seed's rec / 2 */
-				uint64_t m2 = 2 * (uint64_t)pp.margin_us * US;
-				bool run = n > 0 && hist_censored[n - 1];
-				hist_gentle[n] = had && !run && rec / 2 > m2;
 				hist_censored[n] = true;
-				hist[n] = hist_gentle[n] ? rec - m2 : rec / 2;
-				n++;
+				hist[n++] = rec / 2;
 			} else {
 				if (kind == 2)
 					garuda_estimator_record_lower_ns(&e, t);
@@ -363,10 +321,7 @@ Test(estimator, random_sequences_match_the_model)
 			uint64_t model = UINT64_MAX, model_exact = UINT64_MAX, max_exact = 0;
 			unsigned n_exact = 0;
 			for (unsigned k = n > pp.window ? n - (unsigned)pp.window : 0; k < n; k++) {
-				uint64_t counts = k == n - 1 && hist_gentle[k]
-							  ? hist[k] / 2 + (uint64_t)pp.margin_us * US
-							  : hist[k];
-				model = counts < model ? counts : model;
+				model = hist[k] < model ? hist[k] : model;
 				/* exact: the exact records, and a lower bound while the newest
 				 * uncensored one */
 				bool newest = true;
