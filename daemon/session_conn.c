@@ -144,35 +144,57 @@ static bool peer_hung_up(int fd)
 	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+/* One datagram in: handled, or the session ends. false: stop reading (closed,
+ * lingering or failed). */
+static bool take_datagram(struct session *s, struct fdio_dgram *g)
+{
+	if (g->n == -EMSGSIZE) { /* the cookie is echoed when its 24 bytes arrived (§5) */
+		fail_session(s, garuda_peek_cookie(g->buf, g->got), -GARUDA_E_TOO_LONG,
+			     "datagram or its fds over the protocol's cap");
+		return false;
+	}
+	if (g->n == 0 && !peer_hung_up(s->fd)) { /* an empty datagram, not end of file */
+		fail_session(s, 0, -GARUDA_E_TOO_SHORT, NULL);
+		return false;
+	}
+	if (g->n <= 0) {
+		session_close(s); /* EOF or a socket error: the peer is gone */
+		return false;
+	}
+	handle_datagram(s, g->buf, (size_t)g->n, g->fds, g->nfds);
+	fdio_close_all(g->fds, g->nfds); /* whatever a handler did not take */
+	return !s->closed && !s->lingering;
+}
+
+/* Datagrams come RECV_MANY at a time (recvmmsg: one system call, not one each), at
+ * most RECV_BATCH per callback. */
+#define RECV_MANY 8
 static void on_in(struct loop_watch *w, void *data, uint32_t events)
 {
 	struct session *s = data;
 	(void)events;
-	uint8_t buf[GARUDA_MSG_MAX];
-	for (int i = 0; i < RECV_BATCH; i++) {
-		int fds[FDIO_MAX_FDS];
-		unsigned nfds = 0;
-		size_t got;
-		ssize_t n = fdio_recv_ex(s->fd, buf, sizeof(buf), fds, FDIO_MAX_FDS, &nfds, MSG_DONTWAIT, &got);
-		if (n == -EAGAIN)
+	uint8_t buf[RECV_MANY][GARUDA_MSG_MAX];
+	struct fdio_dgram g[RECV_MANY];
+	for (int done = 0; done < RECV_BATCH;) {
+		for (unsigned i = 0; i < RECV_MANY; i++)
+			g[i] = (struct fdio_dgram){ .buf = buf[i], .cap = sizeof(buf[i]), .max_fds = FDIO_MAX_FDS };
+		int k = fdio_recv_many(s->fd, g, RECV_MANY, MSG_DONTWAIT);
+		if (k == -EAGAIN)
 			return;
-		if (n == -EMSGSIZE) { /* the cookie is echoed when its 24 bytes arrived (§5) */
-			fail_session(s, garuda_peek_cookie(buf, got), -GARUDA_E_TOO_LONG,
-				     "datagram or its fds over the protocol's cap");
-			return;
-		}
-		if (n == 0 && !peer_hung_up(s->fd)) { /* an empty datagram, not end of file */
-			fail_session(s, 0, -GARUDA_E_TOO_SHORT, NULL);
+		if (k < 0) {
+			session_close(s); /* a socket error: the peer is gone */
 			return;
 		}
-		if (n <= 0) {
-			session_close(s); /* EOF or a socket error: the peer is gone */
-			return;
+		for (int i = 0; i < k; i++) {
+			if (!take_datagram(s, &g[i])) {
+				for (int j = i + 1; j < k; j++) /* read, never to be handled */
+					fdio_close_all(g[j].fds, g[j].nfds);
+				return;
+			}
 		}
-		handle_datagram(s, buf, (size_t)n, fds, nfds);
-		fdio_close_all(fds, nfds); /* whatever a handler did not take */
-		if (s->closed || s->lingering)
-			return;
+		done += k;
+		if (k < RECV_MANY)
+			return; /* the socket is empty (or was a moment ago): no need to try again */
 	}
 	loop_again(s->d->loop, w); /* more may be waiting: yield to others first */
 }

@@ -75,35 +75,15 @@ ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, u
 	return fdio_recv_ex(sock, buf, cap, fds, max_fds, nfds, flags, &got);
 }
 
-ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
-		     int flags, size_t *got_len)
+/* The fds of one received message: every fd the kernel passed is put in fds (at most
+ * max) or closed. -EMSGSIZE (all closed) when the datagram or its fds were cut short or
+ * more than max came; else how many. */
+static int take_fds(struct msghdr *mh, int *fds, unsigned max)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
-	} control;
-	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = control.buf,
-		.msg_controllen = sizeof(control.buf),
-	};
 	int got[FDIO_MAX_FDS];
 	unsigned ngot = 0;
-
-	*nfds = 0;
-	*got_len = 0;
-	ssize_t n;
-	do
-		n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	*got_len = (size_t)n < cap ? (size_t)n : cap;
-
 	/* collect every fd first, whatever else is wrong, so none can leak */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -116,13 +96,75 @@ ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds
 				close(fd);
 		}
 	}
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || ngot > max_fds) {
+	if ((mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || ngot > max) {
 		fdio_close_all(got, ngot);
 		return -EMSGSIZE;
 	}
 	memcpy(fds, got, sizeof(int) * ngot);
-	*nfds = ngot;
+	return (int)ngot;
+}
+
+typedef union {
+	struct cmsghdr align;
+	char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
+} fdio_control;
+
+ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
+		     int flags, size_t *got_len)
+{
+	fdio_control control;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = control.buf,
+		.msg_controllen = sizeof(control.buf),
+	};
+
+	*nfds = 0;
+	*got_len = 0;
+	ssize_t n;
+	do
+		n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	*got_len = (size_t)n < cap ? (size_t)n : cap;
+	int k = take_fds(&mh, fds, max_fds);
+	if (k < 0)
+		return k;
+	*nfds = (unsigned)k;
 	return n;
+}
+
+int fdio_recv_many(int sock, struct fdio_dgram *d, unsigned n, int flags)
+{
+	if (n > FDIO_RECV_MANY_MAX)
+		n = FDIO_RECV_MANY_MAX;
+	fdio_control control[FDIO_RECV_MANY_MAX];
+	struct iovec iov[FDIO_RECV_MANY_MAX];
+	struct mmsghdr mm[FDIO_RECV_MANY_MAX];
+	for (unsigned i = 0; i < n; i++) {
+		iov[i] = (struct iovec){ .iov_base = d[i].buf, .iov_len = d[i].cap };
+		mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i],
+						      .msg_iovlen = 1,
+						      .msg_control = control[i].buf,
+						      .msg_controllen = sizeof(control[i].buf) } };
+	}
+	int got;
+	do
+		got = recvmmsg(sock, mm, n, flags | MSG_CMSG_CLOEXEC, NULL);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return -errno;
+	for (int i = 0; i < got; i++) {
+		size_t len = mm[i].msg_len;
+		d[i].got = len < d[i].cap ? len : d[i].cap;
+		int k = take_fds(&mm[i].msg_hdr, d[i].fds, d[i].max_fds);
+		d[i].nfds = k < 0 ? 0 : (unsigned)k;
+		d[i].n = k < 0 ? k : (ssize_t)len;
+	}
+	return got;
 }
 
 #ifndef MFD_NOEXEC_SEAL

@@ -25,6 +25,25 @@ ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, u
 ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
 		     int flags, size_t *got);
 
+/* Several datagrams in one call (recvmmsg): the caller fills buf, cap and max_fds of
+ * d[0..n); for each datagram received, n is what fdio_recv_ex would have returned for
+ * it (its length, 0 for EOF or an empty datagram, -EMSGSIZE), got the bytes placed in
+ * buf, fds/nfds its fds (all closed on -EMSGSIZE). Returns how many came (1..n, at most
+ * FDIO_RECV_MANY_MAX), or -errno (-EAGAIN: none, with MSG_DONTWAIT). At EOF every entry
+ * after the first reads 0 again: a caller stops at the first 0. No fd of any received
+ * datagram is left anywhere but in d. */
+#define FDIO_RECV_MANY_MAX 16
+struct fdio_dgram {
+	void *buf;
+	size_t cap;
+	unsigned max_fds;
+	ssize_t n;
+	size_t got;
+	int fds[FDIO_MAX_FDS];
+	unsigned nfds;
+};
+int fdio_recv_many(int sock, struct fdio_dgram *d, unsigned n, int flags);
+
 /* Connect a new AF_UNIX SOCK_SEQPACKET socket (close-on-exec, blocking) to path.
  * Returns the fd, or -ENAMETOOLONG (path does not fit sun_path), or connect's -errno
  * (-ENOENT: nothing there; -ECONNREFUSED: nobody listening; -EACCES). */

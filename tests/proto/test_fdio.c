@@ -150,3 +150,53 @@ Test(fdio, eof_and_errors)
 	close(sv[1]);
 	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, 1, &n, 0), -EBADF);
 }
+
+/* fdio_recv_many (garudad's session input): several datagrams per call, each with its
+ * own length, bytes and fds; a bad one among good ones is -EMSGSIZE with its fds
+ * closed while the others keep theirs; an empty socket is -EAGAIN; EOF reads 0. */
+Test(fdio, recv_many_keeps_each_datagram_and_its_fds)
+{
+	int sv[2];
+	pair(sv);
+	int e[2] = { eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC) };
+	cr_assert_geq(e[0], 0);
+	cr_assert_geq(e[1], 0);
+	uint8_t msg[3][48];
+	for (unsigned i = 0; i < 3; i++)
+		memset(msg[i], 'a' + (int)i, sizeof(msg[i]));
+	cr_assert_eq(fdio_send(sv[0], msg[0], 10, NULL, 0, 0), 10);
+	cr_assert_eq(fdio_send(sv[0], msg[1], 20, e, 2, 0), 20, "two fds: one over max_fds");
+	cr_assert_eq(fdio_send(sv[0], msg[2], 30, &e[1], 1, 0), 30);
+	cr_assert_eq(fdio_send(sv[0], msg[0], 40, NULL, 0, 0), 40, "left for the next call");
+	close(e[0]);
+	int before = open_fds();
+	uint8_t in[3][64];
+	struct fdio_dgram g[3];
+	for (unsigned i = 0; i < 3; i++)
+		g[i] = (struct fdio_dgram){ .buf = in[i], .cap = sizeof(in[i]), .max_fds = 1 };
+	cr_assert_eq(fdio_recv_many(sv[1], g, 3, MSG_DONTWAIT), 3);
+	cr_assert_eq(g[0].n, 10);
+	cr_assert_eq(g[0].nfds, 0);
+	cr_assert_arr_eq(in[0], msg[0], 10);
+	cr_assert_eq(g[1].n, -EMSGSIZE);
+	cr_assert_eq(g[1].nfds, 0);
+	cr_assert_eq(g[1].got, 20, "its bytes are there, for its header");
+	cr_assert_eq(g[2].n, 30);
+	cr_assert_eq(g[2].nfds, 1);
+	cr_assert_arr_eq(in[2], msg[2], 30);
+	cr_assert_eq(open_fds(), before + 1, "only the good datagram's fd is open");
+	struct stat a, b;
+	cr_assert_eq(fstat(g[2].fds[0], &a), 0);
+	cr_assert_eq(fstat(e[1], &b), 0);
+	cr_assert_eq(a.st_ino, b.st_ino, "the fd that was sent");
+	cr_assert_eq(fcntl(g[2].fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	close(g[2].fds[0]);
+	close(e[1]);
+	cr_assert_eq(fdio_recv_many(sv[1], g, 3, MSG_DONTWAIT), 1, "what is left: one");
+	cr_assert_eq(g[0].n, 40);
+	cr_assert_eq(fdio_recv_many(sv[1], g, 3, MSG_DONTWAIT), -EAGAIN);
+	close(sv[0]);
+	cr_assert_geq(fdio_recv_many(sv[1], g, 3, MSG_DONTWAIT), 1);
+	cr_assert_eq(g[0].n, 0, "EOF");
+	close(sv[1]);
+}
