@@ -173,6 +173,30 @@ out:
 	return r;
 }
 
+/* The steady window (replay.h): false when it is empty. */
+static bool steady_window(const struct sim *s, uint64_t *from, uint64_t *to)
+{
+	size_t *seen = calloc(s->nwords, sizeof(size_t));
+	if (!seen)
+		return false;
+	uint64_t lo = 0, hi = UINT64_MAX;
+	for (size_t w = 0; w < s->nwords; w++)
+		if (s->first[w + 1] - s->first[w] <= GARUDA_REPLAY_WARMUP + 1)
+			hi = 0; /* a word never past its warm-up while another runs */
+	for (size_t k = 0; k < s->n && hi; k++) {
+		size_t row = s->by_arm[k], w = s->word_of[row];
+		uint64_t arm = s->rows[row].arm_ns;
+		if (++seen[w] == GARUDA_REPLAY_WARMUP + 1 && arm > lo)
+			lo = arm;
+		if (seen[w] == s->first[w + 1] - s->first[w] && arm < hi)
+			hi = arm;
+	}
+	free(seen);
+	*from = lo;
+	*to = hi;
+	return lo < hi;
+}
+
 /* the word's value at t: how many of its stores landed by then (t never goes back) */
 static uint64_t word_at(struct sim *s, size_t w, uint64_t t)
 {
@@ -272,7 +296,27 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 	garuda_watch_init(&w, &tuning);
 	uint64_t now = rows[s.by_arm[0]].arm_ns, first = now, last_find = now;
 	size_t next = 0, done = 0;
+	/* the steady window: the counts at its start (a), taken off at its end */
+	uint64_t sfrom = 0, sto = 0, busy_a = 0;
+	size_t sleeps_a = 0, spins_a = 0;
+	unsigned smark = steady_window(&s, &sfrom, &sto) ? 0 : 2; /* 0 before, 1 in, 2 after */
 	while (done < n) {
+		if (smark == 0 && now >= sfrom) {
+			busy_a = out->busy_ns;
+			sleeps_a = out->sleeps;
+			spins_a = out->spins;
+			smark = 1;
+		}
+		if (smark == 1 && now >= sto) {
+			out->steady_from_ns = sfrom;
+			out->steady_to_ns = sto;
+			out->steady_busy_ns = out->busy_ns - busy_a;
+			out->steady_sleeps = out->sleeps - sleeps_a;
+			out->steady_spins = out->spins - spins_a;
+			for (size_t i = 0; i < n; i++)
+				out->steady_rows += rows[i].arm_ns >= sfrom && rows[i].arm_ns < sto;
+			smark = 2;
+		}
 		/* take_commands(): the arms posted by now; the watcher's early wake is the
 		 * running mean as of this take (retune()) */
 		if (next < n && rows[s.by_arm[next]].arm_ns <= now) {

@@ -28,6 +28,13 @@
  * that found it ends) - store; the first GARUDA_REPLAY_WARMUP finds of each point are
  * not counted in it (a cold point is learning), as the bench does.
  *
+ * The steady window, where the costs are taken as the bench takes the live daemon's
+ * (its plans section): from the arm of every word's (GARUDA_REPLAY_WARMUP + 1)-th row
+ * (all are past their warm-up) to the arm of the first word's last row (one of them
+ * ends); the busy time, sleeps and spins charged in it, and the rows armed in it. A
+ * word of at most GARUDA_REPLAY_WARMUP + 1 rows, or the windows of words that do not
+ * overlap, leave it empty (steady_rows 0).
+ *
  * Promises: deterministic (the same rows, plan and costs give the same result); the
  * rows are not modified; O(rows log rows + steps x due words) time. */
 #pragma once
@@ -37,7 +44,7 @@
 
 #include "plan.h"
 
-#define GARUDA_REPLAY_WARMUP 10
+#define GARUDA_REPLAY_WARMUP 16 /* the bench's WARMUP (tests/bench/plans.c) */
 
 struct garuda_replay_row {
 	uint64_t word;
@@ -70,6 +77,10 @@ struct garuda_replay_result {
 	size_t exact, censored, late, unknown; /* what the finds recorded */
 	size_t sleeps, spins;
 	size_t steps, looks, parks; /* steps, word looks over all steps, parks */
+	uint64_t steady_from_ns, steady_to_ns; /* the steady window (above) */
+	size_t steady_rows;		       /* rows armed in it (0: no window) */
+	uint64_t steady_busy_ns;	       /* charged in it */
+	size_t steady_sleeps, steady_spins;
 };
 
 struct garuda_replay_cost garuda_replay_default_cost(void);

@@ -8,7 +8,8 @@
  * A trace is CSV: a header line, then word,point,arm_ns,store_ns per completion
  * ('#' lines are comments). Without --plan it replays garudad's default plan. For
  * each trace and plan it prints lateness p50/p90/p99 (us), busy time (ms) and the
- * ratios to poll's. --check: exit 1 unless every plan's p50 <= P50 x poll's, p99 <=
+ * ratios to poll's, the busy one also over the steady window alone (replay.h: every
+ * word past its warm-up; "-" where there is none). --check: exit 1 unless every plan's p50 <= P50 x poll's, p99 <=
  * P99 x poll's and busy <= BUSY x poll's (a BUSY of 0 skips that one); a trace may
  * name its own busy bound on a "# busy<=R" line. --verbose: what the finds recorded
  * (exact, censored, late, unknown), sleeps, spins and the worst lateness. Exit 2: bad
@@ -137,8 +138,8 @@ int main(int argc, char **argv)
 	}
 	struct garuda_replay_cost cost = garuda_replay_default_cost();
 	int failed = 0;
-	printf("%-28s %-10s %6s %9s %9s %9s %10s %8s %8s %8s\n", "trace", "plan", "n", "p50_us",
-	       "p90_us", "p99_us", "busy_ms", "p50/poll", "p99/poll", "busy/poll");
+	printf("%-28s %-10s %6s %9s %9s %9s %10s %8s %8s %8s %11s\n", "trace", "plan", "n", "p50_us",
+	       "p90_us", "p99_us", "busy_ms", "p50/poll", "p99/poll", "busy/poll", "steady/poll");
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] == '-')
 			continue;
@@ -165,9 +166,13 @@ int main(int argc, char **argv)
 			double rb = ratio(r.busy_ns, base.busy_ns);
 			char label[24];
 			snprintf(label, sizeof(label), "plan %d", p + 1);
-			printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f %8.2f %8.2f %8.3f\n",
-			       name, label, r.completions, r.late_p50_ns / 1e3, r.late_p90_ns / 1e3,
+			printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f %8.2f %8.2f %8.3f", name,
+			       label, r.completions, r.late_p50_ns / 1e3, r.late_p90_ns / 1e3,
 			       r.late_p99_ns / 1e3, r.busy_ns / 1e6, r50, r99, rb);
+			if (r.steady_rows && base.steady_busy_ns) /* the same trace: the same window */
+				printf(" %11.3f\n", (double)r.steady_busy_ns / (double)base.steady_busy_ns);
+			else
+				printf(" %11s\n", "-");
 			if (verbose)
 				printf("%-28s %-10s finds: exact %zu, censored %zu, late %zu, "
 				       "unknown %zu; "
