@@ -1,4 +1,4 @@
-/* fdio.c — sendmsg/recvmsg with SCM_RIGHTS; see fdio.h. */
+/* fdio.c — sendmsg/recvmsg/recvmmsg with SCM_RIGHTS; see fdio.h. */
 #include "fdio.h"
 
 #include <errno.h>
@@ -9,12 +9,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+/* room for one message's fds, aligned for cmsghdr */
+typedef union {
+	struct cmsghdr align;
+	char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
+} fdio_control;
+
 ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds, int flags)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
-	} control;
+	fdio_control control;
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
@@ -103,11 +106,6 @@ static int take_fds(struct msghdr *mh, int *fds, unsigned max)
 	memcpy(fds, got, sizeof(int) * ngot);
 	return (int)ngot;
 }
-
-typedef union {
-	struct cmsghdr align;
-	char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
-} fdio_control;
 
 ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
 		     int flags, size_t *got_len)

@@ -1,4 +1,5 @@
-/* fdio.h — one datagram with at most a few fds over an AF_UNIX SOCK_SEQPACKET socket.
+/* fdio.h — datagrams with at most a few fds each over an AF_UNIX SOCK_SEQPACKET socket
+ * (one per call, or several per recvmmsg: fdio_recv_many).
  *
  * Shared by garudad and libgaruda. Receiving never leaks an fd: every fd the kernel
  * passed is either handed to the caller or closed, including on truncation

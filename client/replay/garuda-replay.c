@@ -9,8 +9,9 @@
  * ('#' lines are comments). Without --plan it replays garudad's default plan. For
  * each trace and plan it prints lateness p50/p90/p99 (us), busy time (ms) and the
  * ratios to poll's, the busy one also over the steady window alone (replay.h: every
- * word past its warm-up; "-" where there is none). --check: exit 1 unless every plan's p50 <= P50 x poll's, p99 <=
- * P99 x poll's and busy <= BUSY x poll's (a BUSY of 0 skips that one); a trace may
+ * word past its warm-up; "-" where there is none). --check: exit 1 unless every
+ * plan's p50 <= P50 x poll's, p99 <= P99 x poll's and busy <= BUSY x poll's (a BUSY
+ * of 0 skips that one); a trace may
  * name its own busy bound on a "# busy<=R" line. --verbose: what the finds recorded
  * (exact, censored, late, unknown), sleeps, spins and the worst lateness. Exit 2: bad
  * usage or trace. */
