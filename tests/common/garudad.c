@@ -396,6 +396,27 @@ static void child_setup(pid_t parent, int out)
 	unsetenv("LISTEN_FDNAMES");
 }
 
+/* Is e (NAME=value) the variable named like x (NAME or NAME=value)? */
+static bool env_is(const char *e, const char *x)
+{
+	size_t n = strcspn(x, "=");
+	return strncmp(e, x, n) == 0 && e[n] == '=';
+}
+
+/* pid in decimal at out (room for 11 digits and the NUL): async-signal-safe */
+static void put_pid(char *out, pid_t pid)
+{
+	char digits[12];
+	int n = 0;
+	unsigned long v = (unsigned long)pid;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < 11);
+	while (n)
+		*out++ = digits[--n];
+	*out = '\0';
+}
+
 /* Does a socket listen on path? The socket file appears at bind(), a moment before
  * listen(): a connect() in between is refused (/proc/net/unix: flag __SO_ACCEPTCON). */
 static bool listening(const char *path)
@@ -540,30 +561,59 @@ static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch)
 	}
 	argv[n] = NULL;
 
+	/* The daemon's environment, made here: after fork() the child of this threaded
+	 * process (the notifier runs) calls only async-signal-safe functions, no
+	 * setenv() and so no malloc(), whose lock another thread may have held at the
+	 * fork */
+	char env_notify_sock[300], env_wd_usec[40], env_wd_pid[32] = "WATCHDOG_PID=";
+	snprintf(env_notify_sock, sizeof(env_notify_sock), "NOTIFY_SOCKET=%s", d->notify);
+	snprintf(env_wd_usec, sizeof(env_wd_usec), "WATCHDOG_USEC=%u", o->watchdog_usec);
+	static const char *const dropped[] = { "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC",
+					       "WATCHDOG_PID", "JOURNAL_STREAM", "NOTIFY_SOCKET", NULL };
+	size_t nenv = 0, cap = 8;
+	for (char **e = environ; *e; e++)
+		cap++;
+	for (const char *const *e = o->env; e && *e; e++)
+		cap++;
+	char **envp = calloc(cap, sizeof(*envp));
+	if (!envp)
+		return fail(d, -ENOMEM, "out of memory");
+	for (char **e = environ; *e; e++) {
+		bool drop = false;
+		for (const char *const *x = dropped; *x && !drop; x++)
+			drop = env_is(*e, *x);
+		for (const char *const *x = o->env; x && *x && !drop; x++)
+			drop = env_is(*e, *x); /* the test's own value replaces it */
+		if (!drop)
+			envp[nenv++] = *e;
+	}
+	for (const char *const *e = o->env; e && *e; e++)
+		envp[nenv++] = (char *)*e;
+	envp[nenv++] = env_notify_sock;
+	if (o->watchdog_usec) {
+		envp[nenv++] = env_wd_usec;
+		envp[nenv++] = env_wd_pid; /* its digits: the child's pid, written there */
+	}
+	envp[nenv] = NULL;
+
 	pid_t parent = getpid();
 	fflush(NULL);
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		free(envp);
 		return fail(d, -errno, "fork: %s", strerror(errno));
+	}
 	if (pid == 0) {
 		child_setup(parent, open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644));
-		unsetenv("WATCHDOG_USEC");
-		unsetenv("WATCHDOG_PID");
-		unsetenv("JOURNAL_STREAM");
-		setenv("NOTIFY_SOCKET", d->notify, 1);
-		if (o->watchdog_usec) {
-			char v[32];
-			snprintf(v, sizeof(v), "%u", o->watchdog_usec);
-			setenv("WATCHDOG_USEC", v, 1);
-			snprintf(v, sizeof(v), "%d", (int)getpid());
-			setenv("WATCHDOG_PID", v, 1);
-		}
-		for (const char *const *e = o->env; e && *e; e++)
-			putenv((char *)*e);
-		execvp(argv[0], (char *const *)argv);
-		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+		if (o->watchdog_usec)
+			put_pid(env_wd_pid + strlen("WATCHDOG_PID="), getpid());
+		execvpe(argv[0], (char *const *)argv, envp);
+		static const char msg[] = "garudad test harness: exec failed\n";
+		ssize_t w = write(2, msg, sizeof(msg) - 1);
+		(void)w;
 		_exit(127);
 	}
+	free(envp);
 	d->pid = pid;
 	(void)registry_set(d);
 
