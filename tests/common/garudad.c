@@ -652,6 +652,26 @@ static bool can_connect(const char *path)
 	return true;
 }
 
+/* What a process that never got ready is: its executable (the harness's child before
+ * exec, or garudad) and the kernel function it sleeps in */
+static void proc_peek(pid_t pid, char *exe, size_t exe_cap, char *wchan, size_t wchan_cap)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, exe, exe_cap - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	if (n <= 0)
+		snprintf(exe, exe_cap, "?");
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	snprintf(wchan, wchan_cap, "?");
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (!fgets(wchan, (int)wchan_cap, f))
+			snprintf(wchan, wchan_cap, "?");
+		fclose(f);
+	}
+}
+
 int gd_wait_ready_notify(struct gd_daemon *d)
 {
 	/* READY=1 normally comes within milliseconds; only after 10 s without it fall
@@ -665,8 +685,12 @@ int gd_wait_ready_notify(struct gd_daemon *d)
 					"socket accepts, going on\n");
 			return 0;
 		}
-		if (gd_left_ms(dl) == 0)
-			return fail(d, -ETIMEDOUT, "garudad not ready within %d ms", GD_DEADLINE_MS);
+		if (gd_left_ms(dl) == 0) {
+			char exe[256], wchan[64];
+			proc_peek(d->pid, exe, sizeof(exe), wchan, sizeof(wchan));
+			return fail(d, -ETIMEDOUT, "garudad not ready within %d ms (pid %d: exe %s, waiting in %s)",
+				    GD_DEADLINE_MS, (int)d->pid, exe, wchan);
+		}
 		gd_sleep_ms(2);
 	}
 	return 0;
