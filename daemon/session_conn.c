@@ -175,9 +175,9 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 	(void)events;
 	uint8_t buf[RECV_MANY][GARUDA_MSG_MAX];
 	struct fdio_dgram g[RECV_MANY];
+	for (unsigned i = 0; i < RECV_MANY; i++) /* fdio_recv_many() keeps buf, cap, max_fds */
+		g[i] = (struct fdio_dgram){ .buf = buf[i], .cap = sizeof(buf[i]), .max_fds = FDIO_MAX_FDS };
 	for (int done = 0; done < RECV_BATCH;) {
-		for (unsigned i = 0; i < RECV_MANY; i++)
-			g[i] = (struct fdio_dgram){ .buf = buf[i], .cap = sizeof(buf[i]), .max_fds = FDIO_MAX_FDS };
 		int k = fdio_recv_many(s->fd, g, RECV_MANY, MSG_DONTWAIT);
 		if (k == -EAGAIN)
 			return;

@@ -742,15 +742,16 @@ static double replay_cell(const char *plan_text, enum kernel k, unsigned streams
 	struct garuda_replay_cost cost = replay_cost;
 	struct garuda_replay_result a, p;
 	double r = NAN;
+	*sleeps = *spins = NAN;
 	if (garuda_replay_run(&plan, rows, m, &cost, &a) == 0 && garuda_replay_run(&poll, rows, m, &cost, &p) == 0) {
 		/* the steady window as the live cell takes it (steady_watch), when there is one */
 		bool st = a.steady_rows && p.steady_busy_ns;
 		double busy = st ? (double)a.steady_busy_ns : (double)a.busy_ns;
 		double pbusy = st ? (double)p.steady_busy_ns : (double)p.busy_ns;
-		double rows_ = st ? (double)a.steady_rows : (double)m;
+		double counted = st ? (double)a.steady_rows : (double)m;
 		r = pbusy > 0 ? busy / pbusy : NAN;
-		*sleeps = (double)(st ? a.steady_sleeps : a.sleeps) / rows_;
-		*spins = (double)(st ? a.steady_spins : a.spins) / rows_;
+		*sleeps = (double)(st ? a.steady_sleeps : a.sleeps) / counted;
+		*spins = (double)(st ? a.steady_spins : a.spins) / counted;
 	}
 	free(rows);
 	return r;

@@ -403,6 +403,42 @@ static bool env_is(const char *e, const char *x)
 	return strncmp(e, x, n) == 0 && e[n] == '=';
 }
 
+/* The environment garudad is started with, made before fork(): after it the child of
+ * this threaded process (the notifier runs) calls only async-signal-safe functions, no
+ * setenv() and so no malloc(), whose lock another thread may have held at the fork.
+ * The inherited environment less what the harness sets or drops, then the test's own
+ * (NAME=value, replacing an inherited NAME), then extra up to its first NULL. The
+ * array is the caller's to free; its strings are borrowed. NULL: out of memory. */
+static char **daemon_env(const char *const *own, char *const *extra)
+{
+	static const char *const dropped[] = { "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC",
+					       "WATCHDOG_PID", "JOURNAL_STREAM", "NOTIFY_SOCKET", NULL };
+	size_t n = 0, cap = 1;
+	for (char **e = environ; *e; e++)
+		cap++;
+	for (const char *const *e = own; e && *e; e++)
+		cap++;
+	for (char *const *e = extra; *e; e++)
+		cap++;
+	char **envp = calloc(cap, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	for (char **e = environ; *e; e++) {
+		bool drop = false;
+		for (const char *const *x = dropped; *x && !drop; x++)
+			drop = env_is(*e, *x);
+		for (const char *const *x = own; x && *x && !drop; x++)
+			drop = env_is(*e, *x);
+		if (!drop)
+			envp[n++] = *e;
+	}
+	for (const char *const *e = own; e && *e; e++)
+		envp[n++] = (char *)*e;
+	for (char *const *e = extra; *e; e++)
+		envp[n++] = *e;
+	return envp;
+}
+
 /* pid in decimal at out (room for 11 digits and the NUL): async-signal-safe */
 static void put_pid(char *out, pid_t pid)
 {
@@ -561,47 +597,24 @@ static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch)
 	}
 	argv[n] = NULL;
 
-	/* The daemon's environment, made here: after fork() the child of this threaded
-	 * process (the notifier runs) calls only async-signal-safe functions, no
-	 * setenv() and so no malloc(), whose lock another thread may have held at the
-	 * fork */
+	/* the daemon's environment, made before fork (daemon_env) */
 	char env_notify_sock[300], env_wd_usec[40], env_wd_pid[32] = "WATCHDOG_PID=";
 	snprintf(env_notify_sock, sizeof(env_notify_sock), "NOTIFY_SOCKET=%s", d->notify);
 	snprintf(env_wd_usec, sizeof(env_wd_usec), "WATCHDOG_USEC=%u", o->watchdog_usec);
-	static const char *const dropped[] = { "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC",
-					       "WATCHDOG_PID", "JOURNAL_STREAM", "NOTIFY_SOCKET", NULL };
-	size_t nenv = 0, cap = 8;
-	for (char **e = environ; *e; e++)
-		cap++;
-	for (const char *const *e = o->env; e && *e; e++)
-		cap++;
-	char **envp = calloc(cap, sizeof(*envp));
+	/* without a watchdog the list ends after NOTIFY_SOCKET; with one, WATCHDOG_PID's
+	 * digits are the child's pid, which it writes there */
+	char *extra[] = { env_notify_sock, o->watchdog_usec ? env_wd_usec : NULL, env_wd_pid, NULL };
+	char **envp = daemon_env(o->env, extra);
 	if (!envp)
 		return fail(d, -ENOMEM, "out of memory");
-	for (char **e = environ; *e; e++) {
-		bool drop = false;
-		for (const char *const *x = dropped; *x && !drop; x++)
-			drop = env_is(*e, *x);
-		for (const char *const *x = o->env; x && *x && !drop; x++)
-			drop = env_is(*e, *x); /* the test's own value replaces it */
-		if (!drop)
-			envp[nenv++] = *e;
-	}
-	for (const char *const *e = o->env; e && *e; e++)
-		envp[nenv++] = (char *)*e;
-	envp[nenv++] = env_notify_sock;
-	if (o->watchdog_usec) {
-		envp[nenv++] = env_wd_usec;
-		envp[nenv++] = env_wd_pid; /* its digits: the child's pid, written there */
-	}
-	envp[nenv] = NULL;
 
 	pid_t parent = getpid();
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
+		int e = errno;
 		free(envp);
-		return fail(d, -errno, "fork: %s", strerror(errno));
+		return fail(d, -e, "fork: %s", strerror(e));
 	}
 	if (pid == 0) {
 		child_setup(parent, open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644));
@@ -659,8 +672,9 @@ static void proc_peek(pid_t pid, char *exe, size_t exe_cap, char *wchan, size_t 
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	ssize_t n = readlink(path, exe, exe_cap - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	if (n <= 0)
+	if (n > 0)
+		exe[n] = '\0';
+	else
 		snprintf(exe, exe_cap, "?");
 	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
 	snprintf(wchan, wchan_cap, "?");
