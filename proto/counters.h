@@ -31,8 +31,7 @@
 	X(exact, "garuda_scanner_exact_total", "Completions seen while spinning (exact residuals).") \
 	X(censored, "garuda_scanner_censored_total", "Completions found after a sleep (censored).") \
 	X(late_wakes, "garuda_scanner_late_wakes_total",                                           \
-	  "Completions found by a wake over " GARUDA_STR(GARUDA_POLICY_LATE_WAKE_US)               \
-	  " us past their predicted deadline (not recorded).")                                     \
+	  "Completions found by a wake past their predicted window (not recorded).")             \
 	X(arm_wakes, "garuda_scanner_arm_wakes_total", "ARMs that woke a sleeping scanner.")       \
 	X(arm_nowakes, "garuda_scanner_arm_nowakes_total",                                         \
 	  "ARMs posted to a sleeping scanner that did not wake it (deadline not earlier).")

@@ -32,9 +32,6 @@
 /* A find whose previous pass began at most this long before it was spinning closely
  * enough to take its time as the completion's. */
 #define GARUDA_POLICY_EXACT_GAP_NS  20000ull
-/* A censored find by a wake later than this past the deadline is not recorded. */
-#define GARUDA_POLICY_LATE_WAKE_US  50
-#define GARUDA_POLICY_LATE_WAKE_NS  (GARUDA_POLICY_LATE_WAKE_US * 1000ull)
 /* A deadline closer than this is spun to, not slept to. */
 #define GARUDA_POLICY_SPIN_AHEAD_NS 5000ull
 /* The short ladder's first step (a timed futex wait costs ~15 us of CPU: shorter
@@ -106,7 +103,7 @@ enum garuda_find_kind {
 	GARUDA_FIND_EXACT,    /* record ns exact: a completion seen while spinning closely */
 	GARUDA_FIND_LOWER,    /* record ns as a lower bound of it (a late look's find) */
 	GARUDA_FIND_CENSORED, /* record ns censored (the estimator halves it) */
-	GARUDA_FIND_LATE,     /* not recorded: found by a wake late past its deadline */
+	GARUDA_FIND_LATE,     /* not recorded: found by a wake past its window's opening */
 	GARUDA_FIND_UNKNOWN,  /* not recorded: nothing is known (the word jumped) */
 };
 

@@ -438,8 +438,13 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	unsigned level = 0;
 	struct garuda_policy_wait h = pw_of(w, d->head);
 	enum place p = place_for(w, &h, now, &due, &level);
-	if (p == P_LEVEL)
+	if (p == P_LEVEL) {
 		d->hold = due;
+		/* its next look is a sweep's, never a spin step's, whichever path placed it
+		 * (a retune, a removal): a sweep's idle looks with a load leave the word
+		 * itself untouched, and must find it as found() would leave it */
+		d->spun = false;
+	}
 	if (p == P_LEVEL && d->place == P_LEVEL && level == d->level) {
 		/* it stays: its entry takes its head's target and hold as they are now */
 		struct garuda_watch_lent *x = &level_of(w, d->owner, level)->e[d->pos];

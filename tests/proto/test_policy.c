@@ -72,27 +72,32 @@ Test(policy, a_preempted_spin_records_the_lower_bound)
 Test(policy, a_find_after_a_sleep_is_censored_and_a_late_wake_not_recorded)
 {
 	struct garuda_policy_wait w = wait_at(1, 1, 0, 900 * US);
-	/* slept from 100 us (spin window not open: not given up) to 905 us */
-	struct garuda_find f = garuda_policy_find(&w, &tune, 905 * US, 100 * US, true);
+	/* slept from 100 us (spin window not open: not given up) to 900 us, on time: the
+	 * work was done before the prediction said */
+	struct garuda_find f = garuda_policy_find(&w, &tune, 900 * US, 100 * US, true);
 	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED);
-	cr_assert_eq(f.ns, 905 * US);
-	/* the same wake, 60 us past the deadline: the store may have landed in the
-	 * wake's lateness */
-	f = garuda_policy_find(&w, &tune, 960 * US, 100 * US, true);
+	cr_assert_eq(f.ns, 900 * US);
+	f = garuda_policy_find(&w, &tune, 850 * US, 100 * US, true); /* an early wake */
+	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED);
+	cr_assert_eq(f.ns, 850 * US);
+	/* the same wake 5 us past the deadline: the store may have landed in the wake's
+	 * lateness, where the prediction expected it */
+	f = garuda_policy_find(&w, &tune, 905 * US, 100 * US, true);
 	cr_assert_eq(f.kind, GARUDA_FIND_LATE);
 }
 
 /* A wait whose window opens after its deadline (its exact records' tighter margin,
- * estimator.h) is slept to its window: a wake on time there is no late wake, and its
- * find is recorded (censored); 60 us past the window's opening it is late. */
+ * estimator.h) is slept to its window: a wake past the deadline but by the window's
+ * opening is no late wake, and its find is recorded (censored); 1 us past the
+ * window's opening it is late. */
 Test(policy, a_wake_at_a_later_window_is_measured_from_the_window)
 {
 	struct garuda_policy_wait w;
 	garuda_policy_wait_init(&w, 1, 1, 0, 0, 900 * US, 980 * US);
-	struct garuda_find f = garuda_policy_find(&w, &tune, 985 * US, 100 * US, true);
+	struct garuda_find f = garuda_policy_find(&w, &tune, 980 * US, 100 * US, true);
 	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED, "kind %d", f.kind);
-	cr_assert_eq(f.ns, 985 * US);
-	f = garuda_policy_find(&w, &tune, 1040 * US, 100 * US, true);
+	cr_assert_eq(f.ns, 980 * US);
+	f = garuda_policy_find(&w, &tune, 981 * US, 100 * US, true);
 	cr_assert_eq(f.kind, GARUDA_FIND_LATE);
 }
 
@@ -233,7 +238,9 @@ Test(policy, timeline_one_kernel_at_a_time)
 	struct gen g = gen_new(1000);
 	stream(&g, 1, 600, 1, len_1ms, false, 0);
 	struct garuda_replay_result r = against_poll(&g, 1.0 / 5, "1 ms");
-	cr_assert_geq(r.exact, g.n - 2, "after its first completions every find is exact");
+	/* the first few wakes come late by the whole of the replay's lateness, until the
+	 * early wake has learnt it (their finds are late, not recorded) */
+	cr_assert_geq(r.exact, g.n - 4, "after its first completions every find is exact: %lu of %zu (censored %lu late %lu unknown %lu)", (unsigned long)r.exact, g.n, (unsigned long)r.censored, (unsigned long)r.late, (unsigned long)r.unknown);
 	g.n = 0;
 	stream(&g, 1, 200, 1, len_10ms, false, 0);
 	against_poll(&g, 1.0 / 20, "10 ms");
