@@ -298,7 +298,7 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 		.form = a->form,
 		.target = a->target,
 		.token = a->token,
-		.arm_ns = garuda_now_ns(),
+		.arm_ns = s->rx_sent_ns ? s->rx_sent_ns : garuda_now_ns(),
 		.point_key = a->point ? POINT_KEY_NAMED | a->point
 				      : point_key_word(g->id, a->slot.index),
 		.point_slot = POINT_NONE,

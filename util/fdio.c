@@ -7,12 +7,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
-/* room for one message's fds, aligned for cmsghdr */
+/* room for one message's fds and its send time, aligned for cmsghdr */
 typedef union {
 	struct cmsghdr align;
-	char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS)];
+	char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS) + CMSG_SPACE(sizeof(struct timespec))];
 } fdio_control;
 
 ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds, int flags)
@@ -135,6 +136,35 @@ ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds
 	return n;
 }
 
+int fdio_stamp_sends(int sock)
+{
+	int on = 1;
+	return setsockopt(sock, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) < 0 ? -errno : 0;
+}
+
+uint64_t fdio_sent_mono_ns(uint64_t sent_ns, uint64_t now_real, uint64_t now_mono, uint64_t max_age_ns)
+{
+	if (!sent_ns || sent_ns >= now_real)
+		return now_mono;
+	uint64_t age = now_real - sent_ns;
+	if (age > max_age_ns)
+		age = max_age_ns;
+	return age < now_mono ? now_mono - age : now_mono;
+}
+
+/* the message's SCM_TIMESTAMPNS as ns of CLOCK_REALTIME; 0 when it has none */
+static uint64_t sent_of(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+			struct timespec t;
+			memcpy(&t, CMSG_DATA(c), sizeof(t));
+			return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+		}
+	return 0;
+}
+
 int fdio_recv_many(int sock, struct fdio_dgram *d, unsigned n, int flags)
 {
 	if (n > FDIO_RECV_MANY_MAX)
@@ -161,6 +191,7 @@ int fdio_recv_many(int sock, struct fdio_dgram *d, unsigned n, int flags)
 		int k = take_fds(&mm[i].msg_hdr, d[i].fds, d[i].max_fds);
 		d[i].nfds = k < 0 ? 0 : (unsigned)k;
 		d[i].n = k < 0 ? k : (ssize_t)len;
+		d[i].sent_ns = sent_of(&mm[i].msg_hdr);
 	}
 	return got;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define FDIO_MAX_FDS 4
@@ -29,7 +30,9 @@ ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds
 /* Several datagrams in one call (recvmmsg): the caller fills buf, cap and max_fds of
  * d[0..n); for each datagram received, n is what fdio_recv_ex would have returned for
  * it (its length, 0 for EOF or an empty datagram, -EMSGSIZE), got the bytes placed in
- * buf, fds/nfds its fds (all closed on -EMSGSIZE). Returns how many came (1..n, at most
+ * buf, fds/nfds its fds (all closed on -EMSGSIZE), sent_ns when its sender sent it
+ * (the kernel's SCM_TIMESTAMPNS, CLOCK_REALTIME, on a socket with SO_TIMESTAMPNS set:
+ * fdio_stamp_sends(); 0: none). Returns how many came (1..n, at most
  * FDIO_RECV_MANY_MAX), or -errno (-EAGAIN: none, with MSG_DONTWAIT). At EOF every entry
  * after the first reads 0 again: a caller stops at the first 0. No fd of any received
  * datagram is left anywhere but in d. */
@@ -42,8 +45,20 @@ struct fdio_dgram {
 	size_t got;
 	int fds[FDIO_MAX_FDS];
 	unsigned nfds;
+	uint64_t sent_ns;
 };
 int fdio_recv_many(int sock, struct fdio_dgram *d, unsigned n, int flags);
+
+/* Ask the kernel to stamp every datagram that arrives on sock with the time its sender
+ * sent it (SO_TIMESTAMPNS: AF_UNIX stamps it in the sender's sendmsg), for
+ * fdio_recv_many()'s sent_ns. 0 or -errno. */
+int fdio_stamp_sends(int sock);
+
+/* How long ago, on CLOCK_MONOTONIC, a datagram stamped sent_ns (CLOCK_REALTIME) was sent,
+ * as of now_mono: now_mono less its age by the real clock, the age clamped to
+ * [0, max_age_ns] (a step of the real clock can only shorten what it says, never put
+ * it in the future); now_mono itself for no stamp (0). */
+uint64_t fdio_sent_mono_ns(uint64_t sent_ns, uint64_t now_real, uint64_t now_mono, uint64_t max_age_ns);
 
 /* Connect a new AF_UNIX SOCK_SEQPACKET socket (close-on-exec, blocking) to path.
  * Returns the fd, or -ENAMETOOLONG (path does not fit sun_path), or connect's -errno

@@ -553,7 +553,8 @@ static void steady_watch(struct pcell *c, struct gd_daemon *d, uint64_t limit_ns
 /* The cell as it ran, as a completion trace (proto/replay.h): stream i's word i + 1,
  * each row armed when the stream sent its ARM and stored when the producer's store
  * landed (the bimodal mix's two points as the stream named them). NULL trace: out of
- * memory (no column). */
+ * memory (no column). GARUDA_BENCH_TRACE_DIR=DIR also writes it as a garuda-replay
+ * trace. */
 static void live_trace(const struct pcell *c, struct presult *out)
 {
 	size_t m = (size_t)c->streams * c->n;
@@ -569,6 +570,25 @@ static void live_trace(const struct pcell *c, struct presult *out)
 		}
 	out->trace = rows;
 	out->ntrace = m;
+	/* GARUDA_BENCH_TRACE_DIR=DIR: each as a garuda-replay trace, DIR/KERNEL-STREAMSs-xDEPTH-ROW.csv
+	 * (development: replay a live cell with other plans) */
+	const char *dir = getenv("GARUDA_BENCH_TRACE_DIR");
+	char path[512];
+	if (!dir || snprintf(path, sizeof(path), "%s/%s-%us-x%u-%d.csv", dir, kernel_name[c->k], c->streams,
+			     c->depth, (int)c->row) >= (int)sizeof(path))
+		return;
+	for (char *q = path + strlen(dir) + 1; *q; q++)
+		if (*q == '/' || *q == '+')
+			*q = '_';
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return;
+	fprintf(f, "# garuda-bench plans cell: %s, %u streams, %u queued, %s\nword,point,arm_ns,store_ns\n",
+		kernel_name[c->k], c->streams, c->depth, row_name[c->row]);
+	for (size_t i = 0; i < m; i++)
+		fprintf(f, "%llu,%u,%llu,%llu\n", (unsigned long long)rows[i].word, rows[i].point,
+			(unsigned long long)rows[i].arm_ns, (unsigned long long)rows[i].store_ns);
+	fclose(f);
 }
 
 static int run_cell_n(struct bench *b, struct gd_daemon *d, enum prow row, enum kernel k, unsigned streams,

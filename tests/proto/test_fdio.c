@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fdcheck.h"
@@ -199,4 +200,60 @@ Test(fdio, recv_many_keeps_each_datagram_and_its_fds)
 	cr_assert_geq(fdio_recv_many(sv[1], g, 3, MSG_DONTWAIT), 1);
 	cr_assert_eq(g[0].n, 0, "EOF");
 	close(sv[1]);
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* With fdio_stamp_sends() each datagram says when it was sent (the kernel stamps it in
+ * the sender's sendmsg), also one with fds and after it waited; without, 0. */
+Test(fdio, recv_many_says_when_each_datagram_was_sent)
+{
+	int sv[2];
+	pair(sv);
+	uint8_t msg[8] = "stamped", in[2][16];
+	struct fdio_dgram g[2];
+	for (unsigned i = 0; i < 2; i++)
+		g[i] = (struct fdio_dgram){ .buf = in[i], .cap = sizeof(in[i]), .max_fds = 1 };
+	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), NULL, 0, 0), (ssize_t)sizeof(msg));
+	cr_assert_eq(fdio_recv_many(sv[1], g, 2, MSG_DONTWAIT), 1);
+	cr_assert_eq(g[0].sent_ns, 0, "not asked for: no stamp");
+
+	cr_assert_eq(fdio_stamp_sends(sv[1]), 0);
+	int e = eventfd(0, EFD_CLOEXEC);
+	cr_assert_geq(e, 0);
+	uint64_t t0 = real_ns();
+	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), NULL, 0, 0), (ssize_t)sizeof(msg));
+	uint64_t t1 = real_ns();
+	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), &e, 1, 0), (ssize_t)sizeof(msg));
+	uint64_t t2 = real_ns();
+	usleep(20000); /* read late: the stamps still say when they were sent */
+	cr_assert_eq(fdio_recv_many(sv[1], g, 2, MSG_DONTWAIT), 2);
+	uint64_t t3 = real_ns();
+	cr_assert(g[0].sent_ns >= t0 && g[0].sent_ns <= t1, "sent in [%llu, %llu]: %llu", (unsigned long long)t0,
+		  (unsigned long long)t1, (unsigned long long)g[0].sent_ns);
+	cr_assert(g[1].sent_ns >= t1 && g[1].sent_ns <= t2, "with an fd too");
+	cr_assert_eq(g[1].nfds, 1, "the stamp takes no fd's room");
+	cr_assert_lt(g[1].sent_ns, t3);
+	close(g[1].fds[0]);
+	close(e);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A send stamp on the real clock, as a time on the monotonic clock: now less its age;
+ * the age never negative (a stamp ahead of now: now) and at most max_age; no stamp:
+ * now. */
+Test(fdio, a_send_stamp_becomes_a_monotonic_time)
+{
+	const uint64_t S = 1000000000ull;
+	cr_assert_eq(fdio_sent_mono_ns(100 * S - 300, 100 * S, 50 * S, S), 50 * S - 300);
+	cr_assert_eq(fdio_sent_mono_ns(0, 100 * S, 50 * S, S), 50 * S, "no stamp");
+	cr_assert_eq(fdio_sent_mono_ns(101 * S, 100 * S, 50 * S, S), 50 * S, "ahead of now: the real clock stepped back");
+	cr_assert_eq(fdio_sent_mono_ns(90 * S, 100 * S, 50 * S, S), 49 * S, "older than max_age: max_age");
+	cr_assert_eq(fdio_sent_mono_ns(1, 100 * S, 3, 100 * S), 3, "never before the monotonic clock's zero");
 }
