@@ -55,10 +55,10 @@ struct session {
 	struct binding *bindings;
 	struct outmsg *out_head, *out_tail;
 	uint64_t arms, errors;
-	/* the datagram being handled: when its sender sent it, on CLOCK_MONOTONIC (the
-	 * kernel's stamp: fdio_stamp_sends), else when it was read; 0 outside
-	 * take_datagram(). An ARM's wait starts there (post_arm): a loop thread that
-	 * read it late does not shorten the kernel's residual by its own delay. */
+	/* the datagram being handled: the kernel's stamp of when its sender sent it
+	 * (CLOCK_REALTIME: fdio_stamp_sends; 0: none, or outside take_datagram()). An
+	 * ARM's wait starts there (post_arm): a loop thread that read it late does not
+	 * shorten the kernel's residual by its own delay. */
 	uint64_t rx_sent_ns;
 	/* a re-attaching session (its first SEGMENT_ATTACH): what it presented again, logged
 	 * in one line once it sent no ATTACH/BIND/ARM for REATTACH_QUIET_MS */

@@ -144,10 +144,6 @@ static bool peer_hung_up(int fd)
 	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* A datagram's age by its send stamp counts at most this (a step of the real clock,
- * or a loop thread stalled that long, is not taken as the time a wait ran) */
-#define RX_AGE_MAX_NS 1000000000ull
-
 /* One datagram in: handled, or the session ends. false: stop reading (closed,
  * lingering or failed). */
 static bool take_datagram(struct session *s, struct fdio_dgram *g)
@@ -165,10 +161,7 @@ static bool take_datagram(struct session *s, struct fdio_dgram *g)
 		session_close(s); /* EOF or a socket error: the peer is gone */
 		return false;
 	}
-	struct timespec real;
-	clock_gettime(CLOCK_REALTIME, &real);
-	s->rx_sent_ns = fdio_sent_mono_ns(g->sent_ns, (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec,
-					  garuda_now_ns(), RX_AGE_MAX_NS);
+	s->rx_sent_ns = g->sent_ns;
 	handle_datagram(s, g->buf, (size_t)g->n, g->fds, g->nfds);
 	s->rx_sent_ns = 0;
 	fdio_close_all(g->fds, g->nfds); /* whatever a handler did not take */

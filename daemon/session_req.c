@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "fdio.h"
 #include "log.h"
 #include "points.h"
 #include "wire.h"
@@ -286,6 +287,19 @@ static int check_arm(struct session *s, const struct garuda_arm *a, struct segme
 	return 0;
 }
 
+/* A datagram's age by its send stamp counts at most this (a step of the real clock,
+ * or a loop thread stalled that long, is not taken as the time a wait ran) */
+#define ARM_AGE_MAX_NS 1000000000ull
+
+/* When the ARM being handled was sent, on CLOCK_MONOTONIC (its wait's start); when it
+ * is read, without a send stamp */
+static uint64_t arm_start_ns(const struct session *s)
+{
+	if (!s->rx_sent_ns)
+		return garuda_now_ns();
+	return fdio_sent_mono_ns(s->rx_sent_ns, garuda_real_ns(), garuda_now_ns(), ARM_AGE_MAX_NS);
+}
+
 /* Hand one checked, charged arm to its scanner. */
 static void post_arm(struct session *s, const struct garuda_arm *a, struct segment *g,
 		     struct binding *b)
@@ -298,7 +312,7 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 		.form = a->form,
 		.target = a->target,
 		.token = a->token,
-		.arm_ns = s->rx_sent_ns ? s->rx_sent_ns : garuda_now_ns(),
+		.arm_ns = arm_start_ns(s),
 		.point_key = a->point ? POINT_KEY_NAMED | a->point
 				      : point_key_word(g->id, a->slot.index),
 		.point_slot = POINT_NONE,

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fdcheck.h"
 #include "fdio.h"
 
@@ -202,13 +203,6 @@ Test(fdio, recv_many_keeps_each_datagram_and_its_fds)
 	close(sv[1]);
 }
 
-static uint64_t real_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* With fdio_stamp_sends() each datagram says when it was sent (the kernel stamps it in
  * the sender's sendmsg), also one with fds and after it waited; without, 0. */
 Test(fdio, recv_many_says_when_each_datagram_was_sent)
@@ -226,14 +220,14 @@ Test(fdio, recv_many_says_when_each_datagram_was_sent)
 	cr_assert_eq(fdio_stamp_sends(sv[1]), 0);
 	int e = eventfd(0, EFD_CLOEXEC);
 	cr_assert_geq(e, 0);
-	uint64_t t0 = real_ns();
+	uint64_t t0 = garuda_real_ns();
 	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), NULL, 0, 0), (ssize_t)sizeof(msg));
-	uint64_t t1 = real_ns();
+	uint64_t t1 = garuda_real_ns();
 	cr_assert_eq(fdio_send(sv[0], msg, sizeof(msg), &e, 1, 0), (ssize_t)sizeof(msg));
-	uint64_t t2 = real_ns();
+	uint64_t t2 = garuda_real_ns();
 	/* read after both sends: each stamp says when its own was sent, not the read */
 	cr_assert_eq(fdio_recv_many(sv[1], g, 2, MSG_DONTWAIT), 2);
-	uint64_t t3 = real_ns();
+	uint64_t t3 = garuda_real_ns();
 	cr_assert(g[0].sent_ns >= t0 && g[0].sent_ns <= t1, "sent in [%llu, %llu]: %llu", (unsigned long long)t0,
 		  (unsigned long long)t1, (unsigned long long)g[0].sent_ns);
 	cr_assert(g[1].sent_ns >= t1 && g[1].sent_ns <= t2, "with an fd too");
