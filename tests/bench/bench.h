@@ -125,6 +125,8 @@ struct proc_sample {
 	uint64_t rss_kib;     /* VmRSS */
 	uint64_t vol_ctxt;    /* summed over /proc/PID/task/ */
 	uint64_t nonvol_ctxt; /* summed over /proc/PID/task/ */
+	uint64_t scan_ns;     /* garudad's scanner threads (comm garuda-scan*): their time on
+			       * CPU, /proc/PID/task/TID/schedstat (ns) */
 };
 int proc_read(pid_t pid, struct proc_sample *out);
 

@@ -476,10 +476,12 @@ struct presult {
 	double daemon_us, total_us; /* CPU per completion */
 	double steady_us; /* daemon CPU per completion in the steady window (steady_watch();
 			   * NAN: none, e.g. the libgaruda row): what vs_poll compares */
+	double steady_scan_us; /* of it, the scanner threads' (the rest: the loop thread's) */
 	/* garudad rows but poll: daemon CPU per completion / the poll row's on the same
 	 * cell, and replay's busy / poll on a trace of the cell's shape (NAN: none) */
 	double vs_poll, replay_vs_poll;
 	double replay_sleeps, replay_spins; /* replay's, per completion */
+	double replay_arm_us; /* the ARM cost replay ran at (against_poll) */
 	/* garudad rows that replay judges: the cell's own completion trace (each ARM's send,
 	 * each store's landing: live_trace()), and replay's busy / poll on it (NAN: none) */
 	struct garuda_replay_row *trace;
@@ -658,6 +660,7 @@ static int run_cell_n(struct bench *b, struct gd_daemon *d, enum prow row, enum 
 	out->steady_us = NAN;
 	if (sw.ok) { /* the scanner's counts too are the window's */
 		out->steady_us = (double)(sw.p1.cpu_ns - sw.p0.cpu_ns) / (double)sw.launched / 1e3;
+		out->steady_scan_us = (double)(sw.p1.scan_ns - sw.p0.scan_ns) / (double)sw.launched / 1e3;
 		w0 = sw.w0;
 		w1 = sw.w1;
 		compl = (double)sw.launched;
@@ -757,13 +760,14 @@ static void calibrate(cJSON *sec)
 	cJSON_AddNumberToObject(o, "spin_ns", (double)replay_cost.spin_ns);
 }
 
-/* Replay's busy under plan / under poll on rows (m of them), with its sleeps and spins
- * per completion: over the steady window as the live cell takes it (steady_watch),
- * when there is one. NAN when replay fails. */
+/* Replay's busy under plan / under poll on rows (m of them) at cost, with its sleeps and
+ * spins per completion: over the steady window as the live cell takes it
+ * (steady_watch), when there is one. NAN when replay fails. */
 static double replay_ratio(const struct garuda_plan *plan, const struct garuda_plan *poll,
-			   const struct garuda_replay_row *rows, size_t m, double *sleeps, double *spins)
+			   const struct garuda_replay_row *rows, size_t m, const struct garuda_replay_cost *c,
+			   double *sleeps, double *spins)
 {
-	struct garuda_replay_cost cost = replay_cost;
+	struct garuda_replay_cost cost = *c;
 	struct garuda_replay_result a, p;
 	*sleeps = *spins = NAN;
 	if (garuda_replay_run(plan, rows, m, &cost, &a) != 0 || garuda_replay_run(poll, rows, m, &cost, &p) != 0)
@@ -778,7 +782,7 @@ static double replay_ratio(const struct garuda_plan *plan, const struct garuda_p
 }
 
 static double replay_cell(const char *plan_text, enum kernel k, unsigned streams, unsigned depth, unsigned n,
-			  double *sleeps, double *spins)
+			  const struct garuda_replay_cost *cost, double *sleeps, double *spins)
 {
 	struct garuda_plan plan, poll;
 	if (garuda_plan_parse(plan_text ? plan_text : GARUDA_PLAN_GARUDAD_DEFAULT, &plan, NULL, 0) < 0 ||
@@ -811,7 +815,7 @@ static double replay_cell(const char *plan_text, enum kernel k, unsigned streams
 			t = end + REPLAY_GAP_NS;
 		}
 	}
-	double r = replay_ratio(&plan, &poll, rows, m, sleeps, spins);
+	double r = replay_ratio(&plan, &poll, rows, m, cost, sleeps, spins);
 	free(rows);
 	return r;
 }
@@ -827,16 +831,26 @@ static double cpu_ratio(const struct presult *p, const struct presult *q)
 	return q->daemon_us > 0 ? p->daemon_us / q->daemon_us : NAN;
 }
 
-/* The cell's two columns (presult): against the poll row's cell, and replay's. */
+/* The cell's two columns (presult): against the poll row's cell, and replay's. Replay's
+ * ARM cost is the poll cell's loop thread's CPU per completion (all of garudad's but its
+ * scanners': the receive, the post and the scanner's wake of each ARM, which no plan
+ * changes), where that cell has a steady window; the poll cell is not one replay is
+ * judged on. */
 static void against_poll(struct presult *r, const struct presult *poll, const char *plan, enum kernel k,
 			 unsigned streams, unsigned depth, unsigned n)
 {
 	r->vs_poll = cpu_ratio(r, poll);
-	r->replay_vs_poll = replay_cell(plan, k, streams, depth, n, &r->replay_sleeps, &r->replay_spins);
+	struct garuda_replay_cost cost = replay_cost;
+	double loop_us = poll->ok ? poll->steady_us - poll->steady_scan_us : NAN;
+	if (isfinite(loop_us) && loop_us > 0)
+		cost.arm_cpu_ns = (uint64_t)(loop_us * 1e3);
+	r->replay_arm_us = cost.arm_cpu_ns / 1e3;
+	r->replay_vs_poll = replay_cell(plan, k, streams, depth, n, &cost, &r->replay_sleeps, &r->replay_spins);
 	struct garuda_plan p, pp;
 	if (r->trace && garuda_plan_parse(plan ? plan : GARUDA_PLAN_GARUDAD_DEFAULT, &p, NULL, 0) == 0 &&
 	    garuda_plan_parse("poll", &pp, NULL, 0) == 0)
-		r->trace_vs_poll = replay_ratio(&p, &pp, r->trace, r->ntrace, &r->trace_sleeps, &r->trace_spins);
+		r->trace_vs_poll =
+			replay_ratio(&p, &pp, r->trace, r->ntrace, &cost, &r->trace_sleeps, &r->trace_spins);
 	free(r->trace);
 	r->trace = NULL;
 }
@@ -881,7 +895,7 @@ static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned 
 	if (row == R_LGPREDICT)
 		printf(" [client: %.2f %.2f %.2f %.2f]", r->lg[2], r->lg[3], r->lg[0], r->lg[1]);
 	if (!isnan(r->steady_us))
-		printf(" | steady %.1f us/c", r->steady_us);
+		printf(" | steady %.1f us/c (scanner %.1f)", r->steady_us, r->steady_scan_us);
 	if (!isnan(r->replay_vs_poll))
 		printf(" | cpu/poll %.3f replay %.3f", r->vs_poll, r->replay_vs_poll);
 	if (!isnan(r->trace_vs_poll))
@@ -897,7 +911,10 @@ static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned 
 	cJSON_AddNumberToObject(o, "daemon_cpu_us_per_completion", r->daemon_us);
 	cJSON_AddNumberToObject(o, "total_cpu_us_per_completion", r->total_us);
 	if (!isnan(r->steady_us))
+	{
 		cJSON_AddNumberToObject(o, "daemon_cpu_us_per_completion_steady", r->steady_us);
+		cJSON_AddNumberToObject(o, "scanner_cpu_us_per_completion_steady", r->steady_scan_us);
+	}
 	if (!isnan(r->vs_poll))
 		cJSON_AddNumberToObject(o, "daemon_cpu_vs_poll", r->vs_poll);
 	if (!isnan(r->replay_vs_poll))
@@ -975,9 +992,9 @@ static void replay_row(cJSON *arr, const char *kname, unsigned depth, unsigned s
 	(*cells)++;
 	agree[0] += strcmp(vd, "agree") == 0;
 	agree[1] += strcmp(vt, "agree") == 0;
-	printf("  %-13s %-3u %-27s %7.3f %7.3f %-8s %7.3f %-8s %5.1f %5.1f %5.1f %5.0f %5.0f %5.0f\n", kd, streams,
-	       row_name[row], r->vs_poll, r->replay_vs_poll, vd, r->trace_vs_poll, vt, r->waits.sleeps,
-	       r->replay_sleeps, r->trace_sleeps, r->waits.spins, r->replay_spins, r->trace_spins);
+	printf("  %-13s %-3u %-27s %7.3f %7.3f %-8s %7.3f %-8s %5.1f %5.1f %5.1f %5.0f %5.0f %5.0f %7.1f\n", kd,
+	       streams, row_name[row], r->vs_poll, r->replay_vs_poll, vd, r->trace_vs_poll, vt, r->waits.sleeps,
+	       r->replay_sleeps, r->trace_sleeps, r->waits.spins, r->replay_spins, r->trace_spins, r->replay_arm_us);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "kernel", kname);
 	cJSON_AddNumberToObject(o, "queued_per_stream", depth);
@@ -993,6 +1010,7 @@ static void replay_row(cJSON *arr, const char *kname, unsigned depth, unsigned s
 		cJSON_AddNumberToObject(o, "replay_own_trace_sleeps_per_completion", r->trace_sleeps);
 		cJSON_AddNumberToObject(o, "replay_own_trace_spins_per_completion", r->trace_spins);
 	}
+	cJSON_AddNumberToObject(o, "replay_arm_cpu_us", r->replay_arm_us);
 	cJSON_AddNumberToObject(o, "live_sleeps_per_completion", r->waits.sleeps);
 	cJSON_AddNumberToObject(o, "replay_sleeps_per_completion", r->replay_sleeps);
 	cJSON_AddNumberToObject(o, "live_spins_per_completion", r->waits.spins);
@@ -1184,9 +1202,10 @@ int bench_plans(struct bench *b)
 	cJSON *rj = cJSON_AddArrayToObject(sec, "replay_vs_live");
 	printf("\nReplay against the live daemon: CPU per completion / poll's, same workload (issue 29: within 25 %%);\n"
 	       "replay runs the cell's shape (a synthetic trace, replay_cell) and the cell's own trace (each ARM sent,\n"
-	       "each store landed: live_trace)\n");
-	printf("  %-13s %-3s %-27s %7s %7s %-8s %7s %-8s %17s %17s\n", "kernel", "str", "row", "live", "shape", "",
-	       "own", "", "sleeps/c l s o", "spins/c l s o");
+	       "each store landed: live_trace); replay's ARM cost (arm us) is the poll cell's loop thread's CPU per\n"
+	       "completion (against_poll)\n");
+	printf("  %-13s %-3s %-27s %7s %7s %-8s %7s %-8s %17s %17s %7s\n", "kernel", "str", "row", "live", "shape", "",
+	       "own", "", "sleeps/c l s o", "spins/c l s o", "arm us");
 	unsigned agree[2] = { 0, 0 }, ncells = 0;
 	for (unsigned si = 0; si < 2; si++)
 		for (enum kernel k = 0; k < K_N_; k++)

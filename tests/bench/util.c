@@ -266,6 +266,12 @@ int proc_read(pid_t pid, struct proc_sample *out)
 			continue;
 		out->vol_ctxt += status_field(buf, "\nvoluntary_ctxt_switches:");
 		out->nonvol_ctxt += status_field(buf, "nonvoluntary_ctxt_switches:");
+		if (strncmp(buf, "Name:\tgaruda-scan", 17) != 0)
+			continue;
+		snprintf(tp, sizeof(tp), "/proc/%d/task/%.20s/schedstat", (int)pid, e->d_name);
+		unsigned long long on_cpu;
+		if (read_text(tp, buf, sizeof(buf)) > 0 && sscanf(buf, "%llu", &on_cpu) == 1)
+			out->scan_ns += on_cpu;
 	}
 	closedir(d);
 	return 0;
