@@ -336,9 +336,17 @@ char *ctl_metrics_text(struct daemon *d)
 	};
 	for (unsigned k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
 		family(f, counters[k].name, "counter", counters[k].help);
-		for (unsigned i = 0; i < d->nscanners; i++)
-			fprintf(f, "%s{scanner=\"%u\",numa_node=\"%d\"} %llu\n", counters[k].name, i,
-				st[i].numa_node, (unsigned long long)st[i].counters[counters[k].c]);
+		size_t len = strlen(counters[k].name);
+		bool secs = len > 14 && strcmp(counters[k].name + len - 14, "_seconds_total") == 0;
+		for (unsigned i = 0; i < d->nscanners; i++) {
+			uint64_t v = st[i].counters[counters[k].c];
+			if (secs) /* a field_ns counter (counters.h) */
+				fprintf(f, "%s{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", counters[k].name, i,
+					st[i].numa_node, (double)v / 1e9);
+			else
+				fprintf(f, "%s{scanner=\"%u\",numa_node=\"%d\"} %llu\n", counters[k].name, i,
+					st[i].numa_node, (unsigned long long)v);
+		}
 	}
 	family(f, "garuda_scanner_cpu_seconds_total", "counter", "CPU time used by a scanner thread.");
 	for (unsigned i = 0; i < d->nscanners; i++)

@@ -415,6 +415,8 @@ static bool take_commands(struct scanner *s)
 			garuda_watch_owner_set_ctx(&s->watch, owner, c->a.sink);
 			c->a.gen = gen;
 			c->pw.taken_ns = now;
+			count(s, SC_arms_taken, 1);
+			count(s, SC_take_ns, now > c->pw.arm_ns ? now - c->pw.arm_ns : 0);
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
 			s->pay[id] = c->a;
 			c->id = id;

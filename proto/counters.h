@@ -11,7 +11,9 @@
  * (daemon/sink.h).
  *
  * Help texts that restate a constant are built from it (STR() of the constant that
- * defines it), never by hand. libc only, no code. */
+ * defines it), never by hand. A counter of nanoseconds is named field_ns with a family
+ * that ends in _seconds_total: the family gives it in seconds, as Prometheus's base
+ * unit. libc only, no code. */
 #pragma once
 
 #include "policy.h"
@@ -34,7 +36,11 @@
 	  "Completions found by a wake past their predicted window (not recorded).")             \
 	X(arm_wakes, "garuda_scanner_arm_wakes_total", "ARMs that woke a sleeping scanner.")       \
 	X(arm_nowakes, "garuda_scanner_arm_nowakes_total",                                         \
-	  "ARMs posted to a sleeping scanner that did not wake it (deadline not earlier).")
+	  "ARMs posted to a sleeping scanner that did not wake it (deadline not earlier).")       \
+	X(arms_taken, "garuda_scanner_arms_taken_total", "ARMs the scanner took into its watcher.") \
+	X(take_ns, "garuda_scanner_take_seconds_total",                                            \
+	  "Time from each ARM's send to its take by the scanner, summed (ns; over arms_taken: "   \
+	  "the loop's and the queue's delay).")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {

@@ -63,6 +63,31 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* log2(x) in 1/256ths (x >= 1): the integer part from the top bit, the fraction linear
+ * in the next 8 bits (within 0.09 of log2) */
+static uint64_t log2_q8(uint64_t x)
+{
+	unsigned top = 63u - (unsigned)__builtin_clzll(x | 1);
+	uint64_t frac = top >= 8 ? (x >> (top - 8)) & 0xff : (x << (8 - top)) & 0xff;
+	return (uint64_t)top * 256 + frac;
+}
+
+/* A sleep of len's figure, short_v at GARUDA_REPLAY_SHORT_SLEEP_NS and below, long_v at
+ * cost->long_sleep_ns and above, on the line between them over log2(len) (replay.h) */
+static uint64_t by_length(const struct garuda_replay_cost *cost, uint64_t len, uint64_t short_v, uint64_t long_v)
+{
+	uint64_t lo = GARUDA_REPLAY_SHORT_SLEEP_NS, hi = cost->long_sleep_ns;
+	if (hi <= lo || len <= lo)
+		return short_v;
+	if (len >= hi)
+		return long_v;
+	uint64_t at = log2_q8(len) - log2_q8(lo), span = log2_q8(hi) - log2_q8(lo);
+	if (at > span)
+		at = span;
+	return long_v >= short_v ? short_v + (long_v - short_v) * at / span
+				 : short_v - (short_v - long_v) * at / span;
+}
+
 /* the rows being sorted (qsort takes no context; one per thread, so runs on several
  * threads do not mix) */
 static _Thread_local const struct garuda_replay_row *sort_rows;
@@ -317,11 +342,11 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 				out->steady_rows += rows[i].arm_ns >= sfrom && rows[i].arm_ns < sto;
 			smark = 2;
 		}
-		/* take_commands(): the arms posted by now; the watcher's early wake is the
-		 * running mean as of this take (retune()) */
-		if (next < n && rows[s.by_arm[next]].arm_ns <= now) {
+		/* take_commands(): the arms posted by now (each arm_wake_ns after its send);
+		 * the watcher's early wake is the running mean as of this take (retune()) */
+		if (next < n && add_sat(rows[s.by_arm[next]].arm_ns, cost->arm_wake_ns) <= now) {
 			w.t.pol.early_ns = garuda_watch_early_ns(&w);
-			for (; next < n && rows[s.by_arm[next]].arm_ns <= now; next++) {
+			for (; next < n && add_sat(rows[s.by_arm[next]].arm_ns, cost->arm_wake_ns) <= now; next++) {
 				size_t row = s.by_arm[next];
 				uint32_t owner = garuda_watch_owner(&w, rows[row].word);
 				if ((r = room(&s, &w)) < 0 || owner == GARUDA_WATCH_NONE) {
@@ -340,8 +365,9 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		}
 		if (!garuda_watch_count(&w)) { /* park until the next arm wakes it */
 			uint64_t at = add_sat(rows[s.by_arm[next]].arm_ns, cost->arm_wake_ns);
+			out->busy_ns += by_length(cost, at > now ? at - now : 0, cost->wake_cpu_ns,
+						  cost->wake_cpu_long_ns);
 			now = at > now ? at : now;
-			out->busy_ns += cost->wake_cpu_ns;
 			out->parks++;
 			garuda_watch_woke(&w, now);
 			continue;
@@ -391,13 +417,16 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 			continue;
 		}
 		/* sleep until the watcher's time, or an ARM that wakes it */
-		uint64_t wake = until == UINT64_MAX ? UINT64_MAX : add_sat(until, cost->wake_late_ns);
+		uint64_t wake = until == UINT64_MAX ? UINT64_MAX
+						    : add_sat(until, by_length(cost, until > now ? until - now : 0,
+									       cost->wake_late_ns,
+									       cost->wake_late_long_ns));
 		arm_wakes(&s, plan, next, until, cost, &wake);
 		if (wake == UINT64_MAX) { /* live waits never due and no arm to come */
 			r = -EDEADLK;
 			goto out;
 		}
-		out->busy_ns += cost->wake_cpu_ns;
+		out->busy_ns += by_length(cost, wake > now ? wake - now : 0, cost->wake_cpu_ns, cost->wake_cpu_long_ns);
 		out->sleeps++;
 		now = wake > now ? wake : now;
 		garuda_watch_woke_from(&w, until, now); /* a timed wake: the early wake's mean */

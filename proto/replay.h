@@ -13,13 +13,15 @@
  * by every word that names it). Each word is its own owner (a session of its own, as
  * each stream of the bench is a process of its own).
  *
- * The loop drives proto/watch as the scanner does: take the arms that came (each
- * garuda_watch_add()ed, its sleep its point's horizon as of then), park when nothing is
+ * The loop drives proto/watch as the scanner does: take the arms that came (an ARM
+ * comes cost.arm_wake_ns after its send; each garuda_watch_add()ed with its clock at
+ * the send, its sleep its point's horizon as of then), park when nothing is
  * armed (the next arm wakes it cost.arm_wake_ns after it), else a step
  * (garuda_watch_due(), each due word read at the step's time and reported with
  * garuda_watch_found(), the finds recorded into their points); after a step that fired
  * the loop goes round at once, else garuda_watch_next() says spin one step, or sleep
- * until T: a timed wake comes cost.wake_late_ns late; an ARM wakes it cost.arm_wake_ns
+ * until T: a timed wake comes cost.wake_late_ns late (longer sleeps: the long figures,
+ * below); an ARM wakes it cost.arm_wake_ns
  * after it when its deadline is earlier than T (any ARM, under a plan without
  * +predict); garuda_watch_woke() after it. +predict's early wake is the scanner's: a
  * running mean of how late timed wakes came, at most 200 us, handed to the watcher
@@ -45,6 +47,7 @@
 #include "plan.h"
 
 #define GARUDA_REPLAY_WARMUP 16 /* the bench's WARMUP (tests/bench/plans.c) */
+#define GARUDA_REPLAY_SHORT_SLEEP_NS 200000ull /* the sleep cost.wake_*_ns are for */
 
 struct garuda_replay_row {
 	uint64_t word;
@@ -61,7 +64,18 @@ struct garuda_replay_cost {
 	uint64_t spin_ns;      /* one spin step (pauses and a sched_yield) */
 	uint64_t wake_late_ns; /* a timed wake comes this late */
 	uint64_t wake_cpu_ns;  /* CPU of one sleep or park and its wake */
-	uint64_t arm_wake_ns;  /* an ARM that wakes the thread does so this long after */
+	/* Longer sleeps wake later and cost more (the CPU idles deeper; measured in a KVM
+	 * guest: a timed futex wait 200 us ahead ~12-18 us of CPU and ~12-20 us late, 5 ms
+	 * ahead ~38 us and ~76 us): the two figures above are a GARUDA_REPLAY_SHORT_SLEEP_NS
+	 * sleep's, these a long_sleep_ns one's, and a sleep between takes the figures on
+	 * the line between them over log2 of its length (a timed wake: its length as
+	 * asked; a park or a sleep an ARM ends: as slept). long_sleep_ns 0 (the default):
+	 * every sleep costs the short figures. */
+	uint64_t long_sleep_ns;
+	uint64_t wake_late_long_ns, wake_cpu_long_ns;
+	uint64_t arm_wake_ns;  /* an ARM reaches the scanner this long after its send (the
+				* loop thread's receive and post; garudad's take_ns over
+				* arms_taken): it is taken then, and wakes a sleep then */
 	uint64_t arm_cpu_ns;   /* garudad's CPU per ARM (the loop thread's receive and
 				* post, the scanner's take) */
 	uint64_t fire_cpu_ns;  /* garudad's CPU per fired wait (counters, the delivery's

@@ -420,6 +420,7 @@ static int stream_main(void *arg)
 /* the scanners' wait counters, summed */
 struct pwaits {
 	double sleeps, spins, exact, censored, late_wakes, arm_wakes, arm_nowakes;
+	double arms_taken, take_ns; /* the ARMs the scanners took, their send -> take summed */
 	double hist[24]; /* detection bound (store -> scanner saw it), log2 ns buckets */
 };
 
@@ -452,6 +453,8 @@ static void read_waits(struct gd_daemon *d, struct pwaits *w)
 		F(late_wakes);
 		F(arm_wakes);
 		F(arm_nowakes);
+		F(arms_taken);
+		F(take_ns);
 #undef F
 		const cJSON *bk, *bl = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(it, "wake_latency"), "buckets");
@@ -481,7 +484,10 @@ struct presult {
 	 * cell, and replay's busy / poll on a trace of the cell's shape (NAN: none) */
 	double vs_poll, replay_vs_poll;
 	double replay_sleeps, replay_spins; /* replay's, per completion */
-	double replay_arm_us; /* the ARM cost replay ran at (against_poll) */
+	double replay_arm_us, replay_spin_us, replay_take_us; /* the costs of an ARM, a spin
+								* step and an ARM's way to the
+								* scanner replay ran at
+								* (against_poll) */
 	/* garudad rows that replay judges: the cell's own completion trace (each ARM's send,
 	 * each store's landing: live_trace()), and replay's busy / poll on it (NAN: none) */
 	struct garuda_replay_row *trace;
@@ -671,6 +677,8 @@ static int run_cell_n(struct bench *b, struct gd_daemon *d, enum prow row, enum 
 		.late_wakes = (w1.late_wakes - w0.late_wakes) / compl,
 		.arm_wakes = (w1.arm_wakes - w0.arm_wakes) / compl,
 		.arm_nowakes = (w1.arm_nowakes - w0.arm_nowakes) / compl,
+		.arms_taken = (w1.arms_taken - w0.arms_taken) / compl,
+		.take_ns = (w1.take_ns - w0.take_ns) / compl,
 	};
 	out->ok = true;
 	if (row == R_GLADDER || row == R_GPREDICT || row == R_GURING)
@@ -710,12 +718,16 @@ static int run_cell(struct bench *b, struct gd_daemon *d, enum prow row, enum ke
 static struct garuda_replay_cost replay_cost;
 
 #define CAL_SLEEPS 400
+#define CAL_LONG_SLEEPS 60
+#define CAL_LONG_NS 5000000ull
 #define CAL_SPINS 20000
 
 /* The scanner's own primitives, timed as it uses them (daemon/scanner.c): a timed wait
  * (an absolute FUTEX_WAIT_BITSET 200 us ahead, timer slack 1 ns): how late it wakes
- * (p50) and its CPU (mean, this thread's clock); a spin step (16 cpu_relax() and a
- * spin_give_way()): its CPU. The rest stay replay's defaults. */
+ * (p50) and its CPU (mean, this thread's clock); the same CAL_LONG_NS ahead (replay's
+ * long sleep figures); a spin step (16 cpu_relax() and a spin_give_way()): its CPU,
+ * which each cell replaces with its poll cell's (against_poll), as it does the ARM's
+ * cost. The rest stay replay's defaults. */
 static void calibrate(cJSON *sec)
 {
 	replay_cost = garuda_replay_default_cost();
@@ -734,6 +746,19 @@ static void calibrate(cJSON *sec)
 		late[i] = now > until ? now - until : 0;
 	}
 	uint64_t sleep_cpu = (thread_cpu_ns() - c0) / CAL_SLEEPS;
+	/* the same, CAL_LONG_NS ahead: the CPU idles deeper and wakes later */
+	static uint64_t late_long[CAL_LONG_SLEEPS];
+	c0 = thread_cpu_ns();
+	for (unsigned i = 0; i < CAL_LONG_SLEEPS; i++) {
+		uint64_t until = now_ns() + CAL_LONG_NS;
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
+				       .tv_nsec = (long)(until % 1000000000ull) };
+		syscall(SYS_futex, &word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts, NULL,
+			FUTEX_BITSET_MATCH_ANY);
+		uint64_t now = now_ns();
+		late_long[i] = now > until ? now - until : 0;
+	}
+	uint64_t long_cpu = (thread_cpu_ns() - c0) / CAL_LONG_SLEEPS;
 	c0 = thread_cpu_ns();
 	for (unsigned i = 0; i < CAL_SPINS; i++) {
 		for (int j = 0; j < 16; j++)
@@ -743,21 +768,29 @@ static void calibrate(cJSON *sec)
 	uint64_t spin_cpu = (thread_cpu_ns() - c0) / CAL_SPINS;
 	if (slack > 0)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
-	struct lat_stats ls;
+	struct lat_stats ls, ll;
 	lat_compute(late, CAL_SLEEPS, &ls);
+	lat_compute(late_long, CAL_LONG_SLEEPS, &ll);
 	struct garuda_replay_cost dflt = replay_cost;
 	replay_cost.wake_late_ns = (uint64_t)ls.p50;
 	replay_cost.wake_cpu_ns = sleep_cpu;
+	replay_cost.long_sleep_ns = CAL_LONG_NS;
+	replay_cost.wake_late_long_ns = (uint64_t)ll.p50;
+	replay_cost.wake_cpu_long_ns = long_cpu;
 	replay_cost.spin_ns = spin_cpu;
-	printf("  replay's costs, measured here: a timed wake %.1f us late (p50; p99 %.1f), a sleep %.1f us of "
-	       "CPU, a spin step %.2f us (replay's defaults: %.0f, %.0f, %.2f)\n",
-	       ls.p50 / 1e3, ls.p99 / 1e3, sleep_cpu / 1e3, spin_cpu / 1e3,
-	       dflt.wake_late_ns / 1e3, dflt.wake_cpu_ns / 1e3, dflt.spin_ns / 1e3);
+	printf("  replay's costs, measured here: a timed wake 200 us ahead %.1f us late (p50; p99 %.1f) and %.1f us "
+	       "of CPU, %.0f ms ahead %.1f us late (p50) and %.1f us; a spin step %.2f us (replay's defaults: %.0f, "
+	       "%.0f, %.2f, at any length)\n",
+	       ls.p50 / 1e3, ls.p99 / 1e3, sleep_cpu / 1e3, CAL_LONG_NS / 1e6, ll.p50 / 1e3, long_cpu / 1e3,
+	       spin_cpu / 1e3, dflt.wake_late_ns / 1e3, dflt.wake_cpu_ns / 1e3, dflt.spin_ns / 1e3);
 	cJSON *o = cJSON_AddObjectToObject(sec, "replay_cost");
 	cJSON_AddNumberToObject(o, "wake_late_ns", (double)replay_cost.wake_late_ns);
 	cJSON_AddNumberToObject(o, "wake_late_p99_ns", ls.p99);
 	cJSON_AddNumberToObject(o, "wake_cpu_ns", (double)replay_cost.wake_cpu_ns);
 	cJSON_AddNumberToObject(o, "spin_ns", (double)replay_cost.spin_ns);
+	cJSON_AddNumberToObject(o, "long_sleep_ns", (double)replay_cost.long_sleep_ns);
+	cJSON_AddNumberToObject(o, "wake_late_long_ns", (double)replay_cost.wake_late_long_ns);
+	cJSON_AddNumberToObject(o, "wake_cpu_long_ns", (double)replay_cost.wake_cpu_long_ns);
 }
 
 /* Replay's busy under plan / under poll on rows (m of them) at cost, with its sleeps and
@@ -832,10 +865,14 @@ static double cpu_ratio(const struct presult *p, const struct presult *q)
 }
 
 /* The cell's two columns (presult): against the poll row's cell, and replay's. Replay's
- * ARM cost is the poll cell's loop thread's CPU per completion (all of garudad's but its
- * scanners': the receive, the post and the scanner's wake of each ARM, which no plan
- * changes), where that cell has a steady window; the poll cell is not one replay is
- * judged on. */
+ * ARM and spin step costs are the poll cell's, the same workload under a plan replay is
+ * not judged on, over its steady window: an ARM, its loop thread's CPU per completion
+ * (all of garudad's but its scanners': the receive, the post and the scanner's wake,
+ * which no plan changes); a spin step, its scanner's CPU per spin step, less its parks
+ * at calibrate()'s sleep (a spin step under this load, its step's work and the
+ * sched_yield that gives the CPU to the cell's other processes, costs up to ~2x the
+ * idle calibration's); and an ARM's way from its send to the scanner's take (replay's
+ * arm_wake_ns), the scanners' take_ns over arms_taken. */
 static void against_poll(struct presult *r, const struct presult *poll, const char *plan, enum kernel k,
 			 unsigned streams, unsigned depth, unsigned n)
 {
@@ -844,7 +881,17 @@ static void against_poll(struct presult *r, const struct presult *poll, const ch
 	double loop_us = poll->ok ? poll->steady_us - poll->steady_scan_us : NAN;
 	if (isfinite(loop_us) && loop_us > 0)
 		cost.arm_cpu_ns = (uint64_t)(loop_us * 1e3);
+	double spin_us = poll->ok && poll->waits.spins >= 1
+				 ? (poll->steady_scan_us - poll->waits.arm_wakes * replay_cost.wake_cpu_ns / 1e3) /
+					   poll->waits.spins
+				 : NAN;
+	if (isfinite(spin_us) && spin_us > 0)
+		cost.spin_ns = (uint64_t)(spin_us * 1e3);
+	if (poll->ok && poll->waits.arms_taken > 0 && poll->waits.take_ns > 0)
+		cost.arm_wake_ns = (uint64_t)(poll->waits.take_ns / poll->waits.arms_taken);
+	r->replay_take_us = cost.arm_wake_ns / 1e3;
 	r->replay_arm_us = cost.arm_cpu_ns / 1e3;
+	r->replay_spin_us = cost.spin_ns / 1e3;
 	r->replay_vs_poll = replay_cell(plan, k, streams, depth, n, &cost, &r->replay_sleeps, &r->replay_spins);
 	struct garuda_plan p, pp;
 	if (r->trace && garuda_plan_parse(plan ? plan : GARUDA_PLAN_GARUDAD_DEFAULT, &p, NULL, 0) == 0 &&
@@ -992,9 +1039,10 @@ static void replay_row(cJSON *arr, const char *kname, unsigned depth, unsigned s
 	(*cells)++;
 	agree[0] += strcmp(vd, "agree") == 0;
 	agree[1] += strcmp(vt, "agree") == 0;
-	printf("  %-13s %-3u %-27s %7.3f %7.3f %-8s %7.3f %-8s %5.1f %5.1f %5.1f %5.0f %5.0f %5.0f %7.1f\n", kd,
-	       streams, row_name[row], r->vs_poll, r->replay_vs_poll, vd, r->trace_vs_poll, vt, r->waits.sleeps,
-	       r->replay_sleeps, r->trace_sleeps, r->waits.spins, r->replay_spins, r->trace_spins, r->replay_arm_us);
+	printf("  %-13s %-3u %-27s %7.3f %7.3f %-8s %7.3f %-8s %5.1f %5.1f %5.1f %5.0f %5.0f %5.0f %6.1f %5.2f %5.1f\n",
+	       kd, streams, row_name[row], r->vs_poll, r->replay_vs_poll, vd, r->trace_vs_poll, vt, r->waits.sleeps,
+	       r->replay_sleeps, r->trace_sleeps, r->waits.spins, r->replay_spins, r->trace_spins, r->replay_arm_us,
+	       r->replay_spin_us, r->replay_take_us);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "kernel", kname);
 	cJSON_AddNumberToObject(o, "queued_per_stream", depth);
@@ -1011,6 +1059,8 @@ static void replay_row(cJSON *arr, const char *kname, unsigned depth, unsigned s
 		cJSON_AddNumberToObject(o, "replay_own_trace_spins_per_completion", r->trace_spins);
 	}
 	cJSON_AddNumberToObject(o, "replay_arm_cpu_us", r->replay_arm_us);
+	cJSON_AddNumberToObject(o, "replay_spin_step_us", r->replay_spin_us);
+	cJSON_AddNumberToObject(o, "replay_arm_take_us", r->replay_take_us);
 	cJSON_AddNumberToObject(o, "live_sleeps_per_completion", r->waits.sleeps);
 	cJSON_AddNumberToObject(o, "replay_sleeps_per_completion", r->replay_sleeps);
 	cJSON_AddNumberToObject(o, "live_spins_per_completion", r->waits.spins);
@@ -1202,10 +1252,10 @@ int bench_plans(struct bench *b)
 	cJSON *rj = cJSON_AddArrayToObject(sec, "replay_vs_live");
 	printf("\nReplay against the live daemon: CPU per completion / poll's, same workload (issue 29: within 25 %%);\n"
 	       "replay runs the cell's shape (a synthetic trace, replay_cell) and the cell's own trace (each ARM sent,\n"
-	       "each store landed: live_trace); replay's ARM cost (arm us) is the poll cell's loop thread's CPU per\n"
-	       "completion (against_poll)\n");
-	printf("  %-13s %-3s %-27s %7s %7s %-8s %7s %-8s %17s %17s %7s\n", "kernel", "str", "row", "live", "shape", "",
-	       "own", "", "sleeps/c l s o", "spins/c l s o", "arm us");
+	       "each store landed: live_trace); replay's costs of an ARM, a spin step and an ARM's send -> take\n"
+	       "(arm, spin, take us) are the same workload's poll cell's (against_poll)\n");
+	printf("  %-13s %-3s %-27s %7s %7s %-8s %7s %-8s %17s %17s %6s %5s %5s\n", "kernel", "str", "row", "live",
+	       "shape", "", "own", "", "sleeps/c l s o", "spins/c l s o", "arm", "spin", "take");
 	unsigned agree[2] = { 0, 0 }, ncells = 0;
 	for (unsigned si = 0; si < 2; si++)
 		for (enum kernel k = 0; k < K_N_; k++)

@@ -457,6 +457,8 @@ Test(garctl, scanners_json)
 		}
 		cr_assert_geq(num(s, "arm_wakes"), 0);
 		cr_assert_geq(num(s, "arm_nowakes"), 0);
+		cr_assert_geq(num(s, "arms_taken"), 0);
+		cr_assert_geq(num(s, "take_ns"), 0);
 		exact += num(s, "exact");
 		censored += num(s, "censored");
 		armed += num(s, "armed");

@@ -429,6 +429,7 @@ Test(plan, arm_wakes_only_if_earlier)
 	/* the scanner is parked: this ARM wakes it; it then sleeps until the deadline */
 	double w0 = scanner_num(&d, "arm_wakes"), n0 = scanner_num(&d, "arm_nowakes");
 	double sl = scanner_num(&d, "sleeps");
+	double a0 = scanner_num(&d, "arms_taken"), t0 = scanner_num(&d, "take_ns");
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE));
 	cr_assert_geq(wait_scanner(&d, "sleeps", sl + 1), sl + 1);
 	cr_assert(wait_scanner_asleep(&d), "the scanner did not go to sleep"); /* its deadline: ~1 s away */
@@ -452,6 +453,10 @@ Test(plan, arm_wakes_only_if_earlier)
 		cr_assert_eq(r, 1, "READY: %s", gd_strerr(r));
 		got++;
 	}
+	/* each ARM was taken once, the one that did not wake it at the next wake; each
+	 * take adds its delay since the client sent it */
+	cr_assert_eq(scanner_num(&d, "arms_taken"), a0 + 3);
+	cr_assert_gt(scanner_num(&d, "take_ns"), t0);
 	gd_seg_unmap(&s);
 	gd_close(&c);
 	gd_stop(&d);
