@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +32,66 @@ struct garuda_replay_cost garuda_replay_default_cost(void)
 					    .arm_wake_ns = 10000,
 					    .arm_cpu_ns = 5000,
 					    .fire_cpu_ns = 2000 };
+}
+
+/* garuda_replay_cost_parse()'s keys: each a field of struct garuda_replay_cost */
+static const struct {
+	const char *key;
+	size_t off;
+} cost_keys[] = {
+#define COST_KEY_(f) { #f, offsetof(struct garuda_replay_cost, f) }
+	COST_KEY_(step_ns),	      COST_KEY_(look_ns),	   COST_KEY_(spin_ns),
+	COST_KEY_(wake_late_ns),      COST_KEY_(wake_cpu_ns),	   COST_KEY_(long_sleep_ns),
+	COST_KEY_(wake_late_long_ns), COST_KEY_(wake_cpu_long_ns), COST_KEY_(arm_wake_ns),
+	COST_KEY_(arm_cpu_ns),	      COST_KEY_(fire_cpu_ns),
+#undef COST_KEY_
+};
+
+int garuda_replay_cost_parse(struct garuda_replay_cost *cost, const char *text, char *msg, size_t len)
+{
+	struct garuda_replay_cost c = *cost;
+	const char *p = text;
+	if (msg && len)
+		msg[0] = '\0';
+	while (*p) {
+		const char *eq = strchr(p, '='), *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		if (!eq || eq > end) {
+			if (msg && len)
+				snprintf(msg, len, "'%.*s': want KEY=NS", (int)(end - p), p);
+			return -EINVAL;
+		}
+		size_t k = 0, nk = sizeof(cost_keys) / sizeof(cost_keys[0]);
+		while (k < nk && !(strlen(cost_keys[k].key) == (size_t)(eq - p) &&
+				   memcmp(cost_keys[k].key, p, (size_t)(eq - p)) == 0))
+			k++;
+		if (k == nk) {
+			if (msg && len)
+				snprintf(msg, len, "'%.*s': no such cost", (int)(eq - p), p);
+			return -EINVAL;
+		}
+		uint64_t v = 0;
+		const char *d = eq + 1;
+		if (d == end) {
+			if (msg && len)
+				snprintf(msg, len, "%s: no value", cost_keys[k].key);
+			return -EINVAL;
+		}
+		for (; d < end; d++) {
+			if (*d < '0' || *d > '9' || v > (UINT64_MAX - 9) / 10) {
+				if (msg && len)
+					snprintf(msg, len, "%s: '%.*s' is not nanoseconds", cost_keys[k].key,
+						 (int)(end - eq - 1), eq + 1);
+				return -EINVAL;
+			}
+			v = v * 10 + (uint64_t)(*d - '0');
+		}
+		memcpy((char *)&c + cost_keys[k].off, &v, sizeof(v));
+		p = *end ? end + 1 : end;
+	}
+	*cost = c;
+	return 0;
 }
 
 struct sim {

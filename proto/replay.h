@@ -99,6 +99,14 @@ struct garuda_replay_result {
 
 struct garuda_replay_cost garuda_replay_default_cost(void);
 
+/* Set figures of *cost from text, "KEY=NS[,KEY=NS]...", each KEY a field's name above
+ * (step_ns, look_ns, spin_ns, wake_late_ns, wake_cpu_ns, long_sleep_ns,
+ * wake_late_long_ns, wake_cpu_long_ns, arm_wake_ns, arm_cpu_ns, fire_cpu_ns) and NS
+ * decimal nanoseconds. 0, or -EINVAL with *cost unchanged and the reason in msg (at
+ * most len bytes, NUL-terminated) on an unknown key, a malformed or out-of-range
+ * number. */
+int garuda_replay_cost_parse(struct garuda_replay_cost *cost, const char *text, char *msg, size_t len);
+
 /* Run plan over rows[0..n). 0; -EINVAL for an empty trace or a plan that
  * garuda_plan_check() refuses (or block: no watcher); -ENOMEM; -EDEADLK when the
  * watcher left a wait that is never due (a bug of the watcher's, never expected). */

@@ -3,7 +3,8 @@
  * `poll` (the always-spinning scanner) on the same trace. docs/plans.md, "Replaying a
  * trace".
  *
- *   garuda-replay [--plan=TEXT]... [--check=P50,P99,BUSY] [--verbose] TRACE.csv...
+ *   garuda-replay [--plan=TEXT]... [--cost=KEY=NS,...]... [--check=P50,P99,BUSY] [--verbose]
+ *                 TRACE.csv...
  *
  * A trace is CSV: a header line, then word,point,arm_ns,store_ns per completion
  * ('#' lines are comments). Without --plan it replays garudad's default plan. For
@@ -12,7 +13,10 @@
  * word past its warm-up; "-" where there is none). --check: exit 1 unless every
  * plan's p50 <= P50 x poll's, p99 <= P99 x poll's and busy <= BUSY x poll's (a BUSY
  * of 0 skips that one); a trace may
- * name its own busy bound on a "# busy<=R" line. --verbose: what the finds recorded
+ * name its own busy bound on a "# busy<=R" line. --cost: replay's figures for this
+ * host instead of its defaults (garuda_replay_cost_parse(): step_ns, spin_ns,
+ * wake_late_ns, wake_cpu_ns, long_sleep_ns, ... as the bench measures them).
+ * --verbose: what the finds recorded
  * (exact, censored, late, unknown), sleeps, spins and the worst lateness. Exit 2: bad
  * usage or trace. */
 #include <errno.h>
@@ -96,11 +100,18 @@ int main(int argc, char **argv)
 {
 	const char *texts[MAX_PLANS];
 	int nplans = 0, ntraces = 0;
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
 	double c50 = 0, c99 = 0, cbusy = 0;
 	bool check = false, verbose = false;
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--plan=", 7) == 0 && nplans < MAX_PLANS) {
 			texts[nplans++] = argv[i] + 7;
+		} else if (strncmp(argv[i], "--cost=", 7) == 0) {
+			char msg[128];
+			if (garuda_replay_cost_parse(&cost, argv[i] + 7, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "garuda-replay: --cost: %s\n", msg);
+				return 2;
+			}
 		} else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
 			verbose = true;
 		} else if (strncmp(argv[i], "--check=", 8) == 0) {
@@ -110,7 +121,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... "
+			fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... [--cost=KEY=NS,...]... "
 					"[--check=P50,P99,BUSY] TRACE.csv...\n");
 			return 2;
 		} else {
@@ -120,8 +131,8 @@ int main(int argc, char **argv)
 	if (!nplans)
 		texts[nplans++] = GARUDA_PLAN_GARUDAD_DEFAULT;
 	if (!ntraces) {
-		fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... [--check=P50,P99,BUSY] "
-				"TRACE.csv...\n");
+		fprintf(stderr, "usage: garuda-replay [--plan=TEXT]... [--cost=KEY=NS,...]... "
+				"[--check=P50,P99,BUSY] TRACE.csv...\n");
 		return 2;
 	}
 	struct garuda_plan plans[MAX_PLANS], poll;
@@ -137,7 +148,6 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	struct garuda_replay_cost cost = garuda_replay_default_cost();
 	int failed = 0;
 	printf("%-28s %-10s %6s %9s %9s %9s %10s %8s %8s %8s %11s\n", "trace", "plan", "n", "p50_us",
 	       "p90_us", "p99_us", "busy_ms", "p50/poll", "p99/poll", "busy/poll", "steady/poll");

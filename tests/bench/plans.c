@@ -783,6 +783,11 @@ static void calibrate(cJSON *sec)
 	       "%.0f, %.2f, at any length)\n",
 	       ls.p50 / 1e3, ls.p99 / 1e3, sleep_cpu / 1e3, CAL_LONG_NS / 1e6, ll.p50 / 1e3, long_cpu / 1e3,
 	       spin_cpu / 1e3, dflt.wake_late_ns / 1e3, dflt.wake_cpu_ns / 1e3, dflt.spin_ns / 1e3);
+	printf("  (garuda-replay --cost=wake_late_ns=%llu,wake_cpu_ns=%llu,long_sleep_ns=%llu,wake_late_long_ns=%llu,"
+	       "wake_cpu_long_ns=%llu,spin_ns=%llu replays a trace at these)\n",
+	       (unsigned long long)replay_cost.wake_late_ns, (unsigned long long)replay_cost.wake_cpu_ns,
+	       (unsigned long long)replay_cost.long_sleep_ns, (unsigned long long)replay_cost.wake_late_long_ns,
+	       (unsigned long long)replay_cost.wake_cpu_long_ns, (unsigned long long)replay_cost.spin_ns);
 	cJSON *o = cJSON_AddObjectToObject(sec, "replay_cost");
 	cJSON_AddNumberToObject(o, "wake_late_ns", (double)replay_cost.wake_late_ns);
 	cJSON_AddNumberToObject(o, "wake_late_p99_ns", ls.p99);

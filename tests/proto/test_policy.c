@@ -17,6 +17,7 @@
  * And the replay is deterministic.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -398,6 +399,54 @@ Test(policy, replay_is_deterministic)
 	cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0);
 	cr_assert_eq(a.completions, g.n);
 	cr_assert_gt(a.looks, 0);
+	free(g.rows);
+}
+
+/* garuda-replay --cost: each key sets its field, nothing else moves; a bad text is
+ * refused whole with the reason */
+Test(policy, replay_cost_text_sets_named_figures)
+{
+	struct garuda_replay_cost d = garuda_replay_default_cost(), c = d;
+	char msg[128];
+	cr_assert_eq(garuda_replay_cost_parse(&c, "spin_ns=1100,long_sleep_ns=5000000,wake_cpu_long_ns=45000", msg,
+					      sizeof(msg)),
+		     0, "%s", msg);
+	cr_assert_eq(c.spin_ns, 1100);
+	cr_assert_eq(c.long_sleep_ns, 5000000);
+	cr_assert_eq(c.wake_cpu_long_ns, 45000);
+	c.spin_ns = d.spin_ns;
+	c.long_sleep_ns = d.long_sleep_ns;
+	c.wake_cpu_long_ns = d.wake_cpu_long_ns;
+	cr_assert_eq(memcmp(&c, &d, sizeof(c)), 0, "only the named figures changed");
+	static const char *const bad[] = { "spin=3", "spin_ns", "spin_ns=", "spin_ns=3x", "spin_ns=-1",
+					   "step_ns=1,nope_ns=2", "spin_ns=99999999999999999999" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c = d;
+		cr_assert_eq(garuda_replay_cost_parse(&c, "step_ns=7", NULL, 0), 0);
+		struct garuda_replay_cost before = c;
+		cr_assert_eq(garuda_replay_cost_parse(&c, bad[i], msg, sizeof(msg)), -EINVAL, "%s", bad[i]);
+		cr_assert_neq(msg[0], '\0', "%s: no reason", bad[i]);
+		cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "%s: changed the costs", bad[i]);
+	}
+}
+
+/* Longer sleeps cost more: one stream of 10 ms kernels sleeps ~10 ms per completion, so
+ * a long-sleep figure above the short one is what most of its sleeps are charged, and
+ * the figures change no decision */
+Test(policy, replay_charges_a_sleep_by_its_length)
+{
+	struct gen g = gen_new(200);
+	stream(&g, 1, 200, 1, len_10ms, false, 0);
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	struct garuda_replay_result flat = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
+	cost.long_sleep_ns = 5 * MS;
+	cost.wake_cpu_long_ns = cost.wake_cpu_ns + 30 * US;
+	cost.wake_late_long_ns = cost.wake_late_ns;
+	struct garuda_replay_result longer = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
+	cr_assert_eq(longer.sleeps, flat.sleeps, "the figures move no decision");
+	cr_assert_geq(longer.busy_ns, flat.busy_ns + (flat.sleeps - flat.sleeps / 4) * 30 * US,
+		      "most sleeps are long: %lu against %lu ns over %zu sleeps", (unsigned long)longer.busy_ns,
+		      (unsigned long)flat.busy_ns, flat.sleeps);
 	free(g.rows);
 }
 
