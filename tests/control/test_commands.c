@@ -514,6 +514,9 @@ Test(garctl, scanners_table)
 			cr_assert(strcmp(p50, "-") && strcmp(p99, "-"), "scanner %s completed %g but shows no latency", idx, c);
 		else
 			cr_assert(!strcmp(p50, "-") && !strcmp(p99, "-"));
+		/* a scanner that completed took the ARMs: their mean send -> take shows */
+		if (c > 0)
+			cr_assert(strcmp(cell(t, idx, "TAKE"), "-"), "scanner %s took ARMs but shows no TAKE", idx);
 	}
 	cr_assert_eq(compl, 3);
 	ctl_table_free(t);
