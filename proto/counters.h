@@ -39,8 +39,8 @@
 	  "ARMs posted to a sleeping scanner that did not wake it (deadline not earlier).")       \
 	X(arms_taken, "garuda_scanner_arms_taken_total", "ARMs the scanner took into its watcher.") \
 	X(take_ns, "garuda_scanner_take_seconds_total",                                            \
-	  "Time from each ARM's send to its take by the scanner, summed (ns; over arms_taken: "   \
-	  "the loop's and the queue's delay).")
+	  "Time from each ARM's send to its take by the scanner, summed (over arms_taken: the "   \
+	  "loop's and the queue's delay).")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {

@@ -324,9 +324,8 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 		return rc;
 	if (!maybe_json(o, r)) {
 		/* WORDWAIT: the hardware word wait of spin steps (spin: none), HWSTEPS: the
-		 * spin steps that parked in it */
-		/* TAKE: the mean time from an ARM's send to the scanner's take (the loop
-		 * thread's and the queue's delay) */
+		 * spin steps that parked in it, TAKE: the mean time from an ARM's send to the
+		 * scanner's take (the loop thread's and the queue's delay) */
 		static const char *const hdr[] = { "INDEX", "NODE", "SEGMENTS", "ARMED", "PASSES", "PARKS",
 						   "SLEEPS", "SPINS", "WORDWAIT", "HWSTEPS", "EXACT",
 						   "CENSORED", "LATE", "COMPLETIONS", "TAKE", "CPU", "GAP50", "GAP99" };
