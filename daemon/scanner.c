@@ -397,7 +397,7 @@ static bool take_commands(struct scanner *s)
 	struct removal *rem = NULL;
 	const struct cmd **remcmd = NULL; /* the command of each removal */
 	unsigned nrem = 0;
-	uint64_t now = garuda_now_ns();
+	uint64_t now = garuda_now_ns(), ntaken = 0, take_ns = 0;
 	retune(s, now);
 	for (unsigned i = 0; i < n; i++) {
 		struct cmd *c = &cmds[i];
@@ -415,8 +415,8 @@ static bool take_commands(struct scanner *s)
 			garuda_watch_owner_set_ctx(&s->watch, owner, c->a.sink);
 			c->a.gen = gen;
 			c->pw.taken_ns = now;
-			count(s, SC_arms_taken, 1);
-			count(s, SC_take_ns, now > c->pw.arm_ns ? now - c->pw.arm_ns : 0);
+			ntaken++;
+			take_ns += now > c->pw.arm_ns ? now - c->pw.arm_ns : 0;
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
 			s->pay[id] = c->a;
 			c->id = id;
@@ -441,6 +441,10 @@ static bool take_commands(struct scanner *s)
 		case CMD_STOP:
 			break;
 		}
+	}
+	if (ntaken) { /* the batch's ARMs, counted once */
+		count(s, SC_arms_taken, ntaken);
+		count(s, SC_take_ns, take_ns);
 	}
 	if (nrem)
 		apply_removals(s, rem, remcmd, nrem, now);

@@ -722,44 +722,40 @@ static struct garuda_replay_cost replay_cost;
 #define CAL_LONG_NS 5000000ull
 #define CAL_SPINS 20000
 
-/* The scanner's own primitives, timed as it uses them (daemon/scanner.c): a timed wait
- * (an absolute FUTEX_WAIT_BITSET 200 us ahead, timer slack 1 ns): how late it wakes
- * (p50) and its CPU (mean, this thread's clock); the same CAL_LONG_NS ahead (replay's
- * long sleep figures); a spin step (16 cpu_relax() and a spin_give_way()): its CPU,
- * which each cell replaces with its poll cell's (against_poll), as it does the ARM's
- * cost. The rest stay replay's defaults. */
-static void calibrate(cJSON *sec)
+/* n timed waits, each ahead_ns ahead, as the scanner sleeps (util/futex.h's
+ * futex_wait_until: an absolute FUTEX_WAIT_BITSET; that header's futex_wake clashes with
+ * bench.h's): how late each woke into late[], and their mean CPU (this thread's clock) */
+static uint64_t time_sleeps(uint64_t ahead_ns, unsigned n, uint64_t *late)
 {
-	replay_cost = garuda_replay_default_cost();
-	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
-	static uint64_t late[CAL_SLEEPS];
 	uint32_t word = 0;
 	uint64_t c0 = thread_cpu_ns();
-	for (unsigned i = 0; i < CAL_SLEEPS; i++) {
-		uint64_t until = now_ns() + 200000;
-		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
-				       .tv_nsec = (long)(until % 1000000000ull) };
-		syscall(SYS_futex, &word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts, NULL,
-			FUTEX_BITSET_MATCH_ANY); /* util/futex.h's futex_wait_until, as scanner_wait */
-		uint64_t now = now_ns();
-		late[i] = now > until ? now - until : 0;
-	}
-	uint64_t sleep_cpu = (thread_cpu_ns() - c0) / CAL_SLEEPS;
-	/* the same, CAL_LONG_NS ahead: the CPU idles deeper and wakes later */
-	static uint64_t late_long[CAL_LONG_SLEEPS];
-	c0 = thread_cpu_ns();
-	for (unsigned i = 0; i < CAL_LONG_SLEEPS; i++) {
-		uint64_t until = now_ns() + CAL_LONG_NS;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t until = now_ns() + ahead_ns;
 		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
 				       .tv_nsec = (long)(until % 1000000000ull) };
 		syscall(SYS_futex, &word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts, NULL,
 			FUTEX_BITSET_MATCH_ANY);
 		uint64_t now = now_ns();
-		late_long[i] = now > until ? now - until : 0;
+		late[i] = now > until ? now - until : 0;
 	}
-	uint64_t long_cpu = (thread_cpu_ns() - c0) / CAL_LONG_SLEEPS;
-	c0 = thread_cpu_ns();
+	return (thread_cpu_ns() - c0) / n;
+}
+
+/* The scanner's own primitives, timed as it uses them (daemon/scanner.c), timer slack
+ * 1 ns: a timed wait 200 us ahead, how late it wakes (p50) and its CPU (mean); the same
+ * CAL_LONG_NS ahead (replay's long sleep figures); a spin step (16 cpu_relax() and a
+ * spin_give_way()): its CPU, which each cell replaces with its poll cell's
+ * (against_poll), as it does the ARM's cost. The rest stay replay's defaults. */
+static void calibrate(cJSON *sec)
+{
+	replay_cost = garuda_replay_default_cost();
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
+	static uint64_t late[CAL_SLEEPS], late_long[CAL_LONG_SLEEPS];
+	uint64_t sleep_cpu = time_sleeps(GARUDA_REPLAY_SHORT_SLEEP_NS, CAL_SLEEPS, late);
+	/* the CPU idles deeper and wakes later */
+	uint64_t long_cpu = time_sleeps(CAL_LONG_NS, CAL_LONG_SLEEPS, late_long);
+	uint64_t c0 = thread_cpu_ns();
 	for (unsigned i = 0; i < CAL_SPINS; i++) {
 		for (int j = 0; j < 16; j++)
 			cpu_relax();
@@ -805,10 +801,9 @@ static double replay_ratio(const struct garuda_plan *plan, const struct garuda_p
 			   const struct garuda_replay_row *rows, size_t m, const struct garuda_replay_cost *c,
 			   double *sleeps, double *spins)
 {
-	struct garuda_replay_cost cost = *c;
 	struct garuda_replay_result a, p;
 	*sleeps = *spins = NAN;
-	if (garuda_replay_run(plan, rows, m, &cost, &a) != 0 || garuda_replay_run(poll, rows, m, &cost, &p) != 0)
+	if (garuda_replay_run(plan, rows, m, c, &a) != 0 || garuda_replay_run(poll, rows, m, c, &p) != 0)
 		return NAN;
 	bool st = a.steady_rows && p.steady_busy_ns;
 	double busy = st ? (double)a.steady_busy_ns : (double)a.busy_ns;
@@ -962,8 +957,7 @@ static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned 
 	cJSON_AddItemToObject(o, "store_to_wake", lat_json(&r->lat));
 	cJSON_AddNumberToObject(o, "daemon_cpu_us_per_completion", r->daemon_us);
 	cJSON_AddNumberToObject(o, "total_cpu_us_per_completion", r->total_us);
-	if (!isnan(r->steady_us))
-	{
+	if (!isnan(r->steady_us)) {
 		cJSON_AddNumberToObject(o, "daemon_cpu_us_per_completion_steady", r->steady_us);
 		cJSON_AddNumberToObject(o, "scanner_cpu_us_per_completion_steady", r->steady_scan_us);
 	}
