@@ -49,6 +49,13 @@
  * stream's 100 us) is not used by the scanner. */
 #define SCANNER_WORDWAIT_STEP_NS 8000u
 
+/* A sweep that goes on step after step (a tenant's idle words, hundreds of thousands)
+ * gives way (sched_yield) once this long, not after every step: a runnable thread on
+ * the scanner's CPU waits at most this for it, and the sweep pays one syscall per
+ * ~2,500 looks instead of one per step's 512 (a fifth of an idle sweep's CPU here,
+ * garuda-bench --only=tenants). */
+#define SCANNER_SWEEP_GIVE_WAY_NS 32000u
+
 enum cmd_kind { CMD_ARM, CMD_DISARM, CMD_DROP_SEGMENT, CMD_DROP_BINDING, CMD_DROP_SINK, CMD_LIST, CMD_STOP };
 
 /* CMD_LIST: the loop thread waits on done while the scanner fills views */
@@ -669,6 +676,7 @@ static void *scanner_main(void *arg)
 	/* idle overdue words are looked at in the watcher's sweeps */
 	garuda_watch_set_load(&s->watch, GARUDA_WATCH_LOAD_ADDRESS, NULL);
 
+	uint64_t gave_way = 0; /* when the loop last gave way or slept */
 	while (!s->stop) {
 		unsigned seq = atomic_load(&s->seq);
 		take_commands(s);
@@ -696,8 +704,11 @@ static void *scanner_main(void *arg)
 		if (!until && garuda_watch_sweeping(&s->watch)) {
 			/* a sweep to go on with: due work, no spin's pause; but background
 			 * work, so a thread that is runnable on this CPU (a tenant's, another
-			 * of garudad's) goes first */
-			spin_give_way();
+			 * of garudad's) goes first, within SCANNER_SWEEP_GIVE_WAY_NS */
+			if (now - gave_way >= SCANNER_SWEEP_GIVE_WAY_NS) {
+				spin_give_way();
+				gave_way = now;
+			}
 			continue;
 		}
 		if (!until) {
@@ -706,12 +717,14 @@ static void *scanner_main(void *arg)
 				for (int i = 0; i < 16; i++)
 					cpu_relax();
 			spin_give_way();
+			gave_way = now;
 			continue;
 		}
 		count(s, SC_sleeps, 1);
 		/* +predict: an ARM wakes it only when its deadline is earlier (post()) */
 		scanner_wait(s, seq, until, !s->wt.predict);
 		uint64_t woke = garuda_now_ns();
+		gave_way = woke;
 		garuda_watch_woke_from(&s->watch, until, woke); /* the early wake learns */
 		atomic_store_explicit(&s->st_wake_late_ns, s->watch.wake_late_ns, memory_order_relaxed);
 	}

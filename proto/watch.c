@@ -114,6 +114,8 @@ static uint64_t us_to_ns(uint64_t us)
 	return us > UINT64_MAX / 1000 ? UINT64_MAX : us * 1000;
 }
 
+static void spans_set(struct garuda_watch *w);
+
 void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out)
 {
 	*out = (struct garuda_watch_tuning){ 0 };
@@ -132,6 +134,7 @@ void garuda_watch_init(struct garuda_watch *w, const struct garuda_watch_tuning 
 {
 	*w = (struct garuda_watch){ .t = *t, .free_head = GARUDA_WATCH_NONE,
 				    .wfree = GARUDA_WATCH_NONE };
+	spans_set(w);
 }
 
 void garuda_watch_fini(struct garuda_watch *w)
@@ -258,7 +261,7 @@ static int level_grow(struct garuda_watch_level *lv)
  * most 1/16 early, never late: the backoff bound holds) */
 static uint64_t level_next(uint64_t t, unsigned l)
 {
-	uint64_t p = GARUDA_WATCH_STEP_MIN_NS << l, g = p / 16;
+	uint64_t p = GARUDA_WATCH_PERIOD_NS(l), g = p / 16;
 	uint64_t at = add_sat(t, p);
 	return at - at % g;
 }
@@ -332,43 +335,53 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 	d->place = P_NONE;
 }
 
-_Static_assert((uint64_t)GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1) == GARUDA_POLICY_BACKOFF_MAX_NS,
+_Static_assert(GARUDA_WATCH_PERIOD_MAX_NS == GARUDA_POLICY_BACKOFF_MAX_NS,
 	       "the top level's period is the policy's longest backoff");
 
-/* The backoff of a word overdue by t (watch.h): its level. */
-static unsigned level_for(const struct garuda_watch_tuning *t, uint64_t overdue)
+/* The levels' boundaries under w->t (watch.h, span[]). A word overdue by t backs off
+ * by max(min(backstop, max(STEP_MIN, t/2)), t/backoff_div), which grows with t; span[l]
+ * is the least t at which that reaches level l + 1's period P: 2P on the ladder (while
+ * P <= backstop) or P x backoff_div, whichever comes first; the top level's is
+ * UINT64_MAX (held for good). */
+static void spans_set(struct garuda_watch *w)
 {
-	uint64_t ladder = max_u64(GARUDA_WATCH_STEP_MIN_NS, overdue / 2);
+	const struct garuda_watch_tuning *t = &w->t;
 	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
 	uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
-	uint64_t iv = max_u64(min_u64(top, ladder), overdue / div);
-	/* the largest l with STEP_MIN << l <= iv: log2 of iv / STEP_MIN (one look of every
-	 * overdue word computes it: no loop) */
-	uint64_t q = iv / GARUDA_WATCH_STEP_MIN_NS;
-	if (!q)
-		return 0;
-	unsigned l = 63u - (unsigned)__builtin_clzll(q);
-	return l < GARUDA_WATCH_LEVELS ? l : GARUDA_WATCH_LEVELS - 1;
+	for (unsigned l = 0; l + 1 < GARUDA_WATCH_LEVELS; l++) {
+		uint64_t p = GARUDA_WATCH_PERIOD_NS(l + 1);
+		uint64_t by_div = p > UINT64_MAX / div ? UINT64_MAX : p * div;
+		w->span[l] = top >= p ? min_u64(2 * p, by_div) : by_div;
+	}
+	w->span[GARUDA_WATCH_LEVELS - 1] = UINT64_MAX;
 }
 
-/* How long after its deadline dl an overdue word stays on level l: its backoff reaches
- * the next level's period P at age 2P (the ladder, while P <= backstop) or at age
- * P x backoff_div (age / backoff_div, level_for); the top level holds for good
- * (UINT64_MAX). */
-static uint64_t level_span(const struct garuda_watch_tuning *t, unsigned l)
+/* The level of a word overdue by t: the largest l whose period is not above its
+ * backoff, i.e. the first l with t < span[l] (a binary search of the table: no
+ * division). */
+static unsigned level_for(const struct garuda_watch *w, uint64_t overdue)
 {
-	if (l + 1 >= GARUDA_WATCH_LEVELS)
-		return UINT64_MAX;
-	uint64_t p = GARUDA_WATCH_STEP_MIN_NS << (l + 1);
-	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
-	uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
-	return top >= p ? 2 * p : (p > UINT64_MAX / div ? UINT64_MAX : p * div);
+	unsigned lo = 0, hi = GARUDA_WATCH_LEVELS - 1; /* the answer is in [lo, hi] */
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (overdue < w->span[mid])
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* How long after its deadline an overdue word stays on level l (its span). */
+static uint64_t level_span(const struct garuda_watch *w, unsigned l)
+{
+	return w->span[l];
 }
 
 /* Until when it stays there (its hold). */
-static uint64_t level_hold(const struct garuda_watch_tuning *t, uint64_t dl, unsigned l)
+static uint64_t level_hold(const struct garuda_watch *w, uint64_t dl, unsigned l)
 {
-	return add_sat(dl, level_span(t, l));
+	return add_sat(dl, level_span(w, l));
 }
 
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
@@ -418,10 +431,10 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		return P_AT;
 	}
 	uint64_t overdue = now > dl ? now - dl : 0;
-	*level = level_for(t, overdue);
-	*due = level_hold(t, dl, *level);
+	*level = level_for(w, overdue);
+	*due = level_hold(w, dl, *level);
 	if (open != UINT64_MAX) { /* between its deadline and its window: no later than that */
-		uint64_t period = GARUDA_WATCH_STEP_MIN_NS << *level;
+		uint64_t period = GARUDA_WATCH_PERIOD_NS(*level);
 		if (open - early <= add_sat(now, period)) {
 			*due = open > early ? open - early : 0;
 			return P_AT;
@@ -474,7 +487,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 			/* no room for its entry: a timer of its own instead, one period on
 			 * (the heap always has room for every word) */
 			d->place = P_AT;
-			heap_push(w, add_sat(now, GARUDA_WATCH_STEP_MIN_NS << level), wi, 0);
+			heap_push(w, add_sat(now, GARUDA_WATCH_PERIOD_NS(level)), wi, 0);
 			break;
 		}
 		d->level = (uint8_t)level;
@@ -497,6 +510,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 void garuda_watch_retune(struct garuda_watch *w, const struct garuda_watch_tuning *t, uint64_t now)
 {
 	w->t = *t;
+	spans_set(w);
 	for (uint32_t i = 0; i < w->wtop; i++)
 		if (w->words[i].head != GARUDA_WATCH_NONE) {
 			unplace(w, i);
@@ -849,11 +863,11 @@ void garuda_watch_poke(struct garuda_watch *w, uint64_t key, uint64_t now)
 
 /* the driver's word: at the key's address (GARUDA_WATCH_LOAD_ADDRESS: no call), or
  * its load's */
-static inline uint64_t load(const struct garuda_watch *w, uint64_t key, uint64_t now)
+static inline uint64_t load(garuda_watch_load_fn ld, void *ctx, uint64_t key, uint64_t now)
 {
-	if (w->load == GARUDA_WATCH_LOAD_ADDRESS)
+	if (ld == GARUDA_WATCH_LOAD_ADDRESS)
 		return __atomic_load_n((const uint64_t *)(uintptr_t)key, __ATOMIC_ACQUIRE);
-	return w->load(w->load_ctx, key, now);
+	return ld(ctx, key, now);
 }
 
 uint64_t garuda_watch_load_address(void *ctx, uint64_t key, uint64_t now)
@@ -905,10 +919,10 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	struct garuda_watch_word *d = &w->words[x->word];
 	/* where its backoff counts from (its hold ran out: not the top level's, never
 	 * saturated) */
-	uint64_t dl = x->hold - level_span(&w->t, d->level);
-	unsigned l = level_for(&w->t, now > dl ? now - dl : 0);
+	uint64_t dl = x->hold - level_span(w, d->level);
+	unsigned l = level_for(w, now > dl ? now - dl : 0);
 	if (l == d->level) { /* (a tuning that moved it nowhere) */
-		x->hold = d->hold = level_hold(&w->t, dl, l);
+		x->hold = d->hold = level_hold(w, dl, l);
 		d->last_look = now;
 		x->look = UINT32_MAX;
 		return true;
@@ -919,7 +933,7 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	struct garuda_watch_lent y = *x;
 	x->word = GARUDA_WATCH_NONE;
 	level_of(w, owner, d->level)->n--;
-	y.hold = level_hold(&w->t, dl, l);
+	y.hold = level_hold(w, dl, l);
 	y.look = UINT32_MAX;
 	d->level = (uint8_t)l;
 	d->pos = nl->len;
@@ -983,25 +997,33 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		/* a chunk of its live entries: the idle held ones looked at here (with a
 		 * load), the rest given out */
 		unsigned take = GARUDA_WATCH_CHUNK, dead = 0, idle = 0;
-		while (take && lv->cursor < lv->limit && looks < max && dead < 4 * GARUDA_WATCH_CHUNK) {
+		/* the walk's state in locals: nothing in it writes the level's cursor,
+		 * limit or array (promote() appends to another level), and the build's
+		 * -fno-strict-aliasing would otherwise reload each after every store */
+		struct garuda_watch_lent *ent = lv->e;
+		uint32_t cur = lv->cursor;
+		const uint32_t lim = lv->limit;
+		const uint64_t began = lv->began;
+		const garuda_watch_load_fn ld = w->load;
+		while (take && cur < lim && looks < max && dead < 4 * GARUDA_WATCH_CHUNK) {
 			/* the entries ahead (an address from the cursor alone: nothing waits
 			 * on it), and the word of one close ahead, in cache by now (a hint:
 			 * never faults, whatever the key) */
-			if (lv->cursor + GARUDA_WATCH_AHEAD < lv->limit)
-				__builtin_prefetch(&lv->e[lv->cursor + GARUDA_WATCH_AHEAD]);
-			if (lv->cursor + GARUDA_WATCH_KEY_AHEAD < lv->limit)
-				__builtin_prefetch((const void *)(uintptr_t)lv->e[lv->cursor + GARUDA_WATCH_KEY_AHEAD].key);
-			struct garuda_watch_lent *x = &lv->e[lv->cursor++];
+			if (cur + GARUDA_WATCH_AHEAD < lim)
+				__builtin_prefetch(&ent[cur + GARUDA_WATCH_AHEAD]);
+			if (cur + GARUDA_WATCH_KEY_AHEAD < lim)
+				__builtin_prefetch((const void *)(uintptr_t)ent[cur + GARUDA_WATCH_KEY_AHEAD].key);
+			struct garuda_watch_lent *x = &ent[cur++];
 			if (x->word == GARUDA_WATCH_NONE) {
 				dead++;
 				continue;
 			}
 			take--;
 			looks++;
-			if (w->load && x->hold && !garuda_reached(load(w, x->key, now), x->target)) {
+			if (ld && x->hold && !garuda_reached(load(ld, w->load_ctx, x->key, now), x->target)) {
 				if (now < x->hold) { /* idle and held: it stays, as found() would
 						      * leave it */
-					uint64_t after = now - lv->began;
+					uint64_t after = now - began;
 					x->look = after < UINT32_MAX ? (uint32_t)after : UINT32_MAX - 1;
 					idle++;
 					continue;
@@ -1026,6 +1048,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 				__builtin_prefetch((const void *)(uintptr_t)d->key);
 			}
 		}
+		lv->cursor = cur;
 		if (idle)
 			charge(w, owner, idle);
 		if (!lv->n) { /* its sweep moved every word on */

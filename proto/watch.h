@@ -14,7 +14,7 @@
  *   - LEVEL L of its owner: its head is overdue by t (past its deadline, outside its
  *     window; t counts from the window's opening once a window that opened past the
  *     deadline, the second look, has closed): looked at every
- *     P_L = GARUDA_WATCH_STEP_MIN_NS << L, the largest period not above
+ *     P_L = GARUDA_WATCH_PERIOD_NS(L) (32 us x 2^(L/2), x 3/2 for odd L), the largest not above
  *     backoff(t) = min(P_max, max(min(backstop, max(STEP_MIN, t/2)), r t)),
  *     r = 1/backoff_div (the plan's key, default 1/32). So a store to an overdue word
  *     is found within max(backstop, r t) of landing (by default 3.1 % of how long the
@@ -71,9 +71,16 @@
 #include "policy.h"
 
 #define GARUDA_WATCH_STEP_MIN_NS  GARUDA_POLICY_STEP_MIN_NS /* level 0's period */
-#define GARUDA_WATCH_LEVELS       15u   /* periods 32 us .. 524 ms */
+#define GARUDA_WATCH_LEVELS       29u   /* periods 32 us .. 524 ms, half an octave apart */
 #define GARUDA_WATCH_CHUNK        64u   /* words of one level per turn */
 #define GARUDA_WATCH_NONE         UINT32_MAX
+/* Level l's period: STEP_MIN x 2^(l/2), x 3/2 on the odd levels (32, 48, 64, 96, ...
+ * us; the top one, l = 28, is 524 ms). Half an octave apart, a wait's period is at
+ * least 2/3 of its bound (a whole octave: 1/2), which cuts an idle word's looks by a
+ * sixth at the same bound. */
+#define GARUDA_WATCH_PERIOD_NS(l) \
+	(((uint64_t)GARUDA_WATCH_STEP_MIN_NS << ((l) >> 1)) * (2u + ((l) & 1u)) / 2u)
+#define GARUDA_WATCH_PERIOD_MAX_NS GARUDA_WATCH_PERIOD_NS(GARUDA_WATCH_LEVELS - 1)
 /* +predict: sleeps toward a deadline end early by the running mean of how late timed
  * wakes come (garuda_watch_woke_from), at most this */
 #define GARUDA_WATCH_WAKE_LATE_MAX_NS 200000ull
@@ -164,6 +171,10 @@ struct garuda_watch {
 	garuda_watch_load_fn load;   /* the driver's load (garuda_watch_set_load) */
 	void *load_ctx;
 	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
+	/* the backoff's level boundaries under t: an overdue word is on level l while its
+	 * age is in [span[l - 1], span[l]) (span[-1] = 0; the top level's is UINT64_MAX),
+	 * set by init and retune (a look computes no division) */
+	uint64_t span[GARUDA_WATCH_LEVELS];
 };
 
 /* An empty watcher with tuning t. garuda_watch_fini() frees it. */

@@ -286,7 +286,12 @@ Test(policy, timeline_prefill_decode_mix_learns_both_on_named_points)
 	struct gen g = gen_new(1000);
 	stream(&g, 1, 100, 4, len_bimodal, true, 0); /* a prefill then three decodes per round */
 	struct garuda_replay_result r = against_poll(&g, 1.0 / 20, "30/8 ms");
-	cr_assert_eq(r.censored + r.late + r.unknown, 0);
+	/* the first round is cold: a decode found on the backoff levels gives its point a
+	 * lower bound, and the next decode's wake may come past its window's opening (not
+	 * recorded); from then on each point's finds are exact */
+	cr_assert_geq(r.exact, g.n - 4, "exact %lu of %zu (censored %lu late %lu unknown %lu)",
+		      (unsigned long)r.exact, g.n, (unsigned long)r.censored, (unsigned long)r.late,
+		      (unsigned long)r.unknown);
 	free(g.rows);
 }
 

@@ -156,8 +156,8 @@ Test(watch, overdue_word_backs_off_with_its_age_and_is_found_within_the_bound)
 		if (n) {
 			uint64_t gap = s.now - last, age = s.now - dl;
 			uint64_t bound = age / 32 > 200 * US ? age / 32 : 200 * US;
-			if (bound > GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1))
-				bound = GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1);
+			if (bound > GARUDA_WATCH_PERIOD_MAX_NS)
+				bound = GARUDA_WATCH_PERIOD_MAX_NS;
 			/* a look no later than the bound after the previous one (the window's
 			 * spin steps are 2 us apart) */
 			if (last > window_end)
@@ -178,7 +178,7 @@ Test(watch, overdue_word_backs_off_with_its_age_and_is_found_within_the_bound)
 		advance(&s, UINT64_MAX);
 		step(&s, 100);
 	}
-	cr_assert_leq(s.now - landed, GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1));
+	cr_assert_leq(s.now - landed, GARUDA_WATCH_PERIOD_MAX_NS);
 	sim_fini(&s);
 }
 
@@ -223,7 +223,7 @@ Test(watch, the_plans_backoff_ratio_bounds_a_late_find)
 		"flag:park_us=1000,backstop_us=200,backoff_div=256",
 	};
 	static const uint64_t div[] = { 8, GARUDA_PLAN_BACKOFF_DIV_DEFAULT, 256 };
-	uint64_t top = GARUDA_WATCH_STEP_MIN_NS << (GARUDA_WATCH_LEVELS - 1);
+	uint64_t top = GARUDA_WATCH_PERIOD_MAX_NS;
 	unsigned seed = 29;
 	for (unsigned k = 0; k < 3; k++) {
 		struct garuda_plan plan;
@@ -771,7 +771,8 @@ Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
 {
 	/* cold: no prediction, the window from the call (park_us, 1 ms of spin), then the
 	 * backoff: 1 ms overdue at the window's end, its level's period is the largest
-	 * 32 us x 2^L not above max(min(backstop_us, t/2), t/32) = 200 us: 128 us; the
+	 * of 32, 48, 64, 96, 128, 192, ... us not above max(min(backstop_us, t/2), t/32)
+	 * = 200 us: 192 us; the
 	 * store at 1.5 ms is found by a look after a sleep past the window: its lower
 	 * bound, the look before */
 	static struct solo o;
@@ -780,9 +781,8 @@ Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
 	o.stores = cold;
 	o.nstores = 1;
 	solo_wait(&o, 1);
-	cr_assert_str_eq(o.log, "spin x500; sleep 1128; sleep 1256; sleep 1384; sleep 1512; "
-				"find 1512 lower 1384; ");
-	/* warm (a 1.384 ms prediction, 1.284 ms of sleep): a kernel done at 0.5 ms, whose readiness (50 us
+	cr_assert_str_eq(o.log, "spin x500; sleep 1184; sleep 1376; sleep 1568; find 1568 lower 1376; ");
+	/* warm (a 1.376 ms prediction, 1.276 ms of sleep): a kernel done at 0.5 ms, whose readiness (50 us
 	 * after the store) ends the sleep toward the deadline: looked at at once, a find
 	 * after a sleep, censored */
 	o.t0 = o.now = 2 * S;
@@ -792,6 +792,6 @@ Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
 	o.stores = early;
 	o.nstores = 2;
 	solo_wait(&o, 2);
-	cr_assert_str_eq(o.log, "sleep 1284; find 550 censored 550; ");
+	cr_assert_str_eq(o.log, "sleep 1276; find 550 censored 550; ");
 	garuda_watch_fini(&o.w);
 }
