@@ -72,9 +72,11 @@ void armed_release_refs(struct armed *a, struct notice_queue *loop)
  * can wait and be applied together, whatever order they came in relative to ARMs (an
  * ARM after a DROP_SINK of a sink at a reused address is not dropped). A batch of
  * DISARMs only looks at the descriptors on their words (the watcher's index by word:
- * O(commands + the waits on those words)); a batch with a drop is one walk over every
- * descriptor: a client that floods DISARMs or closes bindings in a loop costs one
- * walk per batch, not one per command (scanner.c, apply_removals). */
+ * O(commands + the waits on those words)); a drop (of a sink, a segment, a binding:
+ * one session's, whose descriptors are all on that session's words) looks at that
+ * session's words alone, one walk per session named in the batch: a client that closes
+ * bindings in a loop costs one walk of its own descriptors per batch, and never walks
+ * another tenant's (scanner.c, apply_removals). */
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {

@@ -78,7 +78,7 @@ struct cmd {
 	uint32_t segment_id, index;
 	uint32_t id;      /* ARM, once applied: its watcher id */
 	uint64_t token, cookie;
-	uint64_t session_id; /* DISARM, answered drops: who gets the answer */
+	uint64_t session_id; /* DISARM, drops: whose (who gets the answer; a drop walks its words) */
 	bool noreply;
 	bool answer; /* DROP_SEGMENT / DROP_BINDING: acknowledge once applied */
 };
@@ -196,9 +196,10 @@ void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, u
 	post(s, &c);
 }
 
-static void post_drop(struct scanner *s, enum cmd_kind kind, void *obj, const struct scanner_reply *reply)
+static void post_drop(struct scanner *s, enum cmd_kind kind, void *obj, uint64_t session_id,
+		      const struct scanner_reply *reply)
 {
-	struct cmd c = { .kind = kind, .obj = obj };
+	struct cmd c = { .kind = kind, .obj = obj, .session_id = session_id };
 	if (reply) {
 		c.answer = true;
 		c.session_id = reply->session_id;
@@ -208,14 +209,16 @@ static void post_drop(struct scanner *s, enum cmd_kind kind, void *obj, const st
 	post(s, &c);
 }
 
-void scanner_drop_segment(struct scanner *s, struct segment *seg, const struct scanner_reply *reply)
+void scanner_drop_segment(struct scanner *s, struct segment *seg, uint64_t session_id,
+			  const struct scanner_reply *reply)
 {
-	post_drop(s, CMD_DROP_SEGMENT, seg, reply);
+	post_drop(s, CMD_DROP_SEGMENT, seg, session_id, reply);
 }
 
-void scanner_drop_binding(struct scanner *s, struct binding *b, const struct scanner_reply *reply)
+void scanner_drop_binding(struct scanner *s, struct binding *b, uint64_t session_id,
+			  const struct scanner_reply *reply)
 {
-	post_drop(s, CMD_DROP_BINDING, b, reply);
+	post_drop(s, CMD_DROP_BINDING, b, session_id, reply);
 }
 
 void scanner_drop_sink(struct scanner *s, struct sink *sink)
@@ -273,32 +276,68 @@ static void remove_if_taken(struct scanner *s, const struct removal_table *t, ui
 	garuda_watch_remove(&s->watch, id, now);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Take out the waits on one word that a removal of t takes; returns how many it
+ * looked at. */
+static uint64_t remove_on_word(struct scanner *s, const struct removal_table *t, uint64_t key,
+			       uint64_t now)
+{
+	uint64_t looked = 0;
+	uint32_t id = garuda_watch_first_on(&s->watch, key);
+	while (id != GARUDA_WATCH_NONE) {
+		uint32_t next = garuda_watch_next_on(&s->watch, id);
+		remove_if_taken(s, t, id, now);
+		looked++;
+		id = next;
+	}
+	return looked;
+}
+
 /* Apply a batch's removals; every DISARM and every answered drop is answered through
  * a notice, after the removal (no step runs in between: this thread runs them). A
- * batch of DISARMs looks only at the waits on their words; one with a drop walks every
- * wait. */
+ * DISARM looks only at the waits on its word; a drop (of a sink, a segment, a binding:
+ * all one session's, and only that session arms on its segments' words) only at the
+ * words of its session, one walk per session named in the batch: what another
+ * tenant holds is never walked (it was: one walk over every armed wait per batch with
+ * a drop, 3 hash lookups each, ~60 ms for 1,048,576 waits, at each session's end). */
 static void apply_removals(struct scanner *s, struct removal *rem, const struct cmd **c, unsigned n,
 			   uint64_t now)
 {
 	struct removal_table t;
 	armed_removals_index(&t, rem, n, s->index);
-	bool drops = false;
-	for (unsigned i = 0; i < n; i++)
-		drops |= rem[i].kind != RM_DISARM;
-	if (drops) {
-		for (uint32_t id = 0; id < garuda_watch_capacity(&s->watch); id++)
-			if (garuda_watch_live(&s->watch, id))
-				remove_if_taken(s, &t, id, now);
-	} else {
-		for (unsigned i = 0; i < n; i++) {
-			uint32_t id = garuda_watch_first_on(&s->watch, (uintptr_t)rem[i].word);
-			while (id != GARUDA_WATCH_NONE) {
-				uint32_t next = garuda_watch_next_on(&s->watch, id);
-				remove_if_taken(s, &t, id, now);
-				id = next;
-			}
+	uint64_t *sessions = malloc((n ? n : 1) * sizeof(*sessions)); /* the drops' sessions, each
+									 * walked once */
+	if (!sessions) {
+		log_err("scanner %u: out of memory for removals", s->index);
+		abort();
+	}
+	unsigned nsessions = 0;
+	uint64_t looked = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (rem[i].kind == RM_DISARM)
+			looked += remove_on_word(s, &t, (uintptr_t)rem[i].word, now);
+		else
+			sessions[nsessions++] = c[i]->session_id;
+	}
+	qsort(sessions, nsessions, sizeof(*sessions), cmp_u64);
+	for (unsigned k = 0; k < nsessions; k++) {
+		uint32_t o = k && sessions[k] == sessions[k - 1] ? GARUDA_WATCH_NONE
+								 : garuda_watch_owner_find(&s->watch, sessions[k]);
+		if (o == GARUDA_WATCH_NONE)
+			continue;
+		for (uint32_t wi = garuda_watch_owner_first_word(&s->watch, o); wi != GARUDA_WATCH_NONE;) {
+			uint32_t next = garuda_watch_owner_next_word(&s->watch, wi);
+			looked += remove_on_word(s, &t, garuda_watch_word_key(&s->watch, wi), now);
+			wi = next;
 		}
 	}
+	free(sessions);
+	count(s, SC_removal_looks, looked);
 	armed_removals_free(&t);
 	for (unsigned i = 0; i < n; i++) {
 		if (rem[i].kind == RM_DROP_SINK) /* its session is over: forget its owner */

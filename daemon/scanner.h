@@ -82,15 +82,19 @@ void scanner_arm(struct scanner *s, const struct arm_request *req);
  * back as NOTICE_ANSWER with cookie. */
 void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, uint32_t index,
 		    uint64_t token, uint64_t cookie, bool noreply);
-/* Drop every arm on a segment / a binding's slot (eventfd form) / of a sink. */
+/* Drop every arm on a segment / a binding's slot (eventfd form) / of a sink. The
+ * segment and the binding are session_id's (its arms are the only ones on them: the
+ * scanner walks that session's words alone). */
 /* reply (or NULL): the request to acknowledge (NOTICE_ANSWER, code 0) once the drop is
  * applied, so that no readiness of what it dropped can follow the ACK. */
 struct scanner_reply {
 	uint64_t session_id, cookie;
 	bool noreply;
 };
-void scanner_drop_segment(struct scanner *s, struct segment *seg, const struct scanner_reply *reply);
-void scanner_drop_binding(struct scanner *s, struct binding *b, const struct scanner_reply *reply);
+void scanner_drop_segment(struct scanner *s, struct segment *seg, uint64_t session_id,
+			  const struct scanner_reply *reply);
+void scanner_drop_binding(struct scanner *s, struct binding *b, uint64_t session_id,
+			  const struct scanner_reply *reply);
 void scanner_drop_sink(struct scanner *s, struct sink *sink);
 
 void scanner_get_stats(struct scanner *s, struct scanner_stats *out);

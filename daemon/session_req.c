@@ -143,7 +143,7 @@ static void drop_binding(struct session *s, struct binding *b, struct segment *g
 	while (*pp != b)
 		pp = &(*pp)->next;
 	*pp = b->next;
-	scanner_drop_binding(scanner_of(s, g), b, reply);
+	scanner_drop_binding(scanner_of(s, g), b, s->id, reply);
 	session_release_quota(s, Q_BINDINGS, 1);
 	binding_unref(b);
 }
@@ -166,7 +166,7 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m, int 
 	}
 	/* the ACK comes from the scanner once the drops are applied: no readiness for the
 	 * segment can follow it (§4.5). The bindings' drops went first, to the same queue. */
-	scanner_drop_segment(scanner_of(s, g), g,
+	scanner_drop_segment(scanner_of(s, g), g, s->id,
 			     &(struct scanner_reply){ .session_id = s->id,
 						      .cookie = m->cookie,
 						      .noreply = m->flags & GARUDA_F_NOREPLY });

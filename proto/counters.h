@@ -40,7 +40,10 @@
 	X(arms_taken, "garuda_scanner_arms_taken_total", "ARMs the scanner took into its watcher.") \
 	X(take_ns, "garuda_scanner_take_seconds_total",                                            \
 	  "Time from each ARM's send to its take by the scanner, summed (over arms_taken: the "   \
-	  "loop's and the queue's delay).")
+	  "loop's and the queue's delay).")                                                        \
+	X(removal_looks, "garuda_scanner_removal_looks_total",                                     \
+	  "Armed descriptors looked at to apply DISARMs and drops (those on a DISARM's word; "     \
+	  "a drop's session's own), by scanner.")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {

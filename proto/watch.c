@@ -32,6 +32,8 @@ struct garuda_watch_word {
 	bool spun;          /* its last look was a spin step (not a timed one) */
 	uint32_t step;      /* the step that last gave it out, mod 2^32 (due(): once per
 			     * step; a word looked at again exactly 2^32 steps later waits one) */
+	uint32_t onext, oprev; /* its owner's words (GARUDA_WATCH_NONE ends): a drop of a
+				* session walks only that session's words */
 };
 
 /* an owner's level: an array of entries, one per word on it, appended as words are
@@ -77,6 +79,7 @@ struct garuda_watch_ownerrec {
 	uint64_t last_step; /* the last step that looked at one of its words */
 	uint32_t step_looks; /* looks at its words in that step */
 	void *ctx;          /* the driver's (garuda_watch_owner_set_ctx) */
+	uint32_t first_word; /* its words' list (garuda_watch_owner_first_word) */
 	struct garuda_watch_level lv[GARUDA_WATCH_LEVELS];
 };
 
@@ -609,12 +612,31 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 		 sizeof(*w->heap)))
 		return GARUDA_WATCH_NONE;
 	uint32_t o = w->nowners++;
-	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key, .last_step = UINT64_MAX };
+	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key, .last_step = UINT64_MAX,
+						       .first_word = GARUDA_WATCH_NONE };
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		w->owners[o].lv[l] = (struct garuda_watch_level){ .cursor = GARUDA_WATCH_NONE,
 								  .limit = GARUDA_WATCH_NONE,
 								  .hpos = GARUDA_WATCH_NONE };
 	return o;
+}
+
+uint32_t garuda_watch_owner_find(const struct garuda_watch *w, uint64_t key)
+{
+	for (uint32_t o = 0; o < w->nowners; o++)
+		if (w->owners[o].key == key)
+			return o;
+	return GARUDA_WATCH_NONE;
+}
+
+uint32_t garuda_watch_owner_first_word(const struct garuda_watch *w, uint32_t owner)
+{
+	return w->owners[owner].first_word;
+}
+
+uint32_t garuda_watch_owner_next_word(const struct garuda_watch *w, uint32_t word)
+{
+	return w->words[word].onext;
 }
 
 bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
@@ -646,9 +668,8 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 			return;
 		/* the last owner takes its index: its words and level timers follow */
 		w->owners[o] = w->owners[last];
-		for (uint32_t i = 0; i < w->wtop; i++)
-			if (w->words[i].head != GARUDA_WATCH_NONE && w->words[i].owner == last)
-				w->words[i].owner = o;
+		for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext)
+			w->words[i].owner = o;
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 			if (w->owners[o].lv[l].hpos != GARUDA_WATCH_NONE)
 				w->heap[w->owners[o].lv[l].hpos].what = o * GARUDA_WATCH_LEVELS + l;
@@ -707,13 +728,18 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 	if (wi == GARUDA_WATCH_NONE) {
 		wi = new_word(w);
 		struct garuda_watch_word *d = &w->words[wi];
+		struct garuda_watch_ownerrec *o = &w->owners[owner];
 		*d = (struct garuda_watch_word){ .key = pw->word, .head = id, .tail = id,
 						 .owner = owner, .nwaits = 1,
-						 .start_ns = pw->arm_ns };
+						 .start_ns = pw->arm_ns, .onext = o->first_word,
+						 .oprev = GARUDA_WATCH_NONE };
+		if (o->first_word != GARUDA_WATCH_NONE)
+			w->words[o->first_word].oprev = wi;
+		o->first_word = wi;
 		w->hash[slot] = wi;
 		w->hused++;
 		w->nwords++;
-		w->owners[owner].nwords++;
+		o->nwords++;
 		a->word = wi;
 		place(w, wi, now);
 		return id;
@@ -786,7 +812,14 @@ static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool 
 	d->nwaits--;
 	if (d->head == GARUDA_WATCH_NONE) {
 		unplace(w, wi);
-		w->owners[d->owner].nwords--;
+		struct garuda_watch_ownerrec *o = &w->owners[d->owner];
+		o->nwords--;
+		if (d->oprev != GARUDA_WATCH_NONE)
+			w->words[d->oprev].onext = d->onext;
+		else
+			o->first_word = d->onext;
+		if (d->onext != GARUDA_WATCH_NONE)
+			w->words[d->onext].oprev = d->oprev;
 		/* out of the hash: the chain after it is put back */
 		uint32_t mask = w->hcap - 1, s = hash_find(w, d->key);
 		w->hash[s] = GARUDA_WATCH_NONE;
@@ -1190,6 +1223,22 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 	}
 	if (live != w->nwords)
 		return snprintf(why, cap, "%u words with waits, %u counted", live, w->nwords), -1;
+	uint32_t listed = 0;
+	for (uint32_t o = 0; o < w->nowners; o++) {
+		uint32_t c = 0, prev = GARUDA_WATCH_NONE;
+		for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext) {
+			const struct garuda_watch_word *d = &w->words[i];
+			if (i >= w->wtop || d->head == GARUDA_WATCH_NONE || d->owner != o || d->oprev != prev ||
+			    ++c > w->owners[o].nwords)
+				return snprintf(why, cap, "owner %u: word %u on its list does not belong", o, i), -1;
+			prev = i;
+		}
+		if (c != w->owners[o].nwords)
+			return snprintf(why, cap, "owner %u: %u words listed, %u counted", o, c, w->owners[o].nwords), -1;
+		listed += c;
+	}
+	if (listed != live)
+		return snprintf(why, cap, "%u words on owners' lists, %u with waits", listed, live), -1;
 	for (uint32_t o = 0; o < w->nowners; o++)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++) {
 			const struct garuda_watch_level *lv = &w->owners[o].lv[l];

@@ -56,7 +56,7 @@
  *     idle looks of a sweep too (garuda_watch_step_owners: a step's, per owner).
  *   - A sweep with a load fires, records and charges exactly as one without (the
  *     idle words it keeps are the ones garuda_watch_found() would keep).
- *   - Memory: a wait is 48 bytes, a word 64, a level entry 32 (garudad adds a 48-byte
+ *   - Memory: a wait is 48 bytes, a word 72, a level entry 32 (garudad adds a 48-byte
  *     payload per wait: 117-125 B of RSS per armed wait at 4 waits a word).
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
@@ -214,6 +214,13 @@ struct garuda_policy_wait garuda_watch_policy_wait(const struct garuda_watch *w,
 /* The owner with this key (garudad: the session id), made on first use: its index, or
  * GARUDA_WATCH_NONE out of memory. */
 uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key);
+/* The owner with this key, or GARUDA_WATCH_NONE (none made). */
+uint32_t garuda_watch_owner_find(const struct garuda_watch *w, uint64_t key);
+/* Its words (those its waits are on: a word is its first wait's owner's), one by one:
+ * the first (GARUDA_WATCH_NONE: none), then the next of each. A removal of a word's
+ * last wait unlinks that word alone: take the next before removing a word's waits. */
+uint32_t garuda_watch_owner_first_word(const struct garuda_watch *w, uint32_t owner);
+uint32_t garuda_watch_owner_next_word(const struct garuda_watch *w, uint32_t word);
 /* Its counts; false for an unknown key. */
 bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
 			      struct garuda_watch_owner_stats *out);

@@ -653,3 +653,51 @@ Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
 	gd_close(&b);
 	gd_stop(&d);
 }
+
+/* One session holds 65,536 arms; other sessions come, arm, and go, half of them
+ * closing their segment first (DROP_SEGMENT, answered), the rest just closing their
+ * socket (DROP_SINK). A drop looks at its own session's armed descriptors alone: the
+ * scanner walks that session's words (before, a batch with a drop walked every armed
+ * descriptor, 65,536 here per session that ended). Counted by garudad itself
+ * (removal_looks), so no timing is asserted; the first session's arms all stay. */
+Test(plan, a_sessions_drops_look_at_its_own_arms_only)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":70000,\"lines\":8192}}}" });
+	struct gd_client a;
+	struct gd_seg sa;
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1024, -1, &sa));
+	enum { N = 65536, WORDS = 8192, GUESTS = 8, EACH = 2 };
+	static struct gd_arm_req reqs[N];
+	for (uint32_t i = 0; i < N; i++)
+		reqs[i] = (struct gd_arm_req){ .index = i % WORDS, .target = 1 + i / WORDS, .token = i,
+					       .form = GARUDA_FORM_MESSAGE };
+	cr_assert_eq(gd_arm_batched(&a, sa.id, reqs, N), N);
+	cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	double r0 = scanner_num(&d, "removal_looks");
+	for (unsigned k = 0; k < GUESTS; k++) {
+		struct gd_client b;
+		struct gd_seg sb;
+		gd_ok(gd_open(&b, d.sock));
+		gd_ok(gd_segment_open(&b, 1, -1, &sb));
+		for (unsigned t = 1; t <= EACH; t++)
+			gd_ok(gd_arm(&b, (struct garuda_slot){ .segment = sb.id, .index = 0 }, t, t,
+				     GARUDA_FORM_MESSAGE));
+		cr_assert_eq(gd_wait_status(&d, "armed", N + EACH), N + EACH);
+		if (k % 2)
+			gd_ok(gd_segment_close(&b, sb.id)); /* answered once the drop is applied */
+		gd_seg_unmap(&sb);
+		gd_close(&b);
+		cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	}
+	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1);
+	double looked = scanner_num(&d, "removal_looks") - r0;
+	cr_log_info("%d sessions of %d arms each ended: %.0f armed descriptors looked at", GUESTS, EACH, looked);
+	cr_assert_geq(looked, GUESTS * EACH, "each guest's arms were looked at to drop them");
+	cr_assert_leq(looked, 2 * GUESTS * EACH, "%.0f looked at: the other session's arms were walked", looked);
+	cr_assert_eq(gd_status_num(&d, "armed"), N, "the first session's arms all stay");
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	gd_stop(&d);
+}
