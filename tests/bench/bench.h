@@ -158,6 +158,7 @@ struct plans_streams_result {
 	struct lat_stats lat;
 	uint64_t completions;
 	double daemon_us, total_us;
+	double scan_us; /* of daemon_us, the scanner threads' (the rest: the loop thread's) */
 };
 int plans_garuda_streams(struct bench *b, struct gd_daemon *d, unsigned streams, unsigned n,
 			 struct plans_streams_result *out);

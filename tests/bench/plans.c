@@ -477,6 +477,7 @@ struct presult {
 	bool ok;
 	struct lat_stats lat;
 	double daemon_us, total_us; /* CPU per completion */
+	double scan_us;             /* of daemon_us, the scanner threads' */
 	double steady_us; /* daemon CPU per completion in the steady window (steady_watch();
 			   * NAN: none, e.g. the libgaruda row): what vs_poll compares */
 	double steady_scan_us; /* of it, the scanner threads' (the rest: the loop thread's) */
@@ -661,6 +662,7 @@ static int run_cell_n(struct bench *b, struct gd_daemon *d, enum prow row, enum 
 	double compl = (double)c.n * streams;
 	double dcpu = d ? (double)(p1.cpu_ns - p0.cpu_ns) : 0;
 	out->daemon_us = dcpu / compl / 1e3;
+	out->scan_us = d ? (double)(p1.scan_ns - p0.scan_ns) / compl / 1e3 : 0;
 	out->total_us = (dcpu + (double)cpu) / compl / 1e3;
 	out->detect_p50_us = detect_p50_us(&w0, &w1);
 	out->steady_us = NAN;
@@ -918,7 +920,8 @@ int plans_garuda_streams(struct bench *b, struct gd_daemon *d, unsigned streams,
 		return -1;
 	free(r.trace); /* (no replay here) */
 	*out = (struct plans_streams_result){ .ok = true, .lat = r.lat, .completions = (uint64_t)n * streams,
-					      .daemon_us = r.daemon_us, .total_us = r.total_us };
+					      .daemon_us = r.daemon_us, .scan_us = r.scan_us,
+					      .total_us = r.total_us };
 	return 0;
 }
 
