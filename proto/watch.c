@@ -1029,7 +1029,10 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		}
 		/* a chunk of its live entries: the idle held ones looked at here (with a
 		 * load), the rest given out */
-		unsigned take = GARUDA_WATCH_CHUNK, dead = 0, idle = 0;
+		/* a turn: GARUDA_WATCH_CHUNK words given out, or GARUDA_WATCH_IDLE_PER_WORD
+		 * times as many idle looks (one entry and one load each, a few ns: a heap
+		 * retime per 64 of them was a tenth of an idle sweep's time) */
+		unsigned take = GARUDA_WATCH_CHUNK * GARUDA_WATCH_IDLE_PER_WORD, dead = 0, idle = 0;
 		/* the walk's state in locals: nothing in it writes the level's cursor,
 		 * limit or array (promote() appends to another level), and the build's
 		 * -fno-strict-aliasing would otherwise reload each after every store */
@@ -1066,6 +1069,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 					continue;
 				}
 			}
+			take -= take < GARUDA_WATCH_IDLE_PER_WORD - 1 ? take : GARUDA_WATCH_IDLE_PER_WORD - 1;
 			struct garuda_watch_word *d = &w->words[x->word];
 			if (d->step != (uint32_t)w->steps) { /* once a step, whatever level it was on */
 				d->step = (uint32_t)w->steps;

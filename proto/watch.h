@@ -33,7 +33,8 @@
  *     per period, where a heap would cost O(log n) per word per look; the few words
  *     that sleep toward a predicted deadline keep an exact time.
  * A step looks at the SPIN words and at the heap's due timers, in due order, at most
- * max words in all (given out or looked at idle), GARUDA_WATCH_CHUNK of one level per turn (a level left half-swept is due again
+ * max words in all (given out or looked at idle), GARUDA_WATCH_CHUNK of one level per turn
+ * (or GARUDA_WATCH_IDLE_PER_WORD times as many idle looks; a level left half-swept is due again
  * within the step, behind every timer due in it: equal times leave first in, first
  * out): every owner's due words are served in turn, and a
  * session's backlog never stands in front of another session's due word for more than
@@ -72,7 +73,9 @@
 
 #define GARUDA_WATCH_STEP_MIN_NS  GARUDA_POLICY_STEP_MIN_NS /* level 0's period */
 #define GARUDA_WATCH_LEVELS       29u   /* periods 32 us .. 524 ms, half an octave apart */
-#define GARUDA_WATCH_CHUNK        64u   /* words of one level per turn */
+#define GARUDA_WATCH_CHUNK        64u   /* words of one level given out per turn */
+#define GARUDA_WATCH_IDLE_PER_WORD 4u   /* idle looks (a sweep's own) a turn takes per word
+					 * given out: 256 a turn */
 #define GARUDA_WATCH_NONE         UINT32_MAX
 /* Level l's period: STEP_MIN x 2^(l/2), x 3/2 on the odd levels (32, 48, 64, 96, ...
  * us; the top one, l = 28, is 524 ms). Half an octave apart, a wait's period is at
