@@ -19,8 +19,6 @@ _Static_assert(sizeof(struct garuda_watch_wait) == 48, "a wait is 48 bytes");
 
 struct garuda_watch_word {
 	uint64_t key;
-	uint64_t hold;      /* P_LEVEL: a look before this time, finding nothing, leaves
-			     * it on its level (0: place it again at every look) */
 	uint64_t last_look; /* when it was last looked at (0: never) */
 	uint64_t start_ns;  /* the head run's start: the waits of its lowest target are
 			     * STARTED there, the rest QUEUED (policy.h, stream order) */
@@ -35,6 +33,8 @@ struct garuda_watch_word {
 	uint32_t onext, oprev; /* its owner's words (GARUDA_WATCH_NONE ends): a drop of a
 				* session walks only that session's words */
 };
+/* (its hold, while on a level, is its entry's: a word stays one cache line) */
+_Static_assert(sizeof(struct garuda_watch_word) == 64, "a word is 64 bytes (watch.h, Memory)");
 
 /* an owner's level: an array of entries, one per word on it, appended as words are
  * placed on it, each holding what an idle look needs (the key, its head's target,
@@ -455,7 +455,6 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	struct garuda_policy_wait h = pw_of(w, d->head);
 	enum place p = place_for(w, &h, now, &due, &level);
 	if (p == P_LEVEL) {
-		d->hold = due;
 		/* its next look is a sweep's, never a spin step's, whichever path placed it
 		 * (a retune, a removal): a sweep's idle looks with a load leave the word
 		 * itself untouched, and must find it as found() would leave it */
@@ -955,7 +954,7 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	uint64_t dl = x->hold - level_span(w, d->level);
 	unsigned l = level_for(w, now > dl ? now - dl : 0);
 	if (l == d->level) { /* (a tuning that moved it nowhere) */
-		x->hold = d->hold = level_hold(w, dl, l);
+		x->hold = level_hold(w, dl, l);
 		d->last_look = now;
 		x->look = UINT32_MAX;
 		return true;
@@ -970,7 +969,6 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	y.look = UINT32_MAX;
 	d->level = (uint8_t)l;
 	d->pos = nl->len;
-	d->hold = y.hold;
 	d->last_look = now;
 	if (nl->fresh_step != w->steps) {
 		nl->fresh_step = w->steps;
@@ -1144,7 +1142,7 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 			return nf; /* the word went with its last wait */
 	}
 	d->last_look = now;
-	if (!nf && d->place == P_LEVEL && now < d->hold) {
+	if (!nf && d->place == P_LEVEL && now < level_of(w, d->owner, d->level)->e[d->pos].hold) {
 		d->spun = false; /* an idle overdue word: nothing to place again */
 		return 0;
 	}
@@ -1258,7 +1256,7 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 				if (d->place != P_LEVEL || d->pos != i || d->head == GARUDA_WATCH_NONE ||
 				    d->owner != o || d->level != l)
 					return snprintf(why, cap, "owner %u level %u: word %u does not belong", o, l, x), -1;
-				if (e->key != d->key || e->target != w->waits[d->head].target || e->hold != d->hold)
+				if (e->key != d->key || e->target != w->waits[d->head].target)
 					return snprintf(why, cap, "owner %u level %u: word %u's entry is stale", o, l, x), -1;
 				c++;
 			}
