@@ -58,7 +58,7 @@
  *   - A sweep with a load fires, records and charges exactly as one without (the
  *     idle words it keeps are the ones garuda_watch_found() would keep).
  *   - Memory: a wait is 48 bytes, a word 64, a level entry 32 (garudad adds a 48-byte
- *     payload per wait: 117-125 B of RSS per armed wait at 4 waits a word).
+ *     payload per wait: 123-125 B of RSS per armed wait at 4 waits a word).
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
  * drives it (garudad: its scanner thread; replay: its caller). */
