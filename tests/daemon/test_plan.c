@@ -609,6 +609,24 @@ static double session_loads(struct gd_daemon *d, uint64_t id)
 	return v;
 }
 
+enum { HELD = 65536, HELD_WORDS = 8192 };
+
+/* A daemon of one scanner whose session a holds HELD idle arms: 8 targets on each of
+ * HELD_WORDS words of its segment sa that never move (as pipelined streams queue
+ * them), in the message form. */
+static void start_holding(struct gd_daemon *d, struct gd_client *a, struct gd_seg *sa)
+{
+	gd_start(d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":70000,\"lines\":8192}}}" });
+	gd_ok(gd_open(a, d->sock));
+	gd_ok(gd_segment_open(a, 1024, -1, sa));
+	static struct gd_arm_req reqs[HELD];
+	for (uint32_t i = 0; i < HELD; i++)
+		reqs[i] = (struct gd_arm_req){ .index = i % HELD_WORDS, .target = 1 + i / HELD_WORDS,
+					       .token = i, .form = GARUDA_FORM_MESSAGE };
+	cr_assert_eq(gd_arm_batched(a, sa->id, reqs, HELD), HELD);
+	cr_assert_eq(gd_wait_status(d, "armed", HELD), HELD);
+}
+
 /* One session holds 65,536 idle arms (8 targets on each of 8,192 words that never
  * move); another session's waits complete 1,000 times. The scanner's work follows what
  * is due: the second session's completions load its own word, not the first session's
@@ -620,21 +638,12 @@ static double session_loads(struct gd_daemon *d, uint64_t id)
 Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
 {
 	struct gd_daemon d = { 0 };
-	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":70000,\"lines\":8192}}}" });
 	struct gd_client a, b;
 	struct gd_seg sa, sb;
-	gd_ok(gd_open(&a, d.sock));
+	start_holding(&d, &a, &sa);
 	gd_ok(gd_open(&b, d.sock));
-	gd_ok(gd_segment_open(&a, 1024, -1, &sa));
 	gd_ok(gd_segment_open(&b, 1, -1, &sb));
-	/* 8 targets on each of 8,192 words, as pipelined streams queue them */
-	enum { N = 65536, WORDS = 8192, DONE = 1000 };
-	static struct gd_arm_req reqs[N];
-	for (uint32_t i = 0; i < N; i++)
-		reqs[i] = (struct gd_arm_req){ .index = i % WORDS, .target = 1 + i / WORDS, .token = i,
-					       .form = GARUDA_FORM_MESSAGE };
-	cr_assert_eq(gd_arm_batched(&a, sa.id, reqs, N), N);
-	cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	enum { N = HELD, DONE = 1000 };
 	double a0 = session_loads(&d, a.welcome.session_id);
 	for (uint64_t k = 0; k < DONE; k++)
 		complete(&b, &sb, 0, 1000 + k);
@@ -663,18 +672,10 @@ Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
 Test(plan, a_sessions_drops_look_at_its_own_arms_only)
 {
 	struct gd_daemon d = { 0 };
-	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":70000,\"lines\":8192}}}" });
 	struct gd_client a;
 	struct gd_seg sa;
-	gd_ok(gd_open(&a, d.sock));
-	gd_ok(gd_segment_open(&a, 1024, -1, &sa));
-	enum { N = 65536, WORDS = 8192, GUESTS = 8, EACH = 2 };
-	static struct gd_arm_req reqs[N];
-	for (uint32_t i = 0; i < N; i++)
-		reqs[i] = (struct gd_arm_req){ .index = i % WORDS, .target = 1 + i / WORDS, .token = i,
-					       .form = GARUDA_FORM_MESSAGE };
-	cr_assert_eq(gd_arm_batched(&a, sa.id, reqs, N), N);
-	cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	start_holding(&d, &a, &sa);
+	enum { N = HELD, GUESTS = 8, EACH = 2 };
 	double r0 = scanner_num(&d, "removal_looks");
 	for (unsigned k = 0; k < GUESTS; k++) {
 		struct gd_client b;
