@@ -49,7 +49,7 @@ struct garuda_watch_lent {
 	uint64_t key;    /* its word's key */
 	uint64_t target; /* its word's head's target */
 	uint64_t hold;   /* an idle look before this time leaves it here (level_hold: where
-			  * its backoff counts from + level_span; 0: a window lies ahead,
+			  * its backoff counts from + its level's span; 0: a window lies ahead,
 			  * it is given out at every look) */
 	uint32_t word;   /* its word; GARUDA_WATCH_NONE: dead (the word left) */
 	uint32_t look;   /* its last idle look, in ns after the sweep that made it began
@@ -375,16 +375,10 @@ static unsigned level_for(const struct garuda_watch *w, uint64_t overdue)
 	return lo;
 }
 
-/* How long after its deadline an overdue word stays on level l (its span). */
-static uint64_t level_span(const struct garuda_watch *w, unsigned l)
-{
-	return w->span[l];
-}
-
 /* Until when it stays there (its hold). */
 static uint64_t level_hold(const struct garuda_watch *w, uint64_t dl, unsigned l)
 {
-	return add_sat(dl, level_span(w, l));
+	return add_sat(dl, w->span[l]);
 }
 
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
@@ -599,11 +593,19 @@ int garuda_watch_reserve(struct garuda_watch *w, uint32_t n)
 	return 0;
 }
 
-uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
+uint32_t garuda_watch_owner_find(const struct garuda_watch *w, uint64_t key)
 {
 	for (uint32_t o = 0; o < w->nowners; o++)
 		if (w->owners[o].key == key)
 			return o;
+	return GARUDA_WATCH_NONE;
+}
+
+uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
+{
+	uint32_t found = garuda_watch_owner_find(w, key);
+	if (found != GARUDA_WATCH_NONE)
+		return found;
 	uint32_t tcap = w->ocap;
 	if (grow((void **)&w->owners, &w->ocap, w->nowners + 1, sizeof(*w->owners)) ||
 	    grow((void **)&w->touched, &tcap, w->ocap, sizeof(*w->touched)) ||
@@ -620,14 +622,6 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	return o;
 }
 
-uint32_t garuda_watch_owner_find(const struct garuda_watch *w, uint64_t key)
-{
-	for (uint32_t o = 0; o < w->nowners; o++)
-		if (w->owners[o].key == key)
-			return o;
-	return GARUDA_WATCH_NONE;
-}
-
 uint32_t garuda_watch_owner_first_word(const struct garuda_watch *w, uint32_t owner)
 {
 	return w->owners[owner].first_word;
@@ -641,12 +635,11 @@ uint32_t garuda_watch_owner_next_word(const struct garuda_watch *w, uint32_t wor
 bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
 			      struct garuda_watch_owner_stats *out)
 {
-	for (uint32_t o = 0; o < w->nowners; o++)
-		if (w->owners[o].key == key) {
-			*out = w->owners[o].st;
-			return true;
-		}
-	return false;
+	uint32_t o = garuda_watch_owner_find(w, key);
+	if (o == GARUDA_WATCH_NONE)
+		return false;
+	*out = w->owners[o].st;
+	return true;
 }
 
 void garuda_watch_owner_set_ctx(struct garuda_watch *w, uint32_t owner, void *ctx)
@@ -656,24 +649,22 @@ void garuda_watch_owner_set_ctx(struct garuda_watch *w, uint32_t owner, void *ct
 
 void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 {
-	for (uint32_t o = 0; o < w->nowners; o++) {
-		if (w->owners[o].key != key || w->owners[o].nwords)
-			continue;
-		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
-			free(w->owners[o].lv[l].e);
-		uint32_t last = --w->nowners;
-		w->ntouched = 0; /* (between steps: the last step's owners are read) */
-		if (o == last)
-			return;
-		/* the last owner takes its index: its words and level timers follow */
-		w->owners[o] = w->owners[last];
-		for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext)
-			w->words[i].owner = o;
-		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
-			if (w->owners[o].lv[l].hpos != GARUDA_WATCH_NONE)
-				w->heap[w->owners[o].lv[l].hpos].what = o * GARUDA_WATCH_LEVELS + l;
+	uint32_t o = garuda_watch_owner_find(w, key);
+	if (o == GARUDA_WATCH_NONE || w->owners[o].nwords)
 		return;
-	}
+	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
+		free(w->owners[o].lv[l].e);
+	uint32_t last = --w->nowners;
+	w->ntouched = 0; /* (between steps: the last step's owners are read) */
+	if (o == last)
+		return;
+	/* the last owner takes its index: its words and level timers follow */
+	w->owners[o] = w->owners[last];
+	for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext)
+		w->words[i].owner = o;
+	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
+		if (w->owners[o].lv[l].hpos != GARUDA_WATCH_NONE)
+			w->heap[w->owners[o].lv[l].hpos].what = o * GARUDA_WATCH_LEVELS + l;
 }
 
 /* ---------------------------------------------------------------- waits */
@@ -951,7 +942,7 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	struct garuda_watch_word *d = &w->words[x->word];
 	/* where its backoff counts from (its hold ran out: not the top level's, never
 	 * saturated) */
-	uint64_t dl = x->hold - level_span(w, d->level);
+	uint64_t dl = x->hold - w->span[d->level];
 	unsigned l = level_for(w, now > dl ? now - dl : 0);
 	if (l == d->level) { /* (a tuning that moved it nowhere) */
 		x->hold = level_hold(w, dl, l);
