@@ -69,8 +69,15 @@ struct garuda_watch_level {
 			      * and place() would append them after the step) */
 	uint32_t fresh_from;
 	uint32_t hpos;   /* its timer's heap position (GARUDA_WATCH_NONE: none) */
+	uint32_t kept;   /* entries this sweep left on it (stayed idle, given out) */
 	bool sweeping;
+	/* a share (promote() in place; LV_NONE: none): the level whose entries fill this
+	 * array's first [0, that level's len), or the level whose array this one is */
+	uint8_t lent_to, borrowed_from;
+	struct garuda_watch_lent *spare; /* a borrower's own array, reserved (untouched)
+					  * when the share began: ending it never fails */
 };
+#define LV_NONE ((uint8_t)GARUDA_WATCH_LEVELS)
 
 struct garuda_watch_ownerrec {
 	uint64_t key;
@@ -140,11 +147,13 @@ void garuda_watch_init(struct garuda_watch *w, const struct garuda_watch_tuning 
 	spans_set(w);
 }
 
+static void level_free(struct garuda_watch_level *lv);
+
 void garuda_watch_fini(struct garuda_watch *w)
 {
 	for (uint32_t o = 0; o < w->nowners; o++)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
-			free(w->owners[o].lv[l].e);
+			level_free(&w->owners[o].lv[l]);
 	free(w->owners);
 	free(w->touched);
 	free(w->waits);
@@ -258,6 +267,100 @@ static int level_grow(struct garuda_watch_level *lv)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- shares
+ *
+ * A tenant's idle words age together, so one sweep moves every word of a level on to
+ * the same next level. Appended one by one to that level's array, each entry was
+ * copied, and the array (a mapping of its own: daemon/main.c) faulted in fresh pages,
+ * ~2,000 for 262,144 words, each sweep that moved them (issue 29's idle tenant: ~8 % of
+ * the scanner's time, docs/plans.md). Instead the level being swept lends its array: the next level,
+ * empty and without one, borrows it, and each word promoted to it keeps its entry
+ * where it is (its hold and level change, nothing moves); the borrower's entries are
+ * [0, its len), the lender's from there on. The lender's last word leaving (its sweep
+ * moved them all) hands the array over. Anything else ends the share first
+ * (level_unshare): a word that stays or is given out, an append to either level. */
+
+/* its own array or the one it borrowed: freed once (fini, an owner's drop) */
+static void level_free(struct garuda_watch_level *lv)
+{
+	if (lv->borrowed_from == LV_NONE)
+		free(lv->e);
+	free(lv->spare);
+	lv->e = lv->spare = NULL;
+}
+
+static bool level_shared(const struct garuda_watch_level *lv)
+{
+	return lv->lent_to != LV_NONE || lv->borrowed_from != LV_NONE;
+}
+
+/* End lv's share, from either side, if it has one: the borrower's entries move to its
+ * spare at the same positions (its words' pos stay), and die in the lender's array.
+ * O(the borrower's len); never fails. */
+static void level_unshare(struct garuda_watch *w, uint32_t owner, struct garuda_watch_level *lv)
+{
+	struct garuda_watch_level *lender = lv, *b;
+	if (lv->lent_to != LV_NONE) {
+		b = &w->owners[owner].lv[lv->lent_to];
+	} else if (lv->borrowed_from != LV_NONE) {
+		b = lv;
+		lender = &w->owners[owner].lv[lv->borrowed_from];
+	} else {
+		return;
+	}
+	memcpy(b->spare, lender->e, (size_t)b->len * sizeof(*b->spare));
+	for (uint32_t i = 0; i < b->len; i++)
+		lender->e[i].word = GARUDA_WATCH_NONE;
+	b->e = b->spare;
+	b->cap = lender->cap; /* (the lender's cap: no append grew it during the share) */
+	b->spare = NULL;
+	lender->lent_to = b->borrowed_from = LV_NONE;
+}
+
+/* room for one more entry on lv, in an array of its own: 0 or -ENOMEM */
+static int level_room(struct garuda_watch *w, uint32_t owner, struct garuda_watch_level *lv)
+{
+	level_unshare(w, owner, lv);
+	return lv->len < lv->cap ? 0 : level_grow(lv);
+}
+
+/* Can nl (level l) borrow lv's array, lv's word at entry from being the first to move
+ * on to it? Only while lv's sweep has left none of its words where they were (every
+ * entry behind the cursor dead), nothing was appended to lv since its sweep began, nl
+ * is empty with no array, lv is mostly live (a borrower keeps the lender's room), and
+ * the spare can be reserved. Begins the share when it can. */
+static bool share_begin(struct garuda_watch_level *lv, struct garuda_watch_level *nl, unsigned l,
+			unsigned from)
+{
+	if (!lv->sweeping || lv->kept || level_shared(lv) || nl->cap || level_shared(nl) ||
+	    lv->limit != lv->len || 2 * (uint64_t)lv->n < lv->len)
+		return false;
+	/* (a mapping of its own when big: untouched, it costs no RSS) */
+	struct garuda_watch_lent *spare = malloc((size_t)lv->cap * sizeof(*spare));
+	if (!spare)
+		return false;
+	nl->spare = spare;
+	nl->e = lv->e;
+	nl->cap = lv->cap;
+	nl->len = 0;
+	nl->borrowed_from = from;
+	lv->lent_to = (uint8_t)l;
+	return true;
+}
+
+/* a sweep of lv leaves the word of the entry behind its cursor where it is: that entry
+ * is lv's, not a borrower's, so lv's share ends; the walk counts it (kept: none begins
+ * while any is) and follows lv's lent_to (lent) in locals */
+static inline void walk_keeps(struct garuda_watch *w, uint32_t owner, struct garuda_watch_level *lv,
+			      uint32_t *kept, uint8_t *lent)
+{
+	++*kept;
+	if (*lent != LV_NONE) {
+		level_unshare(w, owner, lv);
+		*lent = LV_NONE;
+	}
+}
+
 /* when a sweep of level l that begins at t is followed by the next: a period on,
  * rounded down to a sixteenth of the period in absolute time, so that the levels of
  * one period (every owner's) fall due together and share one wake (a sweep comes at
@@ -273,7 +376,8 @@ static uint64_t level_next(uint64_t t, unsigned l)
  * (each word's pos follows): O(len), paid for by the deaths since the last squeeze */
 static void level_squeeze(struct garuda_watch *w, struct garuda_watch_level *lv)
 {
-	if (lv->len - lv->n <= lv->n)
+	/* (a shared array keeps its dead: the lender's entries begin at the borrower's len) */
+	if (lv->len - lv->n <= lv->n || level_shared(lv))
 		return;
 	lv->fresh_step = 0; /* (indices change) */
 	uint32_t k = 0;
@@ -299,11 +403,21 @@ static uint64_t level_look(const struct garuda_watch_level *lv, uint32_t i)
 
 /* a level left with no word: its entries go, its array (RSS follows what is on a level
  * now: a tenant's idle words pass through every level in turn) and its timer */
-static void level_drop(struct garuda_watch *w, struct garuda_watch_level *lv)
+static void level_drop(struct garuda_watch *w, uint32_t owner, struct garuda_watch_level *lv)
 {
+	if (lv->lent_to != LV_NONE) { /* its words all moved on: the array is the borrower's */
+		struct garuda_watch_level *b = &w->owners[owner].lv[lv->lent_to];
+		free(b->spare);
+		b->spare = NULL;
+		b->borrowed_from = lv->lent_to = LV_NONE;
+		lv->e = NULL;
+	} else if (lv->borrowed_from != LV_NONE) { /* its words all left: the lender's again */
+		w->owners[owner].lv[lv->borrowed_from].lent_to = LV_NONE;
+		lv->borrowed_from = LV_NONE;
+		lv->e = NULL;
+	}
+	level_free(lv);
 	lv->len = lv->cap = 0;
-	free(lv->e);
-	lv->e = NULL;
 	w->nsweeping -= lv->sweeping;
 	lv->sweeping = false;
 	lv->fresh_step = 0;
@@ -331,7 +445,7 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 		d->last_look = max_u64(d->last_look, level_look(lv, d->pos)); /* found()'s */
 		lv->e[d->pos].word = GARUDA_WATCH_NONE;
 		if (!--lv->n)
-			level_drop(w, lv);
+			level_drop(w, d->owner, lv);
 		break;
 	}
 	}
@@ -479,7 +593,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		break;
 	default: {
 		struct garuda_watch_level *lv = level_of(w, d->owner, level);
-		if (lv->len == lv->cap && level_grow(lv) < 0) {
+		if (level_room(w, d->owner, lv) < 0) {
 			/* no room for its entry: a timer of its own instead, one period on
 			 * (the heap always has room for every word) */
 			d->place = P_AT;
@@ -618,7 +732,9 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		w->owners[o].lv[l] = (struct garuda_watch_level){ .cursor = GARUDA_WATCH_NONE,
 								  .limit = GARUDA_WATCH_NONE,
-								  .hpos = GARUDA_WATCH_NONE };
+								  .hpos = GARUDA_WATCH_NONE,
+								  .lent_to = LV_NONE,
+								  .borrowed_from = LV_NONE };
 	return o;
 }
 
@@ -653,7 +769,7 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 	if (o == GARUDA_WATCH_NONE || w->owners[o].nwords)
 		return;
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
-		free(w->owners[o].lv[l].e);
+		level_free(&w->owners[o].lv[l]);
 	uint32_t last = --w->nowners;
 	w->ntouched = 0; /* (between steps: the last step's owners are read) */
 	if (o == last)
@@ -944,28 +1060,42 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	 * saturated) */
 	uint64_t dl = x->hold - w->span[d->level];
 	unsigned l = level_for(w, now > dl ? now - dl : 0);
-	if (l == d->level) { /* (a tuning that moved it nowhere) */
+	if (l == d->level) { /* (a tuning that moved it nowhere): it stays, as one held */
+		struct garuda_watch_level *lv = level_of(w, owner, l);
+		level_unshare(w, owner, lv);
+		lv->kept++;
 		x->hold = level_hold(w, dl, l);
 		d->last_look = now;
 		x->look = UINT32_MAX;
 		return true;
 	}
-	struct garuda_watch_level *nl = level_of(w, owner, l);
-	if (nl->len == nl->cap && level_grow(nl) < 0)
-		return false;
-	struct garuda_watch_lent y = *x;
-	x->word = GARUDA_WATCH_NONE;
-	level_of(w, owner, d->level)->n--;
-	y.hold = level_hold(w, dl, l);
-	y.look = UINT32_MAX;
-	d->level = (uint8_t)l;
-	d->pos = nl->len;
-	d->last_look = now;
+	struct garuda_watch_level *lv = level_of(w, owner, d->level), *nl = level_of(w, owner, l);
+	uint32_t at = (uint32_t)(x - lv->e);
 	if (nl->fresh_step != w->steps) {
 		nl->fresh_step = w->steps;
 		nl->fresh_from = nl->len;
 	}
-	nl->e[nl->len++] = y;
+	if (lv->lent_to == l || share_begin(lv, nl, l, d->level)) {
+		/* in place, in the array lv lent nl: the entries between nl's last and it
+		 * are dead (shares) */
+		x->hold = level_hold(w, dl, l);
+		x->look = UINT32_MAX;
+		nl->len = at + 1;
+		w->promoted_in_place++;
+	} else {
+		if (level_room(w, owner, nl) < 0)
+			return false;
+		struct garuda_watch_lent y = *x;
+		x->word = GARUDA_WATCH_NONE;
+		y.hold = level_hold(w, dl, l);
+		y.look = UINT32_MAX;
+		d->pos = nl->len;
+		nl->e[nl->len++] = y;
+		w->promoted_copied++;
+	}
+	lv->n--;
+	d->level = (uint8_t)l;
+	d->last_look = now;
 	nl->n++;
 	if (nl->hpos == GARUDA_WATCH_NONE) { /* (due a period on: never before the timer
 					      * being served) */
@@ -1011,6 +1141,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			lv->sweeping = true;
 			w->nsweeping++;
 			lv->cursor = 0;
+			lv->kept = 0;
 			lv->limit = lv->fresh_step == w->steps ? lv->fresh_from : lv->len;
 			lv->prev_began = lv->began;
 			lv->began = now;
@@ -1030,6 +1161,10 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		const uint32_t lim = lv->limit;
 		const uint64_t began = lv->began;
 		const garuda_watch_load_fn ld = w->load;
+		/* entries it left where they were (a share ends, none begins), and the
+		 * level it lends its array to */
+		uint32_t kept = 0;
+		uint8_t lent = lv->lent_to;
 		while (take && cur < lim && looks < max && dead < 4 * GARUDA_WATCH_CHUNK) {
 			/* the entries ahead (an address from the cursor alone: nothing waits
 			 * on it), and the word of one close ahead, in cache by now (a hint:
@@ -1051,14 +1186,19 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 					uint64_t after = now - began;
 					x->look = after < UINT32_MAX ? (uint32_t)after : UINT32_MAX - 1;
 					idle++;
+					walk_keeps(w, owner, lv, &kept, &lent);
 					continue;
 				}
+				lv->kept += kept; /* (promote() may begin a share) */
+				kept = 0;
 				if (promote(w, owner, x, now)) { /* idle, on to its next level */
+					lent = lv->lent_to;
 					idle++;
 					continue;
 				}
 			}
 			take -= take < GARUDA_WATCH_IDLE_PER_WORD - 1 ? take : GARUDA_WATCH_IDLE_PER_WORD - 1;
+			walk_keeps(w, owner, lv, &kept, &lent); /* (until found() places it again) */
 			struct garuda_watch_word *d = &w->words[x->word];
 			if (d->step != (uint32_t)w->steps) { /* once a step, whatever level it was on */
 				d->step = (uint32_t)w->steps;
@@ -1075,10 +1215,11 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			}
 		}
 		lv->cursor = cur;
+		lv->kept += kept;
 		if (idle)
 			charge(w, owner, idle);
 		if (!lv->n) { /* its sweep moved every word on */
-			level_drop(w, lv);
+			level_drop(w, owner, lv);
 			continue;
 		}
 		if (lv->cursor == lv->limit) {
@@ -1235,8 +1376,24 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 	for (uint32_t o = 0; o < w->nowners; o++)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++) {
 			const struct garuda_watch_level *lv = &w->owners[o].lv[l];
-			uint32_t c = 0;
-			for (uint32_t i = 0; i < lv->len; i++) {
+			uint32_t c = 0, first = 0;
+			if (lv->lent_to != LV_NONE) { /* its entries begin at the borrower's len */
+				const struct garuda_watch_level *b = &w->owners[o].lv[lv->lent_to];
+				if (lv->lent_to >= GARUDA_WATCH_LEVELS || b->borrowed_from != l || b->e != lv->e ||
+				    b->len > lv->len || !b->spare || lv->kept || lv->borrowed_from != LV_NONE ||
+				    !lv->sweeping || b->len > lv->cursor)
+					return snprintf(why, cap, "owner %u level %u: share with %u broken", o, l,
+							lv->lent_to), -1;
+				first = b->len;
+			} else if (lv->borrowed_from != LV_NONE &&
+				   (lv->borrowed_from >= GARUDA_WATCH_LEVELS ||
+				    w->owners[o].lv[lv->borrowed_from].lent_to != l)) {
+				return snprintf(why, cap, "owner %u level %u: borrowed from %u, not lent", o, l,
+						lv->borrowed_from), -1;
+			} else if (lv->borrowed_from == LV_NONE && lv->spare) {
+				return snprintf(why, cap, "owner %u level %u: a spare with no share", o, l), -1;
+			}
+			for (uint32_t i = first; i < lv->len; i++) {
 				const struct garuda_watch_lent *e = &lv->e[i];
 				uint32_t x = e->word;
 				if (x == GARUDA_WATCH_NONE)

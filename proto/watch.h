@@ -174,6 +174,9 @@ struct garuda_watch {
 	garuda_watch_load_fn load;   /* the driver's load (garuda_watch_set_load) */
 	void *load_ctx;
 	uint64_t wake_late_ns; /* +predict: how late timed wakes come, a running mean */
+	/* idle words moved on to their next level by sweeps: in the array their level
+	 * lent the next (watch.c, shares), or copied into the next level's own */
+	uint64_t promoted_in_place, promoted_copied;
 	/* the backoff's level boundaries under t: an overdue word is on level l while its
 	 * age is in [span[l - 1], span[l]) (span[-1] = 0; the top level's is UINT64_MAX),
 	 * set by init and retune (a look computes no division) */

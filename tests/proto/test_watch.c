@@ -12,6 +12,9 @@
  *     the second's word is in the first step, and no step looks at more than a chunk of
  *     the first's words per turn;
  *   - work is counted in word loads, per owner, and a wait not due costs none;
+ *   - shares: an idle session's words move on to their next level in the array their
+ *     level lends (no entry copied); a share ended halfway (a word given out, words
+ *     removed on either side) or cut anywhere by random operations loses nothing;
  *   - stream order: a wait queued behind another on its word has no deadline until the
  *     first is found, then its clock starts at that find;
  *   - a 10 s prediction is slept toward in steps (max_sleep_ns) and then spun on for
@@ -609,6 +612,138 @@ Test(watch, a_sweep_with_a_load_fires_and_charges_as_one_without)
 			  o + 1, (unsigned long long)sa[o].loads, (unsigned long long)sa[o].fired,
 			  (unsigned long long)sa[o].steps, (unsigned long long)sb[o].loads,
 			  (unsigned long long)sb[o].fired, (unsigned long long)sb[o].steps);
+}
+
+/* An idle session's words, armed together, age together: each sweep that moves them on
+ * moves every one to the same next level, in the array their level lends it (watch.c,
+ * shares): no entry is copied, no new array is made (garudad: no page faulted in).
+ * Sweeps here span many steps (300 looks each); the watcher's invariants hold after
+ * every step. */
+static void idle_session(struct sim *s, uint32_t *ids, unsigned n)
+{
+	sim_init(s, true, n);
+	garuda_watch_set_load(&s->w, sim_load, s);
+	uint32_t o = garuda_watch_owner(&s->w, 1);
+	for (unsigned k = 0; k < n; k++)
+		ids[k] = arm(s, o, k, 1, 0);
+}
+
+static void step_checked(struct sim *s, uint64_t end)
+{
+	char why[160];
+	step(s, 300);
+	cr_assert_eq(garuda_watch_check(&s->w, why, sizeof(why)), 0, "at %llu us: %s",
+		     (unsigned long long)(s->now / US), why);
+	advance(s, end);
+}
+
+Test(watch, an_idle_sessions_words_move_on_in_place)
+{
+	static struct sim s;
+	static uint32_t ids[4096];
+	idle_session(&s, ids, 4096);
+	uint64_t end = s.now + 20 * S;
+	while (s.now < end)
+		step_checked(&s, end);
+	cr_assert_eq(s.fired_total, 0);
+	cr_assert_eq(garuda_watch_count(&s.w), 4096);
+	cr_assert_eq(s.w.promoted_copied, 0, "%llu entries copied",
+		     (unsigned long long)s.w.promoted_copied);
+	/* ~2 levels an octave of age: 20 s is ~28 moves from the ladder's top */
+	cr_assert_geq(s.w.promoted_in_place, 20 * 4096ull, "%llu moved in place",
+		      (unsigned long long)s.w.promoted_in_place);
+	cr_assert_eq(s.w.promoted_in_place % 4096, 0, "moves of whole levels");
+	sim_fini(&s);
+}
+
+/* A share ends, and nothing is lost, when the lender's sweep leaves a word where it is
+ * (here: a store reached it, it is given out) or a word of either side goes */
+Test(watch, a_share_ends_when_a_word_is_given_out_and_loses_nothing)
+{
+	static struct sim s;
+	static uint32_t ids[4096];
+	idle_session(&s, ids, 4096);
+	uint64_t end = s.now + 20 * S, moved = 0;
+	/* to the middle of a sweep that moves the words on */
+	while (s.now < end && ((moved = s.w.promoted_in_place) == 0 || moved % 4096 == 0))
+		step_checked(&s, end);
+	cr_assert(moved > 0 && moved < 4000, "no sweep caught halfway (%llu moved)",
+		  (unsigned long long)moved);
+	garuda_watch_remove(&s.w, ids[0], s.now);    /* moved: the borrower's */
+	garuda_watch_remove(&s.w, ids[4000], s.now); /* still the lender's */
+	s.value[3000] = 1;                            /* given out when the sweep reaches it */
+	char why[160];
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	while (s.now < end)
+		step_checked(&s, end);
+	cr_assert_eq(s.fired_total, 1, "the stored word fires once");
+	cr_assert_not(garuda_watch_live(&s.w, ids[3000]));
+	cr_assert_eq(garuda_watch_count(&s.w), 4093);
+	cr_assert_gt(s.w.promoted_copied, 0, "the sweep went on copying once the share ended");
+	/* the rest move on as before: a store to any of them is still found */
+	s.value[4095] = 1;
+	for (uint64_t stop = s.now + 2 * GARUDA_WATCH_PERIOD_MAX_NS; s.fired_total < 2 && s.now < stop;)
+		step_checked(&s, stop);
+	cr_assert_eq(s.fired_total, 2);
+	sim_fini(&s);
+}
+
+/* Shares under churn: two sessions arm batches of idle words together (so their levels
+ * lend and borrow), while random stores, removals, retunes and steps of random length
+ * cut sweeps anywhere; the invariants hold after every operation (shares included:
+ * garuda_watch_check), and every wait is fired or removed, never lost. */
+Test(watch, shares_under_random_operations_keep_the_invariants)
+{
+	static struct sim s;
+	enum { WORDS = 2048 };
+	static uint32_t ids[WORDS * 2];
+	sim_init(&s, true, WORDS);
+	garuda_watch_set_load(&s.w, sim_load, &s);
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+#define RND(n) ((unsigned)((rng = rng * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+	unsigned nids = 0, added = 0, removed = 0;
+	for (int it = 0; it < 20000; it++) {
+		unsigned op = RND(100);
+		if (op < 2 && nids + 256 <= WORDS * 2) { /* a batch: 256 words, one session, at once */
+			uint32_t o = garuda_watch_owner(&s.w, 1 + RND(2));
+			unsigned base = RND(WORDS / 256) * 256;
+			for (unsigned k = base; k < base + 256; k++) {
+				ids[nids++] = arm(&s, o, k, s.value[k] + 1 + RND(2), 0);
+				added++;
+			}
+		} else if (op < 4 && nids) {
+			unsigned i = RND(nids);
+			if (garuda_watch_live(&s.w, ids[i])) {
+				garuda_watch_remove(&s.w, ids[i], s.now);
+				removed++;
+			}
+			ids[i] = ids[--nids];
+		} else if (op < 6) {
+			s.value[RND(WORDS)]++;
+		} else if (op < 7 && RND(20) == 0) {
+			struct garuda_watch_tuning t = tuning(RND(2));
+			garuda_watch_retune(&s.w, &t, s.now);
+		} else {
+			step(&s, 1 + RND(400));
+			uint64_t nx = garuda_watch_next(&s.w, s.now);
+			s.now += nx == 0 ? 2 * US : nx == UINT64_MAX ? 50 * MS : nx - s.now;
+			garuda_watch_woke(&s.w, s.now);
+		}
+		char why[160];
+		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "after operation %d: %s", it, why);
+		for (unsigned i = 0; i < nids;)
+			if (!garuda_watch_live(&s.w, ids[i]))
+				ids[i] = ids[--nids];
+			else
+				i++;
+	}
+#undef RND
+	cr_assert_eq(added, s.fired_total + removed + garuda_watch_count(&s.w),
+		     "%u added, %u fired, %u removed, %u live", added, s.fired_total, removed,
+		     garuda_watch_count(&s.w));
+	cr_assert_gt(s.w.promoted_in_place, 0, "no share in the run");
+	cr_assert_gt(s.w.promoted_copied, 0, "no copy in the run");
+	sim_fini(&s);
 }
 
 /* ---------------------------------------------------------------- the +predict wait */
