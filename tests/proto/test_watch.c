@@ -500,6 +500,57 @@ struct fire_rec {
 	uint64_t now, ns, since;
 };
 
+/* the random runs' waits: a fixed-seed generator, the live ids, what was added and
+ * removed */
+struct rnd {
+	uint64_t seed;
+	uint32_t *ids;
+	unsigned nids, added, removed;
+};
+
+static unsigned rnd(struct rnd *r, unsigned n)
+{
+	r->seed = r->seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (unsigned)(r->seed >> 33) % n;
+}
+
+static void rnd_add(struct rnd *r, uint32_t id)
+{
+	r->ids[r->nids++] = id;
+	r->added++;
+}
+
+/* remove one of the waits at random (a no-op when it already fired) */
+static void rnd_remove(struct sim *s, struct rnd *r)
+{
+	unsigned i = rnd(r, r->nids);
+	if (garuda_watch_live(&s->w, r->ids[i])) {
+		garuda_watch_remove(&s->w, r->ids[i], s->now);
+		r->removed++;
+	}
+	r->ids[i] = r->ids[--r->nids];
+}
+
+/* after operation it: the watcher's invariants hold; the fired ids leave the list */
+static void rnd_check(struct sim *s, struct rnd *r, int it)
+{
+	char why[160];
+	cr_assert_eq(garuda_watch_check(&s->w, why, sizeof(why)), 0, "after operation %d: %s", it, why);
+	for (unsigned i = 0; i < r->nids;)
+		if (!garuda_watch_live(&s->w, r->ids[i]))
+			r->ids[i] = r->ids[--r->nids];
+		else
+			i++;
+}
+
+/* at the end: every wait was fired or removed, or is still armed, never lost */
+static void rnd_none_lost(struct sim *s, const struct rnd *r)
+{
+	cr_assert_eq(r->added, s->fired_total + r->removed + garuda_watch_count(&s->w),
+		     "%u added, %u fired, %u removed, %u live", r->added, s->fired_total, r->removed,
+		     garuda_watch_count(&s->w));
+}
+
 /* Random adds, removals, stores, steps, retunes and owner drops (a fixed seed, so the
  * same sequence every run): after every operation the watcher's own invariants hold
  * (garuda_watch_check: every word with waits placed exactly once, the level entries, the
@@ -514,25 +565,19 @@ static unsigned random_run(bool with_load, struct fire_rec *rec, unsigned cap,
 	sim_init(&s, true, 64);
 	if (with_load)
 		garuda_watch_set_load(&s.w, sim_load, &s);
-	uint64_t rng = 0x9e3779b97f4a7c15ull;
-#define RND(n) ((unsigned)((rng = rng * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
 	static uint32_t ids[4096];
-	unsigned nids = 0, added = 0, removed = 0, nrec = 0;
+	struct rnd r = { .seed = 0x9e3779b97f4a7c15ull, .ids = ids };
+#define RND(n) rnd(&r, (n))
+	unsigned nrec = 0;
 	for (int it = 0; it < 60000; it++) {
 		unsigned op = RND(10);
-		if (op < 4 && nids < 4000) {
+		if (op < 4 && r.nids < 4000) {
 			uint64_t k = RND(64);
 			uint32_t o = garuda_watch_owner(&s.w, 1 + RND(5));
 			uint64_t ahead = 1 + RND(3), sleep = (uint64_t)RND(3) * MS;
-			ids[nids++] = arm(&s, o, k, s.value[k] + ahead, sleep);
-			added++;
-		} else if (op < 5 && nids) {
-			unsigned i = RND(nids);
-			if (garuda_watch_live(&s.w, ids[i])) {
-				garuda_watch_remove(&s.w, ids[i], s.now);
-				removed++;
-			}
-			ids[i] = ids[--nids];
+			rnd_add(&r, arm(&s, o, k, s.value[k] + ahead, sleep));
+		} else if (op < 5 && r.nids) {
+			rnd_remove(&s, &r);
 		} else if (op < 6) {
 			s.value[RND(64)]++;
 		} else if (op < 7 && RND(40) == 0) {
@@ -562,17 +607,9 @@ static unsigned random_run(bool with_load, struct fire_rec *rec, unsigned cap,
 			if (RND(3) == 0)
 				garuda_watch_woke(&s.w, s.now);
 		}
-		char why[160];
-		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "after operation %d: %s", it, why);
-		for (unsigned i = 0; i < nids;)
-			if (!garuda_watch_live(&s.w, ids[i]))
-				ids[i] = ids[--nids];
-			else
-				i++;
+		rnd_check(&s, &r, it);
 	}
-	cr_assert_eq(added, s.fired_total + removed + garuda_watch_count(&s.w),
-		     "%u added, %u fired, %u removed, %u live", added, s.fired_total, removed,
-		     garuda_watch_count(&s.w));
+	rnd_none_lost(&s, &r);
 #undef RND
 	for (unsigned o = 0; o < 5; o++)
 		if (!garuda_watch_owner_stats(&s.w, 1 + o, &st[o]))
@@ -699,25 +736,17 @@ Test(watch, shares_under_random_operations_keep_the_invariants)
 	static uint32_t ids[WORDS * 2];
 	sim_init(&s, true, WORDS);
 	garuda_watch_set_load(&s.w, sim_load, &s);
-	uint64_t rng = 0x2545f4914f6cdd1dull;
-#define RND(n) ((unsigned)((rng = rng * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
-	unsigned nids = 0, added = 0, removed = 0;
+	struct rnd r = { .seed = 0x2545f4914f6cdd1dull, .ids = ids };
+#define RND(n) rnd(&r, (n))
 	for (int it = 0; it < 20000; it++) {
 		unsigned op = RND(100);
-		if (op < 2 && nids + 256 <= WORDS * 2) { /* a batch: 256 words, one session, at once */
+		if (op < 2 && r.nids + 256 <= WORDS * 2) { /* a batch: 256 words, one session, at once */
 			uint32_t o = garuda_watch_owner(&s.w, 1 + RND(2));
 			unsigned base = RND(WORDS / 256) * 256;
-			for (unsigned k = base; k < base + 256; k++) {
-				ids[nids++] = arm(&s, o, k, s.value[k] + 1 + RND(2), 0);
-				added++;
-			}
-		} else if (op < 4 && nids) {
-			unsigned i = RND(nids);
-			if (garuda_watch_live(&s.w, ids[i])) {
-				garuda_watch_remove(&s.w, ids[i], s.now);
-				removed++;
-			}
-			ids[i] = ids[--nids];
+			for (unsigned k = base; k < base + 256; k++)
+				rnd_add(&r, arm(&s, o, k, s.value[k] + 1 + RND(2), 0));
+		} else if (op < 4 && r.nids) {
+			rnd_remove(&s, &r);
 		} else if (op < 6) {
 			s.value[RND(WORDS)]++;
 		} else if (op < 7 && RND(20) == 0) {
@@ -729,18 +758,10 @@ Test(watch, shares_under_random_operations_keep_the_invariants)
 			s.now += nx == 0 ? 2 * US : nx == UINT64_MAX ? 50 * MS : nx - s.now;
 			garuda_watch_woke(&s.w, s.now);
 		}
-		char why[160];
-		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "after operation %d: %s", it, why);
-		for (unsigned i = 0; i < nids;)
-			if (!garuda_watch_live(&s.w, ids[i]))
-				ids[i] = ids[--nids];
-			else
-				i++;
+		rnd_check(&s, &r, it);
 	}
 #undef RND
-	cr_assert_eq(added, s.fired_total + removed + garuda_watch_count(&s.w),
-		     "%u added, %u fired, %u removed, %u live", added, s.fired_total, removed,
-		     garuda_watch_count(&s.w));
+	rnd_none_lost(&s, &r);
 	cr_assert_gt(s.w.promoted_in_place, 0, "no share in the run");
 	cr_assert_gt(s.w.promoted_copied, 0, "no copy in the run");
 	sim_fini(&s);
