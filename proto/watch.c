@@ -28,6 +28,7 @@ struct garuda_watch_word {
 	uint32_t pos;       /* index in the spin array, the heap, or its level's entries */
 	uint8_t place, level;
 	bool spun;          /* its last look was a spin step (not a timed one) */
+	bool fine;          /* on a timer of GARUDA_WATCH_FINE_NS (place_for): its owner's nfine */
 	uint32_t step;      /* the step that last gave it out, mod 2^32 (due(): once per
 			     * step; a word looked at again exactly 2^32 steps later waits one) */
 	uint32_t onext, oprev; /* its owner's words (GARUDA_WATCH_NONE ends): a drop of a
@@ -87,6 +88,7 @@ struct garuda_watch_ownerrec {
 	uint32_t step_looks; /* looks at its words in that step */
 	void *ctx;          /* the driver's (garuda_watch_owner_set_ctx) */
 	uint32_t first_word; /* its words' list (garuda_watch_owner_first_word) */
+	uint32_t nfine;      /* its words looked at every GARUDA_WATCH_FINE_NS (place_for) */
 	struct garuda_watch_level lv[GARUDA_WATCH_LEVELS];
 };
 
@@ -439,6 +441,8 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 	}
 	case P_AT:
 		heap_del(w, d->pos);
+		w->owners[d->owner].nfine -= d->fine;
+		d->fine = false;
 		break;
 	case P_LEVEL: { /* its entry dies */
 		struct garuda_watch_level *lv = level_of(w, d->owner, d->level);
@@ -498,8 +502,9 @@ static uint64_t level_hold(const struct garuda_watch *w, uint64_t dl, unsigned l
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
  * (held there until *due: level_hold, or 0 while a window lies ahead). */
 static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h,
-			    uint64_t now, uint64_t *due, unsigned *level)
+			    uint64_t now, uint64_t *due, unsigned *level, bool fine_ok, bool *fine)
 {
+	*fine = false;
 	const struct garuda_watch_tuning *t = &w->t;
 	uint64_t early = t->pol.early_ns;
 	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, early);
@@ -534,6 +539,22 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		if (open == UINT64_MAX && res > dl && now >= res)
 			dl = res;
 	}
+	/* a predicted wait whose window has closed, past its opening by less than the
+	 * prediction's own uncertainty (sleep/backoff_div: a prediction from a lower bound
+	 * is short by up to a backoff period of the wait that recorded it): looked at every
+	 * GARUDA_WATCH_FINE_NS there, not on the backoff (a 10 s kernel's second wait, after
+	 * a first found on the backoff: docs/plans.md, "Long kernels, live") */
+	if (fine_ok && t->predict && h->sleep_ns && open == UINT64_MAX && now >= dl) {
+		uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
+		if (now - dl < h->sleep_ns / div) {
+			/* on a grid of a sixteenth of the period: every session's fine words
+			 * share a wake */
+			uint64_t at = add_sat(now, GARUDA_WATCH_FINE_NS);
+			*due = at - at % (GARUDA_WATCH_FINE_NS / 16);
+			*fine = true;
+			return P_AT;
+		}
+	}
 	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
 		uint64_t at = dl - early;
 		if (t->max_sleep_ns)
@@ -555,13 +576,25 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	return P_LEVEL;
 }
 
+/* a word on a fine timer (fine) or not: its owner's count follows */
+static void set_fine(struct garuda_watch *w, struct garuda_watch_word *d, bool fine)
+{
+	w->owners[d->owner].nfine += (uint32_t)fine - (uint32_t)d->fine;
+	d->fine = fine;
+}
+
 static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 {
 	struct garuda_watch_word *d = &w->words[wi];
 	uint64_t due = 0;
 	unsigned level = 0;
 	struct garuda_policy_wait h = pw_of(w, d->head);
-	enum place p = place_for(w, &h, now, &due, &level);
+	/* at most GARUDA_WATCH_FINE_WORDS of a session's words on fine timers: a session's
+	 * flood of them costs a bounded number of looks a period, and stays behind the
+	 * other sessions' due words no more than that (fairness, watch.h) */
+	bool fine = false,
+	     fine_ok = d->fine || w->owners[d->owner].nfine < GARUDA_WATCH_FINE_WORDS;
+	enum place p = place_for(w, &h, now, &due, &level, fine_ok, &fine);
 	if (p == P_LEVEL) {
 		/* its next look is a sweep's, never a spin step's, whichever path placed it
 		 * (a retune, a removal): a sweep's idle looks with a load leave the word
@@ -579,6 +612,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		return;
 	if (p == P_AT && d->place == P_AT) {
 		heap_retime(w, d->pos, due);
+		set_fine(w, d, fine);
 		return;
 	}
 	unplace(w, wi);
@@ -590,6 +624,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		break;
 	case P_AT:
 		heap_push(w, due, wi, 0);
+		set_fine(w, d, fine);
 		break;
 	default: {
 		struct garuda_watch_level *lv = level_of(w, d->owner, level);
@@ -1360,13 +1395,18 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 	uint32_t listed = 0;
 	for (uint32_t o = 0; o < w->nowners; o++) {
 		uint32_t c = 0, prev = GARUDA_WATCH_NONE;
+		uint32_t fine = 0;
 		for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext) {
 			const struct garuda_watch_word *d = &w->words[i];
 			if (i >= w->wtop || d->head == GARUDA_WATCH_NONE || d->owner != o || d->oprev != prev ||
-			    ++c > w->owners[o].nwords)
+			    ++c > w->owners[o].nwords || (d->fine && d->place != P_AT))
 				return snprintf(why, cap, "owner %u: word %u on its list does not belong", o, i), -1;
+			fine += d->fine;
 			prev = i;
 		}
+		if (fine != w->owners[o].nfine || fine > GARUDA_WATCH_FINE_WORDS)
+			return snprintf(why, cap, "owner %u: %u words on fine timers, %u counted", o, fine,
+					w->owners[o].nfine), -1;
 		if (c != w->owners[o].nwords)
 			return snprintf(why, cap, "owner %u: %u words listed, %u counted", o, c, w->owners[o].nwords), -1;
 		listed += c;

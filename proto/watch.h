@@ -11,6 +11,9 @@
  * are queued behind it, stream order), and waits in one of three places:
  *   - SPIN: its head is in its spin window: looked at every step;
  *   - AT: its head's deadline (or window) is ahead: a min-heap of times, O(log n);
+ *     or (+predict) its window has closed less than its prediction's uncertainty
+ *     (sleep/backoff_div) ago: a timer every GARUDA_WATCH_FINE_NS, for at most
+ *     GARUDA_WATCH_FINE_WORDS words of a session at once (the rest: LEVEL);
  *   - LEVEL L of its owner: its head is overdue by t (past its deadline, outside its
  *     window; t counts from the window's opening once a window that opened past the
  *     deadline, the second look, has closed): looked at every
@@ -72,6 +75,11 @@
 #include "policy.h"
 
 #define GARUDA_WATCH_STEP_MIN_NS  GARUDA_POLICY_STEP_MIN_NS /* level 0's period */
+/* how often a predicted wait whose window closed is looked at while within its
+ * prediction's uncertainty (place_for): a timed wake each, ~15 us of CPU */
+#define GARUDA_WATCH_FINE_NS      64000ull
+/* at most this many of one session's words on such timers at once (the rest back off) */
+#define GARUDA_WATCH_FINE_WORDS   16u
 #define GARUDA_WATCH_LEVELS       29u   /* periods 32 us .. 524 ms, half an octave apart */
 #define GARUDA_WATCH_CHUNK        64u   /* words of one level given out per turn */
 #define GARUDA_WATCH_IDLE_PER_WORD 4u   /* idle looks (a sweep's own) a turn takes per word

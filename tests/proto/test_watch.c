@@ -18,7 +18,8 @@
  *   - stream order: a wait queued behind another on its word has no deadline until the
  *     first is found, then its clock starts at that find;
  *   - a 10 s prediction is slept toward in steps (max_sleep_ns) and then spun on for
- *     one short window only;
+ *     one short window only; one that was short (a lower bound) is looked at every
+ *     GARUDA_WATCH_FINE_NS within its uncertainty past the window, then backs off;
  *   - libgaruda's +predict wait (client/wait.c predict_wait, replayed call for call):
  *     the exact sequence of its sleeps, spins and finds, stream order over queued
  *     sequences (each one's clock from its predecessor's find: the estimator learns
@@ -420,6 +421,77 @@ Test(watch, a_ten_second_prediction_is_slept_toward_in_steps)
 	cr_assert_leq(spin_steps, 1000 * US / (2 * US) + 1, "%llu spin steps",
 		      (unsigned long long)spin_steps);
 	cr_assert_leq(s.now - land, 10 * US, "found %llu us late", (unsigned long long)((s.now - land) / US));
+	sim_fini(&s);
+}
+
+/* A 10 s prediction 100 ms short (a lower bound, as a cold first wait found on its
+ * backoff records): its window opens and closes 100 ms early. Within the prediction's
+ * uncertainty (sleep/32 past the opening) the word is looked at every
+ * GARUDA_WATCH_FINE_NS, not on the backoff (which would look ~100 ms/32 apart there):
+ * the store is found within that period. Past the uncertainty, the backoff as before. */
+static uint64_t land_after_short_prediction(struct sim *s, uint64_t short_by, uint64_t *looks)
+{
+	sim_init(s, true, 1);
+	uint32_t o = garuda_watch_owner(&s->w, 1);
+	uint64_t start = s->now;
+	arm(s, o, 0, 1, 10 * S - short_by);
+	uint64_t land = start + 10 * S;
+	*looks = 0;
+	while (!s->fired_total) {
+		if (s->now >= land)
+			s->value[0] = 1;
+		*looks += step(s, 100) > 0;
+		if (!s->fired_total)
+			advance(s, s->now < land ? land : UINT64_MAX);
+	}
+	return s->now - land;
+}
+
+Test(watch, a_closed_window_is_followed_by_fine_looks_within_the_predictions_uncertainty)
+{
+	static struct sim s;
+	uint64_t looks;
+	uint64_t late = land_after_short_prediction(&s, 100 * MS, &looks);
+	cr_assert_leq(late, GARUDA_WATCH_FINE_NS, "found %llu us late", (unsigned long long)(late / US));
+	/* ~10 sleeps toward it, the window's spin steps, then one look per period */
+	cr_assert_leq(looks, 10 + 500 + 100 * MS / GARUDA_WATCH_FINE_NS + 10, "%llu looks",
+		      (unsigned long long)looks);
+	sim_fini(&s);
+	/* short by more than its uncertainty (10 s / 32 = 312 ms): fine looks for 312 ms,
+	 * then the backoff from the opening (found within 2 periods of max(200 us, 1 s/32)) */
+	late = land_after_short_prediction(&s, 1 * S, &looks);
+	cr_assert_leq(late, 2 * (1 * S / 32), "found %llu us late", (unsigned long long)(late / US));
+	cr_assert_leq(looks, 10 + 500 + (10 * S / 32) / GARUDA_WATCH_FINE_NS + 600, "%llu looks",
+		      (unsigned long long)looks);
+	sim_fini(&s);
+}
+
+/* A session's flood of words past their windows within their uncertainty: at most
+ * GARUDA_WATCH_FINE_WORDS of them get fine timers (the watcher's check counts them after
+ * every step), the rest back off; another session's word in the same state still gets
+ * its fine looks, and is found within a fine period. */
+Test(watch, fine_looks_are_capped_per_session)
+{
+	static struct sim s;
+	sim_init(&s, true, 1001);
+	uint32_t flood = garuda_watch_owner(&s.w, 1), other = garuda_watch_owner(&s.w, 2);
+	uint64_t start = s.now;
+	for (unsigned k = 0; k < 1000; k++)
+		arm(&s, flood, k, 1, 100 * MS); /* never stored */
+	arm(&s, other, 1000, 1, 100 * MS);
+	uint64_t land = start + 102 * MS; /* past its window (100-101 ms), within 100/32 ms */
+	char why[160];
+	while (!s.fired_total) {
+		if (s.now >= land)
+			s.value[1000] = 1;
+		step(&s, 512);
+		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "at %llu us: %s",
+			     (unsigned long long)((s.now - start) / US), why);
+		if (!s.fired_total)
+			advance(&s, s.now < land ? land : UINT64_MAX);
+	}
+	cr_assert_leq(s.now - land, GARUDA_WATCH_FINE_NS, "found %llu us late",
+		      (unsigned long long)((s.now - land) / US));
 	sim_fini(&s);
 }
 
