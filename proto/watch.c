@@ -1188,9 +1188,10 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		 * times as many idle looks (one entry and one load each, a few ns: a heap
 		 * retime per 64 of them was a tenth of an idle sweep's time) */
 		unsigned take = GARUDA_WATCH_CHUNK * GARUDA_WATCH_IDLE_PER_WORD, dead = 0, idle = 0;
-		/* the walk's state in locals: nothing in it writes the level's cursor,
-		 * limit or array (promote() appends to another level), and the build's
-		 * -fno-strict-aliasing would otherwise reload each after every store */
+		/* the walk's state in locals: nothing in it writes the level's cursor or
+		 * limit, nor its array but promote() (read again after it), and the
+		 * build's -fno-strict-aliasing would otherwise reload each after every
+		 * store */
 		struct garuda_watch_lent *ent = lv->e;
 		uint32_t cur = lv->cursor;
 		const uint32_t lim = lv->limit;
@@ -1226,8 +1227,13 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 				}
 				lv->kept += kept; /* (promote() may begin a share) */
 				kept = 0;
-				if (promote(w, owner, x, now)) { /* idle, on to its next level */
-					lent = lv->lent_to;
+				bool moved = promote(w, owner, x, now);
+				/* (a share of lv's array ended by the move: lv has an array of its
+				 * own now, its entries at the same places) */
+				lent = lv->lent_to;
+				ent = lv->e;
+				x = &ent[cur - 1];
+				if (moved) { /* idle, on to its next level */
 					idle++;
 					continue;
 				}

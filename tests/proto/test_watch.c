@@ -822,7 +822,11 @@ Test(watch, shares_under_random_operations_keep_the_invariants)
 		} else if (op < 6) {
 			s.value[RND(WORDS)]++;
 		} else if (op < 7 && RND(20) == 0) {
+			/* another backoff: words move to lower levels too, a share's borrower
+			 * into its lender */
 			struct garuda_watch_tuning t = tuning(RND(2));
+			t.backoff_div = RND(2) ? 8 : 32;
+			t.pol.backstop_ns = RND(2) ? 200 * US : 2 * MS;
 			garuda_watch_retune(&s.w, &t, s.now);
 		} else {
 			step(&s, 1 + RND(400));
