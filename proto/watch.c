@@ -429,6 +429,13 @@ static void level_drop(struct garuda_watch *w, uint32_t owner, struct garuda_wat
 	lv->hpos = GARUDA_WATCH_NONE;
 }
 
+/* a word on a fine timer (fine) or not: its owner's count follows */
+static void set_fine(struct garuda_watch *w, struct garuda_watch_word *d, bool fine)
+{
+	w->owners[d->owner].nfine += (uint32_t)fine - (uint32_t)d->fine;
+	d->fine = fine;
+}
+
 static void unplace(struct garuda_watch *w, uint32_t wi)
 {
 	struct garuda_watch_word *d = &w->words[wi];
@@ -441,8 +448,7 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 	}
 	case P_AT:
 		heap_del(w, d->pos);
-		w->owners[d->owner].nfine -= d->fine;
-		d->fine = false;
+		set_fine(w, d, false);
 		break;
 	case P_LEVEL: { /* its entry dies */
 		struct garuda_watch_level *lv = level_of(w, d->owner, d->level);
@@ -574,13 +580,6 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 		*due = 0;
 	}
 	return P_LEVEL;
-}
-
-/* a word on a fine timer (fine) or not: its owner's count follows */
-static void set_fine(struct garuda_watch *w, struct garuda_watch_word *d, bool fine)
-{
-	w->owners[d->owner].nfine += (uint32_t)fine - (uint32_t)d->fine;
-	d->fine = fine;
 }
 
 static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
