@@ -71,6 +71,11 @@ struct garuda_watch_level {
 	uint32_t fresh_from;
 	uint32_t hpos;   /* its timer's heap position (GARUDA_WATCH_NONE: none) */
 	uint32_t kept;   /* entries this sweep left on it (stayed idle, given out) */
+	uint64_t young;  /* the latest time any word's backoff counts from, of the words
+			  * placed on it since it was last empty (UINT64_MAX: one had a
+			  * window ahead; 0: none): its youngest word's is no later, so a
+			  * sweep follows the one before it by that word's backoff
+			  * (level_next: stretches) */
 	bool sweeping;
 	/* a share (promote() in place; LV_NONE: none): the level whose entries fill this
 	 * array's first [0, that level's len), or the level whose array this one is */
@@ -127,6 +132,26 @@ static uint64_t us_to_ns(uint64_t us)
 }
 
 static void spans_set(struct garuda_watch *w);
+static uint64_t level_hold(const struct garuda_watch *w, uint64_t dl, unsigned l);
+
+/* the tuning's backoff_div (0: the default) */
+static uint64_t backoff_div(const struct garuda_watch_tuning *t)
+{
+	return t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
+}
+
+/* the short ladder's top: the backstop (0: none, level 0's period) */
+static uint64_t backoff_top(const struct garuda_watch_tuning *t)
+{
+	return t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
+}
+
+/* backoff(t) (watch.h) but for the top level's cap: the longest a word overdue by t
+ * may wait between two looks, max(min(backstop, max(STEP_MIN, t/2)), t/backoff_div) */
+static uint64_t backoff_ns(const struct garuda_watch *w, uint64_t t)
+{
+	return max_u64(min_u64(backoff_top(&w->t), max_u64(GARUDA_WATCH_STEP_MIN_NS, t / 2)), t / backoff_div(&w->t));
+}
 
 void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out)
 {
@@ -363,15 +388,58 @@ static inline void walk_keeps(struct garuda_watch *w, uint32_t owner, struct gar
 	}
 }
 
-/* when a sweep of level l that begins at t is followed by the next: a period on,
+/* When a sweep of level l that begins at t is followed by the next: its period on
+ * (young UINT64_MAX), or, stretched, the backoff of a word whose backoff counts from
+ * young (its youngest word's, or one younger: no word on it waits past its bound), at
+ * most level l + 1's period (a word whose backoff reached that moves on in this sweep);
  * rounded down to a sixteenth of the period in absolute time, so that the levels of
- * one period (every owner's) fall due together and share one wake (a sweep comes at
- * most 1/16 early, never late: the backoff bound holds) */
-static uint64_t level_next(uint64_t t, unsigned l)
+ * one period fall due together and share one wake (a sweep comes at most 1/16 of the
+ * period early, never late: the backoff bound holds). Why stretches: a tenant's idle
+ * words age together, and a level's period is up to a level apart short of their
+ * bound (on average 0.85 of it); stretched, the sweeps follow the bound itself: a
+ * sixth fewer looks (docs/plans.md, "Stretches"). */
+static uint64_t level_next(const struct garuda_watch *w, uint64_t t, unsigned l, uint64_t young)
 {
 	uint64_t p = GARUDA_WATCH_PERIOD_NS(l), g = p / 16;
+	if (young < t && l + 1 < GARUDA_WATCH_LEVELS)
+		p = min_u64(max_u64(p, backoff_ns(w, t - young)), GARUDA_WATCH_PERIOD_NS(l + 1));
 	uint64_t at = add_sat(t, p);
 	return at - at % g;
+}
+
+/* Does a word of level l (lv) whose hold ran out stay there, held, for the level's
+ * youngest word to catch up? Only while that one's hold runs out within level l + 1's
+ * period of the level's last sweep's beginning (lv->began: the one in progress, or
+ * the last). Why: a tenant's idle words, armed over a moment, age together, and a
+ * sweep that fell between the oldest's hold and the youngest's (or one that spanned
+ * steps while the holds ran out) moved some and kept others: the kept ones ended the
+ * share, and the moved ones were copied to a fresh array (garudad: pages faulted in;
+ * stretches land sweeps there often). Now such a level moves on whole, a sweep
+ * later. Safe for the bound: lv's next sweep comes at most level l + 1's period after
+ * its last began (level_next), and the word's backoff is at least that now. Costs it a
+ * look or two more, once a level; words that keep joining (a steady stream of new
+ * idle words) hold up nobody (their holds run out ~backoff_div periods on). */
+static bool level_waits_for_young(const struct garuda_watch *w, const struct garuda_watch_level *lv,
+				  unsigned l)
+{
+	if (lv->young == UINT64_MAX || l + 1 >= GARUDA_WATCH_LEVELS)
+		return false;
+	uint64_t yh = level_hold(w, lv->young, l);
+	return yh > lv->began && yh - lv->began <= GARUDA_WATCH_PERIOD_NS(l + 1);
+}
+
+/* A word whose backoff counts from dl joins level l (lv) at now: the level's young
+ * follows it, and its next sweep comes within a period (a stretch may have put it
+ * further: the word is younger than the level's youngest). O(log n) only then. */
+static void level_join(struct garuda_watch *w, struct garuda_watch_level *lv, unsigned l,
+		       uint64_t dl, uint64_t now)
+{
+	lv->young = max_u64(lv->young, dl);
+	if (lv->hpos == GARUDA_WATCH_NONE || lv->next <= add_sat(now, GARUDA_WATCH_PERIOD_NS(l)))
+		return;
+	lv->next = level_next(w, now, l, UINT64_MAX);
+	if (!lv->sweeping) /* (a sweep in progress takes its next when it ends) */
+		heap_retime(w, lv->hpos, lv->next);
 }
 
 /* the end of a sweep: once the dead outnumber the live, the live move down in order
@@ -420,6 +488,7 @@ static void level_drop(struct garuda_watch *w, uint32_t owner, struct garuda_wat
 	}
 	level_free(lv);
 	lv->len = lv->cap = 0;
+	lv->young = 0;
 	w->nsweeping -= lv->sweeping;
 	lv->sweeping = false;
 	lv->fresh_step = 0;
@@ -473,8 +542,7 @@ _Static_assert(GARUDA_WATCH_PERIOD_MAX_NS == GARUDA_POLICY_BACKOFF_MAX_NS,
 static void spans_set(struct garuda_watch *w)
 {
 	const struct garuda_watch_tuning *t = &w->t;
-	uint64_t top = t->pol.backstop_ns ? t->pol.backstop_ns : GARUDA_WATCH_STEP_MIN_NS;
-	uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
+	uint64_t top = backoff_top(t), div = backoff_div(t);
 	for (unsigned l = 0; l + 1 < GARUDA_WATCH_LEVELS; l++) {
 		uint64_t p = GARUDA_WATCH_PERIOD_NS(l + 1);
 		uint64_t by_div = p > UINT64_MAX / div ? UINT64_MAX : p * div;
@@ -505,10 +573,18 @@ static uint64_t level_hold(const struct garuda_watch *w, uint64_t dl, unsigned l
 	return add_sat(dl, w->span[l]);
 }
 
+/* where the backoff of a word held on level l until hold counts from (UINT64_MAX: a
+ * window lies ahead, hold 0; the top level's hold is UINT64_MAX: 0, never stretched) */
+static uint64_t hold_from(const struct garuda_watch *w, uint64_t hold, unsigned l)
+{
+	return hold ? hold - w->span[l] : UINT64_MAX;
+}
+
 /* Where the word whose head is h waits, as of now: SPIN, AT *due, or LEVEL *level
- * (held there until *due: level_hold, or 0 while a window lies ahead). */
+ * (held there until *due: level_hold from *from, or 0 while a window lies ahead). */
 static enum place place_for(const struct garuda_watch *w, const struct garuda_policy_wait *h,
-			    uint64_t now, uint64_t *due, unsigned *level, bool fine_ok, bool *fine)
+			    uint64_t now, uint64_t *due, unsigned *level, uint64_t *from, bool fine_ok,
+			    bool *fine)
 {
 	*fine = false;
 	const struct garuda_watch_tuning *t = &w->t;
@@ -551,8 +627,7 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	 * GARUDA_WATCH_FINE_NS there, not on the backoff (a 10 s kernel's second wait, after
 	 * a first found on the backoff: docs/plans.md, "Long kernels, live") */
 	if (fine_ok && t->predict && h->sleep_ns && open == UINT64_MAX && now >= dl) {
-		uint64_t div = t->backoff_div ? t->backoff_div : GARUDA_PLAN_BACKOFF_DIV_DEFAULT;
-		if (now - dl < h->sleep_ns / div) {
+		if (now - dl < h->sleep_ns / backoff_div(t)) {
 			/* on a grid of a sixteenth of the period: every session's fine words
 			 * share a wake */
 			uint64_t at = add_sat(now, GARUDA_WATCH_FINE_NS);
@@ -571,6 +646,7 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	uint64_t overdue = now > dl ? now - dl : 0;
 	*level = level_for(w, overdue);
 	*due = level_hold(w, dl, *level);
+	*from = dl;
 	if (open != UINT64_MAX) { /* between its deadline and its window: no later than that */
 		uint64_t period = GARUDA_WATCH_PERIOD_NS(*level);
 		if (open - early <= add_sat(now, period)) {
@@ -593,18 +669,26 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	 * other sessions' due words no more than that (fairness, watch.h) */
 	bool fine = false,
 	     fine_ok = d->fine || w->owners[d->owner].nfine < GARUDA_WATCH_FINE_WORDS;
-	enum place p = place_for(w, &h, now, &due, &level, fine_ok, &fine);
+	uint64_t from = 0;
+	enum place p = place_for(w, &h, now, &due, &level, &from, fine_ok, &fine);
 	if (p == P_LEVEL) {
 		/* its next look is a sweep's, never a spin step's, whichever path placed it
 		 * (a retune, a removal): a sweep's idle looks with a load leave the word
 		 * itself untouched, and must find it as found() would leave it */
 		d->spun = false;
 	}
+	if (p == P_LEVEL && d->place == P_LEVEL && due && level > d->level &&
+	    level_waits_for_young(w, level_of(w, d->owner, d->level), d->level)) {
+		level = d->level; /* held where it is, as a sweep's promote() holds it */
+		due = level_hold(w, from, level);
+	}
 	if (p == P_LEVEL && d->place == P_LEVEL && level == d->level) {
 		/* it stays: its entry takes its head's target and hold as they are now */
-		struct garuda_watch_lent *x = &level_of(w, d->owner, level)->e[d->pos];
+		struct garuda_watch_level *lv = level_of(w, d->owner, level);
+		struct garuda_watch_lent *x = &lv->e[d->pos];
 		x->target = h.target;
 		x->hold = due;
+		level_join(w, lv, level, hold_from(w, due, level), now);
 		return;
 	}
 	if (p == d->place && p == P_SPIN)
@@ -642,10 +726,11 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		lv->n++;
 		if (lv->hpos == GARUDA_WATCH_NONE) {
 			/* a new level's first sweep: one period from now */
-			lv->next = level_next(now, level);
+			lv->next = level_next(w, now, level, UINT64_MAX);
 			lv->sweeping = false;
 			heap_push(w, lv->next, d->owner * GARUDA_WATCH_LEVELS + level, 1);
 		}
+		level_join(w, lv, level, hold_from(w, due, level), now);
 		break;
 	}
 	}
@@ -1094,13 +1179,18 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	 * saturated) */
 	uint64_t dl = x->hold - w->span[d->level];
 	unsigned l = level_for(w, now > dl ? now - dl : 0);
-	if (l == d->level) { /* (a tuning that moved it nowhere): it stays, as one held */
+	if (l > d->level && level_waits_for_young(w, level_of(w, owner, d->level), d->level))
+		l = d->level;
+	/* it stays, as one held: it waits for its level's youngest, or a tuning moved it
+	 * nowhere */
+	if (l == d->level) {
 		struct garuda_watch_level *lv = level_of(w, owner, l);
 		level_unshare(w, owner, lv);
 		lv->kept++;
 		x->hold = level_hold(w, dl, l);
 		d->last_look = now;
 		x->look = UINT32_MAX;
+		level_join(w, lv, l, dl, now);
 		return true;
 	}
 	struct garuda_watch_level *lv = level_of(w, owner, d->level), *nl = level_of(w, owner, l);
@@ -1133,10 +1223,11 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	nl->n++;
 	if (nl->hpos == GARUDA_WATCH_NONE) { /* (due a period on: never before the timer
 					      * being served) */
-		nl->next = level_next(now, l);
+		nl->next = level_next(w, now, l, UINT64_MAX);
 		nl->sweeping = false;
 		heap_push(w, nl->next, owner * GARUDA_WATCH_LEVELS + l, 1);
 	}
+	level_join(w, nl, l, dl, now);
 	return true;
 }
 
@@ -1179,7 +1270,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			lv->limit = lv->fresh_step == w->steps ? lv->fresh_from : lv->len;
 			lv->prev_began = lv->began;
 			lv->began = now;
-			lv->next = level_next(now, e.what % GARUDA_WATCH_LEVELS);
+			lv->next = level_next(w, now, e.what % GARUDA_WATCH_LEVELS, lv->young);
 		}
 		/* a chunk of its live entries: the idle held ones looked at here (with a
 		 * load), the rest given out */
@@ -1451,6 +1542,9 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 					return snprintf(why, cap, "owner %u level %u: word %u does not belong", o, l, x), -1;
 				if (e->key != d->key || e->target != w->waits[d->head].target)
 					return snprintf(why, cap, "owner %u level %u: word %u's entry is stale", o, l, x), -1;
+				if (l + 1 < GARUDA_WATCH_LEVELS && hold_from(w, e->hold, l) > lv->young)
+					return snprintf(why, cap, "owner %u level %u: word %u younger than its young", o, l,
+							x), -1;
 				c++;
 			}
 			entries += c;

@@ -22,7 +22,11 @@
  *     r = 1/backoff_div (the plan's key, default 1/32). So a store to an overdue word
  *     is found within max(backstop, r t) of landing (by default 3.1 % of how long the
  *     wait has been overdue), at most P_max = 524 ms; a word that never moves is
- *     looked at ~ln(t)/r + t/P_max times in its first t. Each
+ *     looked at ~ln(t)/r + t/P_max times in its first t. Stretches: a level's sweeps
+ *     come its youngest word's backoff apart (at least P_L, at most P_L+1), so a
+ *     tenant's idle words, of one age, are looked at by their bound itself, and a
+ *     word whose hold ran out waits on its level, held, while its level's youngest's
+ *     runs out within P_L+1 (the level moves on whole). Each
  *     owner's levels are one timer each in the heap (periods fall on a 1/16 grid of
  *     absolute time, so the levels of one period share a wake); a level's sweep is a
  *     walk in order of its array of entries, one per word, each with what an idle

@@ -12,6 +12,9 @@
  *     the second's word is in the first step, and no step looks at more than a chunk of
  *     the first's words per turn;
  *   - work is counted in word loads, per owner, and a wait not due costs none;
+ *   - stretches: an idle session's sweeps come its youngest word's backoff apart (no
+ *     look past any word's bound, ~22 looks a word an octave of age, not ~27), and a
+ *     session armed over a moment moves on a whole level at a time (none copied);
  *   - shares: an idle session's words move on to their next level in the array their
  *     level lends (no entry copied); a share ended halfway (a word given out, words
  *     removed on either side) or cut anywhere by random operations loses nothing;
@@ -728,13 +731,18 @@ Test(watch, a_sweep_with_a_load_fires_and_charges_as_one_without)
  * shares): no entry is copied, no new array is made (garudad: no page faulted in).
  * Sweeps here span many steps (300 looks each); the watcher's invariants hold after
  * every step. */
-static void idle_session(struct sim *s, uint32_t *ids, unsigned n)
+static void idle_session_over(struct sim *s, uint32_t *ids, unsigned n, uint64_t gap)
 {
 	sim_init(s, true, n);
 	garuda_watch_set_load(&s->w, sim_load, s);
 	uint32_t o = garuda_watch_owner(&s->w, 1);
-	for (unsigned k = 0; k < n; k++)
+	for (unsigned k = 0; k < n; k++, s->now += gap)
 		ids[k] = arm(s, o, k, 1, 0);
+}
+
+static void idle_session(struct sim *s, uint32_t *ids, unsigned n)
+{
+	idle_session_over(s, ids, n, 0);
 }
 
 static void step_checked(struct sim *s, uint64_t end)
@@ -762,6 +770,70 @@ Test(watch, an_idle_sessions_words_move_on_in_place)
 	cr_assert_geq(s.w.promoted_in_place, 20 * 4096ull, "%llu moved in place",
 		      (unsigned long long)s.w.promoted_in_place);
 	cr_assert_eq(s.w.promoted_in_place % 4096, 0, "moves of whole levels");
+	sim_fini(&s);
+}
+
+/* Stretches (watch.c, level_next): a level's sweeps follow its youngest word's backoff,
+ * not the level's period. 4,096 idle words armed over 41 ms, as a tenant arms them
+ * (cold: each one's backoff counts from its own arm), looked at by the sweeps' own
+ * loads, logged here: from 1 s of age on, every look at a word comes no later than
+ * max(backstop, age/32) (at most the top period) after the one before it, age taken at
+ * that one; over the ages 10 to 20 s a word is looked at close to the bound's own
+ * count, 32 ln 2 = 22.2 times (a level's fixed period, 0.85 of the bound on average:
+ * 27); and from 2 s of age on (a backoff past the arms' spread) each level moves on
+ * whole, in the array it lends (level_waits_for_young): no entry copied. */
+struct look_log {
+	struct sim *s;
+	uint64_t *dl;      /* each word's deadline: its arm */
+	uint64_t *last;    /* each word's last look */
+	uint64_t looks;    /* looks at ages [10 s, 20 s) */
+	uint64_t worst_over; /* the most a gap exceeded its bound by (0: none) */
+};
+
+static uint64_t logged_load(void *ctx, uint64_t key, uint64_t now)
+{
+	struct look_log *g = ctx;
+	uint64_t prev = g->last[key - 1], dl = g->dl[key - 1];
+	if (prev >= dl + 1 * S) {
+		uint64_t age = prev - dl, bound = age / 32 > 200 * US ? age / 32 : 200 * US;
+		bound = bound < GARUDA_WATCH_PERIOD_MAX_NS ? bound : GARUDA_WATCH_PERIOD_MAX_NS;
+		if (now - prev > bound && now - prev - bound > g->worst_over)
+			g->worst_over = now - prev - bound;
+	}
+	g->last[key - 1] = now;
+	g->looks += now >= dl + 10 * S && now < dl + 20 * S;
+	return g->s->value[key - 1];
+}
+
+Test(watch, an_idle_sessions_sweeps_follow_its_words_backoff_and_move_on_whole)
+{
+	static struct sim s;
+	static uint32_t ids[4096];
+	static uint64_t last[4096], dl[4096];
+	uint64_t t0 = 1 * S, gap = 10 * US;
+	for (unsigned k = 0; k < 4096; k++)
+		dl[k] = t0 + k * gap;
+	idle_session_over(&s, ids, 4096, gap);
+	struct look_log g = { .s = &s, .dl = dl, .last = last };
+	garuda_watch_set_load(&s.w, logged_load, &g);
+	uint64_t end = t0 + 21 * S, copied = UINT64_MAX, moved = 0;
+	while (s.now < end) {
+		if (copied == UINT64_MAX && s.now >= dl[4095] + 2 * S) {
+			copied = s.w.promoted_copied;
+			moved = s.w.promoted_in_place;
+		}
+		step_checked(&s, end);
+	}
+	cr_assert_eq(s.fired_total, 0);
+	cr_assert_eq(g.worst_over, 0, "a look came %llu us past its bound",
+		     (unsigned long long)(g.worst_over / US));
+	double per_word = (double)g.looks / 4096;
+	cr_assert(per_word > 20 && per_word < 24.5, "%.2f looks a word from 10 to 20 s of age", per_word);
+	cr_assert_eq(s.w.promoted_copied, copied, "%llu entries copied from 2 s of age on",
+		     (unsigned long long)(s.w.promoted_copied - copied));
+	/* 64 ms .. 524 ms: 7 levels on, each a whole level's move */
+	cr_assert_eq(s.w.promoted_in_place - moved, 7 * 4096ull, "%llu moved in place",
+		     (unsigned long long)(s.w.promoted_in_place - moved));
 	sim_fini(&s);
 }
 
