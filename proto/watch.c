@@ -150,7 +150,8 @@ static uint64_t backoff_top(const struct garuda_watch_tuning *t)
  * may wait between two looks, max(min(backstop, max(STEP_MIN, t/2)), t/backoff_div) */
 static uint64_t backoff_ns(const struct garuda_watch *w, uint64_t t)
 {
-	return max_u64(min_u64(backoff_top(&w->t), max_u64(GARUDA_WATCH_STEP_MIN_NS, t / 2)), t / backoff_div(&w->t));
+	uint64_t ladder = min_u64(backoff_top(&w->t), max_u64(GARUDA_WATCH_STEP_MIN_NS, t / 2));
+	return max_u64(ladder, t / backoff_div(&w->t));
 }
 
 void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out)
@@ -396,8 +397,8 @@ static inline void walk_keeps(struct garuda_watch *w, uint32_t owner, struct gar
  * one period fall due together and share one wake (a sweep comes at most 1/16 of the
  * period early, never late: the backoff bound holds). Why stretches: a tenant's idle
  * words age together, and a level's period is up to a level apart short of their
- * bound (on average 0.85 of it); stretched, the sweeps follow the bound itself: a
- * sixth fewer looks (docs/plans.md, "Stretches"). */
+ * bound (on average 0.85 of it); stretched, the sweeps follow the bound itself: ~11 %
+ * fewer looks (docs/plans.md, "Stretches"). */
 static uint64_t level_next(const struct garuda_watch *w, uint64_t t, unsigned l, uint64_t young)
 {
 	uint64_t p = GARUDA_WATCH_PERIOD_NS(l), g = p / 16;
