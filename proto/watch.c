@@ -408,8 +408,9 @@ static uint64_t level_next(const struct garuda_watch *w, uint64_t t, unsigned l,
 	return at - at % g;
 }
 
-/* Does a word of level l (lv) whose hold ran out stay there, held, for the level's
- * youngest word to catch up? Only while that one's hold runs out within level l + 1's
+/* Does a word of owner's level l whose hold ran out (its age gives level to > l) stay
+ * there, held, for the level's youngest word to catch up? (promote() and place(): one
+ * rule for a sweep's own look and found()'s.) Only while that one's hold runs out within level l + 1's
  * period of the level's last sweep's beginning (lv->began: the one in progress, or
  * the last). Why: a tenant's idle words, armed over a moment, age together, and a
  * sweep that fell between the oldest's hold and the youngest's (or one that spanned
@@ -420,10 +421,11 @@ static uint64_t level_next(const struct garuda_watch *w, uint64_t t, unsigned l,
  * its last began (level_next), and the word's backoff is at least that now. Costs it a
  * look or two more, once a level; words that keep joining (a steady stream of new
  * idle words) hold up nobody (their holds run out ~backoff_div periods on). */
-static bool level_waits_for_young(const struct garuda_watch *w, const struct garuda_watch_level *lv,
-				  unsigned l)
+static bool level_waits_for_young(const struct garuda_watch *w, uint32_t owner, unsigned l,
+				  unsigned to)
 {
-	if (lv->young == UINT64_MAX || l + 1 >= GARUDA_WATCH_LEVELS)
+	const struct garuda_watch_level *lv = &w->owners[owner].lv[l];
+	if (to <= l || lv->young == UINT64_MAX || l + 1 >= GARUDA_WATCH_LEVELS)
 		return false;
 	uint64_t yh = level_hold(w, lv->young, l);
 	return yh > lv->began && yh - lv->began <= GARUDA_WATCH_PERIOD_NS(l + 1);
@@ -678,8 +680,8 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		 * itself untouched, and must find it as found() would leave it */
 		d->spun = false;
 	}
-	if (p == P_LEVEL && d->place == P_LEVEL && due && level > d->level &&
-	    level_waits_for_young(w, level_of(w, d->owner, d->level), d->level)) {
+	if (p == P_LEVEL && d->place == P_LEVEL && due &&
+	    level_waits_for_young(w, d->owner, d->level, level)) {
 		level = d->level; /* held where it is, as a sweep's promote() holds it */
 		due = level_hold(w, from, level);
 	}
@@ -1177,10 +1179,10 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 {
 	struct garuda_watch_word *d = &w->words[x->word];
 	/* where its backoff counts from (its hold ran out: not the top level's, never
-	 * saturated) */
-	uint64_t dl = x->hold - w->span[d->level];
+	 * saturated, never 0) */
+	uint64_t dl = hold_from(w, x->hold, d->level);
 	unsigned l = level_for(w, now > dl ? now - dl : 0);
-	if (l > d->level && level_waits_for_young(w, level_of(w, owner, d->level), d->level))
+	if (level_waits_for_young(w, owner, d->level, l))
 		l = d->level;
 	/* it stays, as one held: it waits for its level's youngest, or a tuning moved it
 	 * nowhere */
