@@ -42,19 +42,12 @@
 #define GARUDA_POLICY_BACKOFF_MAX_NS (GARUDA_POLICY_STEP_MIN_NS << 14)
 
 /* A plan's keys as the policy takes them, named as the plan names them (docs/plans.md),
- * in nanoseconds; garuda_watch_tuning_of() (watch.h) makes them from a plan. The
- * second name of each union is the old one, kept only until client/reactor.c and
- * client/wait.c move onto the watcher (issue 31); new code uses the first. */
+ * in nanoseconds; garuda_watch_tuning_of() (watch.h) makes them from a plan, for every
+ * driver (garudad's scanner, libgaruda's reactor and +predict wait, garuda-replay). */
 struct garuda_policy_tuning {
-	union {
-		uint64_t park_ns; /* park_us: how long a spin window lasts */
-		uint64_t spin_ns;
-	};
-	bool forever; /* poll: a window, once open, never closes */
-	union {
-		uint64_t backstop_ns; /* backstop_us: the short ladder's longest step */
-		uint64_t max_step_ns;
-	};
+	uint64_t park_ns;     /* park_us: how long a spin window lasts */
+	bool forever;         /* poll: a window, once open, never closes */
+	uint64_t backstop_ns; /* backstop_us: the short ladder's longest step */
 	uint64_t early_ns; /* sleeps toward a deadline end this early (timer lateness) */
 };
 

@@ -108,11 +108,8 @@ struct garuda_watch_tuning {
 					  * short ladder's top; early_ns: timed wakes end this
 					  * early */
 	bool predict; /* +predict: heads sleep toward their deadlines */
-	union {
-		uint64_t max_sleep_ns; /* +predict's max_sleep_us: the longest single sleep (a
-					* far deadline is slept toward in steps of at most this) */
-		uint64_t sleep_step_ns; /* its old name (see garuda_policy_tuning) */
-	};
+	uint64_t max_sleep_ns; /* +predict's max_sleep_us: the longest single sleep (a far
+				* deadline is slept toward in steps of at most this) */
 	uint64_t margin_ns; /* +predict's margin_us: a spin window that opens at most this
 			     * past its deadline is slept to, not laddered to */
 	uint64_t backoff_div; /* the plan's backoff_div: an overdue word's period is at most
