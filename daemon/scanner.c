@@ -7,6 +7,8 @@
  *   - a step loads the words the watcher says are due (garuda_watch_due), reports
  *     each (garuda_watch_found: what fired, what each find records, the successor's
  *     clock in stream order) and delivers what fired; what is not due is not loaded;
+ *     a step that delivered, when a sleep comes next (not a spin), gives way
+ *     (sched_yield) to whoever its deliveries woke on this CPU;
  *   - then garuda_watch_next(): spin (0), or sleep until an absolute time (a
  *     FUTEX_WAIT_BITSET, so a post still wakes it), or park;
  *   - every spin step: where the CPU has a hardware word wait (util/wordwait.h),
@@ -736,8 +738,17 @@ static void *scanner_main(void *arg)
 				abort();
 			}
 		}
-		if (fired)
+		if (fired) {
+			/* the readiness just delivered may have woken its waiter on this CPU
+			 * (the scheduler puts a wakee beside its waker): when a sleep comes
+			 * next, not a spin, give it the CPU now, not after the way into the
+			 * sleep (docs/plans.md, "Giving way after a find") */
+			if (garuda_watch_next(&s->watch, garuda_now_ns()) != 0) {
+				spin_give_way();
+				gave_way = now;
+			}
 			continue; /* successors may be due at once */
+		}
 		now = garuda_now_ns();
 		uint64_t until = garuda_watch_next(&s->watch, now);
 		if (!until && garuda_watch_sweeping(&s->watch)) {
