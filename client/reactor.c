@@ -30,7 +30,8 @@
  *    stream), a wait per outstanding sequence (at most REACTOR_AHEAD ahead of its
  *    word; more as those land) queued in stream order by the watcher, the early wake
  *    the watcher's running mean; one owner per client, so the watcher serves clients'
- *    due words in turn. It looks only at the words the watcher says are due; it walks
+ *    due words in turn; a step that delivered gives way (sched_yield) when a sleep comes
+ *    next, as the scanner's does. It looks only at the words the watcher says are due; it walks
  *    the clients' streams only after a kick (a signal, a lost session, a refused
  *    segment), to take their new sequences.
  *  - It reads a client's streams only under that client's c->lock (garuda_stream_free()
@@ -380,8 +381,18 @@ static void *reactor_main(void *arg)
 			garuda_watch_woke(&reactor.watch, garuda_now_ns());
 			continue;
 		}
-		if (step(now))
+		if (step(now)) {
+			/* an eventfd it just wrote may have woken its waiter onto this CPU:
+			 * when a sleep comes next, not a spin, let it run now, not after the
+			 * way into the sleep (scanner.c's rule: docs/plans.md, "Giving way
+			 * after a find") */
+			if (garuda_watch_next(&reactor.watch, garuda_now_ns()) != 0) {
+				pthread_mutex_unlock(&reactor.lock);
+				spin_give_way();
+				pthread_mutex_lock(&reactor.lock);
+			}
 			continue; /* successors may be due at once */
+		}
 		now = garuda_now_ns();
 		uint64_t until = garuda_watch_next(&reactor.watch, now);
 		if (!until) {
