@@ -14,6 +14,7 @@
  * figure is the whole process's (the reactor's thread and the host stream's worker
  * included), per completion.
  */
+#include <errno.h>
 #include <garuda/garuda.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -108,7 +109,7 @@ int main(int argc, char **argv)
 		if (by_fd) {
 			struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
 			if (poll(&p, 1, -1) < 0)
-				return die("poll", -1);
+				return die("poll", -errno);
 			if ((r = garuda_stream_drain(s, &reached)) < 0)
 				return die("drain", r);
 		} else if ((r = garuda_stream_wait(s, reached, -1)) < 0) {
