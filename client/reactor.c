@@ -382,11 +382,9 @@ static void *reactor_main(void *arg)
 			continue;
 		}
 		if (step(now)) {
-			/* an eventfd it just wrote may have woken its waiter onto this CPU:
-			 * when a sleep comes next, not a spin, let it run now, not after the
-			 * way into the sleep (scanner.c's rule: docs/plans.md, "Giving way
-			 * after a find") */
-			if (garuda_watch_next(&reactor.watch, garuda_now_ns()) != 0) {
+			/* the application thread its eventfd write woke may be runnable on
+			 * this CPU now (watch.h) */
+			if (garuda_watch_gives_way(&reactor.watch, garuda_now_ns())) {
 				pthread_mutex_unlock(&reactor.lock);
 				spin_give_way();
 				pthread_mutex_lock(&reactor.lock);

@@ -739,11 +739,8 @@ static void *scanner_main(void *arg)
 			}
 		}
 		if (fired) {
-			/* the readiness just delivered may have woken its waiter on this CPU
-			 * (the scheduler puts a wakee beside its waker): when a sleep comes
-			 * next, not a spin, give it the CPU now, not after the way into the
-			 * sleep (docs/plans.md, "Giving way after a find") */
-			if (garuda_watch_next(&s->watch, garuda_now_ns()) != 0) {
+			/* its waiter may be runnable on this CPU now (watch.h) */
+			if (garuda_watch_gives_way(&s->watch, garuda_now_ns())) {
 				spin_give_way();
 				gave_way = now;
 			}

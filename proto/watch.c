@@ -1432,6 +1432,11 @@ void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns
 		place(w, a->word, now);
 }
 
+bool garuda_watch_gives_way(const struct garuda_watch *w, uint64_t now)
+{
+	return garuda_watch_next(w, now) != 0;
+}
+
 uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now)
 {
 	if (!w->nlive)

@@ -328,6 +328,15 @@ void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns
 /* After a step: 0 = spin (look again now), else the absolute time of the next step
  * (UINT64_MAX: nothing added, park). */
 uint64_t garuda_watch_next(const struct garuda_watch *w, uint64_t now);
+
+/* After a step that fired: does the driver give the CPU away (sched_yield) before it
+ * goes on? Yes when a sleep or a park comes next (garuda_watch_next() not 0): the
+ * readiness it just delivered may have woken its waiter onto the driver's CPU (the
+ * scheduler puts a wakee beside its waker), and that waiter then runs now, not after
+ * the driver's way into its sleep. No while a spin comes next: the next look must not
+ * wait behind a woken process. docs/plans.md, "Giving way after a find"; garudad's
+ * scanner and libgaruda's reactor both follow it. */
+bool garuda_watch_gives_way(const struct garuda_watch *w, uint64_t now);
 /* A sweep the last step left half done (its step budget ran out): the next step is
  * work due now, not a spin's wait, and needs no pause before it. */
 static inline bool garuda_watch_sweeping(const struct garuda_watch *w)

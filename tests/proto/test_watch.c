@@ -23,6 +23,8 @@
  *   - a 10 s prediction is slept toward in steps (max_sleep_ns) and then spun on for
  *     one short window only; one that was short (a lower bound) is looked at every
  *     GARUDA_WATCH_FINE_NS within its uncertainty past the window, then backs off;
+ *   - after a find the driver gives way only when a sleep or a park comes next, not
+ *     while another word is in its window;
  *   - libgaruda's +predict wait (client/wait.c predict_wait, replayed call for call):
  *     the exact sequence of its sleeps, spins and finds, stream order over queued
  *     sequences (each one's clock from its predecessor's find: the estimator learns
@@ -147,6 +149,35 @@ Test(watch, schedule_yields_exactly_the_due_words)
 	cr_assert_eq(next, 1 * S + 50 * MS);
 	cr_assert_eq(garuda_watch_count(&s.w), 1);
 	sim_fini(&s);
+}
+
+/* After a step that fired, the driver gives the CPU away (a waiter it woke may be
+ * runnable beside it) when a sleep or a park comes next, never while another word is
+ * in its window (scanner.c, client/reactor.c). */
+Test(watch, gives_way_after_a_find_only_when_no_spin_comes_next)
+{
+	static struct sim s;
+	for (int c = 0; c < 3; c++) {
+		/* 0: word 1 sleeps 50 ms more; 1: word 1 is in its window too; 2: none */
+		sim_init(&s, true, 2);
+		uint32_t o = garuda_watch_owner(&s.w, 1);
+		arm(&s, o, 0, 1, 5 * MS);
+		if (c < 2)
+			arm(&s, o, 1, 1, c == 0 ? 55 * MS : 5 * MS);
+		s.now = garuda_watch_next(&s.w, s.now);
+		garuda_watch_woke(&s.w, s.now);
+		step(&s, 100); /* the window opens: nothing landed yet */
+		cr_assert_eq(s.fired_total, 0);
+		cr_assert_not(garuda_watch_gives_way(&s.w, s.now), "case %d: spinning", c);
+		s.value[0] = 1;
+		s.now += 2 * US;
+		step(&s, 100);
+		cr_assert_eq(s.fired_total, 1, "case %d", c);
+		bool want = c != 1;
+		cr_assert_eq(garuda_watch_gives_way(&s.w, s.now), want, "case %d: next %llu", c,
+			     (unsigned long long)garuda_watch_next(&s.w, s.now));
+		sim_fini(&s);
+	}
 }
 
 Test(watch, overdue_word_backs_off_with_its_age_and_is_found_within_the_bound)
