@@ -60,13 +60,7 @@ static void usage(FILE *f)
 
 static bool want(const struct bench *b, const char *section)
 {
-	if (!b->o.only)
-		return true;
-	size_t n = strlen(section);
-	for (const char *p = b->o.only; (p = strstr(p, section)); p += n)
-		if ((p == b->o.only || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
-			return true;
-	return false;
+	return !b->o.only || bench_list_has(b->o.only, section);
 }
 
 static int parse_uint(const char *name, const char *v, unsigned lo, unsigned hi, unsigned *out)

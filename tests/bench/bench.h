@@ -103,6 +103,8 @@ void futex_wake(uint32_t *addr, int n);
 int futex_wait_ge(uint32_t *addr, uint32_t want, uint64_t timeout_ns);
 /* *addr = v (release) and wake all waiters. */
 void futex_set(uint32_t *addr, uint32_t v);
+/* Is item one of the entries of a comma-separated list? */
+bool bench_list_has(const char *list, const char *item);
 
 /* The same wait in an io_uring ring: one IORING_OP_FUTEX_WAIT (Linux 6.7;
  * examples/uring_futex.h) for *addr == val, at most timeout_ns (then cancelled). */

@@ -14,6 +14,9 @@
  * as fast as sendmmsg goes; the rate is the daemon's "arms" counter. Then every client
  * stores all its words at once and the burst of completions is timed to the last one
  * (doorbell form: one futex wake per segment per scan pass).
+ *
+ * GARUDA_BENCH_THRU_CELLS=8x64 (CLIENTSxSTREAMS, comma-separated) runs only those
+ * steady cells: one cell under a profiler (development).
  */
 #include <errno.h>
 #include <math.h>
@@ -408,9 +411,14 @@ int bench_throughput(struct bench *b)
 	printf("  %7s %7s %10s %10s %9s %7s %7s %7s %7s %7s %7s  %s\n", "clients", "streams", "complet/s", "arms/s",
 	       "passes/s", "c/pass", "r/dgram", "scanner", "daemon", "clients", "machine", "bottleneck");
 	double best = 0;
+	const char *only = getenv("GARUDA_BENCH_THRU_CELLS");
 	for (unsigned i = 0; i < ncl; i++)
 		for (unsigned j = 0; j < nst; j++) {
 			struct thru_cell c;
+			char name[32];
+			snprintf(name, sizeof(name), "%ux%u", cl[i], st[j]);
+			if (only && !bench_list_has(only, name))
+				continue;
 			run_steady(b, cfg, cl[i], st[j], &c);
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddNumberToObject(o, "clients", cl[i]);

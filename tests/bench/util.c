@@ -314,3 +314,12 @@ void uring_bell_wait(struct io_uring *ring, uint32_t *bell, uint32_t value, uint
 	}
 }
 
+
+bool bench_list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+	for (const char *p = list; (p = strstr(p, item)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+			return true;
+	return false;
+}
