@@ -83,6 +83,7 @@ struct cmd {
 	uint64_t session_id; /* DISARM, drops: whose (who gets the answer; a drop walks its words) */
 	bool noreply;
 	bool answer; /* DROP_SEGMENT / DROP_BINDING: acknowledge once applied */
+	bool landed; /* ARM: its target was reached when the loop thread posted it */
 };
 
 struct scanner {
@@ -165,9 +166,10 @@ static void post(struct scanner *s, const struct cmd *c)
 		      (c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING && c->kind != CMD_DROP_SINK);
 	if (!atomic_load(&s->sleeping))
 		return;
-	/* an ARM wakes it only when its deadline is earlier than the wake time */
+	/* an ARM wakes it only when its deadline is earlier than the wake time, or its
+	 * target was reached already (a readiness owed at once, protocol.md §9.1) */
 	if (!backlog && c->kind == CMD_ARM) {
-		urgent = garuda_policy_deadline(&c->pw) < atomic_load(&s->wake_at);
+		urgent = c->landed || garuda_policy_deadline(&c->pw) < atomic_load(&s->wake_at);
 		count(s, urgent ? SC_arm_wakes : SC_arm_nowakes, 1);
 	}
 	if (urgent)
@@ -190,6 +192,7 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 	c.word = segment_word(r->segment, r->index);
 	garuda_policy_wait_init(&c.pw, (uintptr_t)c.word, r->target, r->arm_ns, r->arm_ns,
 				r->sleep_ns, r->exact_sleep_ns);
+	c.landed = garuda_reached(__atomic_load_n(c.word, __ATOMIC_ACQUIRE), r->target);
 	post(s, &c);
 }
 
@@ -478,6 +481,9 @@ static bool take_commands(struct scanner *s)
 			garuda_watch_owner_set_ctx(&s->watch, owner, c->a.sink);
 			c->a.gen = gen;
 			c->pw.taken_ns = now;
+			/* the take's look: an arm whose work landed before it is owed its
+			 * readiness at once, and tells its point nothing (watch.h) */
+			c->pw.done = garuda_reached(__atomic_load_n(c->word, __ATOMIC_ACQUIRE), c->pw.target);
 			ntaken++;
 			take_ns += now > c->pw.arm_ns ? now - c->pw.arm_ns : 0;
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);

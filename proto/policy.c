@@ -100,6 +100,8 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 				      uint64_t prev_pass, bool slept)
 {
 	const struct garuda_find unknown = { GARUDA_FIND_UNKNOWN, 0 };
+	if (w->done) /* landed before it was armed, or before its arm was taken */
+		return unknown;
 	bool seen = w->taken_ns <= prev_pass; /* some earlier pass saw it unfinished */
 	bool close = now - prev_pass <= GARUDA_POLICY_EXACT_GAP_NS;
 	if (w->state == GARUDA_POLICY_QUEUED) {

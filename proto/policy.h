@@ -66,6 +66,10 @@ struct garuda_policy_wait {
 	uint64_t sleep_ns;	 /* its point's sleep at arm (0: cold, no sleep) */
 	uint64_t exact_sleep_ns; /* its point's exact sleep (the second look) */
 	uint8_t state;		 /* enum garuda_policy_state */
+	bool done;		 /* its word had reached its target at the driver's look when
+				  * it took the arm (a late arm, or no work at all): looked at
+				  * at once, whatever its point predicts, and its find records
+				  * nothing (nothing is known of its work's length) */
 };
 
 /* A new wait, its clock at its arm until its watcher orders it (watch.h). */

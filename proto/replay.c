@@ -12,6 +12,7 @@
 
 #include "estimator.h"
 #include "policy.h"
+#include "seq.h"
 #include "watch.h"
 
 /* daemon/scanner.c's SCANNER_STEP_MAX: words looked at per step, at most */
@@ -421,6 +422,9 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 							horizon_of(&s, plan, row, false),
 							horizon_of(&s, plan, row, true));
 				pw.taken_ns = now;
+				/* the take's look (scanner.c): a row stored before its arm was
+				 * taken is looked at at once and records nothing */
+				pw.done = garuda_reached(word_at(&s, s.word_of[row], now), s.target_of[row]);
 				s.pay[garuda_watch_add(&w, &pw, owner, now)] = row;
 				out->busy_ns += cost->arm_cpu_ns;
 			}

@@ -27,8 +27,11 @@ struct garuda_watch_word {
 	uint32_t owner;
 	uint32_t pos;       /* index in the spin array, the heap, or its level's entries */
 	uint8_t place, level;
-	bool spun;          /* its last look was a spin step (not a timed one) */
-	bool fine;          /* on a timer of GARUDA_WATCH_FINE_NS (place_for): its owner's nfine */
+	bool spun : 1;      /* its last look was a spin step (not a timed one) */
+	bool fine : 1;      /* on a timer of GARUDA_WATCH_FINE_NS (place_for): its owner's nfine */
+	bool done : 1;      /* its head run had landed when an arm on it was taken (an add
+			     * with pw->done): spun on at once, its finds record nothing;
+			     * until the next run starts */
 	uint32_t step;      /* the step that last gave it out, mod 2^32 (due(): once per
 			     * step; a word looked at again exactly 2^32 steps later waits one) */
 	uint32_t onext, oprev; /* its owner's words (GARUDA_WATCH_NONE ends): a drop of a
@@ -200,9 +203,10 @@ static struct garuda_policy_wait pw_of(const struct garuda_watch *w, uint32_t id
 	struct garuda_policy_wait pw;
 	garuda_policy_wait_init(&pw, d->key, a->target, a->arm_ns, a->taken_ns, a->sleep_ns,
 				a->exact_sleep_ns);
-	if (w->waits[d->head].target == a->target)
+	if (w->waits[d->head].target == a->target) {
 		garuda_policy_wait_start(&pw, d->start_ns);
-	else
+		pw.done = d->done;
+	} else
 		garuda_policy_wait_queue(&pw);
 	return pw;
 }
@@ -594,6 +598,8 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	uint64_t early = t->pol.early_ns;
 	uint64_t lead = add_sat(GARUDA_POLICY_SPIN_AHEAD_NS, early);
 	uint64_t dl, open;
+	if (h->done) /* it landed before its arm was taken: the next step looks */
+		return P_SPIN;
 	if (!t->predict) {
 		/* no prediction: the flag ladder per word, from its last activity (its head's
 		 * start, or the last find on the word): park_ns of spin, then the ladder */
@@ -919,6 +925,7 @@ static void start_run(struct garuda_watch *w, uint32_t wi, uint64_t landing)
 	     i = w->waits[i].next)
 		start = min_u64(start, max_u64(w->waits[i].arm_ns, landing));
 	d->start_ns = start;
+	d->done = false;
 }
 
 /* a free id: one given back, else the first never used (reserve() made room) */
@@ -960,7 +967,7 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		*d = (struct garuda_watch_word){ .key = pw->word, .head = id, .tail = id,
 						 .owner = owner, .nwaits = 1,
 						 .start_ns = pw->arm_ns, .onext = o->first_word,
-						 .oprev = GARUDA_WATCH_NONE };
+						 .oprev = GARUDA_WATCH_NONE, .done = pw->done };
 		if (o->first_word != GARUDA_WATCH_NONE)
 			w->words[o->first_word].oprev = wi;
 		o->first_word = wi;
@@ -993,12 +1000,20 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		/* it joins the head run, STARTED at the earlier of the run's start and its
 		 * arm (O(1): 65,536 arms of one target on one word must not cost
 		 * 65,536^2 / 2) */
-		if (pw->arm_ns < d->start_ns) {
-			d->start_ns = pw->arm_ns;
+		if (pw->arm_ns < d->start_ns || (pw->done && !d->done)) {
+			d->start_ns = min_u64(d->start_ns, pw->arm_ns);
+			d->done |= pw->done;
 			place(w, wi, now);
 		}
 	} else if (d->head == id) { /* a new head: the old run queues behind it */
 		d->start_ns = pw->arm_ns;
+		d->done = pw->done;
+		place(w, wi, now);
+	} else if (pw->done && !d->done) {
+		/* it queues, but its target landed: so did the head run's, which is
+		 * looked at at once (the arm's readiness is owed at once, protocol.md
+		 * §9.1) and records nothing */
+		d->done = true;
 		place(w, wi, now);
 	} /* else it queues: nothing about the word changes */
 	return id;

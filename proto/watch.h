@@ -249,7 +249,11 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key);
  * the key; its state and start are the watcher's to set), for owner (an index: a word's
  * owner is the one its first wait was added for, and its looks and fires are charged
  * there). It queues behind the waits on its word with lower targets (stream order)
- * and its word is placed at now. Returns its id. */
+ * and its word is placed at now. Returns its id. A driver that read the word when it
+ * took the arm and saw the target reached sets pw->done: the word is then given out
+ * by the next step, however long its point predicts, and the finds of its head run
+ * record nothing (policy.h); without the look, an arm made after its work landed
+ * would wait out its whole prediction. */
 uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
 			  uint32_t owner, uint64_t now);
 /* Add the waits for every target in (from, to] on the word with this key (room

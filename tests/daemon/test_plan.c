@@ -3,7 +3,8 @@
  * text), the scanners' exact/censored accounting, the per-session points (bounded,
  * charged to the quota, listed with their predictions), and the rule that an ARM
  * wakes a sleeping scanner only when its deadline is earlier than the wake time
- * (observed through the scanner's arm_wakes / arm_nowakes counters).
+ * (observed through the scanner's arm_wakes / arm_nowakes counters), or when its
+ * target landed already: such an arm fires without a sleep and records nothing.
  *
  * No assertion depends on timing: where a test needs a scanner that sleeps, the plan
  * gives it no spin at all (park_us=0), so every completion it finds is censored
@@ -462,6 +463,47 @@ Test(plan, arm_wakes_only_if_earlier)
 	gd_stop(&d);
 }
 
+/* the records of client 0's point number i (exact + censored, as listed) */
+static double point_records(struct gd_daemon *d, int i)
+{
+	cJSON *j = points_of(d, first_client_id(d, 0));
+	const cJSON *pt = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "points"), i);
+	cr_assert_not_null(pt, "no point %d", i);
+	double n = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "exact")) +
+		   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "censored"));
+	cJSON_Delete(j);
+	return n;
+}
+
+/* protocol.md §9.1, "Immediately when already reached", under a prediction: with its
+ * point trained to ~2 s, an arm sent after its store wakes the parked scanner, which
+ * fires it without sleeping toward the deadline 2 s on (the take's look, watch.h),
+ * and the point learns nothing from it (the arm says nothing of its work's length). */
+Test(plan, a_landed_arm_fires_at_once_and_teaches_its_point_nothing)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client c;
+	struct gd_seg s;
+	struct garuda_ready rd;
+	start_trained(&d, &c, &s, 2, 2000, TRAINED_PLAN);
+	cr_assert_geq(wait_scanner(&d, "parks", 2), 2);
+	cr_assert(wait_scanner_asleep(&d), "the scanner did not park");
+	double sl = scanner_num(&d, "sleeps"), parks = scanner_num(&d, "parks");
+	double rec = point_records(&d, 0);
+	cr_assert_eq(rec, 1, "the training's completion is the point's one record");
+
+	gd_store(&s, 0, 2);
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE));
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(rd.token, 2);
+	cr_assert_geq(wait_scanner(&d, "parks", parks + 1), parks + 1, "the scanner did not park again");
+	cr_assert_eq(scanner_num(&d, "sleeps"), sl, "the scanner slept toward a landed arm's deadline");
+	cr_assert_eq(point_records(&d, 0), rec, "a landed arm was recorded in its point");
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
 /* ------------------------------------------------------------ pipelines ---- */
 
 /* Stream order end to end (the rule itself is tests/proto/test_policy.c's): four
@@ -530,8 +572,12 @@ Test(plan, named_points_negotiated_and_used)
 	hello_features(&c, d.sock, GARUDA_FEATURE_POINTS | 0x80000000u);
 	cr_assert_eq(c.welcome.features, GARUDA_FEATURE_POINTS, "POINTS not granted (or an unknown bit was)");
 	gd_ok(gd_segment_open(&c, 1, -1, &s));
+	/* each store after the scanner took its arm: one that landed before the take would
+	 * teach its point nothing (a_landed_arm_fires_at_once_and_teaches_its_point_nothing) */
 	for (uint64_t v = 1; v <= 4; v++) {
+		double taken = scanner_num(&d, "arms_taken");
 		gd_ok(arm_point(&c, &s, 0, v, v, v % 2 ? 7 : 9)); /* prefill 7, decode 9, one word */
+		cr_assert_geq(wait_scanner(&d, "arms_taken", taken + 1), taken + 1);
 		gd_store(&s, 0, v);
 		struct garuda_ready rd;
 		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
@@ -543,7 +589,9 @@ Test(plan, named_points_negotiated_and_used)
 	m.arm_batch.count = 1;
 	m.arm_batch.arm[0] = (struct garuda_arm){ .slot = gd_slot(&s, 0), .target = 5, .token = 5,
 						  .form = GARUDA_FORM_MESSAGE, .point = 11 };
+	double taken = scanner_num(&d, "arms_taken");
 	gd_ok(gd_request(&c, &m, NULL, 0, &rep, NULL));
+	cr_assert_geq(wait_scanner(&d, "arms_taken", taken + 1), taken + 1);
 	gd_store(&s, 0, 5);
 	struct garuda_ready rd;
 	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);

@@ -25,6 +25,8 @@
  *     GARUDA_WATCH_FINE_NS within its uncertainty past the window, then backs off;
  *   - after a find the driver gives way only when a sleep or a park comes next, not
  *     while another word is in its window;
+ *   - an arm whose target landed before its take (pw.done) is looked at by the next
+ *     step, however long its point predicts, and records nothing;
  *   - libgaruda's +predict wait (client/wait.c predict_wait, replayed call for call):
  *     the exact sequence of its sleeps, spins and finds, stream order over queued
  *     sequences (each one's clock from its predecessor's find: the estimator learns
@@ -178,6 +180,45 @@ Test(watch, gives_way_after_a_find_only_when_no_spin_comes_next)
 			     (unsigned long long)garuda_watch_next(&s.w, s.now));
 		sim_fini(&s);
 	}
+}
+
+/* An arm taken after its work landed (the driver's take saw the target reached:
+ * pw.done) is looked at by the next step, not after its point's 2 s sleep, and its
+ * find records nothing; a queued arm whose target landed brings its word's head run
+ * along. The same arm unlanded sleeps. */
+Test(watch, an_arm_taken_after_its_store_is_looked_at_at_once_and_records_nothing)
+{
+	static struct sim s;
+	sim_init(&s, true, 2);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	struct garuda_policy_wait pw;
+	/* word 0 landed before the take */
+	s.value[0] = 1;
+	garuda_policy_wait_init(&pw, 1, 1, s.now, s.now, 2 * S, 2 * S);
+	pw.done = true;
+	cr_assert_eq(garuda_watch_reserve(&s.w, 1), 0);
+	garuda_watch_add(&s.w, &pw, o, s.now);
+	/* word 1 had not: its head sleeps toward its deadline */
+	arm(&s, o, 1, 1, 2 * S);
+	cr_assert_eq(garuda_watch_next(&s.w, s.now), 0, "a landed arm is spun on at once");
+	cr_assert_eq(step(&s, 100), 1, "only the landed word is looked at");
+	cr_assert_eq(s.fired_total, 1);
+	cr_assert_eq(s.fire[0].find.kind, GARUDA_FIND_UNKNOWN, "a landed arm's find records %d",
+		     (int)s.fire[0].find.kind);
+	uint64_t next = garuda_watch_next(&s.w, s.now);
+	cr_assert_geq(next, s.now + 500 * MS, "word 1 sleeps (next look %llu ns on)",
+		      (unsigned long long)(next - s.now));
+	/* a second arm on word 1, queued behind its head, whose target landed */
+	s.value[1] = 2;
+	garuda_policy_wait_init(&pw, 2, 2, s.now, s.now, 2 * S, 2 * S);
+	pw.done = true;
+	cr_assert_eq(garuda_watch_reserve(&s.w, 1), 0);
+	garuda_watch_add(&s.w, &pw, o, s.now);
+	cr_assert_eq(garuda_watch_next(&s.w, s.now), 0);
+	step(&s, 100);
+	cr_assert_eq(s.fired_total, 3, "the head and the landed arm behind it fire together");
+	cr_assert_eq(garuda_watch_count(&s.w), 0);
+	sim_fini(&s);
 }
 
 Test(watch, overdue_word_backs_off_with_its_age_and_is_found_within_the_bound)
