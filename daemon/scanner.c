@@ -484,6 +484,7 @@ static bool take_commands(struct scanner *s)
 			/* the take's look: an arm whose work landed before it is owed its
 			 * readiness at once, and tells its point nothing (watch.h) */
 			c->pw.done = garuda_reached(__atomic_load_n(c->word, __ATOMIC_ACQUIRE), c->pw.target);
+			sink_count(c->a.sink, SN_word_loads, 1); /* its session's, as a step's looks */
 			ntaken++;
 			take_ns += now > c->pw.arm_ns ? now - c->pw.arm_ns : 0;
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
