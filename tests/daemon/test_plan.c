@@ -414,18 +414,24 @@ static void start_trained(struct gd_daemon *d, struct gd_client *c, struct gd_se
 	cr_assert_eq(gd_wait_ready(c, &rd, GD_DEADLINE_MS), 1);
 }
 
+/* start_trained() with word 0 trained to ~2 s (TRAINED_PLAN), until the scanner is
+ * parked again: once at start, once after the training's completion (the READY can
+ * reach us before the scanner is back in its wait) */
+static void start_parked_2s(struct gd_daemon *d, struct gd_client *c, struct gd_seg *s)
+{
+	start_trained(d, c, s, 2, 2000, TRAINED_PLAN);
+	cr_assert_eq(scanner_num(d, "censored"), 1);
+	cr_assert_geq(wait_scanner(d, "parks", 2), 2);
+	cr_assert(wait_scanner_asleep(d), "the scanner did not park");
+}
+
 Test(plan, arm_wakes_only_if_earlier)
 {
 	struct gd_daemon d = { 0 };
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	start_trained(&d, &c, &s, 2, 2000, TRAINED_PLAN);
-	cr_assert_eq(scanner_num(&d, "censored"), 1);
-	/* parked once at start, once after the training's completion (the READY can
-	 * reach us before the scanner is back in its wait) */
-	cr_assert_geq(wait_scanner(&d, "parks", 2), 2);
-	cr_assert(wait_scanner_asleep(&d), "the scanner did not park");
+	start_parked_2s(&d, &c, &s);
 
 	/* the scanner is parked: this ARM wakes it; it then sleeps until the deadline */
 	double w0 = scanner_num(&d, "arm_wakes"), n0 = scanner_num(&d, "arm_nowakes");
@@ -485,9 +491,7 @@ Test(plan, a_landed_arm_fires_at_once_and_teaches_its_point_nothing)
 	struct gd_client c;
 	struct gd_seg s;
 	struct garuda_ready rd;
-	start_trained(&d, &c, &s, 2, 2000, TRAINED_PLAN);
-	cr_assert_geq(wait_scanner(&d, "parks", 2), 2);
-	cr_assert(wait_scanner_asleep(&d), "the scanner did not park");
+	start_parked_2s(&d, &c, &s);
 	double sl = scanner_num(&d, "sleeps"), parks = scanner_num(&d, "parks");
 	double rec = point_records(&d, 0);
 	cr_assert_eq(rec, 1, "the training's completion is the point's one record");
