@@ -672,6 +672,8 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	struct garuda_watch_word *d = &w->words[wi];
 	uint64_t due = 0;
 	unsigned level = 0;
+	if (d->done && d->place == P_SPIN)
+		return; /* landed, spun on already (place_for: P_SPIN whatever the rest says) */
 	struct garuda_policy_wait h = pw_of(w, d->head);
 	/* at most GARUDA_WATCH_FINE_WORDS of a session's words on fine timers: a session's
 	 * flood of them costs a bounded number of looks a period, and stays behind the
@@ -1407,12 +1409,16 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 		uint32_t id = d->head;
 		struct garuda_watch_wait *a = &w->waits[id];
 		uint64_t since = prev ? prev : a->taken_ns;
-		/* the run that was STARTED; a word that jumped fires the queued ones too */
-		struct garuda_policy_wait pw = pw_of(w, id);
-		if (a->target != run)
-			garuda_policy_wait_queue(&pw);
 		out[nf].id = id;
-		out[nf].find = garuda_policy_find(&pw, &w->t.pol, now, since, slept);
+		if (d->done) { /* landed before its take: nothing to learn (policy.h) */
+			out[nf].find = (struct garuda_find){ GARUDA_FIND_UNKNOWN, 0 };
+		} else {
+			/* the run that was STARTED; a word that jumped fires the queued ones too */
+			struct garuda_policy_wait pw = pw_of(w, id);
+			if (a->target != run)
+				garuda_policy_wait_queue(&pw);
+			out[nf].find = garuda_policy_find(&pw, &w->t.pol, now, since, slept);
+		}
 		out[nf].since_ns = now > since ? now - since : 0;
 		out[nf].slept = slept;
 		nf++;
