@@ -1429,6 +1429,9 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 			return nf; /* the word went with its last wait */
 	}
 	d->last_look = now;
+	if (!nf)
+		d->done = false; /* a word that went back since its take (a hostile store) is
+				  * placed by its prediction again, not spun on for good */
 	if (!nf && d->place == P_LEVEL && now < level_of(w, d->owner, d->level)->e[d->pos].hold) {
 		d->spun = false; /* an idle overdue word: nothing to place again */
 		return 0;

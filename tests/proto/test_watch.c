@@ -218,6 +218,16 @@ Test(watch, an_arm_taken_after_its_store_is_looked_at_at_once_and_records_nothin
 	step(&s, 100);
 	cr_assert_eq(s.fired_total, 3, "the head and the landed arm behind it fire together");
 	cr_assert_eq(garuda_watch_count(&s.w), 0);
+	/* a word stored back below the target after the take (a hostile client): the
+	 * next look finds nothing, and the word is placed by its prediction, not spun on
+	 * for good */
+	garuda_policy_wait_init(&pw, 1, 2, s.now, s.now, 2 * S, 2 * S);
+	pw.done = true;
+	cr_assert_eq(garuda_watch_reserve(&s.w, 1), 0);
+	garuda_watch_add(&s.w, &pw, o, s.now);
+	step(&s, 100);
+	cr_assert_eq(s.fired_total, 3, "word 0 holds 1, below its target 2");
+	cr_assert_neq(garuda_watch_next(&s.w, s.now), 0, "a word that went back is spun on");
 	sim_fini(&s);
 }
 
