@@ -83,7 +83,6 @@ struct cmd {
 	uint64_t session_id; /* DISARM, drops: whose (who gets the answer; a drop walks its words) */
 	bool noreply;
 	bool answer; /* DROP_SEGMENT / DROP_BINDING: acknowledge once applied */
-	bool landed; /* ARM: its target was reached when the loop thread posted it */
 };
 
 struct scanner {
@@ -169,7 +168,8 @@ static void post(struct scanner *s, const struct cmd *c)
 	/* an ARM wakes it only when its deadline is earlier than the wake time, or its
 	 * target was reached already (a readiness owed at once, protocol.md §9.1) */
 	if (!backlog && c->kind == CMD_ARM) {
-		urgent = c->landed || garuda_policy_deadline(&c->pw) < atomic_load(&s->wake_at);
+		urgent = garuda_policy_deadline(&c->pw) < atomic_load(&s->wake_at) ||
+			 garuda_reached(__atomic_load_n(c->word, __ATOMIC_ACQUIRE), c->pw.target);
 		count(s, urgent ? SC_arm_wakes : SC_arm_nowakes, 1);
 	}
 	if (urgent)
@@ -192,7 +192,6 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 	c.word = segment_word(r->segment, r->index);
 	garuda_policy_wait_init(&c.pw, (uintptr_t)c.word, r->target, r->arm_ns, r->arm_ns,
 				r->sleep_ns, r->exact_sleep_ns);
-	c.landed = garuda_reached(__atomic_load_n(c.word, __ATOMIC_ACQUIRE), r->target);
 	post(s, &c);
 }
 
