@@ -33,6 +33,7 @@ void garuda_estimator_reset(struct garuda_estimator *e)
 	e->lower_slots = 0;
 	e->exact = 0;
 	e->censored = 0;
+	e->late_run = 0;
 	memset(e->ring, 0, sizeof(e->ring));
 }
 
@@ -66,6 +67,7 @@ static void push(struct garuda_estimator *e, uint64_t v, enum kind k)
 	e->censored_slots = k == CENSORED ? e->censored_slots | bit : e->censored_slots & ~bit;
 	e->lower_slots = k == LOWER ? e->lower_slots | bit : e->lower_slots & ~bit;
 	e->ring[e->next] = v;
+	e->late_run = 0;
 	e->next = e->next + 1 == e->window ? 0 : e->next + 1;
 	if (e->count < e->window)
 		e->count++;
@@ -107,6 +109,12 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
 		v = pred;
 	push(e, v / 2, CENSORED);
 	e->censored++;
+}
+
+void garuda_estimator_record_late_ns(struct garuda_estimator *e, uint64_t wake_ns)
+{
+	if (++e->late_run >= GARUDA_ESTIMATOR_LATE_RUN)
+		garuda_estimator_record_censored_ns(e, wake_ns);
 }
 
 /* The margin the exact records ask for: half their spread (max - min), at least

@@ -51,7 +51,7 @@ struct garuda_estimator {
 	uint32_t censored_slots; /* bit i: ring[i] holds a censored record */
 	uint32_t lower_slots;    /* bit i: ring[i] holds a lower bound (an exact record of
 				  * a completion seen late: record_lower) */
-	uint32_t unused_;
+	uint32_t late_run;   /* late finds since the last record (record_late) */
 	uint64_t exact;      /* exact records (lower bounds too) since init (for metrics) */
 	uint64_t censored;   /* censored records since init */
 	uint64_t ring[GARUDA_PLAN_WINDOW_MAX];
@@ -78,6 +78,21 @@ void garuda_estimator_record_lower_ns(struct garuda_estimator *e, uint64_t lower
 
 /* A censored wake: the wait's wake - wait start, in ns, when the work was already done. */
 void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wake_ns);
+
+/* A late find (policy.h, GARUDA_FIND_LATE): a wake past the wait's window found the
+ * work done, wake_ns after the wait's start. Alone it records nothing: the store may
+ * have landed in the wake's own lateness, where the prediction expected it. The
+ * GARUDA_ESTIMATOR_LATE_RUN-th in a row (no record between them) is recorded as
+ * censored: the window opened after the work again and again, so the prediction is
+ * too long. Without it a point whose records all lie too long (a cold point's first
+ * kernel that took 2.6 ms, then 150 us kernels) finds every later wait by the wake at
+ * that prediction, records none of them and never learns (docs/plans.md, "Late
+ * finds"). Three, not two: two in a row come at a cold start while the early wake is
+ * still learning the timer's lateness (garuda-replay, one stream of 10 ms kernels:
+ * its 2nd and 3rd waits), and a right prediction halved costs its next 16 waits a
+ * ladder each. */
+#define GARUDA_ESTIMATOR_LATE_RUN 3u
+void garuda_estimator_record_late_ns(struct garuda_estimator *e, uint64_t wake_ns);
 
 /* How long to sleep from the wait's start before spinning, in ns; 0 = do not sleep. */
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e);

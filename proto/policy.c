@@ -131,7 +131,7 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	bool lower = seen && (slept ? given_up(w, t, prev_pass) : !close);
 	bool exact = seen && (!slept || lower);
 	if (!exact && slept && w->sleep_ns && now > garuda_policy_resume(w))
-		return (struct garuda_find){ GARUDA_FIND_LATE, 0 };
+		return (struct garuda_find){ GARUDA_FIND_LATE, now > start ? now - start : 0 };
 	uint64_t at = lower ? max_u64(prev_pass, start) : now;
 	enum garuda_find_kind kind = lower ? GARUDA_FIND_LOWER
 				     : exact ? GARUDA_FIND_EXACT
@@ -160,7 +160,10 @@ void garuda_policy_record(struct garuda_estimator *e, const struct garuda_find *
 	case GARUDA_FIND_CENSORED:
 		garuda_estimator_record_censored_ns(e, f->ns);
 		break;
-	default: /* LATE, UNKNOWN: nothing to record */
+	case GARUDA_FIND_LATE: /* a run of them is censored (estimator.h) */
+		garuda_estimator_record_late_ns(e, f->ns);
+		break;
+	default: /* UNKNOWN: nothing to record */
 		break;
 	}
 }

@@ -100,13 +100,16 @@ enum garuda_find_kind {
 	GARUDA_FIND_EXACT,    /* record ns exact: a completion seen while spinning closely */
 	GARUDA_FIND_LOWER,    /* record ns as a lower bound of it (a late look's find) */
 	GARUDA_FIND_CENSORED, /* record ns censored (the estimator halves it) */
-	GARUDA_FIND_LATE,     /* not recorded: found by a wake past its window's opening */
+	GARUDA_FIND_LATE,     /* found by a wake past its window's opening, ns from its
+			       * start: recorded only as the last of a run of them
+			       * (estimator.h, record_late) */
 	GARUDA_FIND_UNKNOWN,  /* not recorded: nothing is known (the word jumped) */
 };
 
 struct garuda_find {
 	enum garuda_find_kind kind;
-	uint64_t ns; /* EXACT, LOWER, CENSORED: the residual from its start */
+	uint64_t ns; /* EXACT, LOWER, CENSORED: the residual from its start; LATE: the
+		      * wake's time from its start */
 };
 
 /* The backstop of a client's parked wait (libgaruda's flag wait: how long it parks on
@@ -120,7 +123,8 @@ struct garuda_find {
 uint64_t garuda_policy_backstop_ns(uint64_t backstop_ns, uint64_t backoff_div, uint64_t age_ns);
 
 /* What a find tells its point's estimator (EXACT, LOWER and CENSORED are recorded as
- * such, LATE and UNKNOWN not at all): the one place every driver records a find. */
+ * such, LATE as censored when it ends a run of them, UNKNOWN not at all): the one
+ * place every driver records a find. */
 struct garuda_estimator;
 void garuda_policy_record(struct garuda_estimator *e, const struct garuda_find *f);
 

@@ -135,6 +135,7 @@ static uint64_t us_to_ns(uint64_t us)
 }
 
 static void spans_set(struct garuda_watch *w);
+static void poke_word(struct garuda_watch *w, uint32_t wi, uint64_t now);
 static uint64_t level_hold(const struct garuda_watch *w, uint64_t dl, unsigned l);
 
 /* the tuning's backoff_div (0: the default) */
@@ -998,25 +999,27 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		a->next = w->waits[p].next;
 		w->waits[p].next = id;
 	}
-	if (t == run) {
-		/* it joins the head run, STARTED at the earlier of the run's start and its
-		 * arm (O(1): 65,536 arms of one target on one word must not cost
-		 * 65,536^2 / 2) */
-		if (pw->arm_ns < d->start_ns || (pw->done && !d->done)) {
-			d->start_ns = min_u64(d->start_ns, pw->arm_ns);
-			d->done |= pw->done;
-			place(w, wi, now);
-		}
-	} else if (d->head == id) { /* a new head: the old run queues behind it */
+	if (d->head == id && t != run) { /* a new head: the old run queues behind it */
 		d->start_ns = pw->arm_ns;
 		d->done = pw->done;
 		place(w, wi, now);
-	} else if (pw->done && !d->done) {
-		/* it queues, but its target landed: so did the head run's, which is
-		 * looked at at once (the arm's readiness is owed at once, protocol.md
-		 * §9.1) and records nothing */
-		d->done = true;
+		return id;
+	}
+	if (t == run && pw->arm_ns < d->start_ns) {
+		/* it joins the head run, STARTED at the earlier of the run's start and its
+		 * arm (O(1): 65,536 arms of one target on one word must not cost
+		 * 65,536^2 / 2) */
+		d->start_ns = pw->arm_ns;
 		place(w, wi, now);
+	}
+	if (pw->done && !d->done) {
+		/* it joins or queues behind a run its target passed: so did the run's. The
+		 * word is due at once (the arm's readiness is owed at once, protocol.md
+		 * §9.1); the run was taken before it landed, so its find is judged as any
+		 * early look's (censored: the work landed before its deadline), not
+		 * dropped: a point whose prediction is too long learns from it even when
+		 * every later arm lands before its take (a pipeline armed ahead) */
+		poke_word(w, wi, now);
 	} /* else it queues: nothing about the word changes */
 	return id;
 }
@@ -1124,8 +1127,15 @@ void garuda_watch_poke(struct garuda_watch *w, uint64_t key, uint64_t now)
 	if (!w->hcap)
 		return;
 	uint32_t wi = w->hash[hash_find(w, key)];
-	if (wi == GARUDA_WATCH_NONE || w->words[wi].place == P_SPIN)
-		return; /* none, or looked at every step anyway */
+	if (wi != GARUDA_WATCH_NONE)
+		poke_word(w, wi, now);
+}
+
+/* the word is due at now (the next step gives it out, its look places it again) */
+static void poke_word(struct garuda_watch *w, uint32_t wi, uint64_t now)
+{
+	if (w->words[wi].place == P_SPIN)
+		return; /* looked at every step anyway */
 	struct garuda_watch_word *d = &w->words[wi];
 	if (d->place == P_AT) {
 		w->heap[d->pos].due = now;

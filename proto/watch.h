@@ -251,9 +251,11 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key);
  * there). It queues behind the waits on its word with lower targets (stream order)
  * and its word is placed at now. Returns its id. A driver that read the word when it
  * took the arm and saw the target reached sets pw->done: the word is then given out
- * by the next step, however long its point predicts, and the finds of its head run
- * record nothing (policy.h); without the look, an arm made after its work landed
- * would wait out its whole prediction. */
+ * by the next step, however long its point predicts. A done arm that heads its word
+ * records nothing at its find (policy.h); one that queues behind a run taken before
+ * it landed leaves that run's find to be judged as any early look's (censored) and
+ * records nothing itself; one that joins such a run is judged with it. Without the
+ * look, an arm made after its work landed would wait out its whole prediction. */
 uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
 			  uint32_t owner, uint64_t now);
 /* Add the waits for every target in (from, to] on the word with this key (room

@@ -56,7 +56,8 @@
  * clock) over a trace of the cell's shape (replay_cell: the same streams, kernels and
  * queue depth); issue 29 wants the two within 25 %, and a table after the targets
  * compares them (never failing). GARUDA_BENCH_PLAN_ROWS (row
- * numbers 0-7, e.g. "3,5") runs only some rows, GARUDA_BENCH_PREDICT_PLAN replaces
+ * numbers 0-7, e.g. "3,5") runs only some rows, GARUDA_BENCH_PLAN_CELLS (e.g.
+ * "16x1ms,16x10ms") only some unpipelined cells, GARUDA_BENCH_PREDICT_PLAN replaces
  * the +predict row's plan (the daemon's default) to compare plans (development).
  */
 #include <errno.h>
@@ -1173,6 +1174,9 @@ int bench_plans(struct bench *b)
 	       " [client: sleeps spin-outs exact censored]");
 	calibrate(sec);
 	const char *only_rows = getenv("GARUDA_BENCH_PLAN_ROWS"); /* e.g. "3,5": rows by number */
+	/* e.g. "16x1ms,16x10ms": only those unpipelined cells (STREAMSxKERNEL), and no
+	 * pipelined or long-kernel cell (development) */
+	const char *only_cells = getenv("GARUDA_BENCH_PLAN_CELLS");
 	for (enum prow row = 0; row < R_N_; row++) {
 		struct gd_daemon d, *dp = NULL;
 		if (only_rows && !strchr(only_rows, '0' + (int)row))
@@ -1220,6 +1224,10 @@ int bench_plans(struct bench *b)
 				continue;
 			for (enum kernel k = 0; k < K_N_; k++) {
 				struct presult *r = &res[si][k][row];
+				char cname[32];
+				snprintf(cname, sizeof(cname), "%ux%s", stream_counts[si], kernel_name[k]);
+				if (only_cells && !bench_list_has(only_cells, cname))
+					continue;
 				if (run_cell(b, dp, row, k, stream_counts[si], 1, r) < 0)
 					continue;
 				if (replayed)
@@ -1230,7 +1238,7 @@ int bench_plans(struct bench *b)
 		}
 		/* pipelined: 2 ms kernels, PIPE_DEPTHS queued per stream per round, 1 and 4
 		 * streams, garudad's rows (the targets compare +predict with poll) */
-		for (unsigned di = 0; dp && (row == R_GPOLL || row == R_GPREDICT) && di < 2; di++)
+		for (unsigned di = 0; dp && !only_cells && (row == R_GPOLL || row == R_GPREDICT) && di < 2; di++)
 			for (unsigned si = 0; si < 2; si++) {
 				struct presult *r = &pipe[di][si][row == R_GPREDICT];
 				if (run_cell(b, dp, row, K_2MS, pipe_streams[si], pipe_depths[di], r) < 0)
@@ -1242,7 +1250,7 @@ int bench_plans(struct bench *b)
 						  true);
 			}
 		/* issue 29's long kernels: the default plan's daemon, full mode (~30 s) */
-		if (dp && row == R_GPREDICT && !b->o.quick) {
+		if (dp && row == R_GPREDICT && !b->o.quick && !only_cells) {
 			run_long(b, dp, &longk);
 			if (longk.ok)
 				printf("  %-9s %-3u %-27s %u waits, store -> wake %.1f us (the first, cold), then "

@@ -154,6 +154,46 @@ Test(estimator, censored_records_half_the_smaller_of_wake_and_prediction)
 	cr_assert_eq(garuda_estimator_sleep_ns(&e), 50 * MS);
 }
 
+/* A late find (a wake past the window found the work done) alone records nothing: the
+ * store may have landed in the wake's lateness. The GARUDA_ESTIMATOR_LATE_RUN-th in a
+ * row is censored: a prediction that is too long (a cold point's slow first kernel)
+ * is learnt down instead of kept for good. Any record between late finds starts the
+ * run again. */
+static void lates(struct garuda_estimator *e, unsigned n, uint64_t wake_ns)
+{
+	for (unsigned i = 0; i < n; i++)
+		garuda_estimator_record_late_ns(e, wake_ns);
+}
+
+Test(estimator, a_run_of_late_finds_is_censored)
+{
+	const unsigned run = GARUDA_ESTIMATOR_LATE_RUN;
+	cr_assert_geq(run, 2, "one late find alone is never recorded");
+	struct garuda_estimator e = seed_estimator();
+	garuda_estimator_record_lower_ns(&e, 2600 * US); /* the cold point's slow first */
+	lates(&e, run - 1, 2500 * US);
+	uint64_t v;
+	cr_assert(garuda_estimator_prediction_ns(&e, &v));
+	cr_assert_eq(v, 2600 * US, "fewer late finds than a run record nothing");
+	cr_assert_eq(e.censored, 0);
+	lates(&e, 1, 2500 * US);
+	cr_assert(garuda_estimator_prediction_ns(&e, &v));
+	cr_assert_eq(v, 1250 * US, "the run's last halves the smaller of wake and prediction");
+	cr_assert_eq(e.censored, 1);
+	lates(&e, run - 1, 1200 * US); /* a new run */
+	garuda_estimator_record_exact_ns(&e, 1300 * US);
+	lates(&e, 1, 1200 * US); /* the exact record ended the run */
+	cr_assert(garuda_estimator_prediction_ns(&e, &v));
+	cr_assert_eq(v, 1250 * US);
+	cr_assert_eq(e.censored, 1);
+	lates(&e, run - 1, 1200 * US);
+	cr_assert(garuda_estimator_prediction_ns(&e, &v));
+	cr_assert_eq(v, 600 * US);
+	garuda_estimator_reset(&e);
+	lates(&e, run - 1, 1200 * US); /* reset ends a run too */
+	cr_assert_not(garuda_estimator_prediction_ns(&e, &v));
+}
+
 Test(estimator, window_of_one_follows_the_last_record)
 {
 	struct garuda_plan_predict pp = { .margin_us = 0, .min_sleep_us = 0, .max_sleep_us = 1000, .window = 1 };

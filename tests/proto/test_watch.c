@@ -215,8 +215,17 @@ Test(watch, an_arm_taken_after_its_store_is_looked_at_at_once_and_records_nothin
 	cr_assert_eq(garuda_watch_reserve(&s.w, 1), 0);
 	garuda_watch_add(&s.w, &pw, o, s.now);
 	cr_assert_eq(garuda_watch_next(&s.w, s.now), 0);
+	s.now += 1 * MS;
 	step(&s, 100);
 	cr_assert_eq(s.fired_total, 3, "the head and the landed arm behind it fire together");
+	/* the head was taken before it landed: its find says its work came before the
+	 * deadline (censored, from its start), as any early look's would; the arm that
+	 * landed before its take records nothing */
+	cr_assert_eq(s.fire[0].find.kind, GARUDA_FIND_CENSORED, "the head's find is %d",
+		     (int)s.fire[0].find.kind);
+	cr_assert_eq(s.fire[0].find.ns, 1 * MS);
+	cr_assert_eq(s.fire[1].find.kind, GARUDA_FIND_UNKNOWN, "the landed arm's find is %d",
+		     (int)s.fire[1].find.kind);
 	cr_assert_eq(garuda_watch_count(&s.w), 0);
 	/* a word stored back below the target after the take (a hostile client): the
 	 * next look finds nothing, and the word is placed by its prediction, not spun on
