@@ -43,8 +43,9 @@ static const struct {
 #define COST_KEY_(f) { #f, offsetof(struct garuda_replay_cost, f) }
 	COST_KEY_(step_ns),	      COST_KEY_(look_ns),	   COST_KEY_(spin_ns),
 	COST_KEY_(wake_late_ns),      COST_KEY_(wake_cpu_ns),	   COST_KEY_(long_sleep_ns),
-	COST_KEY_(wake_late_long_ns), COST_KEY_(wake_cpu_long_ns), COST_KEY_(arm_wake_ns),
-	COST_KEY_(arm_cpu_ns),	      COST_KEY_(fire_cpu_ns),
+	COST_KEY_(wake_late_long_ns), COST_KEY_(wake_cpu_long_ns), COST_KEY_(wake_late_p99_ns),
+	COST_KEY_(wake_late_long_p99_ns), COST_KEY_(arm_wake_ns), COST_KEY_(arm_cpu_ns),
+	COST_KEY_(fire_cpu_ns),
 #undef COST_KEY_
 };
 
@@ -151,6 +152,27 @@ static uint64_t by_length(const struct garuda_replay_cost *cost, uint64_t len, u
 				 : short_v - (short_v - long_v) * at / span;
 }
 
+/* A timed wake's lateness for a sleep of len (garuda_replay_cost: the figure, or a
+ * draw from the spread around it when the p99s are set); *rng is the run's state */
+static uint64_t wake_late(const struct garuda_replay_cost *cost, uint64_t len, uint64_t *rng)
+{
+	uint64_t m = by_length(cost, len, cost->wake_late_ns, cost->wake_late_long_ns);
+	if (!cost->wake_late_p99_ns && !cost->wake_late_long_p99_ns)
+		return m;
+	uint64_t q = by_length(cost, len, cost->wake_late_p99_ns ? cost->wake_late_p99_ns : cost->wake_late_ns,
+			       cost->wake_late_long_p99_ns ? cost->wake_late_long_p99_ns : cost->wake_late_long_ns);
+	uint64_t s = q > m ? q - m : 0, lo = m > s / 4 ? m - s / 4 : 0;
+	*rng ^= *rng << 13; /* xorshift64 */
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	uint64_t u = *rng % 10000; /* in 1/10,000ths */
+	if (u < 5000)
+		return lo + (m - lo) * u / 5000;
+	if (u < 9900)
+		return m + s * (u - 5000) / 4900;
+	return q + s * (u - 9900) / 100;
+}
+
 /* the rows being sorted (qsort takes no context; one per thread, so runs on several
  * threads do not mix) */
 static _Thread_local const struct garuda_replay_row *sort_rows;
@@ -240,9 +262,11 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan,
 		s->stores[k] = rows[i].store_ns;
 	}
 	s->first[s->nwords] = n;
-	/* points: each word's own, then the named ones (shared by the words naming them) */
+	/* points: each word's own, then the named ones, per word (each word is a session
+	 * of its own, and garudad's named points are a session's) */
 	for (size_t i = 0; i < n; i++)
-		s->point_of[i] = rows[i].point ? s->nwords + dense(named, &nnamed, rows[i].point)
+		s->point_of[i] = rows[i].point ? s->nwords + dense(named, &nnamed,
+								   (uint64_t)s->word_of[i] << 32 | rows[i].point)
 					       : s->word_of[i];
 	s->npoints = s->nwords + nnamed;
 	s->cursor = calloc(s->nwords, sizeof(size_t));
@@ -384,6 +408,7 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 	garuda_watch_init(&w, &tuning);
 	uint64_t now = rows[s.by_arm[0]].arm_ns, first = now, last_find = now;
 	size_t next = 0, done = 0;
+	uint64_t rng = 0x9e3779b97f4a7c15ull; /* wake_late()'s draws: the same every run */
 	/* the steady window: the counts at its start (a), taken off at its end */
 	uint64_t sfrom = 0, sto = 0, busy_a = 0;
 	size_t sleeps_a = 0, spins_a = 0;
@@ -484,9 +509,7 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		}
 		/* sleep until the watcher's time, or an ARM that wakes it */
 		uint64_t wake = until == UINT64_MAX ? UINT64_MAX
-						    : add_sat(until, by_length(cost, until > now ? until - now : 0,
-									       cost->wake_late_ns,
-									       cost->wake_late_long_ns));
+						    : add_sat(until, wake_late(cost, until > now ? until - now : 0, &rng));
 		arm_wakes(&s, plan, next, until, cost, &wake);
 		if (wake == UINT64_MAX) { /* live waits never due and no arm to come */
 			r = -EDEADLK;

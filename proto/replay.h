@@ -9,9 +9,12 @@
  *
  * A trace is rows (word, point, arm_ns, store_ns): a waiter armed at arm_ns for the
  * sequence whose store landed at store_ns. A word's sequences are its rows in store
- * order (1, 2, 3, ...); point 0 is the word's own point, any other a named one (shared
- * by every word that names it). Each word is its own owner (a session of its own, as
- * each stream of the bench is a process of its own).
+ * order (1, 2, 3, ...); point 0 is the word's own point, any other a named one of
+ * that word's. Each word is its own owner (a session of its own, as each stream of the
+ * bench is a process of its own), and garudad's named points are a session's: two
+ * words naming point 1 have a point 1 each (before, they shared one, and the bench's
+ * 16 streams of 30/8 ms kernels replayed 16 sessions' records into two points: 0.17
+ * of poll's busy against the live 0.25-0.30).
  *
  * The loop drives proto/watch as the scanner does: take the arms that came (an ARM
  * comes cost.arm_wake_ns after its send; each garuda_watch_add()ed with its clock at
@@ -73,6 +76,18 @@ struct garuda_replay_cost {
 	 * every sleep costs the short figures. */
 	uint64_t long_sleep_ns;
 	uint64_t wake_late_long_ns, wake_cpu_long_ns;
+	/* How late the slowest timed wakes come: the p99 of a short (and a long) sleep's
+	 * lateness, whose p50 is wake_late_ns (wake_late_long_ns). 0 (the default): every
+	 * wake comes exactly its figure late. Set, each timed wake's lateness is drawn
+	 * (seeded: the same every run) from a piecewise-uniform spread with that median
+	 * and p99: half in [p50 - (p99 - p50) / 4, p50], 49 % in [p50, p99], 1 % in
+	 * [p99, p99 + (p99 - p50)]. A live wake that comes sooner than its mean lands
+	 * before its window's opening, and one that finds its work done there is
+	 * censored (policy.h); without the spread every replayed wake is its mean late,
+	 * lands just past the opening, and such a find is late (not recorded): replay
+	 * missed the ladders that live censored finds cost (docs/plans.md, "Replaying
+	 * with the timer's spread"). */
+	uint64_t wake_late_p99_ns, wake_late_long_p99_ns;
 	uint64_t arm_wake_ns;  /* an ARM reaches the scanner this long after its send (the
 				* loop thread's receive and post; garudad's take_ns over
 				* arms_taken): it is taken then, and wakes a sleep then */
@@ -101,7 +116,8 @@ struct garuda_replay_cost garuda_replay_default_cost(void);
 
 /* Set figures of *cost from text, "KEY=NS[,KEY=NS]...", each KEY a field's name above
  * (step_ns, look_ns, spin_ns, wake_late_ns, wake_cpu_ns, long_sleep_ns,
- * wake_late_long_ns, wake_cpu_long_ns, arm_wake_ns, arm_cpu_ns, fire_cpu_ns) and NS
+ * wake_late_long_ns, wake_cpu_long_ns, wake_late_p99_ns, wake_late_long_p99_ns,
+ * arm_wake_ns, arm_cpu_ns, fire_cpu_ns) and NS
  * decimal nanoseconds. 0, or -EINVAL with *cost unchanged and the reason in msg (at
  * most len bytes, NUL-terminated) on an unknown key, a malformed or out-of-range
  * number. */

@@ -861,17 +861,21 @@ static void calibrate(cJSON *sec)
 	replay_cost.long_sleep_ns = CAL_LONG_NS;
 	replay_cost.wake_late_long_ns = (uint64_t)ll.p50;
 	replay_cost.wake_cpu_long_ns = long_cpu;
+	replay_cost.wake_late_p99_ns = (uint64_t)ls.p99;
+	replay_cost.wake_late_long_p99_ns = (uint64_t)ll.p99;
 	replay_cost.spin_ns = spin_cpu;
 	printf("  replay's costs, measured here: a timed wake 200 us ahead %.1f us late (p50; p99 %.1f) and %.1f us "
-	       "of CPU, %.0f ms ahead %.1f us late (p50) and %.1f us; a spin step %.2f us (replay's defaults: %.0f, "
-	       "%.0f, %.2f, at any length)\n",
-	       ls.p50 / 1e3, ls.p99 / 1e3, sleep_cpu / 1e3, CAL_LONG_NS / 1e6, ll.p50 / 1e3, long_cpu / 1e3,
-	       spin_cpu / 1e3, dflt.wake_late_ns / 1e3, dflt.wake_cpu_ns / 1e3, dflt.spin_ns / 1e3);
+	       "of CPU, %.0f ms ahead %.1f us late (p50; p99 %.1f) and %.1f us; a spin step %.2f us (replay's "
+	       "defaults: %.0f, %.0f, %.2f, at any length, no spread)\n",
+	       ls.p50 / 1e3, ls.p99 / 1e3, sleep_cpu / 1e3, CAL_LONG_NS / 1e6, ll.p50 / 1e3, ll.p99 / 1e3,
+	       long_cpu / 1e3, spin_cpu / 1e3, dflt.wake_late_ns / 1e3, dflt.wake_cpu_ns / 1e3, dflt.spin_ns / 1e3);
 	printf("  (garuda-replay --cost=wake_late_ns=%llu,wake_cpu_ns=%llu,long_sleep_ns=%llu,wake_late_long_ns=%llu,"
-	       "wake_cpu_long_ns=%llu,spin_ns=%llu replays a trace at these)\n",
+	       "wake_cpu_long_ns=%llu,wake_late_p99_ns=%llu,wake_late_long_p99_ns=%llu,spin_ns=%llu replays a trace "
+	       "at these)\n",
 	       (unsigned long long)replay_cost.wake_late_ns, (unsigned long long)replay_cost.wake_cpu_ns,
 	       (unsigned long long)replay_cost.long_sleep_ns, (unsigned long long)replay_cost.wake_late_long_ns,
-	       (unsigned long long)replay_cost.wake_cpu_long_ns, (unsigned long long)replay_cost.spin_ns);
+	       (unsigned long long)replay_cost.wake_cpu_long_ns, (unsigned long long)replay_cost.wake_late_p99_ns,
+	       (unsigned long long)replay_cost.wake_late_long_p99_ns, (unsigned long long)replay_cost.spin_ns);
 	cJSON *o = cJSON_AddObjectToObject(sec, "replay_cost");
 	cJSON_AddNumberToObject(o, "wake_late_ns", (double)replay_cost.wake_late_ns);
 	cJSON_AddNumberToObject(o, "wake_late_p99_ns", ls.p99);
@@ -880,6 +884,7 @@ static void calibrate(cJSON *sec)
 	cJSON_AddNumberToObject(o, "long_sleep_ns", (double)replay_cost.long_sleep_ns);
 	cJSON_AddNumberToObject(o, "wake_late_long_ns", (double)replay_cost.wake_late_long_ns);
 	cJSON_AddNumberToObject(o, "wake_cpu_long_ns", (double)replay_cost.wake_cpu_long_ns);
+	cJSON_AddNumberToObject(o, "wake_late_long_p99_ns", ll.p99);
 }
 
 /* Replay's busy under plan / under poll on rows (m of them) at cost, with its sleeps and

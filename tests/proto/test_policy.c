@@ -327,6 +327,24 @@ Test(policy, timeline_a_slow_first_kernel_is_unlearnt)
 	free(g.rows);
 }
 
+/* Two words (two sessions) that both name point 1, one for 2 ms kernels and one for
+ * 10 ms: each session's point 1 is its own (garudad keeps named points per session),
+ * so each learns its own kernel. Shared, the 10 ms word's waits would be predicted at
+ * the 2 ms word's minimum and spun or laddered on for 8 ms each. */
+Test(policy, timeline_named_points_are_each_words_own)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 400, 1, len_2ms, true, 0);
+	stream(&g, 2, 80, 1, len_10ms, true, 0);
+	for (size_t i = 0; i < g.n; i++)
+		g.rows[i].point = 1; /* both name point 1 */
+	struct garuda_replay_result r = against_poll(&g, 1.0 / 5, "2 ms and 10 ms on point 1");
+	cr_assert_geq(r.exact, g.n - 8, "exact %lu of %zu (censored %lu late %lu unknown %lu)",
+		      (unsigned long)r.exact, g.n, (unsigned long)r.censored, (unsigned long)r.late,
+		      (unsigned long)r.unknown);
+	free(g.rows);
+}
+
 Test(policy, timeline_a_kernel_that_got_shorter)
 {
 	struct gen g = gen_new(1000);
@@ -465,6 +483,39 @@ Test(policy, replay_cost_text_sets_named_figures)
 		cr_assert_neq(msg[0], '\0', "%s: no reason", bad[i]);
 		cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "%s: changed the costs", bad[i]);
 	}
+}
+
+/* The timer's spread (wake_late_p99_ns): each timed wake's lateness is drawn around its
+ * figure, the same draws every run; a wake sooner than the mean lands before its
+ * window, where a kernel that came early is found on time (censored) rather than late */
+Test(policy, replay_draws_wake_lateness_from_the_spread_the_same_every_run)
+{
+	struct gen g = gen_new(1000);
+	stream(&g, 1, 800, 1, len_jitter, false, 0);
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	char msg[128];
+	cr_assert_eq(garuda_replay_cost_parse(&cost, "wake_late_p99_ns=90000,wake_late_long_p99_ns=150000", msg,
+					      sizeof(msg)),
+		     0, "%s", msg);
+	cr_assert_eq(cost.wake_late_p99_ns, 90000);
+	cr_assert_eq(cost.wake_late_long_p99_ns, 150000);
+	struct garuda_replay_result flat = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &(struct garuda_replay_cost){
+									  .step_ns = cost.step_ns, .look_ns = cost.look_ns,
+									  .spin_ns = cost.spin_ns,
+									  .wake_late_ns = cost.wake_late_ns,
+									  .wake_cpu_ns = cost.wake_cpu_ns,
+									  .arm_wake_ns = cost.arm_wake_ns,
+									  .arm_cpu_ns = cost.arm_cpu_ns,
+									  .fire_cpu_ns = cost.fire_cpu_ns });
+	struct garuda_replay_result a = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
+	struct garuda_replay_result b = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &cost);
+	cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0, "the same draws every run");
+	cr_assert_neq(a.busy_ns, flat.busy_ns, "the spread is drawn from");
+	cr_assert_gt(a.late_max_ns, flat.late_max_ns, "a wake past its mean comes later than any flat one");
+	struct garuda_replay_result poll = run("poll", &g, &cost);
+	cr_assert_leq(a.late_p50_ns, poll.late_p50_ns * 13 / 10, "p50 %lu vs poll's %lu",
+		      (unsigned long)a.late_p50_ns, (unsigned long)poll.late_p50_ns);
+	free(g.rows);
 }
 
 /* Longer sleeps cost more: one stream of 10 ms kernels sleeps ~10 ms per completion, so
