@@ -230,6 +230,14 @@ static struct garuda_replay_result against_poll(const struct gen *g, double busy
 	return def;
 }
 
+/* every find of r but the first n - least is exact (what the rest recorded, if not) */
+static void assert_exact(const struct garuda_replay_result *r, size_t n, size_t least, const char *what)
+{
+	cr_assert_geq(r->exact, least, "%s: exact %lu of %zu (censored %lu late %lu unknown %lu)", what,
+		      (unsigned long)r->exact, n, (unsigned long)r->censored, (unsigned long)r->late,
+		      (unsigned long)r->unknown);
+}
+
 static struct gen gen_new(size_t cap)
 {
 	return (struct gen){ .rows = calloc(cap, sizeof(struct garuda_replay_row)), .rng = 42 };
@@ -242,7 +250,7 @@ Test(policy, timeline_one_kernel_at_a_time)
 	struct garuda_replay_result r = against_poll(&g, 1.0 / 5, "1 ms");
 	/* the first few wakes come late by the whole of the replay's lateness, until the
 	 * early wake has learnt it (their finds are late, not recorded) */
-	cr_assert_geq(r.exact, g.n - 4, "after its first completions every find is exact: %lu of %zu (censored %lu late %lu unknown %lu)", (unsigned long)r.exact, g.n, (unsigned long)r.censored, (unsigned long)r.late, (unsigned long)r.unknown);
+	assert_exact(&r, g.n, g.n - 4, "after its first completions every find is exact");
 	g.n = 0;
 	stream(&g, 1, 200, 1, len_10ms, false, 0);
 	against_poll(&g, 1.0 / 20, "10 ms");
@@ -290,9 +298,7 @@ Test(policy, timeline_prefill_decode_mix_learns_both_on_named_points)
 	/* the first round is cold: a decode found on the backoff levels gives its point a
 	 * lower bound, and the next decode's wake may come past its window's opening (not
 	 * recorded); from then on each point's finds are exact */
-	cr_assert_geq(r.exact, g.n - 4, "exact %lu of %zu (censored %lu late %lu unknown %lu)",
-		      (unsigned long)r.exact, g.n, (unsigned long)r.censored, (unsigned long)r.late,
-		      (unsigned long)r.unknown);
+	assert_exact(&r, g.n, g.n - 4, "finds");
 	free(g.rows);
 }
 
@@ -321,9 +327,7 @@ Test(policy, timeline_a_slow_first_kernel_is_unlearnt)
 		      (unsigned long)r.late_p50_ns, (unsigned long)poll.late_p50_ns);
 	/* the first rounds pass unlearnt (their arms, 50 us after the last store, land
 	 * before the sleeping watcher takes them: nothing to record); the rest are exact */
-	cr_assert_geq(r.exact, g.n * 9 / 10, "exact %lu of %zu (censored %lu late %lu unknown %lu)",
-		      (unsigned long)r.exact, g.n, (unsigned long)r.censored, (unsigned long)r.late,
-		      (unsigned long)r.unknown);
+	assert_exact(&r, g.n, g.n * 9 / 10, "finds");
 	free(g.rows);
 }
 
@@ -339,9 +343,7 @@ Test(policy, timeline_named_points_are_each_words_own)
 	for (size_t i = 0; i < g.n; i++)
 		g.rows[i].point = 1; /* both name point 1 */
 	struct garuda_replay_result r = against_poll(&g, 1.0 / 5, "2 ms and 10 ms on point 1");
-	cr_assert_geq(r.exact, g.n - 8, "exact %lu of %zu (censored %lu late %lu unknown %lu)",
-		      (unsigned long)r.exact, g.n, (unsigned long)r.censored, (unsigned long)r.late,
-		      (unsigned long)r.unknown);
+	assert_exact(&r, g.n, g.n - 8, "finds");
 	free(g.rows);
 }
 
