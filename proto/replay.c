@@ -43,8 +43,8 @@ static const struct {
 #define COST_KEY_(f) { #f, offsetof(struct garuda_replay_cost, f) }
 	COST_KEY_(step_ns),	      COST_KEY_(look_ns),	   COST_KEY_(spin_ns),
 	COST_KEY_(wake_late_ns),      COST_KEY_(wake_cpu_ns),	   COST_KEY_(long_sleep_ns),
-	COST_KEY_(wake_late_long_ns), COST_KEY_(wake_cpu_long_ns), COST_KEY_(wake_late_p99_ns),
-	COST_KEY_(wake_late_long_p99_ns), COST_KEY_(arm_wake_ns), COST_KEY_(arm_cpu_ns),
+	COST_KEY_(wake_late_long_ns), COST_KEY_(wake_cpu_long_ns), COST_KEY_(wake_late_p90_ns),
+	COST_KEY_(wake_late_long_p90_ns), COST_KEY_(arm_wake_ns), COST_KEY_(arm_cpu_ns),
 	COST_KEY_(fire_cpu_ns),
 #undef COST_KEY_
 };
@@ -153,14 +153,14 @@ static uint64_t by_length(const struct garuda_replay_cost *cost, uint64_t len, u
 }
 
 /* A timed wake's lateness for a sleep of len (garuda_replay_cost: the figure, or a
- * draw from the spread around it when the p99s are set); *rng is the run's state */
+ * draw from the spread around it when the p90s are set); *rng is the run's state */
 static uint64_t wake_late(const struct garuda_replay_cost *cost, uint64_t len, uint64_t *rng)
 {
 	uint64_t m = by_length(cost, len, cost->wake_late_ns, cost->wake_late_long_ns);
-	if (!cost->wake_late_p99_ns && !cost->wake_late_long_p99_ns)
+	if (!cost->wake_late_p90_ns && !cost->wake_late_long_p90_ns)
 		return m;
-	uint64_t q = by_length(cost, len, cost->wake_late_p99_ns ? cost->wake_late_p99_ns : cost->wake_late_ns,
-			       cost->wake_late_long_p99_ns ? cost->wake_late_long_p99_ns : cost->wake_late_long_ns);
+	uint64_t q = by_length(cost, len, cost->wake_late_p90_ns ? cost->wake_late_p90_ns : cost->wake_late_ns,
+			       cost->wake_late_long_p90_ns ? cost->wake_late_long_p90_ns : cost->wake_late_long_ns);
 	uint64_t s = q > m ? q - m : 0, lo = m > s / 4 ? m - s / 4 : 0;
 	*rng ^= *rng << 13; /* xorshift64 */
 	*rng ^= *rng >> 7;
@@ -168,9 +168,9 @@ static uint64_t wake_late(const struct garuda_replay_cost *cost, uint64_t len, u
 	uint64_t u = *rng % 10000; /* in 1/10,000ths */
 	if (u < 5000)
 		return lo + (m - lo) * u / 5000;
-	if (u < 9900)
-		return m + s * (u - 5000) / 4900;
-	return q + s * (u - 9900) / 100;
+	if (u < 9000)
+		return m + s * (u - 5000) / 4000;
+	return q + 2 * s * (u - 9000) / 1000;
 }
 
 /* the rows being sorted (qsort takes no context; one per thread, so runs on several

@@ -487,7 +487,7 @@ Test(policy, replay_cost_text_sets_named_figures)
 	}
 }
 
-/* The timer's spread (wake_late_p99_ns): each timed wake's lateness is drawn around its
+/* The timer's spread (wake_late_p90_ns): each timed wake's lateness is drawn around its
  * figure, the same draws every run; a wake sooner than the mean lands before its
  * window, where a kernel that came early is found on time (censored) rather than late */
 Test(policy, replay_draws_wake_lateness_from_the_spread_the_same_every_run)
@@ -496,11 +496,11 @@ Test(policy, replay_draws_wake_lateness_from_the_spread_the_same_every_run)
 	stream(&g, 1, 800, 1, len_jitter, false, 0);
 	struct garuda_replay_cost cost = garuda_replay_default_cost();
 	char msg[128];
-	cr_assert_eq(garuda_replay_cost_parse(&cost, "wake_late_p99_ns=90000,wake_late_long_p99_ns=150000", msg,
+	cr_assert_eq(garuda_replay_cost_parse(&cost, "wake_late_p90_ns=60000,wake_late_long_p90_ns=150000", msg,
 					      sizeof(msg)),
 		     0, "%s", msg);
-	cr_assert_eq(cost.wake_late_p99_ns, 90000);
-	cr_assert_eq(cost.wake_late_long_p99_ns, 150000);
+	cr_assert_eq(cost.wake_late_p90_ns, 60000);
+	cr_assert_eq(cost.wake_late_long_p90_ns, 150000);
 	struct garuda_replay_result flat = run(GARUDA_PLAN_GARUDAD_DEFAULT, &g, &(struct garuda_replay_cost){
 									  .step_ns = cost.step_ns, .look_ns = cost.look_ns,
 									  .spin_ns = cost.spin_ns,
