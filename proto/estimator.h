@@ -90,7 +90,7 @@ void garuda_estimator_record_censored_ns(struct garuda_estimator *e, uint64_t wa
  * finds"). Three, not two: two in a row come at a cold start while the early wake is
  * still learning the timer's lateness (garuda-replay, one stream of 10 ms kernels:
  * its 2nd and 3rd waits), and a right prediction halved costs its next 16 waits a
- * ladder each. */
+ * ladder each; three in a row come there too, more rarely (two shipped traces). */
 #define GARUDA_ESTIMATOR_LATE_RUN 3u
 void garuda_estimator_record_late_ns(struct garuda_estimator *e, uint64_t wake_ns);
 
