@@ -404,8 +404,10 @@ static void *presenter_main(void *arg)
 	int r = c->router->present(c, gen);
 	pthread_mutex_lock(&c->lock);
 	if (r >= 0 && c->state == CONN_PRESENTING && c->gen == gen) {
-		set_state_locked(c, CONN_UP);
+		/* before the state: its release store publishes the count, so whoever sees
+		 * the client up (garuda_client_connected's acquire load) sees it counted */
 		atomic_fetch_add(&c->reconnects, 1);
+		set_state_locked(c, CONN_UP);
 		c->router->session_up_locked(c);
 	} else if (c->state == CONN_PRESENTING && c->gen == gen) {
 		c->present_failed = true;
