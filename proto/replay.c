@@ -45,7 +45,7 @@ static const struct {
 	COST_KEY_(wake_late_ns),      COST_KEY_(wake_cpu_ns),	   COST_KEY_(long_sleep_ns),
 	COST_KEY_(wake_late_long_ns), COST_KEY_(wake_cpu_long_ns), COST_KEY_(wake_late_p90_ns),
 	COST_KEY_(wake_late_long_p90_ns), COST_KEY_(arm_wake_ns), COST_KEY_(arm_cpu_ns),
-	COST_KEY_(fire_cpu_ns),
+	COST_KEY_(fire_cpu_ns),	      COST_KEY_(spin_wall_ns),
 #undef COST_KEY_
 };
 
@@ -502,7 +502,7 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		}
 		uint64_t until = garuda_watch_next(&w, now);
 		if (!until) { /* a spin step */
-			now += cost->spin_ns;
+			now += cost->spin_wall_ns > cost->spin_ns ? cost->spin_wall_ns : cost->spin_ns;
 			out->busy_ns += cost->spin_ns;
 			out->spins++;
 			continue;

@@ -14,7 +14,7 @@
  * plan's p50 <= P50 x poll's, p99 <= P99 x poll's and busy <= BUSY x poll's (a BUSY
  * of 0 skips that one); a trace may
  * name its own busy bound on a "# busy<=R" line. --cost: replay's figures for this
- * host instead of its defaults (garuda_replay_cost_parse(): step_ns, spin_ns,
+ * host instead of its defaults (garuda_replay_cost_parse(): step_ns, spin_ns, spin_wall_ns,
  * wake_late_ns, wake_cpu_ns, long_sleep_ns, ... as the bench measures them).
  * --verbose: what the finds recorded
  * (exact, censored, late, unknown), sleeps, spins and the worst lateness. Exit 2: bad

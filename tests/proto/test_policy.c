@@ -535,6 +535,33 @@ Test(policy, replay_charges_a_sleep_by_its_length)
 	free(g.rows);
 }
 
+/* A spin step that takes longer on the clock than on the CPU (a loaded host runs its
+ * other tasks in the step's sched_yield): poll over the same trace takes fewer, further
+ * apart steps, each charged its CPU alone, so its busy time falls by the ratio; the
+ * finds stay what they were (every one spun on) */
+Test(policy, replay_times_a_spin_step_apart_from_its_cpu)
+{
+	struct gen g = gen_new(400);
+	stream(&g, 4, 100, 1, len_jitter, false, 0);
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	struct garuda_replay_result same = run("poll", &g, &cost);
+	char msg[128];
+	cr_assert_eq(garuda_replay_cost_parse(&cost, "spin_wall_ns=4800", msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_eq(cost.spin_wall_ns, 4800);
+	struct garuda_replay_result apart = run("poll", &g, &cost);
+	cr_assert_eq(apart.exact, same.exact, "every find spun on either way");
+	cr_assert_eq(apart.completions, same.completions);
+	/* 3x the time a step: about a third of the steps and of their charge */
+	cr_assert_lt(apart.spins * 10, same.spins * 4, "spins %zu against %zu", apart.spins, same.spins);
+	cr_assert_gt(apart.spins * 10, same.spins * 2, "spins %zu against %zu", apart.spins, same.spins);
+	cr_assert_lt(apart.busy_ns * 10, same.busy_ns * 5, "busy %lu against %lu", (unsigned long)apart.busy_ns,
+		     (unsigned long)same.busy_ns);
+	cost.spin_wall_ns = cost.spin_ns / 2; /* never shorter than its CPU */
+	struct garuda_replay_result shorter = run("poll", &g, &cost);
+	cr_assert_eq(memcmp(&shorter, &same, sizeof(same)), 0, "a wall below the CPU is the CPU's");
+	free(g.rows);
+}
+
 /* A client's parked wait: its backstop grows with the wait's age as the watcher's
  * backoff does (max(backstop, age / backoff_div), at most 524 ms), so a long wait
  * wakes ~ln(t) / r times, not t / backstop; simulated: a 10 s wait's wake-ups. */
