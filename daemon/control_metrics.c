@@ -30,6 +30,26 @@ static void family(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* One scanner's series of histogram family name from a log2 histogram (scanner.h's
+ * buckets, ctl_bucket_le_ns) and the sum of what it counted, in ns. */
+static void scanner_hist(FILE *f, const char *name, unsigned i, int node, const uint64_t hist[SCANNER_LAT_BUCKETS],
+			 uint64_t sum_ns)
+{
+	uint64_t cum = 0;
+	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
+		cum += hist[b];
+		uint64_t le = ctl_bucket_le_ns(b);
+		if (!le)
+			continue; /* the open last bucket counts under +Inf only */
+		fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"%.9g\"} %llu\n", name, i, node,
+			(double)le / 1e9, (unsigned long long)cum);
+	}
+	fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"+Inf\"} %llu\n", name, i, node,
+		(unsigned long long)cum);
+	fprintf(f, "%s_sum{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", name, i, node, (double)sum_ns / 1e9);
+	fprintf(f, "%s_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", name, i, node, (unsigned long long)cum);
+}
+
 /* Bytes of the valid UTF-8 sequence at s (1..4), or 0 for an invalid byte. */
 static unsigned utf8_len(const unsigned char *s)
 {
@@ -360,23 +380,17 @@ char *ctl_metrics_text(struct daemon *d)
 	       "it bounds word reached -> scanner saw it from above, and after a timed sleep it spans "
 	       "the sleep. Not the client's wake latency: the store may have landed anywhere inside "
 	       "the gap, and delivery and the client's own wake come after it.");
-	for (unsigned i = 0; i < d->nscanners; i++) {
-		uint64_t cum = 0;
-		for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
-			cum += st[i].detect_hist[b];
-			uint64_t le = ctl_bucket_le_ns(b);
-			if (!le)
-				continue; /* the open last bucket counts under +Inf only */
-			fprintf(f, "garuda_wake_latency_seconds_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"%.9g\"} %llu\n",
-				i, st[i].numa_node, (double)le / 1e9, (unsigned long long)cum);
-		}
-		fprintf(f, "garuda_wake_latency_seconds_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"+Inf\"} %llu\n",
-			i, st[i].numa_node, (unsigned long long)cum);
-		fprintf(f, "garuda_wake_latency_seconds_sum{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", i,
-			st[i].numa_node, (double)st[i].detect_ns_sum / 1e9);
-		fprintf(f, "garuda_wake_latency_seconds_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", i,
-			st[i].numa_node, (unsigned long long)cum);
-	}
+	for (unsigned i = 0; i < d->nscanners; i++)
+		scanner_hist(f, "garuda_wake_latency_seconds", i, st[i].numa_node, st[i].detect_hist,
+			     st[i].detect_ns_sum);
+	family(f, "garuda_timer_lateness_seconds", "histogram",
+	       "Per timed sleep of a scanner that ran to its time, how late the wake came (log2 "
+	       "buckets): the host's timer and scheduling. Every sleeping plan's lateness includes it; "
+	       "a tail of milliseconds here is the host's (a virtual machine without halt polling), "
+	       "not garudad's.");
+	for (unsigned i = 0; i < d->nscanners; i++)
+		scanner_hist(f, "garuda_timer_lateness_seconds", i, st[i].numa_node, st[i].timer_hist,
+			     st[i].timer_ns_sum);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

@@ -28,10 +28,10 @@ uint64_t ctl_bucket_le_ns(unsigned b)
 	return b + 1 < SCANNER_LAT_BUCKETS ? 2ull << b : 0;
 }
 
-/* "wake_latency": {"buckets": [{"le_ns", "count"}...], "count"} from a log2 histogram */
-static void add_latency(cJSON *o, const uint64_t hist[SCANNER_LAT_BUCKETS])
+/* key: {"buckets": [{"le_ns", "count"}...], "count"} from a log2 histogram */
+static void add_hist(cJSON *o, const char *key, const uint64_t hist[SCANNER_LAT_BUCKETS])
 {
-	cJSON *lat = cJSON_AddObjectToObject(o, CTL_KEY_WAKE_LATENCY);
+	cJSON *lat = cJSON_AddObjectToObject(o, key);
 	uint64_t total = 0;
 	cJSON *buckets = cJSON_AddArrayToObject(lat, CTL_KEY_BUCKETS);
 	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
@@ -169,7 +169,7 @@ static cJSON *client_object(const struct session *s)
 	add_forms(o, CTL_KEY_READINESS, &v.by_form);
 	ctl_add_uint(o, CTL_KEY_ERRORS, v.errors);
 	ctl_add_uint(o, CTL_KEY_OUTBOX_BYTES, v.outbox_bytes);
-	add_latency(o, v.detect_hist);
+	add_hist(o, CTL_KEY_WAKE_LATENCY, v.detect_hist);
 	return o;
 }
 
@@ -387,7 +387,8 @@ cJSON *ctl_req_scanners(struct daemon *d, const cJSON *req)
 		ctl_add_uint(o, CTL_KEY_WAKE_LATE_NS, st.wake_late_ns);
 		add_forms(o, CTL_KEY_READINESS, &st.by_form);
 		cJSON_AddNumberToObject(o, CTL_KEY_CPU_S, (double)st.cpu_ns / 1e9);
-		add_latency(o, st.detect_hist);
+		add_hist(o, CTL_KEY_WAKE_LATENCY, st.detect_hist);
+		add_hist(o, CTL_KEY_TIMER_LATENESS, st.timer_hist);
 		cJSON_AddItemToArray(arr, o);
 	}
 	return r;

@@ -128,6 +128,8 @@ struct scanner {
 	atomic_uint_fast64_t st_count[SC_COUNT_]; /* proto/counters.h's table */
 	atomic_uint_fast64_t st_hist[SCANNER_LAT_BUCKETS];
 	atomic_uint_fast64_t st_detect_ns_sum;
+	atomic_uint_fast64_t st_timer_hist[SCANNER_LAT_BUCKETS]; /* timed wakes by lateness */
+	atomic_uint_fast64_t st_timer_ns_sum;
 	struct form_tally st_by_form;
 };
 
@@ -801,6 +803,11 @@ static void *scanner_main(void *arg)
 		gave_way = woke;
 		garuda_watch_woke_from(&s->watch, until, woke); /* the early wake learns */
 		atomic_store_explicit(&s->st_wake_late_ns, s->watch.wake_late_ns, memory_order_relaxed);
+		if (woke >= until) { /* the timer's wake, not a post's: how late the host ran it */
+			atomic_fetch_add_explicit(&s->st_timer_hist[sink_lat_bucket(woke - until)], 1,
+						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&s->st_timer_ns_sum, woke - until, memory_order_relaxed);
+		}
 	}
 	readiness_fini(&s->out);
 	return NULL;
@@ -889,4 +896,7 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *o)
 	o->detect_ns_sum = atomic_load_explicit(&s->st_detect_ns_sum, memory_order_relaxed);
 	for (int i = 0; i < SCANNER_LAT_BUCKETS; i++)
 		o->detect_hist[i] = atomic_load_explicit(&s->st_hist[i], memory_order_relaxed);
+	o->timer_ns_sum = atomic_load_explicit(&s->st_timer_ns_sum, memory_order_relaxed);
+	for (int i = 0; i < SCANNER_LAT_BUCKETS; i++)
+		o->timer_hist[i] = atomic_load_explicit(&s->st_timer_hist[i], memory_order_relaxed);
 }

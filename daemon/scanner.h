@@ -70,6 +70,11 @@ struct scanner_stats {
 	struct form_counts by_form; /* completions by form */
 	uint64_t detect_hist[SCANNER_LAT_BUCKETS];
 	uint64_t detect_ns_sum; /* sum of the bounds over all completions */
+	/* timed sleeps that ran to their time, by how late the wake came (woke - the
+	 * time asked; log2 buckets as above): the host's timer and scheduling, which
+	 * every sleeping plan's lateness includes; a sleep a post ended is not counted */
+	uint64_t timer_hist[SCANNER_LAT_BUCKETS];
+	uint64_t timer_ns_sum;
 };
 
 int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu_set_t *cpus,

@@ -89,6 +89,7 @@
 #define CTL_KEY_VERSION "version"
 #define CTL_KEY_WAKE_LATENCY "wake_latency"
 #define CTL_KEY_WAKE_LATE_NS "wake_late_ns"
+#define CTL_KEY_TIMER_LATENESS "timer_lateness"
 #define CTL_KEY_WORDS "words"
 #define CTL_KEY_WORDWAIT "wordwait"
 #define CTL_KEY_WORDWAIT_DETAIL "wordwait_detail"

@@ -448,7 +448,12 @@ struct pwaits {
 	double sleeps, spins, exact, censored, late_wakes, arm_wakes, arm_nowakes;
 	double arms_taken, take_ns; /* the ARMs the scanners took, their send -> take summed */
 	double hist[24]; /* detection bound (store -> scanner saw it), log2 ns buckets */
+	double timer[24]; /* timed sleeps that ran to their time, by lateness (same buckets) */
 };
+
+/* timed wakes this late or later are stalls: bucket 19 holds [2^19, 2^20) ns, so from
+ * ~0.5 ms on */
+#define TIMER_STALL_BUCKET 19
 
 /* p50 of a detection-bound histogram delta, as the bucket's upper edge in us */
 static double detect_p50_us(const struct pwaits *a, const struct pwaits *b)
@@ -462,6 +467,19 @@ static double detect_p50_us(const struct pwaits *a, const struct pwaits *b)
 			return ldexp(1, i + 1) / 1e3;
 	}
 	return NAN;
+}
+
+/* h[] += the counts of scanner s's log2 histogram key (control plane: scanners) */
+static void add_buckets(double h[24], const cJSON *s, const char *key)
+{
+	const cJSON *bk, *bl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, key), "buckets");
+	int i = 0;
+	cJSON_ArrayForEach(bk, bl)
+	{
+		if (i < 24)
+			h[i] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bk, "count"));
+		i++;
+	}
 }
 
 static void read_waits(struct gd_daemon *d, struct pwaits *w)
@@ -482,15 +500,8 @@ static void read_waits(struct gd_daemon *d, struct pwaits *w)
 		F(arms_taken);
 		F(take_ns);
 #undef F
-		const cJSON *bk, *bl = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(it, "wake_latency"), "buckets");
-		int i = 0;
-		cJSON_ArrayForEach(bk, bl)
-		{
-			if (i < 24)
-				w->hist[i] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(bk, "count"));
-			i++;
-		}
+		add_buckets(w->hist, it, "wake_latency");
+		add_buckets(w->timer, it, "timer_lateness");
 	}
 	cJSON_Delete(r);
 }
@@ -500,6 +511,10 @@ struct presult {
 	double lg[4]; /* libgaruda row: its estimators' exact, censored, sleeps, spin_outs
 		       * per completion */
 	double detect_p50_us; /* garuda rows: the scanner's detection bound, p50 (bucket edge) */
+	/* garuda rows, over the whole cell: the scanner's timed sleeps that ran to their
+	 * time, and of them those that woke TIMER_STALL_BUCKET's bound or more late (the
+	 * host's stalls, which a sleeping plan's p99 takes in and poll's does not) */
+	double timed_wakes, timer_stalls;
 	bool ok;
 	struct lat_stats lat;
 	double daemon_us, total_us; /* CPU per completion */
@@ -695,6 +710,12 @@ static int run_cell_n(struct bench *b, struct gd_daemon *d, enum prow row, enum 
 	out->scan_us = d ? (double)(p1.scan_ns - p0.scan_ns) / compl / 1e3 : 0;
 	out->total_us = (dcpu + (double)cpu) / compl / 1e3;
 	out->detect_p50_us = detect_p50_us(&w0, &w1);
+	for (int i = 0; i < 24; i++) {
+		double dt = w1.timer[i] - w0.timer[i];
+		out->timed_wakes += dt;
+		if (i >= TIMER_STALL_BUCKET)
+			out->timer_stalls += dt;
+	}
 	out->steady_us = NAN;
 	if (sw.ok) { /* the scanner's counts too are the window's */
 		out->steady_us = (double)(sw.p1.cpu_ns - sw.p0.cpu_ns) / (double)sw.launched / 1e3;
@@ -1084,6 +1105,8 @@ static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned 
 		printf("   %.1f %.0f %.2f %.2f %.2f %.2f %.2f detect-p50<=%.0fus", r->waits.sleeps, r->waits.spins,
 		       r->waits.exact, r->waits.censored, r->waits.late_wakes, r->waits.arm_wakes,
 		       r->waits.arm_nowakes, r->detect_p50_us);
+	if (dp && r->timed_wakes > 0)
+		printf(" timer-stalls %.0f/%.0f", r->timer_stalls, r->timed_wakes);
 	if (row == R_LGPREDICT)
 		printf(" [client: %.2f %.2f %.2f %.2f]", r->lg[2], r->lg[3], r->lg[0], r->lg[1]);
 	if (!isnan(r->steady_us))
@@ -1123,6 +1146,9 @@ static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned 
 		cJSON_AddNumberToObject(wj, "arm_nowakes", r->waits.arm_nowakes);
 		if (!isnan(r->detect_p50_us))
 			cJSON_AddNumberToObject(o, "detect_p50_us_le", r->detect_p50_us);
+		/* the whole cell's, not per completion */
+		cJSON_AddNumberToObject(o, "timed_wakes", r->timed_wakes);
+		cJSON_AddNumberToObject(o, "timed_wakes_0_5ms_late", r->timer_stalls);
 	}
 	if (row == R_LGPREDICT) {
 		cJSON *lj = cJSON_AddObjectToObject(o, "client_per_completion");
@@ -1228,7 +1254,8 @@ int bench_plans(struct bench *b)
 	printf("  %-9s %-3s %-27s %10s %10s %12s %12s   %s\n", "kernel", "str", "row", "p50 us", "p99 us",
 	       "daemon us/c", "total us/c",
 	       "per completion: sleeps spins exact censored late armwake armnowake (scanners)"
-	       " [client: sleeps spin-outs exact censored]");
+	       " [client: sleeps spin-outs exact censored]; timer-stalls: the cell's timed sleeps\n"
+	       "  that woke >= 0.5 ms late / all that ran to their time");
 	calibrate(sec);
 	const char *only_rows = getenv("GARUDA_BENCH_PLAN_ROWS"); /* e.g. "3,5": rows by number */
 	/* e.g. "16x1ms,16x10ms": only those unpipelined cells (STREAMSxKERNEL), and no

@@ -121,3 +121,46 @@ Test(metrics, follow_the_daemon)
 	free(m2);
 	ctl_stop(&d);
 }
+
+/* garuda_timer_lateness_seconds counts the scanners' timed sleeps that ran to their
+ * time: none while nothing is armed (a park has no time), some once a wait that never
+ * completes is on its backoff ladder; its JSON twin in "scanners" counts the same */
+Test(metrics, timer_lateness_counts_timed_sleeps)
+{
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	char *m0 = metrics(d.ctl);
+	cr_assert_eq(prom_sum(m0, "garuda_timer_lateness_seconds_count"), 0, "parks are not timed sleeps");
+	free(m0);
+	struct ctl_client c;
+	struct gd_seg s;
+	ctl_client_open(&c, d.sock);
+	cr_assert_eq(ctl_segment_open(&c, 1, &s), 0);
+	ctl_arm(&c, s.id, 0, 1, 1, GARUDA_FORM_DOORBELL); /* its word stays 0 */
+	double n = 0;
+	for (int tries = 0; tries < 1000 && n < 3; tries++) {
+		char *m = metrics(d.ctl);
+		n = prom_sum(m, "garuda_timer_lateness_seconds_count");
+		cr_assert_geq(prom_sum(m, "garuda_timer_lateness_seconds_sum"), 0);
+		free(m);
+		if (n < 3)
+			usleep(10000);
+	}
+	cr_assert_geq(n, 3, "the overdue wait's ladder sleeps were counted");
+	cJSON *j = ctl_json(d.ctl, "{\"request\":\"scanners\"}");
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "scanners");
+	double jn = 0;
+	const cJSON *sc;
+	cJSON_ArrayForEach(sc, list)
+	{
+		const cJSON *tl = cJSON_GetObjectItemCaseSensitive(sc, "timer_lateness");
+		const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(tl, "count");
+		cr_assert(cJSON_IsNumber(cnt), "scanners[].timer_lateness.count");
+		jn += cnt->valuedouble;
+	}
+	cr_assert_geq(jn, n, "the JSON counts what the metrics counted, and any sleep since");
+	cJSON_Delete(j);
+	gd_seg_unmap(&s);
+	ctl_client_close(&c);
+	ctl_stop(&d);
+}
