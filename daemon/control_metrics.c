@@ -32,8 +32,8 @@ static void family(FILE *f, const char *name, const char *type, const char *help
 
 /* One scanner's series of histogram family name from a log2 histogram (scanner.h's
  * buckets, ctl_bucket_le_ns) and the sum of what it counted, in ns. */
-static void scanner_hist(FILE *f, const char *name, unsigned i, int node, const uint64_t hist[SCANNER_LAT_BUCKETS],
-			 uint64_t sum_ns)
+static void scanner_hist(FILE *f, const char *name, unsigned i, int node,
+			 const uint64_t hist[SCANNER_LAT_BUCKETS], uint64_t sum_ns)
 {
 	uint64_t cum = 0;
 	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
@@ -41,13 +41,15 @@ static void scanner_hist(FILE *f, const char *name, unsigned i, int node, const 
 		uint64_t le = ctl_bucket_le_ns(b);
 		if (!le)
 			continue; /* the open last bucket counts under +Inf only */
-		fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"%.9g\"} %llu\n", name, i, node,
-			(double)le / 1e9, (unsigned long long)cum);
+		fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"%.9g\"} %llu\n", name, i,
+			node, (double)le / 1e9, (unsigned long long)cum);
 	}
 	fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"+Inf\"} %llu\n", name, i, node,
 		(unsigned long long)cum);
-	fprintf(f, "%s_sum{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", name, i, node, (double)sum_ns / 1e9);
-	fprintf(f, "%s_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", name, i, node, (unsigned long long)cum);
+	fprintf(f, "%s_sum{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", name, i, node,
+		(double)sum_ns / 1e9);
+	fprintf(f, "%s_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", name, i, node,
+		(unsigned long long)cum);
 }
 
 /* Bytes of the valid UTF-8 sequence at s (1..4), or 0 for an invalid byte. */
