@@ -100,8 +100,8 @@ rules() { api rules | python3 -c 'import json, sys
 for g in json.load(sys.stdin)["data"]["groups"]:
     for r in g["rules"]:
         print(r["name"], r["health"])'; }
-rules_ok() { [[ $(rules | grep -c ' ok$') == 3 ]]; }
-wait_for "the 3 shipped rules loaded and evaluated with health ok ($(rules | tr '\n' ' '))" rules_ok
+rules_ok() { [[ $(rules | grep -c ' ok$') == 4 ]]; }
+wait_for "the 4 shipped rules loaded and evaluated with health ok ($(rules | tr '\n' ' '))" rules_ok
 rules
 up() { [[ $(query garuda_up) == 1 ]]; }
 wait_for "garuda_up 1 in Prometheus" up
