@@ -917,23 +917,33 @@ static void calibrate(cJSON *sec)
 	cJSON_AddNumberToObject(o, "wake_late_long_p99_ns", ll.p99);
 }
 
-/* Replay's busy under plan / under poll on rows (m of them) at cost, with its sleeps and
- * spins per completion: over the steady window as the live cell takes it
- * (steady_watch), when there is one. NAN when replay fails. */
+/* Replay's busy per completion under plan over rows (m of them) at c, and its sleeps and
+ * spins per completion: over the steady window as the live cell takes it (steady_watch),
+ * when there is one. NAN when replay fails. */
+static double replay_per_completion(const struct garuda_plan *plan, const struct garuda_replay_row *rows,
+				    size_t m, const struct garuda_replay_cost *c, double *sleeps, double *spins)
+{
+	struct garuda_replay_result a;
+	*sleeps = *spins = NAN;
+	if (garuda_replay_run(plan, rows, m, c, &a) != 0)
+		return NAN;
+	bool st = a.steady_rows > 0;
+	double counted = st ? (double)a.steady_rows : (double)m;
+	*sleeps = (double)(st ? a.steady_sleeps : a.sleeps) / counted;
+	*spins = (double)(st ? a.steady_spins : a.spins) / counted;
+	return (double)(st ? a.steady_busy_ns : a.busy_ns) / counted;
+}
+
+/* Replay's busy under plan / under poll on rows (m of them) at c, with plan's sleeps and
+ * spins per completion (the steady window is the trace's, the same for both). NAN when
+ * replay fails. */
 static double replay_ratio(const struct garuda_plan *plan, const struct garuda_plan *poll,
 			   const struct garuda_replay_row *rows, size_t m, const struct garuda_replay_cost *c,
 			   double *sleeps, double *spins)
 {
-	struct garuda_replay_result a, p;
-	*sleeps = *spins = NAN;
-	if (garuda_replay_run(plan, rows, m, c, &a) != 0 || garuda_replay_run(poll, rows, m, c, &p) != 0)
-		return NAN;
-	bool st = a.steady_rows && p.steady_busy_ns;
-	double busy = st ? (double)a.steady_busy_ns : (double)a.busy_ns;
-	double pbusy = st ? (double)p.steady_busy_ns : (double)p.busy_ns;
-	double counted = st ? (double)a.steady_rows : (double)m;
-	*sleeps = (double)(st ? a.steady_sleeps : a.sleeps) / counted;
-	*spins = (double)(st ? a.steady_spins : a.spins) / counted;
+	double ps, pp;
+	double busy = replay_per_completion(plan, rows, m, c, sleeps, spins);
+	double pbusy = replay_per_completion(poll, rows, m, c, &ps, &pp);
 	return pbusy > 0 ? busy / pbusy : NAN;
 }
 
@@ -987,23 +997,6 @@ static double cpu_ratio(const struct presult *p, const struct presult *q)
 	return q->daemon_us > 0 ? p->daemon_us / q->daemon_us : NAN;
 }
 
-/* Replay's busy per completion under plan over rows (m of them) at c, and its sleeps and
- * spins per completion: over the steady window as the live cell takes it (steady_watch),
- * when there is one. NAN when replay fails. */
-static double replay_per_completion(const struct garuda_plan *plan, const struct garuda_replay_row *rows,
-				    size_t m, const struct garuda_replay_cost *c, double *sleeps, double *spins)
-{
-	struct garuda_replay_result a;
-	*sleeps = *spins = NAN;
-	if (garuda_replay_run(plan, rows, m, c, &a) != 0)
-		return NAN;
-	bool st = a.steady_rows > 0;
-	double counted = st ? (double)a.steady_rows : (double)m;
-	*sleeps = (double)(st ? a.steady_sleeps : a.sleeps) / counted;
-	*spins = (double)(st ? a.steady_spins : a.spins) / counted;
-	return (double)(st ? a.steady_busy_ns : a.busy_ns) / counted;
-}
-
 /* Replay's busy per completion of plan on the row's own trace against poll's on the
  * poll cell's own trace: each on the cadence its row ran at live, as the live ratio
  * takes each row's CPU per completion. (Both on the row's trace, as before, priced poll
@@ -1015,10 +1008,11 @@ static double replay_own_ratio(const struct garuda_plan *plan, const struct garu
 			       const struct presult *r, const struct presult *pr,
 			       const struct garuda_replay_cost *c, double *sleeps, double *spins)
 {
+	if (!pr->trace)
+		return replay_ratio(plan, poll, r->trace, r->ntrace, c, sleeps, spins);
 	double ps, pp;
 	double busy = replay_per_completion(plan, r->trace, r->ntrace, c, sleeps, spins);
-	double pbusy = pr->trace ? replay_per_completion(poll, pr->trace, pr->ntrace, c, &ps, &pp)
-				 : replay_per_completion(poll, r->trace, r->ntrace, c, &ps, &pp);
+	double pbusy = replay_per_completion(poll, pr->trace, pr->ntrace, c, &ps, &pp);
 	return pbusy > 0 ? busy / pbusy : NAN;
 }
 
