@@ -30,26 +30,33 @@ static void family(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One scanner's series of histogram family name from a log2 histogram (scanner.h's
- * buckets, ctl_bucket_le_ns) and the sum of what it counted, in ns. */
-static void scanner_hist(FILE *f, const char *name, unsigned i, int node,
-			 const uint64_t hist[SCANNER_LAT_BUCKETS], uint64_t sum_ns)
+/* A histogram family of every scanner's (labels scanner, numa_node): each one's log2
+ * histogram (scanner.h's buckets, ctl_bucket_le_ns) at hist_off in its struct
+ * scanner_stats and the sum in ns of what it counted at sum_off. */
+static void scanner_hist(FILE *f, const char *name, const char *help, const struct scanner_stats *st,
+			 unsigned n, size_t hist_off, size_t sum_off)
 {
-	uint64_t cum = 0;
-	for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
-		cum += hist[b];
-		uint64_t le = ctl_bucket_le_ns(b);
-		if (!le)
-			continue; /* the open last bucket counts under +Inf only */
-		fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"%.9g\"} %llu\n", name, i,
-			node, (double)le / 1e9, (unsigned long long)cum);
+	family(f, name, "histogram", help);
+	for (unsigned i = 0; i < n; i++) {
+		const uint64_t *hist = (const uint64_t *)((const char *)&st[i] + hist_off);
+		uint64_t sum_ns = *(const uint64_t *)((const char *)&st[i] + sum_off);
+		int node = st[i].numa_node;
+		uint64_t cum = 0;
+		for (unsigned b = 0; b < SCANNER_LAT_BUCKETS; b++) {
+			cum += hist[b];
+			uint64_t le = ctl_bucket_le_ns(b);
+			if (!le)
+				continue; /* the open last bucket counts under +Inf only */
+			fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"%.9g\"} %llu\n", name,
+				i, node, (double)le / 1e9, (unsigned long long)cum);
+		}
+		fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"+Inf\"} %llu\n", name, i,
+			node, (unsigned long long)cum);
+		fprintf(f, "%s_sum{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", name, i, node,
+			(double)sum_ns / 1e9);
+		fprintf(f, "%s_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", name, i, node,
+			(unsigned long long)cum);
 	}
-	fprintf(f, "%s_bucket{scanner=\"%u\",numa_node=\"%d\",le=\"+Inf\"} %llu\n", name, i, node,
-		(unsigned long long)cum);
-	fprintf(f, "%s_sum{scanner=\"%u\",numa_node=\"%d\"} %.9f\n", name, i, node,
-		(double)sum_ns / 1e9);
-	fprintf(f, "%s_count{scanner=\"%u\",numa_node=\"%d\"} %llu\n", name, i, node,
-		(unsigned long long)cum);
 }
 
 /* Bytes of the valid UTF-8 sequence at s (1..4), or 0 for an invalid byte. */
@@ -376,23 +383,29 @@ char *ctl_metrics_text(struct daemon *d)
 			st[i].numa_node, (double)st[i].cpu_ns / 1e9);
 
 	/* the figure garctl's GAP50/GAP99 show (scanner.c count_fired(): since_ns) */
-	family(f, "garuda_wake_latency_seconds", "histogram",
-	       "Per completion, the gap between its scanner's previous look at the word and the look "
-	       "that saw the target reached, by scanner (log2 buckets): the store landed inside it, so "
-	       "it bounds word reached -> scanner saw it from above, and after a timed sleep it spans "
-	       "the sleep. Not the client's wake latency: the store may have landed anywhere inside "
-	       "the gap, and delivery and the client's own wake come after it.");
-	for (unsigned i = 0; i < d->nscanners; i++)
-		scanner_hist(f, "garuda_wake_latency_seconds", i, st[i].numa_node, st[i].detect_hist,
-			     st[i].detect_ns_sum);
-	family(f, "garuda_timer_lateness_seconds", "histogram",
-	       "Per timed sleep of a scanner that ran to its time, how late the wake came (log2 "
-	       "buckets): the host's timer and scheduling. Every sleeping plan's lateness includes it; "
-	       "a tail of milliseconds here is the host's (a virtual machine without halt polling), "
-	       "not garudad's.");
-	for (unsigned i = 0; i < d->nscanners; i++)
-		scanner_hist(f, "garuda_timer_lateness_seconds", i, st[i].numa_node, st[i].timer_hist,
-			     st[i].timer_ns_sum);
+	/* the scanners' histograms: the look gap per completion (the figure garctl's
+	 * GAP50/GAP99 show: scanner.c count_fired(), since_ns), and the timer's lateness */
+	static const struct {
+		const char *name, *help;
+		size_t hist_off, sum_off;
+	} hists[] = {
+		{ "garuda_wake_latency_seconds",
+		  "Per completion, the gap between its scanner's previous look at the word and the look "
+		  "that saw the target reached, by scanner (log2 buckets): the store landed inside it, so "
+		  "it bounds word reached -> scanner saw it from above, and after a timed sleep it spans "
+		  "the sleep. Not the client's wake latency: the store may have landed anywhere inside "
+		  "the gap, and delivery and the client's own wake come after it.",
+		  offsetof(struct scanner_stats, detect_hist), offsetof(struct scanner_stats, detect_ns_sum) },
+		{ "garuda_timer_lateness_seconds",
+		  "Per timed sleep of a scanner that ran to its time, how late the wake came (log2 "
+		  "buckets): the host's timer and scheduling. Every sleeping plan's lateness includes it; "
+		  "a tail of milliseconds here is the host's (a virtual machine without halt polling), "
+		  "not garudad's.",
+		  offsetof(struct scanner_stats, timer_hist), offsetof(struct scanner_stats, timer_ns_sum) },
+	};
+	for (size_t h = 0; h < sizeof(hists) / sizeof(hists[0]); h++)
+		scanner_hist(f, hists[h].name, hists[h].help, st, d->nscanners, hists[h].hist_off,
+			     hists[h].sum_off);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
