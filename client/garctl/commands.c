@@ -325,25 +325,29 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 	if (!maybe_json(o, r)) {
 		/* WORDWAIT: the hardware word wait of spin steps (spin: none), HWSTEPS: the
 		 * spin steps that parked in it, TAKE: the mean time from an ARM's send to the
-		 * scanner's take (the loop thread's and the queue's delay) */
-		static const char *const hdr[] = { "INDEX", "NODE", "SEGMENTS", "ARMED", "PASSES", "PARKS",
-						   "SLEEPS", "SPINS", "WORDWAIT", "HWSTEPS", "EXACT",
-						   "CENSORED", "LATE", "COMPLETIONS", "TAKE", "CPU", "GAP50", "GAP99" };
-		struct table *t = table_new(18, hdr);
-		for (unsigned i = 0; i < 18; i++)
+		 * scanner's take (the loop thread's and the queue's delay), TIMER99: the p99
+		 * of how late its timed sleeps woke (the host's figure) */
+		static const char *const hdr[] = { "INDEX",   "NODE",     "SEGMENTS", "ARMED",	 "PASSES",
+						   "PARKS",   "SLEEPS",   "SPINS",	  "WORDWAIT",	 "HWSTEPS",
+						   "EXACT",   "CENSORED", "LATE",	  "COMPLETIONS", "TAKE",
+						   "CPU",     "GAP50",	  "GAP99",	  "TIMER99" };
+		struct table *t = table_new(19, hdr);
+		for (unsigned i = 0; i < 19; i++)
 			if (i != 8)
 				table_right(t, i);
 		const cJSON *it;
 		cJSON_ArrayForEach(it, jarr(r, CTL_KEY_SCANNERS))
 		{
 			const cJSON *lat = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_WAKE_LATENCY);
-			char cpu[32], p50[32], p99[32], take[32] = "-";
+			const cJSON *tl = cJSON_GetObjectItemCaseSensitive(it, CTL_KEY_TIMER_LATENESS);
+			char cpu[32], p50[32], p99[32], t99[32], take[32] = "-";
 			fmt_ns(cpu, sizeof(cpu), N(it, CTL_KEY_CPU_S) * 1e9);
 			double taken = N(it, CTL_SCANNER_KEY(arms_taken));
 			if (taken > 0)
 				fmt_ns(take, sizeof(take), N(it, CTL_SCANNER_KEY(take_ns)) / taken);
 			fmt_percentile(p50, sizeof(p50), lat, NULL, 0.50);
 			fmt_percentile(p99, sizeof(p99), lat, NULL, 0.99);
+			fmt_percentile(t99, sizeof(t99), tl, NULL, 0.99);
 			table_cell(t, "%.0f", N(it, CTL_KEY_INDEX));
 			table_cell(t, "%.0f", N(it, CTL_KEY_NUMA_NODE));
 			table_cell(t, "%.0f", N(it, CTL_KEY_SEGMENTS));
@@ -363,6 +367,7 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 			table_cell(t, "%s", cpu);
 			table_cell(t, "%s", p50);
 			table_cell(t, "%s", p99);
+			table_cell(t, "%s", t99);
 		}
 		print_table(o, t);
 	}

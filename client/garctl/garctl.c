@@ -29,7 +29,7 @@ static const struct command commands[] = {
 	{ "lines", 2, 2, cmd_lines, true, "cs",
 	  "lines CLIENT SEGMENT\nThe words of segment SEGMENT of client CLIENT: values, bindings, armed targets.\nOptions: -j[MODE], --no-legend, --no-pager." },
 	{ "scanners", 0, 0, cmd_scanners, true, "",
-	  "scanners\nScanner threads: load, CPU time, wake latency, the hardware word wait of spin\nsteps and how many parked in it.\nOptions: -j[MODE], --no-legend, --no-pager." },
+	  "scanners\nScanner threads: load, CPU time, wake latency, the hardware word wait of spin\nsteps and how many parked in it, how late timed sleeps woke (TIMER99).\nOptions: -j[MODE], --no-legend, --no-pager." },
 	{ "points", 1, 1, cmd_points, true, "c",
 	  "points CLIENT\nThe deadline-estimator points of client CLIENT: key, samples, exact/censored,\nprediction and next sleep.\nOptions: -j[MODE], --no-legend, --no-pager." },
 	{ "config", 0, 0, cmd_config, true, "",

@@ -517,6 +517,9 @@ Test(garctl, scanners_table)
 		/* a scanner that completed took the ARMs: their mean send -> take shows */
 		if (c > 0)
 			cr_assert(strcmp(cell(t, idx, "TAKE"), "-"), "scanner %s took ARMs but shows no TAKE", idx);
+		/* a timed sleep's lateness needs a sleep */
+		if (atof(cell(t, idx, "SLEEPS")) == 0)
+			cr_assert_str_eq(cell(t, idx, "TIMER99"), "-", "scanner %s never slept", idx);
 	}
 	cr_assert_eq(compl, 3);
 	ctl_table_free(t);
