@@ -161,6 +161,9 @@ struct plans_streams_result {
 	uint64_t completions;
 	double daemon_us, total_us;
 	double scan_us; /* of daemon_us, the scanner threads' (the rest: the loop thread's) */
+	/* the scanner's timed sleeps that ran to their time, and of them those that woke
+	 * 0.5 ms or more late (the host's timer stalls, plans.c TIMER_STALL_BUCKET) */
+	double timed_wakes, timer_stalls;
 };
 int plans_garuda_streams(struct bench *b, struct gd_daemon *d, unsigned streams, unsigned n,
 			 struct plans_streams_result *out);

@@ -1078,7 +1078,8 @@ int plans_garuda_streams(struct bench *b, struct gd_daemon *d, unsigned streams,
 	free(r.trace); /* (no replay here) */
 	*out = (struct plans_streams_result){ .ok = true, .lat = r.lat, .completions = (uint64_t)n * streams,
 					      .daemon_us = r.daemon_us, .scan_us = r.scan_us,
-					      .total_us = r.total_us };
+					      .total_us = r.total_us, .timed_wakes = r.timed_wakes,
+					      .timer_stalls = r.timer_stalls };
 	return 0;
 }
 
