@@ -43,7 +43,11 @@
 	  "loop's and the queue's delay).")                                                        \
 	X(removal_looks, "garuda_scanner_removal_looks_total",                                     \
 	  "Armed descriptors looked at to apply DISARMs and drops (those on a DISARM's word; "     \
-	  "a drop's session's own), by scanner.")
+	  "a drop's session's own), by scanner.")                                                  \
+	X(deliver_cpu_ns, "garuda_scanner_deliver_cpu_seconds_total",                              \
+	  "CPU time the scanner spent handing readiness to clients (eventfd writes, READY "        \
+	  "messages, line stores; every 16th delivering step timed on the thread's CPU clock, "    \
+	  "counted 16 times): a write that wakes a waiter on another CPU pays that wake.")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {

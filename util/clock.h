@@ -12,6 +12,15 @@ static inline uint64_t garuda_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's CPU time (a system call, not the vDSO: for sampling, not for
+ * every step). */
+static inline uint64_t garuda_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* CLOCK_REALTIME, for what the kernel stamps on that clock alone (a datagram's send
  * time: fdio.h); never for an interval. */
 static inline uint64_t garuda_real_ns(void)

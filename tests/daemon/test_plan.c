@@ -336,6 +336,30 @@ Test(plan, poll_spins_and_counts_add_up)
 	gd_stop(&d);
 }
 
+/* deliver_cpu_ns (part of the floor the bench prices, tests/bench/plans.c) times the
+ * writes of readiness and nothing else: a scanner that spins on a word that never
+ * moves counts none, and the first delivering step (one the scanner samples) counts. */
+Test(plan, deliver_time_counts_deliveries_only)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\": 1, \"plan\": \"poll\"}" });
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 2, -1, &s));
+	gd_ok(gd_arm(&c, gd_slot(&s, 1), gd_load(&s, 1) + 1, 7, GARUDA_FORM_MESSAGE));
+	double p0 = scanner_num(&d, "passes");
+	cr_assert_geq(wait_scanner(&d, "passes", p0 + 100), p0 + 100, "the scanner never looked");
+	cr_assert_eq(scanner_num(&d, "deliver_cpu_ns"), 0, "looks at a word that never moved timed a delivery");
+	complete(&c, &s, 0, 1);
+	/* counted once the write returned: the READY may reach the client first */
+	cr_assert_gt(wait_scanner(&d, "deliver_cpu_ns", 1), 0, "a delivery was not timed");
+	cr_assert_eq(scanner_num(&d, "completions"), 1);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
 /* ------------------------------------------------------ points bounded ---- */
 
 /* quota.connection.points = 2, quota.uid.points = 3: a session never holds more than
