@@ -49,8 +49,10 @@
  * /proc delta; over the whole cell, and over its steady window, steady_watch(): the
  * completions the latency figures count, which every CPU ratio against poll and
  * replay's busy use, so that a cold point's learning weighs on neither) and total CPU
- * per completion (daemon + stream processes, producers excluded). Targets are ratios
- * of cells of this run. Next to each garudad row's daemon
+ * per completion (daemon + stream processes, producers excluded), and of the daemon's
+ * the scanner's deliveries (deliver_cpu_ns). Targets are ratios of cells of this run;
+ * each CPU target is followed by its floor (floor_ratio: what no plan avoids, from the
+ * poll cell). Next to each garudad row's daemon
  * CPU per completion against the poll row's on the same cell, the line shows replay's
  * busy / poll (proto/replay.h: the same watcher, plan and estimator on a simulated
  * clock) over a trace of the cell's shape (replay_cell: the same streams, kernels and
