@@ -57,9 +57,6 @@
  * ~2,500 looks instead of one per step's 512 (a fifth of an idle sweep's CPU here,
  * garuda-bench --only=tenants). */
 #define SCANNER_SWEEP_GIVE_WAY_NS 32000u
-/* one delivering step in this many has its deliveries timed on the thread's CPU clock
- * (deliver_cpu_ns): ~2 us of system calls here, ~0.1 us a step amortized */
-#define SCANNER_DELIVER_SAMPLE 16u
 
 enum cmd_kind { CMD_ARM, CMD_DISARM, CMD_DROP_SEGMENT, CMD_DROP_BINDING, CMD_DROP_SINK, CMD_LIST, CMD_STOP };
 
@@ -671,14 +668,15 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_quota(&s->fired[i].a);
 	/* the deliveries' CPU, a part of each completion's cost no plan avoids (the bench's
-	 * floor, tests/bench/plans.c): every SCANNER_DELIVER_SAMPLE-th delivering step on
-	 * the thread's CPU clock (two system calls; the wall clock would count the waiter
-	 * a write woke on this CPU and ran first), counted that many times */
-	bool timed = s->deliver_steps++ % SCANNER_DELIVER_SAMPLE == 0;
+	 * floor, tests/bench/plans.c): one delivering step in GARUDA_SCANNER_DELIVER_SAMPLE
+	 * (proto/counters.h) on the thread's CPU clock (two system calls, ~2 us here: ~0.1
+	 * us a step amortized; the wall clock would count the waiter a write woke on this
+	 * CPU and ran first), counted that many times */
+	bool timed = s->deliver_steps++ % GARUDA_SCANNER_DELIVER_SAMPLE == 0;
 	uint64_t c0 = timed ? garuda_thread_cpu_ns() : 0;
 	readiness_deliver(&s->out, s->fired, nf);
 	if (timed)
-		count(s, SC_deliver_cpu_ns, (garuda_thread_cpu_ns() - c0) * SCANNER_DELIVER_SAMPLE);
+		count(s, SC_deliver_cpu_ns, (garuda_thread_cpu_ns() - c0) * GARUDA_SCANNER_DELIVER_SAMPLE);
 	for (unsigned i = 0; i < nf; i++)
 		armed_release_refs(&s->fired[i].a, s->notices);
 	return nf;

@@ -21,6 +21,10 @@
 #define GARUDA_STR_(x) #x
 #define GARUDA_STR(x) GARUDA_STR_(x)
 
+/* deliver_cpu_ns's sample: one delivering step in this many has its deliveries timed
+ * on the thread's CPU clock (two system calls), and counts that many times */
+#define GARUDA_SCANNER_DELIVER_SAMPLE 16
+
 /* X(field, Prometheus family, help); the JSON key of `scanners` is "field" */
 #define GARUDA_SCANNER_COUNTERS(X)                                                                 \
 	X(completions, "garuda_scanner_completions_total", "Readiness delivered, by scanner.")     \
@@ -46,8 +50,10 @@
 	  "a drop's session's own), by scanner.")                                                  \
 	X(deliver_cpu_ns, "garuda_scanner_deliver_cpu_seconds_total",                              \
 	  "CPU time the scanner spent handing readiness to clients (eventfd writes, READY "        \
-	  "messages, line stores; every 16th delivering step timed on the thread's CPU clock, "    \
-	  "counted 16 times): a write that wakes a waiter on another CPU pays that wake.")
+	  "messages, line stores; one delivering step in "                                         \
+	  GARUDA_STR(GARUDA_SCANNER_DELIVER_SAMPLE) " timed on the thread's CPU clock, counted "   \
+	  GARUDA_STR(GARUDA_SCANNER_DELIVER_SAMPLE) " times): a write that wakes a waiter on "     \
+	  "another CPU pays that wake.")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {
