@@ -1213,9 +1213,7 @@ static void cpu_verdict(cJSON *arr, const char *what, const struct presult *p, c
 			double goal)
 {
 	verdict(arr, what, cpu_ratio(p, poll), goal);
-	char fl[160];
-	snprintf(fl, sizeof(fl), "  floor (poll cell: ARM receive + deliveries) / poll's CPU");
-	compare(arr, fl, floor_ratio(poll));
+	compare(arr, "  floor (poll cell: ARM receive + deliveries) / poll's CPU", floor_ratio(poll));
 }
 
 /* within 25 % of live: "agree" */

@@ -895,16 +895,42 @@ cJSON *gd_control(struct gd_daemon *d, const char *request)
 
 
 
-double gd_status_path(const char *ctl_path, const char *key)
+/* request's reply on a fresh connection to ctl_path, parsed (NULL: none) */
+static cJSON *control_json_path(const char *ctl_path, const char *request)
 {
-	static const char req[] = "{\"request\":\"status\"}";
-	char *r = gd_control_path(ctl_path, req, sizeof(req) - 1, NULL);
+	char *r = gd_control_path(ctl_path, request, strlen(request), NULL);
 	if (!r)
-		return -1;
+		return NULL;
 	cJSON *j = cJSON_Parse(r);
 	free(r);
+	return j;
+}
+
+double gd_status_path(const char *ctl_path, const char *key)
+{
+	cJSON *j = control_json_path(ctl_path, "{\"request\":\"status\"}");
 	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
 	double out = cJSON_IsNumber(v) ? v->valuedouble : -1;
+	cJSON_Delete(j);
+	return out;
+}
+
+double gd_scanner_sum(const char *ctl_path, const char *key)
+{
+	cJSON *j = control_json_path(ctl_path, "{\"request\":\"scanners\"}");
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "scanners"), *sc;
+	double out = cJSON_GetArraySize(list) > 0 ? 0 : -1;
+	cJSON_ArrayForEach(sc, list)
+	{
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(sc, key);
+		if (cJSON_IsObject(v)) /* a histogram: its count */
+			v = cJSON_GetObjectItemCaseSensitive(v, "count");
+		if (!cJSON_IsNumber(v)) {
+			out = -1;
+			break;
+		}
+		out += v->valuedouble;
+	}
 	cJSON_Delete(j);
 	return out;
 }
@@ -948,11 +974,12 @@ long long gd_status_num(struct gd_daemon *d, const char *key)
 
 enum { WAIT_EQ, WAIT_AT_LEAST, WAIT_AT_MOST };
 
-/* The one status poll: until key (how) value or the deadline; the last value seen
- * (-1: no reply or no such number). keep: on d's kept connection (the bench samples
- * often; tests that count the daemon's fds use a fresh one each time). */
-static double wait_status(struct gd_daemon *d, const char *ctl_path, const char *key, int how,
-			  double value, int timeout_ms)
+/* The one control-plane poll: until key (how) value or the deadline; the last value
+ * seen (-1: no reply or no such number). A status key on d's kept connection (the
+ * bench samples often; tests that count the daemon's fds use a fresh one each time:
+ * d NULL), or with read (gd_scanner_sum) on a fresh one. */
+static double wait_num(struct gd_daemon *d, const char *ctl_path, double (*read)(const char *, const char *),
+		       const char *key, int how, double value, int timeout_ms)
 {
 	uint64_t dl = gd_deadline(timeout_ms);
 	double v;
@@ -963,7 +990,7 @@ static double wait_status(struct gd_daemon *d, const char *ctl_path, const char 
 			v = cJSON_IsNumber(x) ? x->valuedouble : -1;
 			cJSON_Delete(st);
 		} else {
-			v = gd_status_path(ctl_path, key);
+			v = read(ctl_path, key);
 		}
 		bool done = how == WAIT_EQ ? v == value : how == WAIT_AT_LEAST ? v >= value : v <= value;
 		if (done || gd_left_ms(dl) == 0)
@@ -974,7 +1001,12 @@ static double wait_status(struct gd_daemon *d, const char *ctl_path, const char 
 
 double gd_wait_status_path(const char *ctl_path, const char *key, double value)
 {
-	return wait_status(NULL, ctl_path, key, WAIT_EQ, value, GD_DEADLINE_MS);
+	return wait_num(NULL, ctl_path, gd_status_path, key, WAIT_EQ, value, GD_DEADLINE_MS);
+}
+
+double gd_wait_scanner(const char *ctl_path, const char *key, double value)
+{
+	return wait_num(NULL, ctl_path, gd_scanner_sum, key, WAIT_AT_LEAST, value, GD_DEADLINE_MS);
 }
 
 long long gd_wait_status(struct gd_daemon *d, const char *key, long long value)
@@ -986,7 +1018,7 @@ int gd_wait_status_cmp(struct gd_daemon *d, const char *key, double value, bool 
 		       unsigned timeout_ms)
 {
 	int how = at_most ? WAIT_AT_MOST : WAIT_AT_LEAST;
-	double v = wait_status(d, NULL, key, how, value, (int)timeout_ms);
+	double v = wait_num(d, NULL, NULL, key, how, value, (int)timeout_ms);
 	return (at_most ? v <= value : v >= value) ? 0 : -ETIMEDOUT;
 }
 

@@ -9,7 +9,8 @@
  * including build defines it. gd_terminate() sends SIGTERM and checks for exit 0;
  * gd_signal_and_wait(d, SIGKILL) is a crash, and gd_relaunch() then starts again on
  * the same paths (a restart). gd_run() runs garudad in the foreground (flag and
- * config checks). The control socket: gd_control*, gd_status_*, gd_wait_status*.
+ * config checks). The control socket: gd_control*, gd_status_*, gd_wait_status*,
+ * gd_scanner_sum, gd_wait_scanner.
  *
  * Promises: nothing here uses Criterion (tests/common/harness.h adds the asserting
  * layer; the bench uses this directly): every call returns 0 or a negative errno and
@@ -133,6 +134,12 @@ char *gd_control_raw(struct gd_daemon *d, const void *req, size_t len, bool *clo
 /* {"request":"status"}; the number under key, or -1 when absent / no reply. */
 long long gd_status_num(struct gd_daemon *d, const char *key);
 double gd_status_path(const char *ctl_path, const char *key);
+
+/* {"request":"scanners"}: key summed over the scanners (a number, or a histogram
+ * object's count); -1 when there is no reply or a scanner lacks it. */
+double gd_scanner_sum(const char *ctl_path, const char *key);
+/* Wait (deadline) until that sum >= value; returns the last sum seen. */
+double gd_wait_scanner(const char *ctl_path, const char *key, double value);
 
 /* Wait (deadline) until status key == value; returns the last value seen. */
 long long gd_wait_status(struct gd_daemon *d, const char *key, long long value);

@@ -59,29 +59,6 @@ static char *config_plan(struct gd_daemon *d)
 	return s;
 }
 
-/* one counter of scanner 0 (the tests run one scanner) */
-static double scanner_num(struct gd_daemon *d, const char *key)
-{
-	cJSON *j = gd_control(d, "{\"request\":\"scanners\"}");
-	cr_assert_not_null(j);
-	const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "scanners"), 0);
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
-	cr_assert(cJSON_IsNumber(v), "scanner has no %s", key);
-	double x = v->valuedouble;
-	cJSON_Delete(j);
-	return x;
-}
-
-/* wait until a scanner counter reaches at least want */
-static double wait_scanner(struct gd_daemon *d, const char *key, double want)
-{
-	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
-	double v;
-	while ((v = scanner_num(d, key)) < want && gd_left_ms(dl) > 0)
-		usleep(1000);
-	return v;
-}
-
 /* wait (deadline) until garudad's scanner thread ("garuda-scan0") is blocked in
  * futex(2): parked, or asleep until a deadline. An event, read from
  * /proc/PID/task/TID/syscall, not a time. */
@@ -279,18 +256,18 @@ Test(plan, censored_counted_and_recorded)
 	gd_ok(gd_segment_open(&c, 2, -1, &s));
 	for (unsigned i = 0; i < 3; i++) {
 		/* wait until the scanner has slept with the arm in its set, then store */
-		double sl = scanner_num(&d, "sleeps");
+		double sl = gd_scanner_sum(d.ctl, "sleeps");
 		uint64_t v = gd_load(&s, 0) + 1;
 		gd_ok(gd_arm(&c, gd_slot(&s, 0), v, 100 + i, GARUDA_FORM_MESSAGE));
-		cr_assert_geq(wait_scanner(&d, "sleeps", sl + 1), sl + 1);
+		cr_assert_geq(gd_wait_scanner(d.ctl, "sleeps", sl + 1), sl + 1);
 		gd_store(&s, 0, v);
 		struct garuda_ready rd;
 		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
 	}
-	cr_assert_eq(wait_scanner(&d, "completions", 3), 3);
-	cr_assert_eq(scanner_num(&d, "censored"), 3, "a completion found after a sleep is censored");
-	cr_assert_eq(scanner_num(&d, "exact"), 0);
-	cr_assert_eq(scanner_num(&d, "spins"), 0, "park_us=0 never spins");
+	cr_assert_eq(gd_wait_scanner(d.ctl, "completions", 3), 3);
+	cr_assert_eq(gd_scanner_sum(d.ctl, "censored"), 3, "a completion found after a sleep is censored");
+	cr_assert_eq(gd_scanner_sum(d.ctl, "exact"), 0);
+	cr_assert_eq(gd_scanner_sum(d.ctl, "spins"), 0, "park_us=0 never spins");
 
 	cJSON *j = points_of(&d, first_client_id(&d, 0));
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "points");
@@ -324,9 +301,9 @@ Test(plan, poll_spins_and_counts_add_up)
 	gd_ok(gd_segment_open(&c, 1, -1, &s));
 	for (unsigned i = 0; i < 5; i++)
 		complete(&c, &s, 0, i + 1);
-	cr_assert_eq(wait_scanner(&d, "completions", 5), 5);
-	cr_assert_eq(scanner_num(&d, "exact") + scanner_num(&d, "censored"), 5);
-	cr_assert_eq(scanner_num(&d, "sleeps"), 0, "poll never sleeps with something armed");
+	cr_assert_eq(gd_wait_scanner(d.ctl, "completions", 5), 5);
+	cr_assert_eq(gd_scanner_sum(d.ctl, "exact") + gd_scanner_sum(d.ctl, "censored"), 5);
+	cr_assert_eq(gd_scanner_sum(d.ctl, "sleeps"), 0, "poll never sleeps with something armed");
 	cJSON *j = points_of(&d, first_client_id(&d, 0));
 	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "points")), 0,
 		     "a plan without +predict keeps no points");
@@ -348,13 +325,13 @@ Test(plan, deliver_time_counts_deliveries_only)
 	gd_ok(gd_open(&c, d.sock));
 	gd_ok(gd_segment_open(&c, 2, -1, &s));
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), gd_load(&s, 1) + 1, 7, GARUDA_FORM_MESSAGE));
-	double p0 = scanner_num(&d, "passes");
-	cr_assert_geq(wait_scanner(&d, "passes", p0 + 100), p0 + 100, "the scanner never looked");
-	cr_assert_eq(scanner_num(&d, "deliver_cpu_ns"), 0, "looks at a word that never moved timed a delivery");
+	double p0 = gd_scanner_sum(d.ctl, "passes");
+	cr_assert_geq(gd_wait_scanner(d.ctl, "passes", p0 + 100), p0 + 100, "the scanner never looked");
+	cr_assert_eq(gd_scanner_sum(d.ctl, "deliver_cpu_ns"), 0, "looks at a word that never moved timed a delivery");
 	complete(&c, &s, 0, 1);
 	/* counted once the write returned: the READY may reach the client first */
-	cr_assert_gt(wait_scanner(&d, "deliver_cpu_ns", 1), 0, "a delivery was not timed");
-	cr_assert_eq(scanner_num(&d, "completions"), 1);
+	cr_assert_gt(gd_wait_scanner(d.ctl, "deliver_cpu_ns", 1), 0, "a delivery was not timed");
+	cr_assert_eq(gd_scanner_sum(d.ctl, "completions"), 1);
 	gd_seg_unmap(&s);
 	gd_close(&c);
 	gd_stop(&d);
@@ -430,7 +407,7 @@ static void start_trained(struct gd_daemon *d, struct gd_client *c, struct gd_se
 	gd_ok(gd_segment_open(c, lines, -1, s));
 	/* its first park: from here each completion that empties the set adds one
 	 * (wait_parked()) */
-	cr_assert_geq(wait_scanner(d, "parks", 1), 1, "the scanner never parked");
+	cr_assert_geq(gd_wait_scanner(d->ctl, "parks", 1), 1, "the scanner never parked");
 	gd_ok(gd_arm(c, gd_slot(s, 0), 1, 1, GARUDA_FORM_MESSAGE));
 	usleep(ms * 1000);
 	gd_store(s, 0, 1);
@@ -444,8 +421,8 @@ static void start_trained(struct gd_daemon *d, struct gd_client *c, struct gd_se
 static void start_parked_2s(struct gd_daemon *d, struct gd_client *c, struct gd_seg *s)
 {
 	start_trained(d, c, s, 2, 2000, TRAINED_PLAN);
-	cr_assert_eq(scanner_num(d, "censored"), 1);
-	cr_assert_geq(wait_scanner(d, "parks", 2), 2);
+	cr_assert_eq(gd_scanner_sum(d->ctl, "censored"), 1);
+	cr_assert_geq(gd_wait_scanner(d->ctl, "parks", 2), 2);
 	cr_assert(wait_scanner_asleep(d), "the scanner did not park");
 }
 
@@ -458,23 +435,23 @@ Test(plan, arm_wakes_only_if_earlier)
 	start_parked_2s(&d, &c, &s);
 
 	/* the scanner is parked: this ARM wakes it; it then sleeps until the deadline */
-	double w0 = scanner_num(&d, "arm_wakes"), n0 = scanner_num(&d, "arm_nowakes");
-	double sl = scanner_num(&d, "sleeps");
-	double a0 = scanner_num(&d, "arms_taken"), t0 = scanner_num(&d, "take_ns");
+	double w0 = gd_scanner_sum(d.ctl, "arm_wakes"), n0 = gd_scanner_sum(d.ctl, "arm_nowakes");
+	double sl = gd_scanner_sum(d.ctl, "sleeps");
+	double a0 = gd_scanner_sum(d.ctl, "arms_taken"), t0 = gd_scanner_sum(d.ctl, "take_ns");
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE));
-	cr_assert_geq(wait_scanner(&d, "sleeps", sl + 1), sl + 1);
+	cr_assert_geq(gd_wait_scanner(d.ctl, "sleeps", sl + 1), sl + 1);
 	cr_assert(wait_scanner_asleep(&d), "the scanner did not go to sleep"); /* its deadline: ~1 s away */
-	cr_assert_eq(scanner_num(&d, "arm_wakes"), w0 + 1, "an ARM to a parked scanner wakes it");
-	double passes = scanner_num(&d, "passes");
+	cr_assert_eq(gd_scanner_sum(d.ctl, "arm_wakes"), w0 + 1, "an ARM to a parked scanner wakes it");
+	double passes = gd_scanner_sum(d.ctl, "passes");
 
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 3, 3, GARUDA_FORM_MESSAGE));
-	cr_assert_eq(wait_scanner(&d, "arm_nowakes", n0 + 1), n0 + 1,
+	cr_assert_eq(gd_wait_scanner(d.ctl, "arm_nowakes", n0 + 1), n0 + 1,
 		     "an ARM with a later deadline woke the sleeping scanner");
-	cr_assert_eq(scanner_num(&d, "arm_wakes"), w0 + 1);
-	cr_assert_eq(scanner_num(&d, "passes"), passes, "the scanner passed after a later-deadline ARM");
+	cr_assert_eq(gd_scanner_sum(d.ctl, "arm_wakes"), w0 + 1);
+	cr_assert_eq(gd_scanner_sum(d.ctl, "passes"), passes, "the scanner passed after a later-deadline ARM");
 
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 4, GARUDA_FORM_MESSAGE)); /* cold: deadline now */
-	cr_assert_eq(wait_scanner(&d, "arm_wakes", w0 + 2), w0 + 2, "an earlier deadline did not wake it");
+	cr_assert_eq(gd_wait_scanner(d.ctl, "arm_wakes", w0 + 2), w0 + 2, "an earlier deadline did not wake it");
 
 	gd_store(&s, 1, 1);
 	gd_store(&s, 0, 3);
@@ -486,8 +463,8 @@ Test(plan, arm_wakes_only_if_earlier)
 	}
 	/* each ARM was taken once, the one that did not wake it at the next wake; each
 	 * take adds its delay since the client sent it */
-	cr_assert_eq(scanner_num(&d, "arms_taken"), a0 + 3);
-	cr_assert_gt(scanner_num(&d, "take_ns"), t0);
+	cr_assert_eq(gd_scanner_sum(d.ctl, "arms_taken"), a0 + 3);
+	cr_assert_gt(gd_scanner_sum(d.ctl, "take_ns"), t0);
 	gd_seg_unmap(&s);
 	gd_close(&c);
 	gd_stop(&d);
@@ -516,7 +493,7 @@ Test(plan, a_landed_arm_fires_at_once_and_teaches_its_point_nothing)
 	struct gd_seg s;
 	struct garuda_ready rd;
 	start_parked_2s(&d, &c, &s);
-	double sl = scanner_num(&d, "sleeps"), parks = scanner_num(&d, "parks");
+	double sl = gd_scanner_sum(d.ctl, "sleeps"), parks = gd_scanner_sum(d.ctl, "parks");
 	double rec = point_records(&d, 0);
 	cr_assert_eq(rec, 1, "the training's completion is the point's one record");
 
@@ -524,8 +501,8 @@ Test(plan, a_landed_arm_fires_at_once_and_teaches_its_point_nothing)
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 2, 2, GARUDA_FORM_MESSAGE));
 	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
 	cr_assert_eq(rd.token, 2);
-	cr_assert_geq(wait_scanner(&d, "parks", parks + 1), parks + 1, "the scanner did not park again");
-	cr_assert_eq(scanner_num(&d, "sleeps"), sl, "the scanner slept toward a landed arm's deadline");
+	cr_assert_geq(gd_wait_scanner(d.ctl, "parks", parks + 1), parks + 1, "the scanner did not park again");
+	cr_assert_eq(gd_scanner_sum(d.ctl, "sleeps"), sl, "the scanner slept toward a landed arm's deadline");
 	cr_assert_eq(point_records(&d, 0), rec, "a landed arm was recorded in its point");
 	gd_seg_unmap(&s);
 	gd_close(&c);
@@ -558,7 +535,7 @@ Test(plan, a_pipeline_on_one_word_is_delivered_in_order)
 			cr_assert_eq(rd.token, base + k, "READY out of order");
 		}
 	}
-	cr_assert_eq(wait_scanner(&d, "completions", 12), 12);
+	cr_assert_eq(gd_wait_scanner(d.ctl, "completions", 12), 12);
 	cr_assert_eq(gd_wait_status(&d, "armed", 0), 0);
 	gd_seg_unmap(&s);
 	gd_close(&c);
@@ -603,9 +580,9 @@ Test(plan, named_points_negotiated_and_used)
 	/* each store after the scanner took its arm: one that landed before the take would
 	 * teach its point nothing (a_landed_arm_fires_at_once_and_teaches_its_point_nothing) */
 	for (uint64_t v = 1; v <= 4; v++) {
-		double taken = scanner_num(&d, "arms_taken");
+		double taken = gd_scanner_sum(d.ctl, "arms_taken");
 		gd_ok(arm_point(&c, &s, 0, v, v, v % 2 ? 7 : 9)); /* prefill 7, decode 9, one word */
-		cr_assert_geq(wait_scanner(&d, "arms_taken", taken + 1), taken + 1);
+		cr_assert_geq(gd_wait_scanner(d.ctl, "arms_taken", taken + 1), taken + 1);
 		gd_store(&s, 0, v);
 		struct garuda_ready rd;
 		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
@@ -617,9 +594,9 @@ Test(plan, named_points_negotiated_and_used)
 	m.arm_batch.count = 1;
 	m.arm_batch.arm[0] = (struct garuda_arm){ .slot = gd_slot(&s, 0), .target = 5, .token = 5,
 						  .form = GARUDA_FORM_MESSAGE, .point = 11 };
-	double taken = scanner_num(&d, "arms_taken");
+	double taken = gd_scanner_sum(d.ctl, "arms_taken");
 	gd_ok(gd_request(&c, &m, NULL, 0, &rep, NULL));
-	cr_assert_geq(wait_scanner(&d, "arms_taken", taken + 1), taken + 1);
+	cr_assert_geq(gd_wait_scanner(d.ctl, "arms_taken", taken + 1), taken + 1);
 	gd_store(&s, 0, 5);
 	struct garuda_ready rd;
 	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
@@ -645,7 +622,7 @@ Test(plan, named_points_negotiated_and_used)
 		seen |= 1u << pid;
 	}
 	cr_assert_eq(seen, (1u << 7) | (1u << 9) | (1u << 11));
-	cr_assert_eq(total + scanner_num(&d, "late_wakes"), 5, "each completion recorded or late");
+	cr_assert_eq(total + gd_scanner_sum(d.ctl, "late_wakes"), 5, "each completion recorded or late");
 	cJSON_Delete(j);
 	gd_seg_unmap(&s);
 	gd_close(&c);
@@ -752,7 +729,7 @@ Test(plan, a_sessions_drops_look_at_its_own_arms_only)
 	struct gd_seg sa;
 	start_holding(&d, &a, &sa);
 	enum { N = HELD, GUESTS = 8, EACH = 2 };
-	double r0 = scanner_num(&d, "removal_looks");
+	double r0 = gd_scanner_sum(d.ctl, "removal_looks");
 	for (unsigned k = 0; k < GUESTS; k++) {
 		struct gd_client b;
 		struct gd_seg sb;
@@ -769,7 +746,7 @@ Test(plan, a_sessions_drops_look_at_its_own_arms_only)
 		cr_assert_eq(gd_wait_status(&d, "armed", N), N);
 	}
 	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1);
-	double looked = scanner_num(&d, "removal_looks") - r0;
+	double looked = gd_scanner_sum(d.ctl, "removal_looks") - r0;
 	cr_log_info("%d sessions of %d arms each ended: %.0f armed descriptors looked at", GUESTS, EACH, looked);
 	cr_assert_geq(looked, GUESTS * EACH, "each guest's arms were looked at to drop them");
 	cr_assert_leq(looked, 2 * GUESTS * EACH, "%.0f looked at: the other session's arms were walked", looked);
