@@ -10,7 +10,7 @@
 enum place { P_NONE, P_SPIN, P_AT, P_LEVEL };
 
 /* what garudad keeps per armed wait and per word (RSS per armed wait, issue 29) */
-_Static_assert(sizeof(struct garuda_watch_wait) == 48, "a wait is 48 bytes");
+_Static_assert(sizeof(struct garuda_watch_wait) == 40, "a wait is 40 bytes (watch.h, Memory)");
 
 /* a sweep asks for the entry this many ahead of the one it looks at, and for the word
  * of the one GARUDA_WATCH_KEY_AHEAD ahead */
@@ -108,6 +108,17 @@ struct garuda_watch_timer {
 	uint32_t seq;  /* when its time was set: equal times leave the heap first in, first out */
 };
 
+garuda_watch_sleep garuda_watch_sleep_pack(uint64_t ns)
+{
+	const uint32_t mbits = GARUDA_WATCH_SLEEP_MANT_BITS, emax = (1u << (32 - mbits)) - 1;
+	uint32_t e = 0;
+	if (ns >> mbits) /* the shift that leaves mbits significant bits */
+		e = (uint32_t)(64 - __builtin_clzll(ns)) - mbits;
+	if (e > emax)
+		return UINT32_MAX; /* the largest: (2^27 - 1) << 31 */
+	return e << mbits | (uint32_t)(ns >> e);
+}
+
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -202,8 +213,8 @@ static struct garuda_policy_wait pw_of(const struct garuda_watch *w, uint32_t id
 	const struct garuda_watch_wait *a = &w->waits[id];
 	const struct garuda_watch_word *d = &w->words[a->word];
 	struct garuda_policy_wait pw;
-	garuda_policy_wait_init(&pw, d->key, a->target, a->arm_ns, a->taken_ns, a->sleep_ns,
-				a->exact_sleep_ns);
+	garuda_policy_wait_init(&pw, d->key, a->target, a->arm_ns, a->taken_ns,
+				garuda_watch_sleep_ns(a->sleep), garuda_watch_sleep_ns(a->exact_sleep));
 	if (w->waits[d->head].target == a->target) {
 		garuda_policy_wait_start(&pw, d->start_ns);
 		pw.done = d->done;
@@ -958,8 +969,8 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 	*a = (struct garuda_watch_wait){ .target = pw->target,
 					 .arm_ns = pw->arm_ns,
 					 .taken_ns = pw->taken_ns,
-					 .sleep_ns = pw->sleep_ns,
-					 .exact_sleep_ns = pw->exact_sleep_ns,
+					 .sleep = garuda_watch_sleep_pack(pw->sleep_ns),
+					 .exact_sleep = garuda_watch_sleep_pack(pw->exact_sleep_ns),
 					 .next = GARUDA_WATCH_NONE };
 	w->nlive++;
 	uint32_t slot = hash_find(w, pw->word), wi = w->hash[slot];
@@ -1458,10 +1469,12 @@ void garuda_watch_resleep(struct garuda_watch *w, uint32_t id, uint64_t sleep_ns
 			  uint64_t exact_sleep_ns, uint64_t now)
 {
 	struct garuda_watch_wait *a = &w->waits[id];
-	if (a->sleep_ns == sleep_ns && a->exact_sleep_ns == exact_sleep_ns)
+	garuda_watch_sleep sl = garuda_watch_sleep_pack(sleep_ns),
+			   ex = garuda_watch_sleep_pack(exact_sleep_ns);
+	if (a->sleep == sl && a->exact_sleep == ex)
 		return;
-	a->sleep_ns = sleep_ns;
-	a->exact_sleep_ns = exact_sleep_ns;
+	a->sleep = sl;
+	a->exact_sleep = ex;
 	if (w->words[a->word].head == id)
 		place(w, a->word, now);
 }

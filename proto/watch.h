@@ -64,8 +64,8 @@
  *     idle looks of a sweep too (garuda_watch_step_owners: a step's, per owner).
  *   - A sweep with a load fires, records and charges exactly as one without (the
  *     idle words it keeps are the ones garuda_watch_found() would keep).
- *   - Memory: a wait is 48 bytes, a word 64, a level entry 32 (garudad adds a 48-byte
- *     payload per wait: 123-125 B of RSS per armed wait at 4 waits a word).
+ *   - Memory: a wait is 40 bytes, a word 64, a level entry 32 (garudad adds a 48-byte
+ *     payload per wait: ~115 B of RSS per armed wait at 4 waits a word).
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
  * drives it (garudad: its scanner thread; replay: its caller). */
@@ -126,7 +126,19 @@ struct garuda_watch_tuning {
  * call it. */
 void garuda_watch_tuning_of(const struct garuda_plan *p, struct garuda_watch_tuning *out);
 
-/* One wait, as the watcher keeps it: 48 bytes (garudad holds one per armed
+/* A sleep as a wait keeps it, in 32 bits: a 27-bit mantissa of ns and a 5-bit shift.
+ * Exact below 2^27 ns (134 ms); above, rounded down by less than 2^-26 of itself (a
+ * 10 s sleep by at most 128 ns: the wait looks that much early, never late); the
+ * largest is ~2.9e17 ns (9 years), which longer sleeps saturate to. */
+typedef uint32_t garuda_watch_sleep;
+#define GARUDA_WATCH_SLEEP_MANT_BITS 27u
+garuda_watch_sleep garuda_watch_sleep_pack(uint64_t ns);
+static inline uint64_t garuda_watch_sleep_ns(garuda_watch_sleep s)
+{
+	return (uint64_t)(s & ((1u << GARUDA_WATCH_SLEEP_MANT_BITS) - 1)) << (s >> GARUDA_WATCH_SLEEP_MANT_BITS);
+}
+
+/* One wait, as the watcher keeps it: 40 bytes (garudad holds one per armed
  * descriptor; RSS per armed wait, issue 29). What the policy's wait (policy.h) adds
  * is its word's: the key, and the head run's start (the waits of a word's lowest
  * target are STARTED at the word's start_ns, every other wait is QUEUED: stream
@@ -135,8 +147,8 @@ struct garuda_watch_wait {
 	uint64_t target;         /* the sequence it waits for */
 	uint64_t arm_ns;         /* when the waiter armed */
 	uint64_t taken_ns;       /* the watcher's first look at it */
-	uint64_t sleep_ns;       /* its point's sleep (0: cold) */
-	uint64_t exact_sleep_ns; /* its point's exact sleep */
+	garuda_watch_sleep sleep;       /* its point's sleep (0: cold), packed */
+	garuda_watch_sleep exact_sleep; /* its point's exact sleep, packed */
 	uint32_t word;           /* its word's index; GARUDA_WATCH_NONE while the id is free */
 	uint32_t next;           /* private: the next wait on the word (ascending target) */
 };

@@ -20,6 +20,8 @@
  *     removed on either side) or cut anywhere by random operations loses nothing;
  *   - stream order: a wait queued behind another on its word has no deadline until the
  *     first is found, then its clock starts at that find;
+ *   - a wait's sleeps, kept in 32 bits, come back exact below 2^27 ns and at most
+ *     2^-26 short above (never long), in order;
  *   - a 10 s prediction is slept toward in steps (max_sleep_ns) and then spun on for
  *     one short window only; one that was short (a lower bound) is looked at every
  *     GARUDA_WATCH_FINE_NS within its uncertainty past the window, then backs off;
@@ -515,6 +517,51 @@ Test(watch, a_ten_second_prediction_is_slept_toward_in_steps)
 	cr_assert_leq(spin_steps, 1000 * US / (2 * US) + 1, "%llu spin steps",
 		      (unsigned long long)spin_steps);
 	cr_assert_leq(s.now - land, 10 * US, "found %llu us late", (unsigned long long)((s.now - land) / US));
+	sim_fini(&s);
+}
+
+/* A wait keeps its sleeps in 32 bits (garuda_watch_sleep): exact below 2^27 ns, else
+ * rounded down by less than 2^-26 of the value (never up: a wait looked at late), in
+ * order, saturating; and the policy's view of a wait gives back what was armed. */
+Test(watch, a_waits_sleeps_are_kept_exactly_or_a_hair_short)
+{
+	for (uint64_t v = 0; v < 5000; v++)
+		cr_assert_eq(garuda_watch_sleep_ns(garuda_watch_sleep_pack(v)), v);
+	uint64_t exact[] = { (1ull << 27) - 1, 134 * MS, 1 * S, 10 * S, 60 * S };
+	for (unsigned i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		cr_assert_eq(garuda_watch_sleep_ns(garuda_watch_sleep_pack(exact[i])), exact[i],
+			     "%llu", (unsigned long long)exact[i]);
+	uint64_t x = 0x9e3779b97f4a7c15ull, prev_v = 0, prev_u = 0;
+	for (unsigned i = 0; i < 100000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t v = prev_v + (x >> (20 + i % 40)) + 1; /* ascending, every scale */
+		if (v < prev_v || v > (1ull << 58))
+			break;
+		uint64_t u = garuda_watch_sleep_ns(garuda_watch_sleep_pack(v));
+		cr_assert_leq(u, v);
+		cr_assert_lt(v - u, (v >> 26) + 1, "%llu kept as %llu", (unsigned long long)v,
+			     (unsigned long long)u);
+		cr_assert_geq(u, prev_u, "in order");
+		prev_v = v, prev_u = u;
+	}
+	uint64_t top = garuda_watch_sleep_ns(garuda_watch_sleep_pack(UINT64_MAX));
+	cr_assert_eq(top, ((1ull << 27) - 1) << 31);
+	cr_assert_eq(garuda_watch_sleep_ns(garuda_watch_sleep_pack(top + (1ull << 40))), top);
+
+	static struct sim s;
+	sim_init(&s, true, 2);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	uint32_t a = arm(&s, o, 0, 1, 10 * S), b = arm(&s, o, 1, 1, 10 * S + 77);
+	struct garuda_policy_wait pa = garuda_watch_policy_wait(&s.w, a),
+				  pb = garuda_watch_policy_wait(&s.w, b);
+	cr_assert_eq(pa.sleep_ns, 10 * S);
+	cr_assert_eq(pa.exact_sleep_ns, 10 * S);
+	cr_assert(pb.sleep_ns <= 10 * S + 77 && pb.sleep_ns + 128 > 10 * S + 77, "%llu",
+		  (unsigned long long)pb.sleep_ns);
+	garuda_watch_resleep(&s.w, a, 3 * MS + 1, 5 * MS + 1, s.now);
+	pa = garuda_watch_policy_wait(&s.w, a);
+	cr_assert_eq(pa.sleep_ns, 3 * MS + 1);
+	cr_assert_eq(pa.exact_sleep_ns, 5 * MS + 1);
 	sim_fini(&s);
 }
 
