@@ -24,6 +24,7 @@
 #include "scanner.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -442,6 +443,37 @@ static void note_line(struct scanner *s)
  * the spare: a burst's array (a tenant arming its whole quota) is not held for good. */
 #define CMD_SPARE_MAX 2048u
 
+/* A command array larger than this (44 KiB; post()'s first size) is given back when the
+ * scanner goes to sleep for CMD_SHED_SLEEP_NS or more: the arrays a burst grew (a
+ * tenant arming its quota: ~350 KiB each at CMD_SPARE_MAX, the loop's and the spare)
+ * are not held while the burst's arms sit idle (tenants bench: RSS per armed wait). */
+#define CMD_KEEP 256u
+#define CMD_SHED_SLEEP_NS 1000000u
+
+/* Before a long sleep or a park: free the command arrays a burst grew, and then hand
+ * what the burst's other allocations left free in the heaps back to the kernel
+ * (malloc_trim: only after a burst, as it walks every arena). */
+static void shed_commands(struct scanner *s)
+{
+	struct cmd *loop_cmds = NULL;
+	pthread_mutex_lock(&s->lock);
+	if (!s->ncmds && s->capcmds > CMD_KEEP) {
+		loop_cmds = s->cmds;
+		s->cmds = NULL;
+		s->capcmds = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	bool shed = loop_cmds || s->capspare > CMD_KEEP;
+	free(loop_cmds);
+	if (s->capspare > CMD_KEEP) {
+		free(s->spare);
+		s->spare = NULL;
+		s->capspare = 0;
+	}
+	if (shed)
+		malloc_trim(0);
+}
+
 /* Apply queued commands. Returns true when something was armed. The queue's array and
  * the spare change places: the loop thread posts into an array that already has room,
  * instead of one grown from nothing by realloc under the lock and freed here, at every
@@ -764,6 +796,7 @@ static void *scanner_main(void *arg)
 			break;
 		if (garuda_watch_count(&s->watch) == 0) {
 			count(s, SC_parks, 1);
+			shed_commands(s);
 			scanner_wait(s, seq, UINT64_MAX, true);
 			garuda_watch_woke(&s->watch, garuda_now_ns());
 			continue;
@@ -807,6 +840,8 @@ static void *scanner_main(void *arg)
 			continue;
 		}
 		count(s, SC_sleeps, 1);
+		if (until > now && until - now >= CMD_SHED_SLEEP_NS)
+			shed_commands(s);
 		/* +predict: an ARM wakes it only when its deadline is earlier (post()) */
 		scanner_wait(s, seq, until, !s->wt.predict);
 		uint64_t woke = garuda_now_ns();
