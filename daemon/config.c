@@ -26,8 +26,8 @@ static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144, .points = 64,
 	.connections = 1,
 };
-/* sized so that one uid at its defaults costs garudad at most 64 MiB: ~125 B of RSS an
- * armed wait (262,144: ~31 MiB), 4 MiB of lines, 4 MiB of outbox (docs/deploy.md,
+/* sized so that one uid at its defaults costs garudad at most 64 MiB: ~118 B of RSS an
+ * armed wait (262,144: ~30 MiB), 4 MiB of lines, 4 MiB of outbox (docs/deploy.md,
  * "Sizing") */
 static const struct quota_limits default_quota_uid = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 262144,

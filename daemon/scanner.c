@@ -10,7 +10,9 @@
  *     a step that delivered, when a sleep comes next (not a spin), gives way
  *     (sched_yield) to whoever its deliveries woke on this CPU;
  *   - then garuda_watch_next(): spin (0), or sleep until an absolute time (a
- *     FUTEX_WAIT_BITSET, so a post still wakes it), or park;
+ *     FUTEX_WAIT_BITSET, so a post still wakes it), or park; before a park or a sleep
+ *     of CMD_SHED_SLEEP_NS or more, the command arrays a burst grew are freed
+ *     (shed_commands: idle arms hold no queue memory);
  *   - every spin step: where the CPU has a hardware word wait (util/wordwait.h),
  *     config wordwait is auto and every armed descriptor is on one cache line, the
  *     step idles parked on that line (at most SCANNER_WORDWAIT_STEP_NS, a store to the
