@@ -427,10 +427,9 @@ static void note_line(struct scanner *s)
 	const struct garuda_watch *w = &s->watch;
 	uintptr_t line = 0;
 	if (garuda_watch_count(w) && garuda_watch_count(w) <= 64) {
-		for (uint32_t id = 0; id < garuda_watch_capacity(w); id++) {
-			if (!garuda_watch_live(w, id))
-				continue;
-			uintptr_t l = (uintptr_t)garuda_watch_word_key(w, garuda_watch_get(w, id)->word) & mask;
+		for (uint32_t wi = garuda_watch_first_word(w); wi != GARUDA_WATCH_NONE;
+		     wi = garuda_watch_next_word(w, wi)) {
+			uintptr_t l = (uintptr_t)garuda_watch_word_key(w, wi) & mask;
 			if (line && l != line) {
 				line = 0;
 				break;
@@ -757,13 +756,12 @@ static bool wordwait_step(struct scanner *s, unsigned seq)
 	/* a store that landed since the step's look ends the step at once (note_line
 	 * keeps a line only for a few waits) */
 	const struct garuda_watch *gw = &s->watch;
-	for (uint32_t id = 0; id < garuda_watch_capacity(gw); id++) {
-		if (!garuda_watch_live(gw, id))
-			continue;
-		const struct garuda_watch_wait *a = garuda_watch_get(gw, id);
-		uint64_t key = garuda_watch_word_key(gw, a->word);
+	for (uint32_t wi = garuda_watch_first_word(gw); wi != GARUDA_WATCH_NONE;
+	     wi = garuda_watch_next_word(gw, wi)) {
+		/* its head has the lowest target: none of its waits is reached unless it is */
+		uint64_t key = garuda_watch_word_key(gw, wi);
 		if (garuda_reached(__atomic_load_n((const uint64_t *)(uintptr_t)key, __ATOMIC_ACQUIRE),
-				   a->target))
+				   garuda_watch_get(gw, garuda_watch_word_head(gw, wi))->target))
 			return true;
 	}
 	if (wordwait_park(w, SCANNER_WORDWAIT_STEP_NS))

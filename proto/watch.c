@@ -880,6 +880,26 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	return o;
 }
 
+/* the first word of the first owner from o on that has one */
+static uint32_t first_word_from(const struct garuda_watch *w, uint32_t o)
+{
+	for (; o < w->nowners; o++)
+		if (w->owners[o].first_word != GARUDA_WATCH_NONE)
+			return w->owners[o].first_word;
+	return GARUDA_WATCH_NONE;
+}
+
+uint32_t garuda_watch_first_word(const struct garuda_watch *w)
+{
+	return first_word_from(w, 0);
+}
+
+uint32_t garuda_watch_next_word(const struct garuda_watch *w, uint32_t word)
+{
+	const struct garuda_watch_word *d = &w->words[word];
+	return d->onext != GARUDA_WATCH_NONE ? d->onext : first_word_from(w, d->owner + 1);
+}
+
 uint32_t garuda_watch_owner_first_word(const struct garuda_watch *w, uint32_t owner)
 {
 	return w->owners[owner].first_word;
@@ -1564,6 +1584,12 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 	}
 	if (listed != live)
 		return snprintf(why, cap, "%u words on owners' lists, %u with waits", listed, live), -1;
+	uint32_t walked = 0;
+	for (uint32_t i = garuda_watch_first_word(w); i != GARUDA_WATCH_NONE; i = garuda_watch_next_word(w, i))
+		if (++walked > live)
+			break;
+	if (walked != live)
+		return snprintf(why, cap, "the word walk gave %u words, %u with waits", walked, live), -1;
 	for (uint32_t o = 0; o < w->nowners; o++)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++) {
 			const struct garuda_watch_level *lv = &w->owners[o].lv[l];

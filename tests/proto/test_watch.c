@@ -12,6 +12,7 @@
  *     the second's word is in the first step, and no step looks at more than a chunk of
  *     the first's words per turn;
  *   - work is counted in word loads, per owner, and a wait not due costs none;
+ *   - the walk over words with waits gives just those, whatever was armed before;
  *   - stretches: an idle session's sweeps come its youngest word's backoff apart (no
  *     look past any word's bound, ~22 looks a word an octave of age, not ~27), and a
  *     session armed over a moment moves on a whole level at a time (none copied);
@@ -672,6 +673,43 @@ Test(watch, a_window_that_opens_within_the_margin_is_slept_to)
 	cr_assert_leq(spin_steps, (20 * US + GARUDA_POLICY_SPIN_AHEAD_NS) / (2 * US) + 1,
 		      "%llu spin steps", (unsigned long long)spin_steps);
 	cr_assert_leq(s.now - land, 2 * US, "found %llu ns late", (unsigned long long)(s.now - land));
+	sim_fini(&s);
+}
+
+/* The walk over words with waits (garuda_watch_first_word / next_word) gives each such
+ * word once, every owner's, and nothing else: after a session that armed 65,536 waits
+ * on 16,384 words has gone, a walk over the two words left takes two steps, not a pass
+ * over every id or word ever used (garudad walks it at every command batch when few
+ * are armed: note_line). */
+Test(watch, the_word_walk_gives_the_words_with_waits_whatever_came_before)
+{
+	static struct sim s;
+	sim_init(&s, true, 16384 + 2);
+	uint32_t big = garuda_watch_owner(&s.w, 1);
+	for (uint32_t j = 0; j < 65536; j++)
+		arm(&s, big, j % 16384, j / 16384 + 1, 0);
+	uint32_t small = garuda_watch_owner(&s.w, 2);
+	uint32_t x = arm(&s, small, 16384, 1, 0), y = arm(&s, small, 16385, 1, 0);
+	unsigned n = 0;
+	for (uint32_t wi = garuda_watch_first_word(&s.w); wi != GARUDA_WATCH_NONE; wi = garuda_watch_next_word(&s.w, wi))
+		n++;
+	cr_assert_eq(n, 16384 + 2);
+	for (uint32_t id = 0; id < garuda_watch_capacity(&s.w); id++)
+		if (garuda_watch_live(&s.w, id) && id != x && id != y)
+			garuda_watch_remove(&s.w, id, s.now);
+	garuda_watch_owner_drop(&s.w, 1);
+	char why[160];
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	uint64_t seen = 0;
+	n = 0;
+	for (uint32_t wi = garuda_watch_first_word(&s.w); wi != GARUDA_WATCH_NONE && n < 10;
+	     wi = garuda_watch_next_word(&s.w, wi), n++)
+		seen |= 1ull << (garuda_watch_word_key(&s.w, wi) - 1 - 16384);
+	cr_assert_eq(n, 2, "%u steps", n);
+	cr_assert_eq(seen, 3);
+	garuda_watch_remove(&s.w, x, s.now);
+	garuda_watch_remove(&s.w, y, s.now);
+	cr_assert_eq(garuda_watch_first_word(&s.w), GARUDA_WATCH_NONE);
 	sim_fini(&s);
 }
 
