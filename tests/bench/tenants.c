@@ -29,9 +29,13 @@
  * the baseline), A loaded (A holding 65,536 idle arms; full mode also 1,048,576) and A
  * churning (holding 65,536, plus the churn). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
- * baseline's; each figure is the best of B_RUNS (3) runs, and one run before the
- * baseline is not counted. The section prints issue 29's targets as verdicts; like every timing in
- * this bench they never fail the run. GARUDA_BENCH_TENANT_RUNGS (e.g. "1048576": A's
+ * baseline's; each figure is the best of B_RUNS (3) runs, taken after the idle rungs
+ * in B_RUNS rounds of every row once (A drops its arms, closing its connections,
+ * before each round's baseline, then arms up row by row; each row's run W after A's
+ * change, its arms as old as in the idle windows), so that every row samples the same
+ * minutes of the host; one run before them all is not counted. The section
+ * prints issue 29's targets as verdicts; like every timing in this bench they never
+ * fail the run. GARUDA_BENCH_TENANT_RUNGS (e.g. "1048576": A's
  * holds, ascending) runs only those rungs (development).
  */
 #include <errno.h>
@@ -66,7 +70,7 @@
 _Static_assert(TA_CHURN <= GARUDA_BATCH_MAX, "one churn batch is one ARM_BATCH");
 _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
 
-enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_EXIT };
+enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_DROP, TA_EXIT };
 
 /* shared between A and the bench */
 struct ta_shm {
@@ -122,6 +126,23 @@ static void ta_arm_to(struct ta_shm *sh, struct rc *c, unsigned conns, struct rc
 		}
 	}
 	sh->held = want;
+}
+
+/* Every arm A holds given up: its connections closed (garudad ends their sessions and
+ * drops what they armed) and opened afresh, each with its segment. */
+static void ta_drop(struct ta_shm *sh, struct rc *c, unsigned conns, const char *sock)
+{
+	for (unsigned i = 0; i < conns; i++) {
+		rc_close(&c[i]);
+		int e = rc_connect(&c[i], sock);
+		if (!e)
+			e = rc_segment_open(&c[i], TA_LINES, false, NULL);
+		if (e) {
+			ta_fail(sh, "A: reconnect after a drop failed", e);
+			return;
+		}
+	}
+	sh->held = 0;
 }
 
 /* 15 fresh arms and their 15 DISARMs on A's first connection, until told to stop */
@@ -222,6 +243,8 @@ static int ta_main(void *arg)
 			ta_arm_to(sh, c, t->conns, reqs, sh->arg);
 		else if (cmd == TA_CHURN_RUN)
 			ta_churn(sh, &c[0]);
+		else if (cmd == TA_DROP)
+			ta_drop(sh, c, t->conns, t->sock);
 		futex_set(&sh->ack_seq, seen);
 		if (cmd == TA_EXIT || sh->err)
 			break;
@@ -310,7 +333,8 @@ struct b_row {
 	const char *state; /* "none", "loaded", "churning" */
 	uint64_t armed;    /* A's held arms */
 	struct plans_streams_result r;
-	double churn_per_s; /* A's churn batches per second (churning) */
+	uint64_t churn_cycles, churn_ns; /* A's churn batches and their time, over the row's runs */
+	double churn_per_s;
 	bool ran;
 };
 
@@ -372,39 +396,37 @@ static void verdict(cJSON *arr, const char *what, double v, const char *unit, do
 	cJSON_AddItemToArray(arr, o);
 }
 
-/* B's two streams against d, with A as it is now: B_RUNS runs, each figure the best
- * (lowest) of them, the same rule for every row, the baseline's included. One run on
- * this shared guest now and then has a p99 or a CPU figure several times its
- * neighbours' (a host preemption), which one run per row reported as A's doing. */
+/* One run of B's two streams against d, with A as it is now, into row x: each of the
+ * row's figures is the best (lowest) of its runs, the same rule for every row, the
+ * baseline's included. One run on this shared guest now and then has a p99 or a CPU
+ * figure several times its neighbours' (a host preemption), which one run per row
+ * reported as A's doing. */
 static void run_b(struct bench *b, struct gd_daemon *d, unsigned n, struct b_row *x)
 {
+	struct plans_streams_result r;
 	x->ran = true;
-	x->r = (struct plans_streams_result){ .ok = false };
-	for (unsigned i = 0; i < B_RUNS; i++) {
-		struct plans_streams_result r;
-		plans_garuda_streams(b, d, B_STREAMS, n, &r);
-		if (!r.ok)
-			continue;
-		if (!x->r.ok) {
-			x->r = r;
-			continue;
-		}
-		x->r.completions += r.completions;
-		x->r.lat.n += r.lat.n;
-		x->r.lat.p50 = fmin(x->r.lat.p50, r.lat.p50);
-		if (r.lat.p99 < x->r.lat.p99) { /* the stalls of the run whose p99 is kept */
-			x->r.timed_wakes = r.timed_wakes;
-			x->r.timer_stalls = r.timer_stalls;
-		}
-		x->r.lat.p99 = fmin(x->r.lat.p99, r.lat.p99);
-		x->r.lat.p999 = fmin(x->r.lat.p999, r.lat.p999);
-		x->r.lat.mean = fmin(x->r.lat.mean, r.lat.mean);
-		x->r.lat.max = fmin(x->r.lat.max, r.lat.max);
-		if (r.daemon_us < x->r.daemon_us) /* the split of the lowest */
-			x->r.scan_us = r.scan_us;
-		x->r.daemon_us = fmin(x->r.daemon_us, r.daemon_us);
-		x->r.total_us = fmin(x->r.total_us, r.total_us);
+	plans_garuda_streams(b, d, B_STREAMS, n, &r);
+	if (!r.ok)
+		return;
+	if (!x->r.ok) {
+		x->r = r;
+		return;
 	}
+	x->r.completions += r.completions;
+	x->r.lat.n += r.lat.n;
+	x->r.lat.p50 = fmin(x->r.lat.p50, r.lat.p50);
+	if (r.lat.p99 < x->r.lat.p99) { /* the stalls of the run whose p99 is kept */
+		x->r.timed_wakes = r.timed_wakes;
+		x->r.timer_stalls = r.timer_stalls;
+	}
+	x->r.lat.p99 = fmin(x->r.lat.p99, r.lat.p99);
+	x->r.lat.p999 = fmin(x->r.lat.p999, r.lat.p999);
+	x->r.lat.mean = fmin(x->r.lat.mean, r.lat.mean);
+	x->r.lat.max = fmin(x->r.lat.max, r.lat.max);
+	if (r.daemon_us < x->r.daemon_us) /* the split of the lowest */
+		x->r.scan_us = r.scan_us;
+	x->r.daemon_us = fmin(x->r.daemon_us, r.daemon_us);
+	x->r.total_us = fmin(x->r.total_us, r.total_us);
 }
 
 /* B while A churns: start the churn, see it going, run B, stop it */
@@ -427,7 +449,22 @@ static int run_b_churning(struct bench *b, struct gd_daemon *d, struct tenant_a 
 		bench_fail(b, "tenants: tenant A's churn did not end: %s", a->sh->err ? a->sh->msg : "no answer");
 		return -1;
 	}
-	x->churn_per_s = a->sh->churn_ns ? (double)a->sh->churn_cycles * 1e9 / (double)a->sh->churn_ns : NAN;
+	x->churn_cycles += a->sh->churn_cycles;
+	x->churn_ns += a->sh->churn_ns;
+	x->churn_per_s = x->churn_ns ? (double)x->churn_cycles * 1e9 / (double)x->churn_ns : NAN;
+	return 0;
+}
+
+/* A holds n arms (it adds to what it holds; 0: it drops them all), and garudad says so.
+ * 0 or -1 (recorded). */
+static int a_hold(struct bench *b, struct gd_daemon *d, struct tenant_a *a, unsigned n)
+{
+	if (ta_cmd(b, a, n ? TA_ARM : TA_DROP, n, true) < 0)
+		return -1;
+	if (bd_wait_status(d, "armed", n, 0, 6 * BENCH_HANG_MS) < 0) {
+		bench_fail(b, "tenants: garudad did not report %u armed", n);
+		return -1;
+	}
 	return 0;
 }
 
@@ -540,8 +577,7 @@ int bench_tenants(struct bench *b)
 	 * daemon's first completions of a point run cold: no records yet) */
 	struct plans_streams_result warm;
 	plans_garuda_streams(b, &d, B_STREAMS, nb / 4 + 32, &warm);
-	rows[nrows] = (struct b_row){ .state = "none", .armed = 0 };
-	run_b(b, &d, nb, &rows[nrows++]);
+	rows[nrows++] = (struct b_row){ .state = "none", .armed = 0 };
 
 	sleep_ns(200000000ull);
 	struct proc_sample p_before;
@@ -560,12 +596,8 @@ int bench_tenants(struct bench *b)
 	for (unsigned ri = 0; ri < nrungs; ri++) {
 		unsigned n = rungs[ri];
 		uint64_t t0 = now_ns();
-		if (ta_cmd(b, &a, TA_ARM, n, true) < 0)
+		if (a_hold(b, &d, &a, n) < 0)
 			goto out;
-		if (bd_wait_status(&d, "armed", n, 0, 6 * BENCH_HANG_MS) < 0) {
-			bench_fail(b, "tenants: garudad did not report %u armed", n);
-			goto out;
-		}
 		uint64_t t_armed = now_ns();
 		struct proc_sample p0, p1;
 		sleep_until_ns(t_armed + (uint64_t)win_s * 1000000000ull);
@@ -600,24 +632,52 @@ int bench_tenants(struct bench *b)
 		cJSON_AddItemToArray(idle, o);
 		/* B against A holding 65,536 and 1,048,576 idle arms; churning over 65,536 (over
 		 * 1,048,576 garudad 85e4664 took minutes for B's row) */
-		if (n == 65536 || n == 1048576) {
-			rows[nrows] = (struct b_row){ .state = "loaded", .armed = n };
-			run_b(b, &d, nb, &rows[nrows++]);
-		}
-		if (n == 65536) {
-			rows[nrows] = (struct b_row){ .state = "churning", .armed = n };
-			if (run_b_churning(b, &d, &a, nb, &rows[nrows++]) < 0)
+		if (n == 65536 || n == 1048576)
+			rows[nrows++] = (struct b_row){ .state = "loaded", .armed = n };
+		if (n == 65536)
+			rows[nrows++] = (struct b_row){ .state = "churning", .armed = n };
+	}
+
+	/* B's rows in B_RUNS rounds, every row once a round: A drops its arms W before the
+	 * baseline's run and arms up to each loaded row W before that row's. The host's
+	 * timer stalls come and go over minutes (one run had 7 stalls, the next row's 24),
+	 * so rows measured one after another, B_RUNS times each, compared the host's
+	 * minutes, not A; and a baseline after A has come and gone is what B sees on a
+	 * shared garudad (a walk over every id ever armed once cost B 100 us a completion
+	 * there, hidden while the baseline ran before A's first arm) */
+	for (unsigned k = 0; k < B_RUNS; k++) {
+		if (k == 0 || nrows > 1) { /* the baseline, too, W after A's last change */
+			if (a_hold(b, &d, &a, 0) < 0)
 				goto out;
+			sleep_ns((uint64_t)win_s * 1000000000ull);
+		}
+		run_b(b, &d, nb, &rows[0]);
+		for (unsigned i = 1; i < nrows; i++) {
+			struct b_row *x = &rows[i];
+			if (a.sh->held != x->armed) {
+				/* A idle: its arms as old as in the idle rungs' windows (young
+				 * words are looked at often: their backoff grows with their age) */
+				if (a_hold(b, &d, &a, (unsigned)x->armed) < 0)
+					goto out;
+				sleep_ns((uint64_t)win_s * 1000000000ull);
+			}
+			if (strcmp(x->state, "churning") == 0) {
+				if (run_b_churning(b, &d, &a, nb, x) < 0)
+					goto out;
+			} else
+				run_b(b, &d, nb, x);
 		}
 	}
 
 	printf("\n   B's store -> wake (us) and garudad CPU per B completion (scanner: its scanner thread's\n"
 	       "   share), against A none (connected, no arms);\n"
 	       "   %u streams x %u completions per run (the first 16 of each stream not counted), each\n"
-	       "   figure the best of %u runs; one run before the baseline not counted; stalls: of the\n"
-	       "   scanner's timed sleeps in the run whose p99 is kept, those that woke 0.5 ms or more late\n"
-	       "   (the host's timer stalls: each can make a completion that late) / all that ran to their time\n",
-	       B_STREAMS, nb, B_RUNS);
+	       "   figure the best of %u runs, in rounds of every row once (A dropping its arms %u s before\n"
+	       "   the baseline's run, arming up %u s before each loaded row's); one run before them not\n"
+	       "   counted; stalls: of the scanner's timed sleeps in the run whose p99 is kept, those that\n"
+	       "   woke 0.5 ms or more late (the host's timer stalls: each can make a completion that late)\n"
+	       "   / all that ran to their time\n",
+	       B_STREAMS, nb, B_RUNS, win_s, win_s);
 	printf("  %-9s %9s %8s %8s %9s %9s %11s %7s %8s %11s\n", "A", "A armed", "p50", "p99", "d p50", "d p99",
 	       "daemon us/c", "scanner", "x CPU/c", "stalls");
 	cJSON *jb = cJSON_AddArrayToObject(sec, "tenant_b");
