@@ -13,6 +13,7 @@
  *     the first's words per turn;
  *   - work is counted in word loads, per owner, and a wait not due costs none;
  *   - the walk over words with waits gives just those, whatever was armed before;
+ *   - owners are found by key through thousands of random makes and drops;
  *   - stretches: an idle session's sweeps come its youngest word's backoff apart (no
  *     look past any word's bound, ~22 looks a word an octave of age, not ~27), and a
  *     session armed over a moment moves on a whole level at a time (none copied);
@@ -711,6 +712,64 @@ Test(watch, the_word_walk_gives_the_words_with_waits_whatever_came_before)
 	garuda_watch_remove(&s.w, y, s.now);
 	cr_assert_eq(garuda_watch_first_word(&s.w), GARUDA_WATCH_NONE);
 	sim_fini(&s);
+}
+
+/* Owners by key: thousands made and dropped in random order (drops move the last owner
+ * into the hole and take the key out of the hash by backward shift): every live key
+ * finds its owner, every dropped one none, and the hash holds exactly the live ones
+ * (garuda_watch_check) at every step. */
+/* key k: half of them differ only in their high half, the rest are scattered */
+static uint64_t owner_key(unsigned k)
+{
+	if (k % 2)
+		return (uint64_t)k << 32;
+	uint64_t z = k + 0x9e3779b97f4a7c15ull; /* splitmix64's finalizer */
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (z ^ (z >> 31)) | 1; /* never 0 */
+}
+
+Test(watch, owners_are_found_by_key_through_random_makes_and_drops)
+{
+	enum { KEYS = 3000 };
+	static struct sim s;
+	static bool live[KEYS];
+	/* at most 7, 100 and 1,500 live: a small table's clusters wrap around its end */
+	static const unsigned most[] = { 7, 100, 1500 };
+	uint64_t x = 88172645463325252ull;
+	char why[160];
+	for (unsigned m = 0; m < 3; m++) {
+		sim_init(&s, false, 1);
+		memset(live, 0, sizeof(live));
+		unsigned nlive = 0, keys = most[m] * 2;
+		if (keys < 64)
+			keys = 64; /* many homes, so that clusters cross the small table's end */
+		for (unsigned i = 0; i < 40000; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			unsigned k = (unsigned)(x % keys);
+			uint64_t key = owner_key(k);
+			if (live[k] && (x >> 40) % 3 == 0) {
+				garuda_watch_owner_drop(&s.w, key);
+				live[k] = false;
+				nlive--;
+			} else if (!live[k] && nlive < most[m]) {
+				cr_assert_neq(garuda_watch_owner(&s.w, key), GARUDA_WATCH_NONE);
+				live[k] = true;
+				nlive++;
+			}
+			cr_assert_eq(garuda_watch_owner_find(&s.w, key) != GARUDA_WATCH_NONE, live[k]);
+			if (i % 7 == 0)
+				cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "step %u: %s", i, why);
+		}
+		for (unsigned k = 0; k < keys; k++) {
+			uint64_t key = owner_key(k);
+			uint32_t o = garuda_watch_owner_find(&s.w, key);
+			cr_assert_eq(o != GARUDA_WATCH_NONE, live[k], "key %u", k);
+			if (live[k])
+				cr_assert_eq(garuda_watch_owner(&s.w, key), o, "made once");
+		}
+		sim_fini(&s);
+	}
 }
 
 Test(watch, removal_and_owner_drop_leave_nothing)
