@@ -198,7 +198,7 @@ void garuda_watch_fini(struct garuda_watch *w)
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 			level_free(&w->owners[o].lv[l]);
 	free(w->owners);
-	free(w->ohash);
+	garuda_keymap_free(&w->owner_index);
 	free(w->touched);
 	free(w->waits);
 	free(w->words);
@@ -850,56 +850,10 @@ int garuda_watch_reserve(struct garuda_watch *w, uint32_t n)
 	return 0;
 }
 
-/* the owner hash's slot holding key, or the empty slot where it would go */
-static uint32_t ohash_find(const struct garuda_watch *w, uint64_t key)
-{
-	uint32_t mask = w->ohcap - 1;
-	for (uint32_t i = hash_slot(key, mask);; i = (i + 1) & mask) {
-		uint32_t v = w->ohash[i];
-		if (v == GARUDA_WATCH_NONE || w->owners[v].key == key)
-			return i;
-	}
-}
-
-/* room for one more owner in the hash (at most half full), rebuilt when it grows */
-static int ohash_room(struct garuda_watch *w)
-{
-	if (((uint64_t)w->nowners + 1) * 2 <= w->ohcap)
-		return 0;
-	uint32_t cap = w->ohcap ? w->ohcap * 2 : 16;
-	uint32_t *h = malloc((size_t)cap * sizeof(*h));
-	if (!h)
-		return -ENOMEM;
-	memset(h, 0xff, (size_t)cap * sizeof(*h));
-	free(w->ohash);
-	w->ohash = h;
-	w->ohcap = cap;
-	for (uint32_t o = 0; o < w->nowners; o++)
-		w->ohash[ohash_find(w, w->owners[o].key)] = o;
-	return 0;
-}
-
-/* Take key out of the owner hash: the entries after its slot, up to an empty one,
- * move back into the hole when their home slot does not lie cyclically in
- * (hole, their slot] (linear probing's deletion, Knuth 6.4 Algorithm R) */
-static void ohash_del(struct garuda_watch *w, uint64_t key)
-{
-	uint32_t mask = w->ohcap - 1, hole = ohash_find(w, key);
-	for (uint32_t j = (hole + 1) & mask; w->ohash[j] != GARUDA_WATCH_NONE; j = (j + 1) & mask) {
-		uint32_t home = hash_slot(w->owners[w->ohash[j]].key, mask);
-		/* does home lie cyclically in (hole, j]? then it stays */
-		bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-		if (!stays) {
-			w->ohash[hole] = w->ohash[j];
-			hole = j;
-		}
-	}
-	w->ohash[hole] = GARUDA_WATCH_NONE;
-}
-
 uint32_t garuda_watch_owner_find(const struct garuda_watch *w, uint64_t key)
 {
-	return w->ohcap ? w->ohash[ohash_find(w, key)] : GARUDA_WATCH_NONE;
+	uint64_t o;
+	return garuda_keymap_get(&w->owner_index, key, &o) ? (uint32_t)o : GARUDA_WATCH_NONE;
 }
 
 uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
@@ -912,12 +866,11 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	    grow((void **)&w->touched, &tcap, w->ocap, sizeof(*w->touched)) ||
 	    grow((void **)&w->heap, &w->heapcap, w->wcap + w->ocap * GARUDA_WATCH_LEVELS,
 		 sizeof(*w->heap)) ||
-	    ohash_room(w))
+	    garuda_keymap_put(&w->owner_index, key, w->nowners))
 		return GARUDA_WATCH_NONE;
 	uint32_t o = w->nowners++;
 	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key, .last_step = UINT64_MAX,
 						       .first_word = GARUDA_WATCH_NONE };
-	w->ohash[ohash_find(w, key)] = o;
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		w->owners[o].lv[l] = (struct garuda_watch_level){ .cursor = GARUDA_WATCH_NONE,
 								  .limit = GARUDA_WATCH_NONE,
@@ -979,13 +932,14 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 		return;
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		level_free(&w->owners[o].lv[l]);
-	ohash_del(w, key);
+	garuda_keymap_del(&w->owner_index, key);
 	uint32_t last = --w->nowners;
 	w->ntouched = 0; /* (between steps: the last step's owners are read) */
 	if (o == last)
 		return;
-	/* the last owner takes its index: its hash entry, words and level timers follow */
-	w->ohash[ohash_find(w, w->owners[last].key)] = o;
+	/* the last owner takes its index: its key's entry (a replace: never fails), words
+	 * and level timers follow */
+	garuda_keymap_put(&w->owner_index, w->owners[last].key, o);
 	w->owners[o] = w->owners[last];
 	for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext)
 		w->words[i].owner = o;
@@ -1633,11 +1587,8 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 	}
 	if (listed != live)
 		return snprintf(why, cap, "%u words on owners' lists, %u with waits", listed, live), -1;
-	uint32_t hashed = 0;
-	for (uint32_t i = 0; i < w->ohcap; i++)
-		hashed += w->ohash[i] != GARUDA_WATCH_NONE;
-	if (hashed != w->nowners)
-		return snprintf(why, cap, "%u owners hashed, %u owners", hashed, w->nowners), -1;
+	if (w->owner_index.n != w->nowners)
+		return snprintf(why, cap, "%u owners indexed, %u owners", w->owner_index.n, w->nowners), -1;
 	for (uint32_t o = 0; o < w->nowners; o++)
 		if (garuda_watch_owner_find(w, w->owners[o].key) != o)
 			return snprintf(why, cap, "owner %u: its key finds another", o), -1;

@@ -75,6 +75,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keymap.h"
 #include "plan.h"
 #include "policy.h"
 
@@ -183,12 +184,11 @@ struct garuda_watch {
 	uint32_t *spin, nspin, spincap, spin_rr;
 	struct garuda_watch_timer *heap;
 	uint32_t nheap, heapcap, heap_seq;
-	/* owners, dense (a drop moves the last into the hole), and a hash of key -> index
-	 * (open addressing, linear probing, deletion by backward shift: no tombstones; at
-	 * most half full): an ARM finds its session's owner in O(1), not O(sessions) */
+	/* owners, dense (a drop moves the last into the hole), and key -> index
+	 * (keymap.h): an ARM finds its session's owner in O(1), not O(sessions) */
 	struct garuda_watch_ownerrec *owners;
 	uint32_t nowners, ocap;
-	uint32_t *ohash, ohcap;
+	struct garuda_keymap owner_index;
 	/* the step in progress, and what the previous ones tell a find */
 	uint64_t step_ns;  /* when the current step began */
 	uint64_t woke_ns;  /* when the watcher last ended a sleep */

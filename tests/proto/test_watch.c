@@ -714,19 +714,14 @@ Test(watch, the_word_walk_gives_the_words_with_waits_whatever_came_before)
 	sim_fini(&s);
 }
 
-/* Owners by key: thousands made and dropped in random order (drops move the last owner
- * into the hole and take the key out of the hash by backward shift): every live key
- * finds its owner, every dropped one none, and the hash holds exactly the live ones
+/* Owners by key: thousands made and dropped in random order (a drop moves the last
+ * owner into the hole, and its key's entry with it): every live key finds its owner,
+ * every dropped one none, and the index holds exactly the live ones
  * (garuda_watch_check) at every step. */
-/* key k: half of them differ only in their high half, the rest are scattered */
+/* key k (the map's own hashing is test_keymap's) */
 static uint64_t owner_key(unsigned k)
 {
-	if (k % 2)
-		return (uint64_t)k << 32;
-	uint64_t z = k + 0x9e3779b97f4a7c15ull; /* splitmix64's finalizer */
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (z ^ (z >> 31)) | 1; /* never 0 */
+	return (k % 2) ? (uint64_t)k << 32 : (uint64_t)k * 7919 + 1;
 }
 
 Test(watch, owners_are_found_by_key_through_random_makes_and_drops)
