@@ -250,6 +250,7 @@ static void release_holdings(struct session *s)
 		session_release_quota(s, Q_BINDINGS, 1);
 		binding_unref(b);
 	}
+	garuda_keymap_free(&s->binding_index);
 	while (s->segments) {
 		struct segment *g = s->segments;
 		s->segments = g->next;

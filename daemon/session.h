@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "daemon.h"
+#include "keymap.h"
 #include "quota.h"
 #include "segment.h"
 #include "sink.h"
@@ -53,6 +54,9 @@ struct session {
 	struct segment *segments;
 	uint32_t next_segment_id;
 	struct binding *bindings;
+	/* the same bindings by slot (binding_slot_key(): segment id << 32 | index), so
+	 * that an eventfd-form ARM finds its binding in O(1), not O(bindings) */
+	struct garuda_keymap binding_index;
 	struct outmsg *out_head, *out_tail;
 	uint64_t arms, errors;
 	/* the datagram being handled: the kernel's stamp of when its sender sent it

@@ -29,12 +29,17 @@ static struct segment *find_segment(struct session *s, uint32_t id)
 	return NULL;
 }
 
+static uint64_t binding_slot_key(uint32_t seg, uint32_t index)
+{
+	return (uint64_t)seg << 32 | index;
+}
+
 static struct binding *find_binding(struct session *s, uint32_t seg, uint32_t index)
 {
-	for (struct binding *b = s->bindings; b; b = b->next)
-		if (b->segment_id == seg && b->index == index)
-			return b;
-	return NULL;
+	uint64_t b;
+	return garuda_keymap_get(&s->binding_index, binding_slot_key(seg, index), &b)
+		       ? (struct binding *)(uintptr_t)b
+		       : NULL;
 }
 
 static struct scanner *scanner_of(struct session *s, const struct segment *g)
@@ -143,6 +148,7 @@ static void drop_binding(struct session *s, struct binding *b, struct segment *g
 	while (*pp != b)
 		pp = &(*pp)->next;
 	*pp = b->next;
+	garuda_keymap_del(&s->binding_index, binding_slot_key(b->segment_id, b->index));
 	scanner_drop_binding(scanner_of(s, g), b, s->id, reply);
 	session_release_quota(s, Q_BINDINGS, 1);
 	binding_unref(b);
@@ -239,13 +245,19 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 		reply_error(s, m->cookie, r, session_quota_why);
 		return;
 	}
-	struct binding *b = binding_new(fds[0], g->id, m->bind.slot.index);
-	if (!b) {
+	/* the slot's index entry first (it may fail), the binding's pointer once there is
+	 * one (a replace: never fails) */
+	uint64_t key = binding_slot_key(g->id, m->bind.slot.index);
+	struct binding *b = NULL;
+	if (garuda_keymap_put(&s->binding_index, key, 0) ||
+	    !(b = binding_new(fds[0], g->id, m->bind.slot.index))) {
+		garuda_keymap_del(&s->binding_index, key);
 		session_release_quota(s, Q_BINDINGS, 1);
 		reply_error(s, m->cookie, -ENOMEM, NULL);
 		return;
 	}
 	TAKE_FD(fds[0]); /* the binding owns it now */
+	garuda_keymap_put(&s->binding_index, key, (uintptr_t)b);
 	b->next = s->bindings;
 	s->bindings = b;
 	reply_ack(s, m);
