@@ -416,10 +416,18 @@ static void forget_client(struct garuda_client *c)
 	if (!reactor.watching)
 		return;
 	uint64_t now = garuda_now_ns();
-	for (uint32_t id = 0; id < garuda_watch_capacity(&reactor.watch); id++)
-		if (garuda_watch_live(&reactor.watch, id) && reactor.pay[id].c == c)
-			garuda_watch_remove(&reactor.watch, id, now);
-	garuda_watch_owner_drop(&reactor.watch, (uintptr_t)c);
+	struct garuda_watch *w = &reactor.watch;
+	/* the words that have waits, not every id ever used; each next taken before a
+	 * removal (one that empties a word unlinks that word) */
+	for (uint32_t wi = garuda_watch_first_word(w), nwi; wi != GARUDA_WATCH_NONE; wi = nwi) {
+		nwi = garuda_watch_next_word(w, wi);
+		for (uint32_t id = garuda_watch_word_head(w, wi), nid; id != GARUDA_WATCH_NONE; id = nid) {
+			nid = garuda_watch_next_on(w, id);
+			if (reactor.pay[id].c == c)
+				garuda_watch_remove(w, id, now);
+		}
+	}
+	garuda_watch_owner_drop(w, (uintptr_t)c);
 }
 
 /* fork(): hold both locks across it, so that the child's copies are consistent; the

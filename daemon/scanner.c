@@ -244,22 +244,29 @@ void scanner_drop_sink(struct scanner *s, struct sink *sink)
 
 /* ---------------- thread side ---------------- */
 
+/* every armed wait, word by word (the words that have waits: not every id ever used) */
+#define FOR_EACH_ARMED(w, wi, id)                                                             \
+	for (uint32_t wi = garuda_watch_first_word(w); wi != GARUDA_WATCH_NONE;                \
+	     wi = garuda_watch_next_word(w, wi))                                                 \
+		for (uint32_t id = garuda_watch_word_head(w, wi); id != GARUDA_WATCH_NONE;       \
+		     id = garuda_watch_next_on(w, id))
+
 static void answer_list(struct scanner *s, struct list_request *lr)
 {
 	const struct garuda_watch *w = &s->watch;
-	uint32_t cap = garuda_watch_capacity(w);
 	unsigned n = 0;
-	for (uint32_t id = 0; id < cap; id++)
-		n += garuda_watch_live(w, id) && s->pay[id].seg == lr->seg;
+	FOR_EACH_ARMED(w, wi, id)
+		n += s->pay[id].seg == lr->seg;
 	lr->views = calloc(n ? n : 1, sizeof(*lr->views));
 	lr->n = lr->views ? 0 : -ENOMEM;
-	for (uint32_t id = 0; lr->views && id < cap; id++) {
-		const struct armed *a = &s->pay[id];
-		if (garuda_watch_live(w, id) && a->seg == lr->seg)
-			lr->views[lr->n++] = (struct armed_view){
-				.index = a->index, .form = a->form,
-				.target = garuda_watch_get(w, id)->target, .token = a->token };
-	}
+	if (lr->views)
+		FOR_EACH_ARMED(w, wi, id) {
+			const struct armed *a = &s->pay[id];
+			if (a->seg == lr->seg)
+				lr->views[lr->n++] = (struct armed_view){
+					.index = a->index, .form = a->form,
+					.target = garuda_watch_get(w, id)->target, .token = a->token };
+		}
 	pthread_mutex_lock(&lr->lock);
 	lr->done = true;
 	pthread_cond_signal(&lr->cond);
