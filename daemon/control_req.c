@@ -325,9 +325,7 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 		for (uint32_t w = 0; w < GARUDA_WORDS_PER_LINE; w++) {
 			uint32_t index = (uint32_t)line * GARUDA_WORDS_PER_LINE + w;
 			uint64_t value = __atomic_load_n(segment_word(g, index), __ATOMIC_ACQUIRE);
-			bool bound = false;
-			for (struct binding *b = s->bindings; b && !bound; b = b->next)
-				bound = b->segment_id == g->id && b->index == index;
+			bool bound = session_binding(s, g->id, index) != NULL;
 			while (vi < nv && views[vi].index < index)
 				vi++;
 			int first = vi;

@@ -314,6 +314,14 @@ void session_close_all(struct daemon *d)
 		session_close(d->sessions);
 }
 
+struct binding *session_binding(const struct session *s, uint32_t segment_id, uint32_t index)
+{
+	uint64_t b;
+	return garuda_keymap_get(&s->binding_index, session_binding_key(segment_id, index), &b)
+		       ? (struct binding *)(uintptr_t)b
+		       : NULL;
+}
+
 void session_describe(const struct session *s, struct session_view *v)
 {
 	const struct sink *k = s->sink;

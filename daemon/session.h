@@ -54,7 +54,7 @@ struct session {
 	struct segment *segments;
 	uint32_t next_segment_id;
 	struct binding *bindings;
-	/* the same bindings by slot (binding_slot_key(): segment id << 32 | index), so
+	/* the same bindings by slot (session_binding_key(): segment id << 32 | index), so
 	 * that an eventfd-form ARM finds its binding in O(1), not O(bindings) */
 	struct garuda_keymap binding_index;
 	struct outmsg *out_head, *out_tail;
@@ -94,6 +94,13 @@ struct session_view {
 	uint64_t detect_hist[GARUDA_LAT_BUCKETS];
 };
 void session_describe(const struct session *s, struct session_view *v);
+/* Its binding of a slot, or NULL: through binding_index, O(1) (an eventfd-form ARM,
+ * BIND's duplicate check, the control plane's lines). */
+static inline uint64_t session_binding_key(uint32_t segment_id, uint32_t index)
+{
+	return (uint64_t)segment_id << 32 | index;
+}
+struct binding *session_binding(const struct session *s, uint32_t segment_id, uint32_t index);
 
 /* Queue m (and fd, which stays the caller's, or -1) on the session's socket: sent now,
  * or behind what is queued. */

@@ -29,19 +29,6 @@ static struct segment *find_segment(struct session *s, uint32_t id)
 	return NULL;
 }
 
-static uint64_t binding_slot_key(uint32_t seg, uint32_t index)
-{
-	return (uint64_t)seg << 32 | index;
-}
-
-static struct binding *find_binding(struct session *s, uint32_t seg, uint32_t index)
-{
-	uint64_t b;
-	return garuda_keymap_get(&s->binding_index, binding_slot_key(seg, index), &b)
-		       ? (struct binding *)(uintptr_t)b
-		       : NULL;
-}
-
 static struct scanner *scanner_of(struct session *s, const struct segment *g)
 {
 	return s->d->scanner[g->scanner];
@@ -148,7 +135,7 @@ static void drop_binding(struct session *s, struct binding *b, struct segment *g
 	while (*pp != b)
 		pp = &(*pp)->next;
 	*pp = b->next;
-	garuda_keymap_del(&s->binding_index, binding_slot_key(b->segment_id, b->index));
+	garuda_keymap_del(&s->binding_index, session_binding_key(b->segment_id, b->index));
 	scanner_drop_binding(scanner_of(s, g), b, s->id, reply);
 	session_release_quota(s, Q_BINDINGS, 1);
 	binding_unref(b);
@@ -236,7 +223,7 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 			    "the eventfd must be non-blocking (EFD_NONBLOCK)");
 		return;
 	}
-	if (find_binding(s, g->id, m->bind.slot.index)) {
+	if (session_binding(s, g->id, m->bind.slot.index)) {
 		reply_error(s, m->cookie, -GARUDA_E_ALREADY_BOUND, NULL);
 		return;
 	}
@@ -247,7 +234,7 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 	}
 	/* the slot's index entry first (it may fail), the binding's pointer once there is
 	 * one (a replace: never fails) */
-	uint64_t key = binding_slot_key(g->id, m->bind.slot.index);
+	uint64_t key = session_binding_key(g->id, m->bind.slot.index);
 	struct binding *b = NULL;
 	if (garuda_keymap_put(&s->binding_index, key, 0) ||
 	    !(b = binding_new(fds[0], g->id, m->bind.slot.index))) {
@@ -269,7 +256,7 @@ static void on_unbind(struct session *s, const struct garuda_msg *m, int *fds)
 	struct segment *g = slot_segment(s, m, &m->bind.slot);
 	if (!g)
 		return;
-	struct binding *b = find_binding(s, g->id, m->bind.slot.index);
+	struct binding *b = session_binding(s, g->id, m->bind.slot.index);
 	if (!b) {
 		reply_error(s, m->cookie, -GARUDA_E_NOT_BOUND, NULL);
 		return;
@@ -290,7 +277,7 @@ static int check_arm(struct session *s, const struct garuda_arm *a, struct segme
 		return code;
 	*b = NULL;
 	if (form_get(a->form)->needs_binding) {
-		*b = find_binding(s, (*g)->id, a->slot.index);
+		*b = session_binding(s, (*g)->id, a->slot.index);
 		if (!*b) {
 			*why = "the arm's form (eventfd) needs a binding and the slot has none";
 			return -GARUDA_E_NOT_BOUND;

@@ -178,7 +178,9 @@ struct garuda_watch {
 	/* words: a pool (free chain through head) and a hash of key -> index */
 	struct garuda_watch_word *words;
 	uint32_t wcap, nwords, wfree, wtop; /* words at and above wtop were never used */
-	uint32_t *hash; /* open addressing, GARUDA_WATCH_NONE: empty; tombstones rebuilt */
+	uint32_t *hash; /* open addressing, GARUDA_WATCH_NONE: empty; tombstones rebuilt.
+			 * Not a keymap.h: 4 bytes a slot, the key read from the word it
+			 * names, where a keymap slot holds 16 (+6 B of RSS an armed wait) */
 	uint32_t hcap, hused;
 	/* the schedule */
 	uint32_t *spin, nspin, spincap, spin_rr;
