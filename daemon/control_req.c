@@ -62,8 +62,8 @@ void ctl_totals(struct daemon *d, struct ctl_totals *t)
 		form_counts_add(&t->by_form, &st.by_form);
 	}
 	for (struct session *s = d->sessions; s; s = s->next)
-		for (struct binding *b = s->bindings; b; b = b->next)
-			t->bindings++;
+		for (const struct segment *g = s->segments; g; g = g->next)
+			t->bindings += g->nbindings;
 }
 
 static void add_forms(cJSON *o, const char *key, const struct form_counts *by_form)
@@ -246,9 +246,7 @@ cJSON *ctl_req_segments(struct daemon *d, const cJSON *req)
 	size_t bytes = 0, i;
 	for (i = 0; i < n; i++) {
 		struct segment *g = v[i];
-		unsigned nbind = 0;
-		for (struct binding *b = s->bindings; b; b = b->next)
-			nbind += b->segment_id == g->id;
+		unsigned nbind = g->nbindings;
 		struct armed_view *views = NULL;
 		int armed = scanner_list_armed(d->scanner[g->scanner], g, &views);
 		free(views);

@@ -25,6 +25,10 @@ struct segment {
 	int numa_node;
 	unsigned scanner; /* index of the scanner that watches it */
 	struct segment *next; /* session's list */
+	/* its session's bindings of its slots (session_req.c): the loop thread's, like
+	 * next; an UNBIND unlinks one in O(1), a SEGMENT_CLOSE walks its own alone */
+	struct binding *bindings;
+	uint32_t nbindings;
 	dev_t dev;            /* the file's identity: one live segment per file */
 	ino_t ino;
 	struct segment *lnext, *lprev; /* every live segment (segment.c's registry) */

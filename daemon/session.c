@@ -244,16 +244,17 @@ static void release_holdings(struct session *s)
 		for (unsigned i = 0; i < d->nscanners; i++)
 			scanner_drop_sink(d->scanner[i], s->sink);
 	}
-	while (s->bindings) {
-		struct binding *b = s->bindings;
-		s->bindings = b->next;
-		session_release_quota(s, Q_BINDINGS, 1);
-		binding_unref(b);
-	}
 	garuda_keymap_free(&s->binding_index);
 	while (s->segments) {
 		struct segment *g = s->segments;
 		s->segments = g->next;
+		while (g->bindings) {
+			struct binding *b = g->bindings;
+			g->bindings = b->next;
+			g->nbindings--;
+			session_release_quota(s, Q_BINDINGS, 1);
+			binding_unref(b);
+		}
 		session_release_quota(s, Q_SEGMENTS, 1);
 		session_release_quota(s, Q_LINES, g->lines);
 		segment_unref(g);
@@ -335,10 +336,10 @@ void session_describe(const struct session *s, struct session_view *v)
 		.errors = s->errors,
 		.outbox_bytes = atomic_load(&u->used[Q_OUTBOX]), .overflow = s->overflow_queued,
 	};
-	for (const struct segment *g = s->segments; g; g = g->next)
+	for (const struct segment *g = s->segments; g; g = g->next) {
 		v->segments++;
-	for (const struct binding *b = s->bindings; b; b = b->next)
-		v->bindings++;
+		v->bindings += g->nbindings;
+	}
 	for (unsigned c = 0; c < SN_COUNT_; c++)
 		v->counters[c] = atomic_load(&k->count[c]);
 	form_tally_read(&k->by_form, &v->by_form);

@@ -53,8 +53,7 @@ struct session {
 	uint64_t connected_ns;
 	struct segment *segments;
 	uint32_t next_segment_id;
-	struct binding *bindings;
-	/* the same bindings by slot (session_binding_key(): segment id << 32 | index), so
+	/* its bindings (each on its segment's list: struct segment bindings) by slot (session_binding_key(): segment id << 32 | index), so
 	 * that an eventfd-form ARM finds its binding in O(1), not O(bindings) */
 	struct garuda_keymap binding_index;
 	struct outmsg *out_head, *out_tail;

@@ -131,10 +131,13 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 static void drop_binding(struct session *s, struct binding *b, struct segment *g,
 			 const struct scanner_reply *reply)
 {
-	struct binding **pp = &s->bindings;
-	while (*pp != b)
-		pp = &(*pp)->next;
-	*pp = b->next;
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		g->bindings = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	g->nbindings--;
 	garuda_keymap_del(&s->binding_index, session_binding_key(b->segment_id, b->index));
 	scanner_drop_binding(scanner_of(s, g), b, s->id, reply);
 	session_release_quota(s, Q_BINDINGS, 1);
@@ -152,11 +155,8 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m, int 
 		return;
 	}
 	*pp = g->next;
-	for (struct binding *b = s->bindings, *nb; b; b = nb) {
-		nb = b->next;
-		if (b->segment_id == g->id)
-			drop_binding(s, b, g, NULL);
-	}
+	while (g->bindings)
+		drop_binding(s, g->bindings, g, NULL);
 	/* the ACK comes from the scanner once the drops are applied: no readiness for the
 	 * segment can follow it (§4.5). The bindings' drops went first, to the same queue. */
 	scanner_drop_segment(scanner_of(s, g), g, s->id,
@@ -245,8 +245,11 @@ static void on_bind(struct session *s, const struct garuda_msg *m, int *fds)
 	}
 	TAKE_FD(fds[0]); /* the binding owns it now */
 	garuda_keymap_put(&s->binding_index, key, (uintptr_t)b);
-	b->next = s->bindings;
-	s->bindings = b;
+	b->next = g->bindings;
+	if (g->bindings)
+		g->bindings->prev = b;
+	g->bindings = b;
+	g->nbindings++;
 	reply_ack(s, m);
 }
 

@@ -44,7 +44,8 @@ struct binding {
 	/* set by the one scanner that watches the slot's segment (readiness.c) once the
 	 * eventfd would block it: stop writing; no other thread reads it */
 	atomic_bool broken;
-	struct binding *next;    /* session's list */
+	/* its segment's list (struct segment bindings): the loop thread's, unlinked in O(1) */
+	struct binding *next, *prev;
 };
 
 /* Takes the reference cgroup (may be NULL) in every case; drops it when freed. */

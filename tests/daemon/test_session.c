@@ -488,3 +488,59 @@ Test(session, query_own_session)
 	gd_close(&b);
 	gd_stop(&d);
 }
+
+/* Bindings are kept per segment: unbinding the newest, the oldest and one between
+ * (each place in its segment's list), then closing one segment, leaves exactly the
+ * other segment's bindings, and each still delivers */
+Test(session, unbind_and_segment_close_keep_the_other_bindings)
+{
+	enum { N = 6 };
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	gd_baseline(&d);
+	struct gd_client c;
+	gd_ok(gd_open(&c, d.sock));
+	int base = gd_fd_count(&d);
+	struct gd_seg a, b;
+	int ea[N], eb[N];
+	gd_ok(gd_segment_open(&c, 1, -1, &a));
+	gd_ok(gd_segment_open(&c, 1, -1, &b));
+	for (uint32_t i = 0; i < N; i++) { /* interleaved: the two lists grow together */
+		gd_ok(gd_bind_new(&c, gd_slot(&a, i), &ea[i]));
+		gd_ok(gd_bind_new(&c, gd_slot(&b, i), &eb[i]));
+	}
+	cr_assert_eq(gd_wait_status(&d, "bindings", 2 * N), 2 * N);
+	static const uint32_t gone[] = { N - 1, 0, 2 }; /* newest (list head), oldest, between */
+	for (unsigned k = 0; k < 3; k++) {
+		gd_ok(gd_unbind(&c, gd_slot(&b, gone[k])));
+		gd_refused(gd_unbind(&c, gd_slot(&b, gone[k])), GARUDA_E_NOT_BOUND);
+	}
+	cr_assert_eq(gd_wait_status(&d, "bindings", 2 * N - 3), 2 * N - 3);
+	gd_ok(gd_segment_close(&c, a.id));
+	cr_assert_eq(gd_wait_status(&d, "bindings", N - 3), N - 3, "SEGMENT_CLOSE dropped another segment's bindings");
+	for (uint32_t i = 0; i < N; i++) {
+		bool bound = i != gone[0] && i != gone[1] && i != gone[2];
+		if (!bound) {
+			gd_refused(gd_arm(&c, gd_slot(&b, i), 1, 10 + i, GARUDA_FORM_EVENTFD), GARUDA_E_NOT_BOUND);
+			continue;
+		}
+		gd_ok(gd_arm(&c, gd_slot(&b, i), 1, 10 + i, GARUDA_FORM_EVENTFD));
+		gd_store(&b, i, 1);
+		cr_assert_eq(gd_eventfd_read(eb[i], GD_DEADLINE_MS), 1, "slot %u's binding lost", i);
+	}
+	/* a slot unbound from the middle binds again */
+	gd_ok(gd_bind(&c, gd_slot(&b, 2), eb[2]));
+	cr_assert_eq(gd_wait_status(&d, "bindings", N - 2), N - 2);
+	gd_ok(gd_segment_close(&c, b.id));
+	cr_assert_eq(gd_wait_status(&d, "bindings", 0), 0);
+	int fds = gd_wait_fds_at_most(&d, base);
+	cr_assert_leq(fds, base, "daemon holds %d fds after closing both segments, %d before", fds, base);
+	for (uint32_t i = 0; i < N; i++) {
+		close(ea[i]);
+		close(eb[i]);
+	}
+	gd_seg_unmap(&a);
+	gd_seg_unmap(&b);
+	gd_close(&c);
+	gd_stop(&d);
+}
