@@ -123,4 +123,13 @@ Test(doc, every_registry_code_is_documented)
 			 garuda_strerror(code));
 		cr_assert_not_null(strstr(text, row), "docs/protocol.md lacks the row: %s", row);
 	}
+	/* and where the registry ends: a client rejects the codes past it (it said 1035
+	 * while 1035 was a registry code) */
+	int end = GARUDA_ERR_BASE;
+	while (garuda_errcode_known(end))
+		end++;
+	char past[64];
+	snprintf(past, sizeof(past), "%d and above until the registry", end);
+	cr_assert_not_null(strstr(text, past), "docs/protocol.md does not say the registry ends "
+			   "before %d (\"%s\")", end, past);
 }
