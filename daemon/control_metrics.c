@@ -211,8 +211,9 @@ static void quota_refusals(FILE *f, struct daemon *d)
 						family(f, "garuda_quota_refusals_total", "counter",
 						       "Requests and connections refused by a quota, by client uid, "
 						       "cgroup key (\"\": none; \"" QUOTA_REFUSAL_OTHER "\": a uid's "
-						       "cgroups past its first " GARUDA_STR(QUOTA_REFUSAL_ROWS) ") and the "
-						       "quota key that refused (quota.SCOPE.NAME).");
+						       "cgroup keys past its first " GARUDA_STR(QUOTA_REFUSAL_KEYS)
+						       ", \"\" counting as one) and the quota key that refused "
+						       "(quota.SCOPE.NAME).");
 					head = true;
 					fprintf(f, "garuda_quota_refusals_total{uid=\"%u\",cgroup=\"", (unsigned)q->uid);
 					label_value(f, r->cgroup ? r->cgroup : "");

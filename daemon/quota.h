@@ -39,7 +39,8 @@ enum quota_scope { QS_CONNECTION, QS_UID, QS_CGROUP, QS_SCOPES_ };
  * row whose cgroup is QUOTA_REFUSAL_OTHER, so the rows stay bounded however many
  * cgroups a uid runs in (a Slurm job each). Rows live as long as their uid record, so
  * each count only grows. */
-#define QUOTA_REFUSAL_ROWS 16
+#define QUOTA_REFUSAL_KEYS 15 /* cgroup keys (none: one key too) with a row of their own */
+#define QUOTA_REFUSAL_ROWS (QUOTA_REFUSAL_KEYS + 1)
 #define QUOTA_REFUSAL_OTHER "(other)" /* a cgroup path starts with '/': no clash */
 struct quota_refusals {
 	char *cgroup; /* the cgroup key's path, NULL: no cgroup key, or QUOTA_REFUSAL_OTHER */
