@@ -321,9 +321,12 @@ static bool admitted(struct control_conn *c)
 	if (!c->group_name || strcmp(c->group_name, want) != 0) {
 		free(c->group_name);
 		c->group_name = strdup(want);
-		struct group *g = getgrnam(want);
-		c->group_found = g != NULL;
-		c->group_gid = g ? g->gr_gid : (gid_t)-1;
+		/* as the socket's chown (server.c): a numeric group is a gid, no lookup */
+		unsigned gid;
+		bool numeric = config_numeric_gid(want, &gid);
+		struct group *g = numeric ? NULL : getgrnam(want);
+		c->group_found = numeric || g != NULL;
+		c->group_gid = numeric ? (gid_t)gid : g ? g->gr_gid : (gid_t)-1;
 	}
 	if (!c->group_found)
 		return false;

@@ -63,8 +63,8 @@ enum garuda_cfg_type {
 	  "control socket (default beside the client socket)")                                     \
 	X("socket_group", NULL, GROUP, socket_group, 0, 0, false, NULL,                            \
 	  "group of the client socket, a name or a gid (default garuda)")                          \
-	X("control_group", NULL, STRING, control_group, 0, 0, true, NULL,                          \
-	  "group admitted to the control socket (default none)")                                   \
+	X("control_group", NULL, GROUP, control_group, 0, 0, true, NULL,                           \
+	  "group admitted to the control socket, a name or a gid (default none)")                   \
 	X("event_loop", "event-loop", LOOP, event_loop, 0, 0, false, NULL,                         \
 	  "auto, io_uring or epoll (default auto)")                                                \
 	X("scanners", "scanners", U32, scanners, 0, 64, false, NULL,                               \

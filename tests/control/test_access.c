@@ -226,6 +226,30 @@ Test(access, admin_group_primary_and_supplementary)
 	ctl_stop(&d);
 }
 
+/* control_group as a number is a gid, as it is for the socket's chown: the group
+ * the socket was given is the group admitted (a numeric one used to admit nobody) */
+Test(access, admin_group_by_number)
+{
+	need_root();
+	char config[256];
+	snprintf(config, sizeof(config), "{\"control_group\": \"%u\"}", (unsigned)NOBODY);
+	struct gd_daemon d;
+	ctl_start(&d, config);
+	struct stat st;
+	cr_assert_eq(stat(d.ctl, &st), 0);
+	cr_assert_eq(st.st_gid, NOBODY, "control_group %u: the socket belongs to gid %u", (unsigned)NOBODY,
+		     (unsigned)NOBODY);
+	static const char *const reqs[] = { "{\"request\":\"status\"}", NULL };
+	char *out = as_peer(d.ctl, NOBODY, NOBODY, NULL, 0, reqs);
+	cr_assert_null(strstr(out, "\"error\":{"), "a member of gid %u was refused: %s", (unsigned)NOBODY, out);
+	free(out);
+	chmod(d.ctl, 0666);
+	out = as_peer(d.ctl, NOBODY, OTHER_GID, NULL, 0, reqs);
+	cr_assert_not_null(strstr(out, "\"error\":{"), "a non-member was answered: %s", out);
+	free(out);
+	ctl_stop(&d);
+}
+
 Test(access, reload_changes_the_admin_group)
 {
 	need_root();
