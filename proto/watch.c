@@ -32,6 +32,11 @@ struct garuda_watch_word {
 	bool done : 1;      /* its head run had landed when an arm on it was taken (an add
 			     * with pw->done): spun on at once, its finds record nothing;
 			     * until the next run starts */
+	bool wide : 1;      /* its targets once spanned GARUDA_WATCH_WIDE or more (far()):
+			     * no wrapping order holds them all, so a reached wait may queue
+			     * behind one that is not: found() looks at every wait, and it
+			     * never waits on a level (a sweep looks at its head alone).
+			     * Until its last wait goes */
 	uint32_t step;      /* the step that last gave it out, mod 2^32 (due(): once per
 			     * step; a word looked at again exactly 2^32 steps later waits one) */
 	uint32_t onext, oprev; /* its owner's words (GARUDA_WATCH_NONE ends): a drop of a
@@ -138,6 +143,17 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 static bool before(uint64_t a, uint64_t b)
 {
 	return (int64_t)(a - b) < 0;
+}
+
+/* before() is a total order on targets that span less than 2^63, and a word's waits
+ * keep it while each added target is within GARUDA_WATCH_WIDE of its head's and its
+ * tail's (their span then stays below 2^62). Counters never come near; a client that
+ * arms 2^63 apart (protocol.md §8: each target may still be meaningful against the
+ * word) makes its word wide. */
+#define GARUDA_WATCH_WIDE (1ull << 62)
+static bool far(uint64_t a, uint64_t b)
+{
+	return (a - b) - GARUDA_WATCH_WIDE <= 2 * GARUDA_WATCH_WIDE; /* a - b in [2^62, 3 x 2^62] */
 }
 
 static uint64_t us_to_ns(uint64_t us)
@@ -695,6 +711,13 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	     fine_ok = d->fine || w->owners[d->owner].nfine < GARUDA_WATCH_FINE_WORDS;
 	uint64_t from = 0;
 	enum place p = place_for(w, &h, now, &due, &level, &from, fine_ok, &fine);
+	if (p == P_LEVEL && d->wide) {
+		/* a sweep's idle look reads its head alone: a timer of its own, one period
+		 * on, whose look is found()'s, over every wait */
+		p = P_AT;
+		due = add_sat(now, GARUDA_WATCH_PERIOD_NS(level));
+		fine = false;
+	}
 	if (p == P_LEVEL) {
 		/* its next look is a sweep's, never a spin step's, whichever path placed it
 		 * (a retune, a removal): a sweep's idle looks with a load leave the word
@@ -1020,6 +1043,8 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 	a->word = wi;
 	d->nwaits++;
 	uint64_t t = pw->target, run = w->waits[d->head].target;
+	bool widened = !d->wide && (far(t, run) || far(t, w->waits[d->tail].target));
+	d->wide |= widened;
 	if (!before(t, w->waits[d->tail].target)) { /* the usual case: behind the rest */
 		w->waits[d->tail].next = id;
 		d->tail = id;
@@ -1033,6 +1058,8 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		a->next = w->waits[p].next;
 		w->waits[p].next = id;
 	}
+	if (widened)
+		place(w, wi, now); /* off its level (place) */
 	if (d->head == id && t != run) { /* a new head: the old run queues behind it */
 		d->start_ns = pw->arm_ns;
 		d->done = pw->done;
@@ -1471,6 +1498,22 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 		unlink_wait(w, id, now, false);
 		if (last)
 			return nf; /* the word went with its last wait */
+	}
+	for (uint32_t id = d->wide ? d->head : GARUDA_WATCH_NONE, next; id != GARUDA_WATCH_NONE; id = next) {
+		/* wide: reached waits behind an unreached head fire too (nothing to learn) */
+		next = w->waits[id].next;
+		if (!garuda_reached(v, w->waits[id].target))
+			continue;
+		uint64_t since = prev ? prev : w->waits[id].taken_ns;
+		out[nf++] = (struct garuda_watch_fire){ .id = id,
+							 .find = { GARUDA_FIND_UNKNOWN, 0 },
+							 .since_ns = now > since ? now - since : 0,
+							 .slept = slept };
+		w->owners[d->owner].st.fired++;
+		bool last = d->nwaits == 1;
+		unlink_wait(w, id, now, false);
+		if (last)
+			return nf;
 	}
 	d->last_look = now;
 	if (!nf)

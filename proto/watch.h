@@ -55,7 +55,9 @@
  *   - Every wait that is added is either fired (its word read at or past its target
  *     by garuda_watch_found()) or removed by the driver: never lost, never twice.
  *   - A wait whose word the driver reports reached fires in that same call, with
- *     every lower wait on the word (a word that jumped fires them all).
+ *     every lower wait on the word (a word that jumped fires them all), whatever the
+ *     targets: a word whose targets once spanned 2^62 or more (no one wrapping order
+ *     holds them) is looked at whole, and on a timer of its own, never on a level.
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
  *     within GARUDA_POLICY_SPIN_AHEAD_NS (a timer's time has the early wake taken off
  *     already), and never under a plan that does not spin (park_ns 0, not poll); with

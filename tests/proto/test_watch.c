@@ -797,6 +797,50 @@ static uint64_t sim_load(void *ctx, uint64_t key, uint64_t now)
 	return ((const struct sim *)ctx)->value[key - 1];
 }
 
+/* Targets 2^63 apart each mean something against the word (protocol.md 8) but fall in
+ * no one wrapping order: a reached wait must not hide behind an unreached head, on a
+ * spin or on a level swept with a load (which reads a word's head alone) */
+Test(watch, a_reached_wait_behind_a_target_half_the_range_away_fires)
+{
+	static struct sim s;
+	sim_init(&s, true, 1);
+	garuda_watch_set_load(&s.w, sim_load, &s);
+	uint32_t o = garuda_watch_owner(&s.w, 1);
+	char why[160];
+	s.value[0] = 5;
+	uint32_t head = arm(&s, o, 0, 10, 0); /* 5 ahead */
+	uint64_t end = s.now + 10 * S; /* overdue, on a level */
+	while (s.now < end) {
+		step(&s, 100);
+		advance(&s, end);
+	}
+	cr_assert_eq(s.fired_total, 0);
+	cr_assert(garuda_watch_word_overdue(&s.w, garuda_watch_get(&s.w, head)->word));
+	/* 2^63 - 1 after 10 in wrapping order (so it queues behind it), and 2^63 - 4
+	 * before the word's 5: reached */
+	uint32_t behind = arm(&s, o, 0, (1ull << 63) + 9, 0);
+	uint64_t armed = s.now;
+	for (end = s.now + 2 * GARUDA_WATCH_PERIOD_MAX_NS; s.now < end && !s.fired_total;) {
+		advance(&s, end);
+		step(&s, 100);
+		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	}
+	cr_assert_eq(s.fired_total, 1, "a reached wait queued behind an unreached head did not fire");
+	cr_assert_eq(s.fire[0].id, behind);
+	cr_assert_eq(s.fire[0].find.kind, GARUDA_FIND_UNKNOWN);
+	cr_assert_leq(s.now - armed, GARUDA_WATCH_PERIOD_MAX_NS);
+	cr_assert(garuda_watch_live(&s.w, head), "the unreached head stays");
+	s.value[0] = 10;
+	for (end = s.now + 2 * GARUDA_WATCH_PERIOD_MAX_NS; s.now < end && s.fired_total < 2;) {
+		advance(&s, end);
+		step(&s, 100);
+	}
+	cr_assert_eq(s.fired_total, 2);
+	cr_assert_eq(s.fire[0].id, head);
+	cr_assert_eq(garuda_watch_count(&s.w), 0);
+	sim_fini(&s);
+}
+
 /* what a random run fired, and when (random_run) */
 struct fire_rec {
 	uint32_t id;
