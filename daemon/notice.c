@@ -13,6 +13,7 @@ int notice_queue_init(struct notice_queue *q)
 	pthread_mutex_init(&q->lock, NULL);
 	q->items = NULL;
 	q->n = q->cap = 0;
+	q->lost = false;
 	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return q->efd < 0 ? -errno : 0;
 }
@@ -33,7 +34,11 @@ bool notice_push(struct notice_queue *q, const struct notice *n)
 		unsigned cap = q->cap ? q->cap * 2 : 64;
 		struct notice *ni = realloc(q->items, cap * sizeof(*ni));
 		if (!ni) {
+			q->lost = true; /* the next take says so: wake the loop for it */
 			pthread_mutex_unlock(&q->lock);
+			uint64_t one = 1;
+			ssize_t r = write(q->efd, &one, sizeof(one));
+			(void)r;
 			log_err("notice queue: out of memory, notice dropped");
 			return false;
 		}
@@ -51,7 +56,7 @@ bool notice_push(struct notice_queue *q, const struct notice *n)
 	return true;
 }
 
-unsigned notice_take(struct notice_queue *q, struct notice **out)
+unsigned notice_take(struct notice_queue *q, struct notice **out, bool *lost)
 {
 	uint64_t v;
 	ssize_t r = read(q->efd, &v, sizeof(v));
@@ -61,6 +66,8 @@ unsigned notice_take(struct notice_queue *q, struct notice **out)
 	*out = q->items;
 	q->items = NULL;
 	q->n = q->cap = 0;
+	*lost = q->lost;
+	q->lost = false;
 	pthread_mutex_unlock(&q->lock);
 	return n;
 }

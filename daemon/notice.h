@@ -30,12 +30,18 @@ struct notice_queue {
 	pthread_mutex_t lock;
 	struct notice *items;
 	unsigned n, cap;
+	bool lost; /* a push failed (out of memory) since the last take */
 	int efd;
 };
 
 int notice_queue_init(struct notice_queue *q);
 void notice_queue_destroy(struct notice_queue *q);
-/* false when out of memory (the notice is dropped and logged). */
+/* false when out of memory: the notice is dropped and logged, and the next take says
+ * so (the loop is woken for it). */
 bool notice_push(struct notice_queue *q, const struct notice *n);
-/* Take all queued notices (caller frees *out). Returns the count. */
-unsigned notice_take(struct notice_queue *q, struct notice **out);
+/* Take all queued notices (caller frees *out). Returns the count. *lost: some were
+ * dropped since the last take. What an OVERFLOW or an OFFENDER said is also in its
+ * sink's flags (overflow, eventfd_broken), which the taker then reads in every session
+ * (session_handle_notices): a READY lost to a full socket still ends in an OVERFLOW,
+ * an offender still in its ERROR. A lost ANSWER is the client's request timing out. */
+unsigned notice_take(struct notice_queue *q, struct notice **out, bool *lost);

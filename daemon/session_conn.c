@@ -431,10 +431,32 @@ void session_accept(struct daemon *d, int accepted_fd)
 	TAKE_PTR(s);
 }
 
+/* A READY lost to the client's full socket: one OVERFLOW queued (docs/protocol.md §9.4) */
+static void overflowed(struct session *s)
+{
+	atomic_store(&s->sink->overflow, false);
+	if (s->overflow_queued)
+		return;
+	struct garuda_msg m;
+	readiness_overflow_msg(&m);
+	s->overflow_queued = true;
+	session_send(s, &m, -1);
+	if (!s->out_head) /* it went out directly */
+		s->overflow_queued = false;
+}
+
+/* Its bound eventfd would block a scanner: the session ends, once */
+static void offended(struct session *s, int code)
+{
+	if (!s->lingering && !s->closed)
+		fail_session(s, 0, code, "bound eventfd would block the daemon");
+}
+
 void session_handle_notices(struct daemon *d)
 {
 	struct notice *n;
-	unsigned k = notice_take(&d->notices, &n);
+	bool lost;
+	unsigned k = notice_take(&d->notices, &n, &lost);
 	for (unsigned i = 0; i < k; i++) {
 		if (n[i].kind == NOTICE_RELEASE) { /* a scanner's last reference: dropped here */
 			notice_release(n[i].what, n[i].obj);
@@ -456,22 +478,28 @@ void session_handle_notices(struct daemon *d)
 			}
 			break;
 		case NOTICE_OVERFLOW:
-			atomic_store(&s->sink->overflow, false);
-			if (!s->overflow_queued) {
-				struct garuda_msg m;
-				readiness_overflow_msg(&m);
-				s->overflow_queued = true;
-				session_send(s, &m, -1);
-				if (!s->out_head) /* it went out directly */
-					s->overflow_queued = false;
-			}
+			overflowed(s);
 			break;
 		case NOTICE_OFFENDER:
-			fail_session(s, 0, n[i].code, "bound eventfd would block the daemon");
+			offended(s, n[i].code);
 			break;
 		case NOTICE_RELEASE:
 			break;
 		}
 	}
 	free(n);
+	if (!lost)
+		return;
+	/* notices were dropped (out of memory): what an OVERFLOW or OFFENDER said is in
+	 * the sinks' flags */
+	log_warning("notices lost (out of memory): looking at every session's overflow and eventfds");
+	for (struct session *s = d->sessions, *next; s; s = next) {
+		next = s->next;
+		if (s->lingering || s->closed)
+			continue;
+		if (atomic_load_explicit(&s->sink->eventfd_broken, memory_order_relaxed))
+			offended(s, -GARUDA_E_BAD_FD);
+		else if (atomic_load(&s->sink->overflow))
+			overflowed(s);
+	}
 }

@@ -44,6 +44,19 @@ ssize_t __wrap_write(int fd, const void *buf, size_t n)
 	return __real_write(fd, buf, n);
 }
 
+/* realloc wrapped too (-Wl,--wrap=realloc): the notice queue's growth fails while set */
+static bool realloc_fails;
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n)
+{
+	if (realloc_fails) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_realloc(p, n);
+}
+
 struct fixture {
 	struct notice_queue q;
 	struct readiness r;
@@ -86,7 +99,9 @@ static uint64_t count_of(struct fixture *f)
 static unsigned offenders(struct fixture *f)
 {
 	struct notice *n;
-	unsigned k = notice_take(&f->q, &n), off = 0;
+	bool lost;
+	unsigned k = notice_take(&f->q, &n, &lost), off = 0;
+	cr_assert(!lost);
 	for (unsigned i = 0; i < k; i++)
 		off += n[i].kind == NOTICE_OFFENDER && n[i].session_id == 7 &&
 		       n[i].code == -GARUDA_E_BAD_FD;
@@ -146,6 +161,31 @@ Test(readiness, a_blocking_eventfd_is_never_written)
 	cr_assert_eq(writes_to_fd, 0, "a write that could block the scanner");
 	cr_assert_eq(offenders(&f), 1);
 	cr_assert_eq(atomic_load(&f.sink.count[SN_undelivered]), 2);
+	teardown(&f);
+}
+
+/* Out of memory for the notice: the loop is woken and told notices were lost, and
+ * the sink keeps what the notice said (eventfd_broken), for the loop to act on
+ * (session_handle_notices) */
+Test(readiness, an_offender_notice_lost_out_of_memory_leaves_its_flag_and_wakes_the_loop)
+{
+	struct fixture f;
+	setup(&f, 0);
+	realloc_fails = true;
+	readiness_deliver(&f.r, f.fired, 2);
+	realloc_fails = false;
+	cr_assert_eq(writes_to_fd, 0);
+	uint64_t woke = 0;
+	cr_assert_eq(read(f.q.efd, &woke, sizeof(woke)), (ssize_t)sizeof(woke), "the loop was not woken");
+	struct notice *n;
+	bool lost;
+	cr_assert_eq(notice_take(&f.q, &n, &lost), 0);
+	free(n);
+	cr_assert(lost, "the take does not say a notice was lost");
+	cr_assert(atomic_load(&f.sink.eventfd_broken), "the sink forgot it is an offender");
+	cr_assert_eq(notice_take(&f.q, &n, &lost), 0);
+	free(n);
+	cr_assert(!lost, "a loss is told once");
 	teardown(&f);
 }
 
