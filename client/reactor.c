@@ -48,7 +48,11 @@
  * then a client's c->lock. Code holding a c->lock never takes reactor.lock: it kicks
  * (an atomic add and a futex wake). A client's reactor_next and reactor_joined are
  * reactor.lock's, and so is the watcher (the thread drives it; reactor_release()
- * takes a client's waits out of it); a stream's rx is its client's c->lock's.
+ * takes a client's waits out of it); a stream's rx is its client's c->lock's. A
+ * stream's rx.added names waits the watcher still has: where the thread takes a live
+ * stream's waits out (take_client_locked(), step()) it clears rx.added and rx.rarm_ns
+ * under that lock, so a later take (a lost session's kick) adds them again from the
+ * word; forget_client() leaves them (the client is going away).
  */
 #include "internal.h"
 
@@ -161,15 +165,22 @@ void fallback_session_up_locked(struct garuda_client *c)
 
 /* ---------------- the thread (reactor.lock held) ---------------- */
 
+/* The stream with this token on c, if it is still in c's table (c->lock held). */
+static struct garuda_stream *stream_of_locked(struct garuda_client *c, uint64_t token)
+{
+	uint32_t tab = (uint32_t)token;
+	struct garuda_stream *s = tab < c->nstreams_cap ? c->streams[tab] : NULL;
+	return s && s->token == token ? s : NULL;
+}
+
 /* The stream with this token on c, if the reactor serves it (c->lock held): alive, not
  * a form garudad delivers (not POLL), and not delivered by garudad in c's session. */
 static struct garuda_stream *served_locked(struct garuda_client *c, uint64_t token)
 {
-	uint32_t tab = (uint32_t)token;
-	if (c->state == CONN_CLOSING || tab >= c->nstreams_cap)
+	if (c->state == CONN_CLOSING)
 		return NULL;
-	struct garuda_stream *s = c->streams[tab];
-	if (!s || s->token != token || !stream_form(s)->wire || s->ses.dying)
+	struct garuda_stream *s = stream_of_locked(c, token);
+	if (!s || !stream_form(s)->wire || s->ses.dying)
 		return NULL;
 	if (c->state == CONN_UP && s->ses.gen == c->gen)
 		return NULL; /* garudad delivers it */
@@ -222,6 +233,15 @@ static void take_stream(struct garuda_stream *s, uint64_t v, uint64_t arm, uint6
 	s->rx.added = to;
 }
 
+/* The watcher's waits for s go (its caller takes them out before the thread next takes
+ * a stream): what the reactor took of s is forgotten with them (c->lock held), so that
+ * its next take starts from the word again instead of past waits that are gone. */
+static void dropped_locked(struct garuda_stream *s)
+{
+	s->rx.added = 0;
+	s->rx.rarm_ns = 0;
+}
+
 /* Take every wait on the word with this key out of the watcher. */
 static void forget_word(uint64_t key, uint64_t now)
 {
@@ -242,8 +262,7 @@ static void take_client_locked(struct garuda_client *c, uint64_t now)
 		if (!served_locked(c, s->token)) {
 			if (s->rx.added)
 				forget_word((uintptr_t)s->word, now);
-			s->rx.added = 0;
-			s->rx.rarm_ns = 0;
+			dropped_locked(s);
 			continue;
 		}
 		uint64_t v = word_load(s->word);
@@ -304,8 +323,9 @@ static unsigned look_locked(uint32_t wi, struct garuda_stream *s, uint64_t now)
 
 /* One step: the words the watcher says are due, each looked at under its head's
  * client's lock. The waits of a stream that is gone (or garudad's again) leave
- * unlooked at; what is left on the word (a stream that took the word over) is looked
- * at. Returns the waits fired. */
+ * unlooked at, and such a stream still in its client's table forgets them (its rx, under
+ * that lock: a lost session's take starts again from its word); what is left on the
+ * word (a stream that took the word over) is looked at. Returns the waits fired. */
 static unsigned step(uint64_t now)
 {
 	struct garuda_watch *w = &reactor.watch;
@@ -319,6 +339,11 @@ static unsigned step(uint64_t now)
 			struct garuda_stream *s = served_locked(p.c, p.token);
 			if (s)
 				fired += look_locked(wi, s, now);
+			else {
+				struct garuda_stream *gone = stream_of_locked(p.c, p.token);
+				if (gone)
+					dropped_locked(gone); /* its waits leave below */
+			}
 			pthread_mutex_unlock(&p.c->lock);
 			if (s)
 				break;

@@ -9,12 +9,13 @@
  * starts, the client's local segment is attached to it, its streams bound and
  * re-armed there (garudad's status and the client's own QUERY show them), the
  * warning is cleared and garudad's readiness fires; when garudad goes away again the
- * reactor takes over once more. The reactor is one thread per process: two fallback
- * clients are served by the same "garuda-reactor" thread (counted in /proc/self/task),
- * which is parked in an untimed futex wait while nothing is outstanding, survives
- * their moves to garudad and back, and is joined when the last of them disconnects;
- * a forked child has none until it connects a fallback client of its own. Work is
- * held outstanding by gates (no timing).
+ * reactor takes over once more, including sequences it had taken before the move
+ * and dropped for garudad (their store still wakes). The reactor is one thread per
+ * process: two fallback clients are served by the same "garuda-reactor" thread
+ * (counted in /proc/self/task), which is parked in an untimed futex wait while nothing
+ * is outstanding, survives their moves to garudad and back, and is joined when the
+ * last of them disconnects; a forked child has none until it connects a fallback
+ * client of its own. Work is held outstanding by gates (no timing).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -488,6 +489,66 @@ Test(fallback, one_reactor_thread_per_process)
 	cr_assert_eq(reactor_threads(NULL), 0, "a strict client started a reactor");
 	garuda_disconnect(c);
 	td_stop(&d);
+}
+
+/* The waits the reactor drops for a stream garudad serves are taken again when garudad
+ * goes away: sequences taken under the reactor (a wait each), moved to garudad with
+ * none landed (the reactor drops its waits for them: nothing left, it parks), then
+ * garudad dies with them still outstanding. The store that reaches the last of them
+ * makes the eventfd readable (the reactor's nudge alone: no backstop, no I/O-thread
+ * polling on a fallback client). The gate holds them outstanding (no timing). */
+Test(fallback, waits_dropped_for_garudad_are_taken_again)
+{
+	struct gd_daemon d;
+	td_start(&d, NULL);
+	gd_kill(&d); /* its socket path stays: nobody listens (ECONNREFUSED) */
+	struct garuda_client *c = connect_fallback(d.sock);
+	struct garuda_seg *seg;
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	ok(garuda_segment_open(c, "host", 0, 1, &seg));
+	ok(garuda_host_stream_new(NULL, &hs));
+	ok(garuda_stream_new(seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	ok(garuda_stream_set_wait(s, 0, NO_BACKSTOP));
+	pid_t tid = 0;
+	cr_assert_eq(reactor_threads(&tid), 1);
+	eventually(parked_untimed(tid), "the idle reactor parked without a timeout");
+
+	struct gate g;
+	gate_init(&g);
+	gate_enqueue(&g, hs);
+	enum { N = 10 };
+	uint64_t seq = 0;
+	for (int i = 0; i < N; i++)
+		ok(garuda_stream_signal(s, &seq));
+	eventually(!parked_untimed(tid), "the reactor took the outstanding sequences");
+
+	/* garudad starts: the sequences are armed there; the reactor, left with waits
+	 * for a stream it no longer serves, drops them and parks */
+	gd_restart(&d);
+	eventually(garuda_client_connected(c) == 1, "the stream moved to garudad");
+	cr_assert_eq(gd_wait_status(&d, "armed", N), N, "outstanding sequences armed there");
+	eventually(parked_untimed(tid), "the reactor dropped the waits garudad serves");
+
+	/* garudad dies before any of them landed: the reactor takes them again */
+	gd_kill(&d);
+	eventually(garuda_client_connected(c) == 0, "the client noticed");
+	uint64_t v;
+	garuda_stream_drain(s, &v); /* the presentation's and the loss's nudges */
+	cr_assert_lt(garuda_stream_value(s), seq, "a sequence landed behind the gate");
+	gate_open(&g);
+	struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, TD_DEADLINE_MS), 1,
+		     "the reactor never made the eventfd readable (word %llu, signalled %llu)",
+		     (unsigned long long)garuda_stream_value(s), (unsigned long long)seq);
+	ok(garuda_stream_wait(s, seq, LONG_WAIT));
+
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	gate_destroy(&g);
+	ok(garuda_segment_close(seg));
+	garuda_disconnect(c);
+	gd_cleanup(&d); /* garudad is gone: its runtime dir goes */
 }
 
 #if defined(__SANITIZE_THREAD__)
