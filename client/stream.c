@@ -24,7 +24,14 @@
  *  - A refused arm ends in the stream's readiness form: the refusal nudges the stream
  *    (stream_arm_lost_locked), the I/O thread nudges it again whenever its word moves
  *    until nothing signalled is outstanding (router.c while_lost), and the next signal
- *    reports the refusal once, with garudad's text in garuda_last_error().
+ *    reports the refusal once, with garudad's text in garuda_last_error(). The same
+ *    watch covers every sequence garudad holds no arm for in a session (strict client):
+ *    after an arm that could not be sent (not reported: garudad refused nothing), and
+ *    of a stream whose segment or BIND was refused, also one signalled while the
+ *    session is still being presented (watch_lost_locked).
+ *  - An arm's ERROR names its sequence by the low 32 bits (arm_cookie()); the whole
+ *    one, k * 2^32 included, is found from what the stream signalled
+ *    (stream_arm_target(), stream.h).
  *
  * Memory ordering (what the wake-up paths rely on; each is repeated where it lives):
  *  - The word: the device's (or host worker's) store is read with acquire loads only
@@ -60,6 +67,7 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "stream.h"
 
 /* ------------------------------------------------------------------ readiness */
 
@@ -125,19 +133,22 @@ void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int cod
 			       const char *text)
 {
 	uint32_t serial = (uint32_t)(cookie >> 32) & STREAM_SERIAL_MASK;
-	uint32_t target = (uint32_t)cookie;
 	if (code == -GARUDA_E_NOT_ARMED)
 		return;
 	struct garuda_stream *s = stream_by_serial_locked(c, serial);
-	/* only a target this stream signalled (1..signalled, low halves) can be its arm;
-	 * anything else names a stream that is gone (or a daemon bug): drop and count */
-	uint32_t sig = s ? (uint32_t)atomic_load_explicit(&s->signalled, memory_order_relaxed) : 0;
-	if (!s || target == 0 || (int32_t)(sig - target) < 0) {
+	/* only a sequence this stream signalled (1..signalled; the cookie holds its low
+	 * 32 bits, stream_arm_target() finds the whole one, k * 2^32 included) can be its
+	 * arm; anything else names a stream that is gone (or a daemon bug): drop and count */
+	uint64_t target = s ? stream_arm_target(atomic_load_explicit(&s->signalled,
+								      memory_order_relaxed),
+						(uint32_t)cookie)
+			    : 0;
+	if (!target) {
 		atomic_fetch_add_explicit(&c->stray_errors, 1, memory_order_relaxed);
 		return;
 	}
 	/* report once: not for arms older than the last report */
-	bool report = (int32_t)(target - (uint32_t)s->ses.err_upto) > 0;
+	bool report = target > s->ses.err_upto;
 	stream_arm_lost_locked(s, report ? code : 0, text);
 }
 
@@ -212,9 +223,15 @@ int stream_present(struct garuda_stream *s, uint64_t gen)
 		if (r < 0)
 			break;
 	}
+	/* garudad's refusals of the arms sent come back as async errors; an arm that could
+	 * not be sent (a local send error) gets none: the sequences from it on have no arm,
+	 * so the I/O thread watches the stream (no report: garudad refused nothing, as for
+	 * garuda_stream_signal()'s own arm) */
+	if (r < 0 && r != -GARUDA_E_DISCONNECTED) {
+		stream_arm_lost_locked(s, 0, NULL);
+		r = 0;
+	}
 	pthread_mutex_unlock(&c->lock);
-	if (r < 0 && r != -GARUDA_E_DISCONNECTED)
-		r = 0; /* recorded as async errors when they come back */
 out:
 	pthread_mutex_unlock(&s->lock);
 	return r;
@@ -561,9 +578,12 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 			r = arm_locked(s, next, 0);
 			if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 				stream_arm_lost_locked(s, 0, NULL); /* the session is ending */
-		} else if (c->state == CONN_UP && !c->fallback) {
-			/* not presented in this session (garudad refused its segment): the
-			 * I/O thread watches it */
+		} else if ((c->state == CONN_UP || c->state == CONN_PRESENTING) && !c->fallback) {
+			/* not presented in this session: garudad refused its segment or its
+			 * BIND, or (while presenting) its turn is still to come; s->lock is
+			 * held, so it is one or the other. The I/O thread watches it; a later
+			 * stream_present() clears the mark and arms every outstanding
+			 * sequence, this one included */
 			watch_lost_locked(s);
 		} else {
 			reactor_signalled_locked(s, prev); /* fallback clients: the reactor's */

@@ -546,3 +546,105 @@ Test(reconnect, created_while_down)
 		garuda_stream_free(s[i]);
 	fx_down(&f);
 }
+
+/* garuda_stream_signal(T) from its own thread: blocks in the host stream's enqueue
+ * (a full FIFO behind a gate) while it holds T's lock */
+struct blocked_signal {
+	struct garuda_stream *s;
+	uint64_t seq;
+	int err;
+};
+
+static void *blocked_signal_main(void *arg)
+{
+	struct blocked_signal *b = arg;
+	b->err = garuda_stream_signal(b->s, &b->seq);
+	return NULL;
+}
+
+/* A strict client whose segment garudad refused on re-attach (a segments quota), its
+ * stream S signalled while the new session is still being presented (after S's turn):
+ * the refused stream is watched by the I/O thread, so its eventfd becomes readable
+ * when the word reaches the sequence, after the session is up. Until the fix nobody
+ * covered that sequence: not garudad (S is not presented), not the presentation (S's
+ * turn had passed), not the I/O thread (the signal cleared S's refusal mark).
+ * The presentation is held at a later stream T with no timing: T's signal waits for
+ * room in its full host FIFO (behind a gate) holding T's lock, which the presenter
+ * needs for T. */
+Test(reconnect, refused_stream_signalled_while_presenting_is_watched)
+{
+	struct fixture f = { 0 };
+	struct garuda_seg *segs, *segt;
+	struct garuda_host_stream *hss, *hst;
+	struct garuda_stream *s, *t;
+	struct gate gs, gt;
+	uint64_t seq, v;
+	fx_up(&f, NULL, 0);
+	gate_init(&gs);
+	gate_init(&gt);
+	/* presented newest first: segt takes the quota's one segment, segs is refused */
+	ok(garuda_segment_open(f.c, "host", 0, 1, &segs));
+	ok(garuda_segment_open(f.c, "host", 0, 1, &segt));
+	/* streams in table order: S is presented before T */
+	ok(garuda_host_stream_new(NULL, &hss));
+	struct garuda_host_stream_config one = { .depth = 1 };
+	ok(garuda_host_stream_new(&one, &hst));
+	ok(garuda_stream_new(segs, hss, GARUDA_READINESS_EVENTFD, &s));
+	ok(garuda_stream_new(segt, hst, GARUDA_READINESS_EVENTFD, &t));
+
+	gd_kill(&f.d);
+	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
+	cr_assert_eq(gd_write_config(&f.d, "{\"socket_group\":\"\",\"control_group\":\"\","
+					   "\"log_level\":\"info\","
+					   "\"quota\":{\"connection\":{\"segments\":1}}}"), 0, "%s", f.d.err);
+	/* T's FIFO: the gate running, one item queued: full. T's signal then waits for
+	 * room with T's lock held, until the gate opens */
+	gate_enqueue(&gt, hst);
+	ok(garuda_host_stream_enqueue_work(hst, 0));
+	struct blocked_signal bt = { .s = t };
+	pthread_t tid;
+	cr_assert_eq(pthread_create(&tid, NULL, blocked_signal_main, &bt), 0);
+	garuda_stream_drain(s, NULL); /* the going-down nudge */
+	gd_restart(&f.d);
+
+	/* S's turn: its segment is refused, the refusal makes its eventfd readable (its
+	 * word has not moved); the presentation is held at T */
+	struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, TD_DEADLINE_MS), 1, "S's refusal never made its eventfd readable");
+	cr_assert_eq(garuda_stream_drain(s, &v), 0);
+	cr_assert_eq(v, 0);
+	fails(garuda_stream_signal(s, &seq), -GARUDA_E_QUOTA); /* the refusal, reported once */
+	gate_enqueue(&gs, hss);
+	ok(garuda_stream_signal(s, &seq));
+	cr_assert_eq(seq, 1);
+	cr_assert_eq(garuda_client_connected(f.c), 0,
+		     "the session came up before S was signalled: T did not hold the presentation");
+
+	/* T's signal gets its room, the presentation goes on, the session comes up */
+	gate_open(&gt);
+	cr_assert_eq(pthread_join(tid, NULL), 0);
+	ok(bt.err);
+	eventually(garuda_client_connected(f.c) == 1, "session up");
+	(void)garuda_client_session(f.c); /* c->lock: the session-up nudge is done */
+	garuda_stream_drain(s, NULL);     /* ... and forgotten */
+	cr_assert_eq(garuda_stream_value(s), 0, "S's gate is closed");
+
+	/* S's word reaches the sequence: its eventfd must say so, though garudad does not
+	 * watch S (its segment is not attached in this session) */
+	gate_open(&gs);
+	cr_assert_eq(poll(&p, 1, TD_DEADLINE_MS), 1,
+		     "S completed with no readiness: nobody watched the stream signalled while presenting");
+	cr_assert_eq(garuda_stream_drain(s, &v), 1);
+	cr_assert_eq(v, seq);
+
+	ok(garuda_stream_wait(t, bt.seq, (int64_t)TD_DEADLINE_MS * NS_PER_MS));
+	garuda_stream_free(s);
+	garuda_stream_free(t);
+	garuda_host_stream_free(hss);
+	garuda_host_stream_free(hst);
+	gate_destroy(&gs);
+	gate_destroy(&gt);
+	ok(garuda_segment_close(segs));
+	ok(garuda_segment_close(segt));
+	fx_down(&f);
+}

@@ -27,6 +27,7 @@
 
 #include "cgroup.h"
 #include "common.h"
+#include "../../client/stream.h" /* stream_arm_target(): pure, not exported */
 
 TestSuite(refused, .init = fdcheck_begin, .fini = fdcheck_end, .timeout = 120);
 
@@ -311,3 +312,62 @@ Test(refused, message_cgroup) { refused_in(GARUDA_READINESS_MESSAGE, "cgroup"); 
 Test(refused, doorbell_connection) { refused_in(GARUDA_READINESS_DOORBELL, "connection"); }
 Test(refused, doorbell_uid) { refused_in(GARUDA_READINESS_DOORBELL, "uid"); }
 Test(refused, doorbell_cgroup) { refused_in(GARUDA_READINESS_DOORBELL, "cgroup"); }
+
+/* The refusal of an arm of sequence k * 2^32 is that stream's refusal (reported, woken),
+ * not a stray. An ARM's cookie carries only the low 32 bits of its target, 0 for such a
+ * sequence, and the router took a low half of 0 for "no arm" and dropped the ERROR: no
+ * readiness, no report. End to end it takes 2^32 signals to get there (the public API
+ * starts every stream at 0 and signals one sequence at a time; minutes even without
+ * a daemon), so the classification is tested where libgaruda keeps it, pure, in
+ * client/stream.h (the library exports nothing else): which sequence of a stream
+ * that signalled up to `signalled` an ERROR's cookie names, 0 when none (a stray). */
+Test(refused, arm_of_sequence_k_times_2_32_is_the_streams)
+{
+	static const uint64_t W = 1ull << 32;
+	static const struct {
+		uint64_t signalled;
+		uint32_t low;
+		uint64_t target; /* 0: a stray */
+	} cases[] = {
+		/* the bug: a stream at k * 2^32, its arm's cookie says 0 */
+		{ W, 0, W },
+		{ W + 5, 0, W },
+		{ 3 * W, 0, 3 * W },
+		{ 3 * W + 9, 0, 3 * W },
+		/* around the wrap of the low half */
+		{ W + 5, 5, W + 5 },
+		{ W + 5, 1, W + 1 },
+		{ W + 5, 0xffffffffu, W - 1 },
+		{ W, 0xffffffffu, W - 1 },
+		{ W - 1, 0xffffffffu, W - 1 },
+		{ W + 5, 6, 0 },                 /* above what it signalled */
+		{ W, 1, 0 },
+		{ W + 0x7fffffffu, 0, W },       /* 2^31 - 1 behind: still its arm */
+		{ W + 0x80000000u, 0, 0 },       /* 2^31 behind: not */
+		/* a young stream: no arm of 0 is ever sent */
+		{ 5, 0, 0 },
+		{ 5, 5, 5 },
+		{ 5, 1, 1 },
+		{ 5, 6, 0 },
+		{ 1, 0, 0 },
+		{ 1, 1, 1 },
+		{ 0, 0, 0 },
+		{ 0, 1, 0 },
+		{ 0, 0xffffffffu, 0 },
+		{ 0x7fffffffu, 0, 0 },
+		{ 0x80000000u, 0, 0 },           /* would be 2^31 behind */
+		{ 0x80000001u, 2, 2 },           /* 2^31 - 1 behind */
+		{ 0x80000001u, 1, 0 },           /* 2^31 behind */
+		{ UINT64_MAX, 0xffffffffu, UINT64_MAX },
+		{ UINT64_MAX, 0x80000000u, UINT64_MAX - 0x7fffffffu },
+		{ UINT64_MAX, 0, 0 },            /* 2^32 - 1 behind */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t got = stream_arm_target(cases[i].signalled, cases[i].low);
+		cr_assert_eq(got, cases[i].target,
+			     "signalled %#llx, cookie's low half %#x: arm %#llx, expected %#llx%s",
+			     (unsigned long long)cases[i].signalled, cases[i].low,
+			     (unsigned long long)got, (unsigned long long)cases[i].target,
+			     cases[i].target ? "" : " (a stray)");
+	}
+}
