@@ -101,6 +101,9 @@ class _ClosedHandle:
     def __get__(self, obj: Optional[_Owned], cls: Any = None) -> Any:
         if obj is None:
             return self
+        if obj.__dict__.get("_inherited"):
+            raise ClosedError(what=f"{obj._kind} was inherited across fork(): it is the "
+                              "parent's; make a new one in this process")
         raise ClosedError(what=f"{obj._kind} is closed")
 
 
@@ -137,6 +140,7 @@ class _Owned:
         self._as_parameter_ = h
         self._finalizer = weakref.finalize(self, _quietly, free, lib, h, *args)
         self._finalizer.atexit = False
+        _live.add(self)
 
     def _forget(self) -> Optional[int]:
         """Let go of the handle without freeing it: returns it (None when closed
@@ -162,6 +166,27 @@ class _Owned:
     def __exit__(self, *exc: Any) -> Literal[False]:
         self.close()
         return False
+
+
+# Every open object, for a fork()'s child to forget (_forget_inherited).
+_live: "weakref.WeakSet[_Owned]" = weakref.WeakSet()
+
+
+def _forget_inherited() -> None:
+    """In a fork()'s child: every object it inherited is the parent's (libgaruda's rule,
+    docs/client.md: a child never uses them). Freeing one here would join the parent's
+    I/O or host-stream thread, which the child does not have (a hang, from close() or
+    from the garbage collector alike), or send a DISARM on the parent's connection. So
+    each is closed here without being freed (ClosedError naming fork() on use); its
+    memory and fds are the child's to leave to its exit. No lock is taken: another
+    thread of the parent may have held one at the fork."""
+    for o in list(_live):
+        if o._forget() is not None:
+            o.__dict__["_inherited"] = True
+    _live.clear()
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
 
 
 def _disconnect(lib: Any, h: int, segments: weakref.WeakSet, hosts: dict[int, weakref.finalize]) -> None:

@@ -24,6 +24,7 @@ one thread at a time (libgaruda's rule).
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Optional
 
@@ -34,6 +35,21 @@ _lock = threading.Lock()
 _client: Optional[core.Client] = None
 _segments: dict[int, list[core.Segment]] = {}  # device -> [Segment]
 _streams: dict[tuple[int, int], core.Stream] = {}   # (device, handle) -> Stream
+
+
+def _forget_inherited() -> None:
+    """In a fork()'s child: the module's client, segments and streams are the
+    parent's (core closed them there without freeing them); the child starts with none
+    and connects on its first stream, under a fresh lock (a thread of the parent may
+    have held the old one at the fork)."""
+    global _lock, _client
+    _lock = threading.Lock()
+    _client = None
+    _segments.clear()
+    _streams.clear()
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
 _LINES = 8      # 64 words per segment
 
 

@@ -447,3 +447,61 @@ def test_help_leads_with_the_api_not_the_registry():
     assert "garuda.errors" in text
     assert garuda.QuotaError is garuda.errors.QuotaError and (1016, "QUOTA") in garuda.REGISTRY
     assert "QuotaError" in pydoc.render_doc(garuda.errors, renderer=pydoc.plaintext)
+
+
+def test_fork_child_forgets_what_it_inherited(daemon):
+    """A fork()'s child never frees what it inherited: freeing a client there joined the
+    parent's I/O thread, which the child does not have (a hang, also from the garbage
+    collector), and a stream's free would DISARM on the parent's connection. In the
+    child every inherited object is closed (ClosedError naming fork()) and nothing is
+    freed; the child connects on its own; the parent's objects go on working."""
+    import select
+    c = garuda.Client()
+    seg = c.segment("host")
+    hs = garuda.HostStream()
+    s = seg.stream(hs, garuda.Readiness.EVENTFD)
+    assert s.synchronize(timeout=30) == 1
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into pytest
+        code = 3
+        try:
+            code = 2
+            assert c.closed and seg.closed and s.closed and hs.closed
+            try:
+                c.session
+                code = 4
+            except garuda.ClosedError as e:
+                assert "fork" in str(e), str(e)
+            del s, seg, hs, c
+            gc.collect()  # nothing inherited is freed: no join, no DISARM
+            with garuda.Client() as c2, c2.segment() as seg2, seg2.stream(None) as s2:
+                s2.wait(s2.signal(), timeout=30)
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - the parent reports it
+            os.write(w, repr(e).encode()[:200])
+        finally:
+            os.write(w, b"\nexit %d" % code)
+            os._exit(code)
+    os.close(w)
+    out, eof = b"", False
+    deadline = time.monotonic() + 60
+    while not eof and time.monotonic() < deadline:
+        ready, _, _ = select.select([r], [], [], max(0, deadline - time.monotonic()))
+        chunk = os.read(r, 512) if ready else b""
+        eof = bool(ready) and not chunk
+        out += chunk
+    os.close(r)
+    if not eof:  # its end of the pipe still open: the child is stuck
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail(f"the child hung (inherited objects freed?): {out!r}")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    # the parent's objects are untouched by the child's exit
+    assert c.connected
+    assert s.synchronize(timeout=30) == 2
+    s.close()
+    seg.close()
+    hs.close()
+    c.close()

@@ -77,6 +77,30 @@ def fake(daemon):
 
 
 @needs_fake
+def test_fork_child_starts_without_the_parents_client(fake):
+    """A fork()'s child does not reuse (nor free) the module's client and streams: they
+    are the parent's. Its registry starts empty; the parent's stays and works."""
+    h = fake.stream()
+    ts = StandIn(h)
+    gt.synchronize(ts, timeout=30)
+    s = gt.stream_for(ts)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if (gt._client is None and not gt._streams and not gt._segments
+                         and s.closed) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert gt.stream_for(ts) is s and not s.closed
+    gt.synchronize(ts, timeout=30)
+    gt.reset()
+    fake.destroy(h)
+
+
+@needs_fake
 def test_signal_and_wait_stand_in(fake):
     h = fake.stream()
     ts = StandIn(h)
