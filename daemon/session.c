@@ -184,18 +184,19 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 	}
 	if (!s->out_head) {
 		ssize_t r = fdio_send(s->fd, buf, (size_t)len, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
-		if (r == -ENOBUFS || r == -ENOMEM) {
-			/* the kernel out of memory: the message is not queued, and a READY or
-			 * OVERFLOW lost here would leave a wait silent: the session ends (EOF
-			 * ends the client's waits), protocol.md §6.2 */
-			log_client(LOG_WARNING, "session %llu (pid %d %s): cannot send %s: %s; disconnecting",
-				   (unsigned long long)s->id, (int)s->pid, s->comm,
+		if (r >= 0 || r == -EPIPE || r == -ECONNRESET)
+			return; /* sent, or the peer is gone (noticed on the next receive) */
+		if (r != -EAGAIN) {
+			/* not sent and not queued: the kernel refused it (ENOBUFS, ENOMEM;
+			 * ETOOMANYREFS for a SEGMENT's fd past the in-flight limit). A reply or
+			 * READY lost here would leave the client waiting: the session ends, as
+			 * on_out() ends it (EOF ends the client's waits; protocol.md §6.2) */
+			log_client(LOG_WARNING, "session %llu (pid %d %s): cannot send %s: %s; "
+				   "disconnecting", (unsigned long long)s->id, (int)s->pid, s->comm,
 				   garuda_msg_type_name(m->type), strerror((int)-r));
 			session_close(s);
 			return;
 		}
-		if (r != -EAGAIN)
-			return; /* sent, or the peer is gone (noticed on the next receive) */
 	}
 	if (quota_charge(&s->sink->quota, &s->d->cfg, Q_OUTBOX,
 			 (uint64_t)len)) {

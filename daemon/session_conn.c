@@ -189,7 +189,10 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 		}
 		for (int i = 0; i < k; i++) {
 			if (!take_datagram(s, &g[i])) {
-				for (int j = i + 1; j < k; j++) /* read, never to be handled */
+				/* its own fds too (an empty datagram's, refused before any
+				 * handler: they leaked), and those read, never to be handled;
+				 * fdio_close_all() leaves -1 where it closed */
+				for (int j = i; j < k; j++)
 					fdio_close_all(g[j].fds, g[j].nfds);
 				return;
 			}
