@@ -275,8 +275,9 @@ int garuda_stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 void garuda_stream_free(struct garuda_stream *s);
 
 /* Set the wait plan: spin on the word for spin_ns (0: no spin) before blocking, and
- * query the native stream every backstop_ns while blocked (at least 10 us; after the
- * wait's first backstop_ns x 32, every 1/32 of its age, at most 524 ms: docs/client.md).
+ * query the native stream every backstop_ns while blocked (at least 10 us, capped to
+ * one hour; after the wait's first backstop_ns x 32, every 1/32 of its age: only that
+ * growth stops at 524 ms, a larger backstop_ns is used as it is: docs/client.md).
  * Errors: -EINVAL (s NULL, backstop_ns < 10000). */
 int garuda_stream_set_wait(struct garuda_stream *s, uint64_t spin_ns, uint64_t backstop_ns);
 
