@@ -219,6 +219,7 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 	o->next = NULL;
 	o->len = (size_t)len;
 	o->fd = dupfd;
+	o->segment_id = m->type == GARUDA_MSG_SEGMENT ? m->segment.segment_id : 0;
 	o->overflow = m->type == GARUDA_MSG_READY; /* the loop sends no other READY */
 	memcpy(o->buf, buf, (size_t)len);
 	if (s->out_tail)
@@ -227,6 +228,30 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		s->out_head = o;
 	s->out_tail = o;
 	watch_out(s, true);
+}
+
+void session_unsend_segment(struct session *s, uint32_t segment_id)
+{
+	struct outmsg *prev = NULL;
+	for (struct outmsg *o = s->out_head, *next; o; o = next) {
+		next = o->next;
+		if (o->segment_id != segment_id) {
+			prev = o;
+			continue;
+		}
+		if (prev)
+			prev->next = next;
+		else
+			s->out_head = next;
+		if (s->out_tail == o)
+			s->out_tail = prev;
+		session_release_quota(s, Q_OUTBOX, o->len);
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o);
+	}
+	if (!s->out_head)
+		watch_out(s, false);
 }
 
 static void drop_outbox(struct session *s)

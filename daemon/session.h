@@ -32,6 +32,7 @@ struct outmsg {
 	struct outmsg *next;
 	size_t len;
 	int fd; /* rides along, or -1 */
+	uint32_t segment_id; /* a SEGMENT reply's segment (0: none): its SEGMENT_CLOSE drops it */
 	bool overflow; /* the READY{OVERFLOW} (clears overflow_queued when it leaves) */
 	uint8_t buf[];
 };
@@ -104,6 +105,11 @@ struct binding *session_binding(const struct session *s, uint32_t segment_id, ui
 /* Queue m (and fd, which stays the caller's, or -1) on the session's socket: sent now,
  * or behind what is queued. */
 void session_send(struct session *s, const struct garuda_msg *m, int fd);
+/* The segment is closed: its SEGMENT reply, still queued (a client that does not read),
+ * goes unsent, and with it the memfd it holds (the segment's quota is given back at
+ * close: a queued copy of its memfd must not outlive that, or a client opening and
+ * closing without reading would pin memory no quota counts). */
+void session_unsend_segment(struct session *s, uint32_t segment_id);
 void reply_error(struct session *s, uint64_t cookie, int code, const char *text);
 /* NOT_ARMED answering a DISARM: sent, not counted in the errors */
 void reply_not_armed(struct session *s, uint64_t cookie);

@@ -157,6 +157,7 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m, int 
 	*pp = g->next;
 	while (g->bindings)
 		drop_binding(s, g->bindings, g, NULL);
+	session_unsend_segment(s, g->id);
 	/* the ACK comes from the scanner once the drops are applied: no readiness for the
 	 * segment can follow it (§4.5). The bindings' drops went first, to the same queue. */
 	scanner_drop_segment(scanner_of(s, g), g, s->id,

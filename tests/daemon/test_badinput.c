@@ -842,6 +842,64 @@ Test(badinput, unread_replies)
 	good_served(&bench, "unread replies");
 }
 
+/* A client that opens a segment and closes it without reading the SEGMENT reply (ids
+ * are predictable): the reply, queued in the daemon's outbox, goes with the segment,
+ * and so does the memfd it held; a queued copy outlived the segment's quota and pinned
+ * its memory, as many times over as the client cared to repeat it */
+Test(badinput, a_closed_segments_unsent_reply_goes_with_it)
+{
+	struct gd_client c;
+	struct gd_seg s;
+	bad_open(&bench, &c, true);
+	gd_ok(gd_segment_open(&c, 64, -1, &s));
+	int base = gd_fd_count(&bench.d);
+	int sz = 4096;
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	const unsigned n = 1000; /* ACKs that fill the socket: the rest waits in the outbox */
+	for (unsigned i = 0; i < n; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_ARM, ++c.cookie);
+		m.arm.slot = gd_slot(&s, i % 512);
+		m.arm.target = 1000000 + i;
+		m.arm.token = i;
+		m.arm.form = GARUDA_FORM_MESSAGE;
+		gd_ok(gd_send(&c, &m, NULL, 0));
+	}
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, ++c.cookie);
+	m.segment_open.lines = 16;
+	m.segment_open.numa_node = -1;
+	gd_ok(gd_send(&c, &m, NULL, 0));
+	uint32_t id = s.id + 1; /* the next id (garudad counts them up) */
+	cr_assert_eq(gd_wait_status(&bench.d, "segments", 3), 3); /* good's, s, the new one */
+	/* the new segment's memfd and its queued copy (and, with the epoll loop, the
+	 * outbox's POLLOUT watch: epoll watches one fd once, so a second watch is a dup) */
+	int open = gd_fd_count(&bench.d);
+	cr_assert_geq(open, base + 2, "the segment's memfd and its queued copy");
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, ++c.cookie);
+	m.flags = GARUDA_F_NOREPLY;
+	m.segment_close.segment_id = id;
+	gd_ok(gd_send(&c, &m, NULL, 0));
+	int fds = gd_wait_fds_at_most(&bench.d, open - 2);
+	cr_assert_leq(fds, open - 2, "segment %u closed unread: the daemon holds %d fds, %d with it",
+		      id, fds, open);
+	good_served(&bench, "a segment closed unread");
+	unsigned acks = 0, segments = 0;
+	for (;;) {
+		int r = gd_recv(&c, &m, NULL, GD_QUIET_MS);
+		if (r == 0)
+			break;
+		cr_assert_eq(r, 1, "%s", gd_strerr(r));
+		acks += m.type == GARUDA_MSG_ACK;
+		segments += m.type == GARUDA_MSG_SEGMENT;
+	}
+	cr_assert_eq(acks, n);
+	cr_assert_eq(segments, 0, "the SEGMENT reply of a segment closed before it left");
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	fds_back(&bench, "a segment closed unread");
+}
+
 /* The client scribbles over its segment's header (every value in shared memory is the
  * client's to write): the daemon trusts none of it and keeps serving every form. */
 Test(badinput, scribbled_segment_header)
