@@ -2,6 +2,7 @@
 #include "fdio.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <string.h>
@@ -86,6 +87,8 @@ static int take_fds(struct msghdr *mh, int *fds, unsigned max)
 {
 	int got[FDIO_MAX_FDS];
 	unsigned ngot = 0;
+	bool over = false; /* more than FDIO_MAX_FDS came (a control buffer with room for
+			    * more: no SO_TIMESTAMPNS record beside them, no MSG_CTRUNC) */
 	/* collect every fd first, whatever else is wrong, so none can leak */
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -94,13 +97,15 @@ static int take_fds(struct msghdr *mh, int *fds, unsigned max)
 		for (size_t i = 0; i < k; i++) {
 			int fd;
 			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (ngot < FDIO_MAX_FDS)
+			if (ngot < FDIO_MAX_FDS) {
 				got[ngot++] = fd;
-			else
+			} else {
 				close(fd);
+				over = true;
+			}
 		}
 	}
-	if ((mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || ngot > max) {
+	if ((mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || over || ngot > max) {
 		fdio_close_all(got, ngot);
 		return -EMSGSIZE;
 	}

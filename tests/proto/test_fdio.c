@@ -127,6 +127,44 @@ Test(fdio, more_fds_than_wanted_is_emsgsize_and_closes_them)
 	close(sv[1]);
 }
 
+/* More fds than FDIO_MAX_FDS that all fit the control buffer (no MSG_CTRUNC): refused
+ * as any datagram with too many, all closed (they were cut to 4 and the rest closed,
+ * and the call succeeded: FD_COUNT instead of protocol.md's TOO_LONG) */
+Test(fdio, more_fds_than_the_cap_in_one_control_buffer_is_emsgsize)
+{
+	int sv[2];
+	pair(sv);
+	enum { N = FDIO_MAX_FDS + 2 };
+	int e[N];
+	for (int i = 0; i < N; i++)
+		cr_assert_geq(e[i] = eventfd(0, EFD_CLOEXEC), 0);
+	uint8_t msg[24] = { 0 }, in[64];
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * N)];
+		struct cmsghdr align;
+	} ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * N);
+	memcpy(CMSG_DATA(c), e, sizeof(e));
+	cr_assert_eq(sendmsg(sv[0], &mh, 0), (ssize_t)sizeof(msg));
+	for (int i = 0; i < N; i++)
+		close(e[i]);
+	int before = open_fds();
+	int fds[FDIO_MAX_FDS];
+	unsigned n = 99;
+	cr_assert_eq(fdio_recv(sv[1], in, sizeof(in), fds, FDIO_MAX_FDS, &n, 0), -EMSGSIZE);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(open_fds(), before, "fds of a refused datagram left open");
+	close(sv[0]);
+	close(sv[1]);
+}
+
 Test(fdio, too_many_fds_to_send)
 {
 	int sv[2];
