@@ -799,6 +799,24 @@ Test(badinput_small_outbox, slow_reader)
 	good_served(&bench, "a slow reader");
 }
 
+/* A client that does not read: a small receive buffer, then n ARMs (message form,
+ * never reached) whose ACKs fill its socket and then the daemon's outbox */
+static void unread_acks(struct gd_client *c, struct gd_seg *s, unsigned n)
+{
+	int sz = 4096;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	for (unsigned i = 0; i < n; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_ARM, ++c->cookie);
+		m.arm.slot = gd_slot(s, i % 512);
+		m.arm.target = 1000000 + i;
+		m.arm.token = i;
+		m.arm.form = GARUDA_FORM_MESSAGE;
+		int r = gd_send(c, &m, NULL, 0);
+		cr_assert_eq(r, 0, "request %u: %s", i, gd_strerr(r));
+	}
+}
+
 /* A client that pipelines many requests before reading any reply: the replies that do
  * not fit its socket wait in the daemon's outbox (within outbox_bytes) and all arrive
  * once it reads; meanwhile everyone else is served. */
@@ -808,20 +826,9 @@ Test(badinput, unread_replies)
 	struct gd_seg s;
 	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 64, -1, &s));
-	int sz = 4096;
-	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	const unsigned n = 3000; /* 3000 ACKs = 72 KB < outbox_bytes 256 KiB */
 	uint64_t first = c.cookie + 1;
-	for (unsigned i = 0; i < n; i++) {
-		struct garuda_msg m;
-		garuda_msg_init(&m, GARUDA_MSG_ARM, ++c.cookie);
-		m.arm.slot = gd_slot(&s, i % 512);
-		m.arm.target = 1000000 + i;
-		m.arm.token = i;
-		m.arm.form = GARUDA_FORM_MESSAGE;
-		int r = gd_send(&c, &m, NULL, 0);
-		cr_assert_eq(r, 0, "request %u: %s", i, gd_strerr(r));
-	}
+	unread_acks(&c, &s, n);
 	good_served(&bench, "a client not reading its replies");
 	unsigned acks = 0;
 	for (;;) {
@@ -853,18 +860,8 @@ Test(badinput, a_closed_segments_unsent_reply_goes_with_it)
 	bad_open(&bench, &c, true);
 	gd_ok(gd_segment_open(&c, 64, -1, &s));
 	int base = gd_fd_count(&bench.d);
-	int sz = 4096;
-	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	const unsigned n = 1000; /* ACKs that fill the socket: the rest waits in the outbox */
-	for (unsigned i = 0; i < n; i++) {
-		struct garuda_msg m;
-		garuda_msg_init(&m, GARUDA_MSG_ARM, ++c.cookie);
-		m.arm.slot = gd_slot(&s, i % 512);
-		m.arm.target = 1000000 + i;
-		m.arm.token = i;
-		m.arm.form = GARUDA_FORM_MESSAGE;
-		gd_ok(gd_send(&c, &m, NULL, 0));
-	}
+	unread_acks(&c, &s, n);
 	struct garuda_msg m;
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_OPEN, ++c.cookie);
 	m.segment_open.lines = 16;
