@@ -167,7 +167,7 @@ static void *resolve_one(const struct resolver *rs, const char *name, const char
 	return fn;
 }
 
-static int resolve_all(struct garuda_backend *b, int driver_version)
+static int resolve_all(struct garuda_backend *b, int driver_version, const char *path)
 {
 	struct resolver rs = { .lib = b->lib, .path = PATH_DLSYM };
 	if (driver_version >= GBK_CUDA_API_VERSION) {
@@ -179,9 +179,15 @@ static int resolve_all(struct garuda_backend *b, int driver_version)
 			rs.path = PATH_GETPROC;
 	}
 	void *fn;
-#define CUDA_RESOLVE_(member, name, dlname, params)           \
-	if (!(fn = resolve_one(&rs, name, dlname)))            \
-		return -GARUDA_E_DRIVER_TOO_OLD;               \
+#define CUDA_RESOLVE_(member, name, dlname, params)                                      \
+	if (!(fn = resolve_one(&rs, name, dlname))) {                                     \
+		gbk_set_why("CUDA's library %s (driver version %d) has no %s (%s): the "     \
+			    "driver is older than garuda needs; update it, or set "          \
+			    "GARUDA_CUDA_LIBRARY to a newer libcuda.so.1",                   \
+			    path, driver_version, rs.path == PATH_DLSYM ? dlname : name,     \
+			    rs.path == PATH_DLSYM ? "dlsym" : "cuGetProcAddress");           \
+		return -GARUDA_E_DRIVER_TOO_OLD;                                          \
+	}                                                                                 \
 	b->api.member = (CUresult(*) params)fn;
 	CUDA_ENTRY_POINTS(CUDA_RESOLVE_)
 #undef CUDA_RESOLVE_
@@ -247,15 +253,26 @@ static int cuda_setup(struct garuda_backend *b, int device)
 	cu_init_t init = (cu_init_t)dlsym(b->lib, "cuInit");
 	cu_driver_get_version_t get_version =
 		(cu_driver_get_version_t)dlsym(b->lib, "cuDriverGetVersion");
-	if (!init || !get_version)
+	if (!init || !get_version) {
+		gbk_set_why("CUDA's library %s has no %s: not a CUDA driver library, or one older "
+			    "than garuda needs (GARUDA_CUDA_LIBRARY names another)", path,
+			    init ? "cuDriverGetVersion" : "cuInit");
 		return -GARUDA_E_DRIVER_TOO_OLD;
-	int r = map_init_error(init(0));
-	if (r < 0)
+	}
+	CUresult cr = init(0);
+	int r = map_init_error(cr);
+	if (r < 0) {
+		gbk_set_why("cuInit(0) in %s failed with CUresult %d (%s)", path, (int)cr,
+			    r == -ENODEV ? "no CUDA device" : r == -GARUDA_E_DRIVER_TOO_OLD
+			    ? "the driver is too old for this device or toolkit" : "no working driver");
 		return r;
+	}
 	int version = 0;
-	if (get_version(&version) != CUDA_SUCCESS)
+	if ((cr = get_version(&version)) != CUDA_SUCCESS) {
+		gbk_set_why("cuDriverGetVersion in %s failed with CUresult %d", path, (int)cr);
 		return -GARUDA_E_NO_DRIVER;
-	if ((r = resolve_all(b, version)) < 0)
+	}
+	if ((r = resolve_all(b, version, path)) < 0)
 		return r;
 
 	int count = 0;
@@ -266,10 +283,18 @@ static int cuda_setup(struct garuda_backend *b, int device)
 
 	int memops = 0;
 	if (b->api.device_get_attribute(&memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
-					b->dev) != CUDA_SUCCESS)
-		return -GARUDA_E_DRIVER_TOO_OLD; /* the driver does not know attribute 122 */
-	if (memops != 1)
+					b->dev) != CUDA_SUCCESS) {
+		/* the driver does not know attribute 122 */
+		gbk_set_why("CUDA's driver in %s does not know attribute %d (64-bit stream memory "
+			    "operations): it is older than garuda needs", path,
+			    (int)CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
+		return -GARUDA_E_DRIVER_TOO_OLD;
+	}
+	if (memops != 1) {
+		gbk_set_why("CUDA device %d cannot use 64-bit stream memory operations "
+			    "(cuStreamWriteValue64): garuda's cuda backend needs them", device);
 		return -GARUDA_E_UNSUPPORTED;
+	}
 
 	switch (b->api.primary_ctx_retain(&b->ctx, b->dev)) {
 	case CUDA_SUCCESS:

@@ -145,26 +145,39 @@ static int hip_setup(struct garuda_backend *b, int device)
 		return -GARUDA_E_NO_DRIVER;
 	}
 	void *fn;
-#define HIP_RESOLVE_(member, name, params)              \
-	if (!(fn = dlsym(b->lib, name)))                \
-		return -GARUDA_E_DRIVER_TOO_OLD;        \
+#define HIP_RESOLVE_(member, name, params)                                               \
+	if (!(fn = dlsym(b->lib, name))) {                                               \
+		gbk_set_why("HIP's library %s has no %s: ROCm is older than garuda needs; "  \
+			    "update it, or set GARUDA_HIP_LIBRARY to a newer libamdhip64.so",  \
+			    path, name);                                                     \
+		return -GARUDA_E_DRIVER_TOO_OLD;                                          \
+	}                                                                                 \
 	b->api.member = (hipError_t(*) params)fn;
 	HIP_ENTRY_POINTS(HIP_RESOLVE_)
 #undef HIP_RESOLVE_
 
-	switch (b->api.init(0)) {
+	hipError_t he = b->api.init(0);
+	switch (he) {
 	case hipSuccess:
 		break;
 	case hipErrorNoDevice:
+		gbk_set_why("hipInit(0) in %s: no HIP device (hipError_t %d)", path, (int)he);
 		return -ENODEV;
 	case hipErrorInsufficientDriver:
+		gbk_set_why("hipInit(0) in %s: the driver is too old (hipError_t %d)", path, (int)he);
 		return -GARUDA_E_DRIVER_TOO_OLD;
 	default:
+		gbk_set_why("hipInit(0) in %s failed with hipError_t %d: no working driver", path,
+			    (int)he);
 		return -GARUDA_E_NO_DRIVER;
 	}
 	int version = 0;
-	if (b->api.runtime_get_version(&version) != hipSuccess || version < GBK_HIP_MIN_VERSION)
+	if ((he = b->api.runtime_get_version(&version)) != hipSuccess ||
+	    version < GBK_HIP_MIN_VERSION) {
+		gbk_set_why("HIP's runtime in %s is version %d (hipError_t %d); garuda needs %d or "
+			    "newer", path, version, (int)he, GBK_HIP_MIN_VERSION);
 		return -GARUDA_E_DRIVER_TOO_OLD;
+	}
 
 	int count = 0;
 	if (b->api.get_device_count(&count) != hipSuccess || device >= count)
@@ -173,10 +186,16 @@ static int hip_setup(struct garuda_backend *b, int device)
 
 	int memops = 0;
 	if (b->api.device_get_attribute(&memops, hipDeviceAttributeCanUseStreamWaitValue,
-					device) != hipSuccess)
+					device) != hipSuccess) {
+		gbk_set_why("HIP's runtime in %s does not know hipDeviceAttributeCanUseStreamWaitValue: "
+			    "it is older than garuda needs", path);
 		return -GARUDA_E_DRIVER_TOO_OLD;
-	if (memops != 1)
+	}
+	if (memops != 1) {
+		gbk_set_why("HIP device %d cannot use stream memory operations "
+			    "(hipStreamWriteValue64): garuda's hip backend needs them", device);
 		return -GARUDA_E_UNSUPPORTED;
+	}
 
 	char busid[GBK_HIP_BUSID_LEN] = "";
 	if (b->api.device_get_pci_bus_id(busid, (int)sizeof(busid) - 1, device) == hipSuccess)

@@ -201,6 +201,11 @@ Test(cuda, entry_point_missing_from_getproc_is_too_old)
 		setenv("FAKE_CUDA_HIDE", hide[i], 1);
 		struct garuda_backend *b;
 		cr_assert_eq(ops->open(0, &b), -GARUDA_E_DRIVER_TOO_OLD, "%s hidden", hide[i]);
+		/* the words name the missing symbol and the library */
+		cr_assert_not_null(strstr(garuda_backend_why(), hide[i]), "%s hidden: \"%s\"", hide[i],
+				   garuda_backend_why());
+		const char *lib = getenv("GARUDA_CUDA_LIBRARY");
+		cr_assert(!lib || strstr(garuda_backend_why(), lib), "\"%s\"", garuda_backend_why());
 	}
 	assert_clean(&f);
 	fk_close(&f);
@@ -213,6 +218,8 @@ Test(cuda, memops_attribute_zero_is_unsupported)
 	fk_open(&f);
 	struct garuda_backend *b;
 	cr_assert_eq(ops->open(0, &b), -GARUDA_E_UNSUPPORTED);
+	cr_assert_not_null(strstr(garuda_backend_why(), "cuStreamWriteValue64"), "\"%s\"",
+			   garuda_backend_why());
 	assert_clean(&f);
 	fk_close(&f);
 }

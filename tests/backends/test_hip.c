@@ -101,6 +101,8 @@ Test(hip, runtime_before_5_is_too_old)
 	setenv("FAKE_HIP_VERSION", "40200000", 1);
 	struct garuda_backend *b;
 	cr_assert_eq(ops->open(0, &b), -GARUDA_E_DRIVER_TOO_OLD);
+	cr_assert_not_null(strstr(garuda_backend_why(), "version 40200000"), "\"%s\"",
+			   garuda_backend_why());
 }
 
 Test(hip, memops_attribute_zero_is_unsupported)
