@@ -473,12 +473,21 @@ int garuda_dispatch(struct garuda_client *c)
 		s->cb.queued = false;
 		garuda_stream_cb cb = s->cb.fn;
 		void *user = s->cb.user;
+		/* a fault the watch found (router.c fault_watch): the callback runs once
+		 * for it even though the word did not move; garuda_stream_query() and
+		 * garuda_stream_drain() in it say -GARUDA_E_STREAM_FAULT */
+		bool fault = cb && !s->cb.fault_told &&
+			     atomic_load_explicit(&s->faulted, memory_order_acquire);
+		if (fault)
+			s->cb.fault_told = true;
 		s->cb.busy++;
 		pthread_mutex_unlock(&c->lock);
 
 		uint64_t w = word_load(s->word);
-		if (cb && w != s->cb.delivered && garuda_reached(w, s->cb.delivered)) {
-			s->cb.delivered = w;
+		bool moved = w != s->cb.delivered && garuda_reached(w, s->cb.delivered);
+		if (cb && (moved || fault)) {
+			if (moved)
+				s->cb.delivered = w;
 			cb(s, w, user);
 			n++;
 		}

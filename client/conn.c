@@ -28,6 +28,11 @@
  *    thread looks at those streams' words every 1 ms, doubling to 16 ms while none
  *    moves, and lets the router nudge those that moved: an arm refused for a quota
  *    still ends in readiness.
+ *  - In every state (up, presenting, down; strict and fallback clients), while some
+ *    stream of a delivered form has a sequence outstanding, the I/O thread wakes at
+ *    c->fault_due and lets the router query the native streams that are due (router.c
+ *    fault_watch): a faulted stream still ends in readiness. One timer for the client;
+ *    none while nothing is outstanding (an idle client's I/O thread never wakes).
  *
  * Threads: the I/O thread owns the socket's reading end and the presenter's lifetime
  * (it starts and joins it); API threads and the presenter send under c->lock.
@@ -450,6 +455,26 @@ static void drain_efd(int fd)
 		;
 }
 
+/* The poll timeout (ms, -1: none) to, shortened to the fault watch's timer due (0:
+ * none; rounded up to whole ms: the query comes at most 1 ms late). */
+static int fault_timeout_ms(uint64_t due, int to)
+{
+	if (!due)
+		return to;
+	uint64_t now = garuda_now_ns();
+	uint64_t ms = due <= now ? 0 : (due - now + 999999) / 1000000ull;
+	if (ms > INT_MAX)
+		ms = INT_MAX;
+	return to < 0 || (int)ms < to ? (int)ms : to;
+}
+
+/* The fault watch, when its timer has come (router.c fault_watch). */
+static void fault_check(struct garuda_client *c, uint64_t due)
+{
+	if (due && garuda_now_ns() >= due)
+		c->router->fault_watch(c);
+}
+
 static void *io_main(void *arg)
 {
 	struct garuda_client *c = arg;
@@ -462,6 +487,7 @@ static void *io_main(void *arg)
 		int sock = c->sock;
 		bool failed = c->present_failed, done = c->presenter_done;
 		bool lost = c->lost_any;
+		uint64_t fault_due = c->fault_due;
 		pthread_mutex_unlock(&c->lock);
 		if (st == CONN_CLOSING)
 			break;
@@ -479,8 +505,11 @@ static void *io_main(void *arg)
 			 * lost_step ms (router.c while_lost) */
 			if (!lost)
 				lost_step = LOST_POLL_MIN_MS;
-			if (poll(p, 2, lost ? lost_step : -1) < 0)
+			/* and every watched stream's native stream on its backstop schedule
+			 * (router.c fault_watch); nothing watched, no timeout */
+			if (poll(p, 2, fault_timeout_ms(fault_due, lost ? lost_step : -1)) < 0)
 				continue;
+			fault_check(c, fault_due);
 			if (p[1].revents)
 				drain_efd(c->wake_efd);
 			if (p[0].revents && pump(c) < 0) {
@@ -517,8 +546,10 @@ static void *io_main(void *arg)
 			lost_step *= 2;
 		uint64_t to_try = next_try > now ? (next_try - now + 999999) / 1000000ull : 0;
 		struct pollfd p = { .fd = c->wake_efd, .events = POLLIN };
-		if (poll(&p, 1, (int)(to_try < (uint64_t)lost_step ? to_try : (uint64_t)lost_step)) > 0)
+		int to = (int)(to_try < (uint64_t)lost_step ? to_try : (uint64_t)lost_step);
+		if (poll(&p, 1, fault_timeout_ms(fault_due, to)) > 0)
 			drain_efd(c->wake_efd);
+		fault_check(c, fault_due);
 	}
 	join_presenter(c);
 	return NULL;

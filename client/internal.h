@@ -20,8 +20,10 @@
  *                the same order as the stores.
  *   c->lock      connection state (socket, state, generation, cookies, pending
  *                replies), each segment's daemon-side id, each stream's presented
- *                generation, readiness bookkeeping and the callback queue. Messages
- *                are sent under it.
+ *                generation, readiness bookkeeping, the fault watch (s->fx,
+ *                c->fault_due) and the callback queue. Messages are sent under it.
+ *   s->plan_lock a stream's plan and estimator: a leaf, taken last (also under
+ *                c->lock); nothing else is taken while it is held.
  * No API thread waits for a reply while holding reg_lock or a stream lock (the
  * presenter does, holding reg_lock and one stream lock at a time, but the I/O thread
  * that routes the replies takes neither), and the I/O thread is the only reader of
@@ -160,11 +162,29 @@ struct garuda_stream {
 		uint64_t added;
 	} rx;
 
+	/* The fault watch (router.c fault_watch): while a sequence is outstanding on a
+	 * stream of a form garudad delivers, the I/O thread queries its native stream on
+	 * the waits' backstop schedule, so that a fault ends in the stream's readiness
+	 * form, not in silence. c->lock's. */
+	struct {
+		uint64_t since;  /* when the oldest outstanding sequence's clock started (a
+				  * signal with nothing outstanding, or the word's last move
+				  * seen); 0: not watched */
+		uint64_t base;   /* the word's value at `since` */
+		uint64_t due;    /* the next query (monotonic ns) */
+		bool querying;   /* the I/O thread queries it, c->lock released: the stream
+				  * is not freed meanwhile (garuda_stream_free waits) */
+	} fx;
+	/* the native stream faulted with a sequence outstanding (sticky; set by the fault
+	 * watch, read anywhere: drain, query, dispatch) */
+	_Atomic bool faulted;
+
 	/* message-form callbacks (garuda_dispatch()), c->lock's */
 	struct {
 		garuda_stream_cb fn;
 		void *user;
 		uint64_t delivered; /* last seq handed to fn */
+		bool fault_told;    /* fn was run once for `faulted` */
 		bool queued;
 		unsigned busy;      /* a dispatcher runs fn right now */
 		bool free_pending;  /* garuda_stream_free() called from its own callback */
@@ -198,6 +218,10 @@ struct garuda_client {
 	 * their words every LOST_POLL step and nudges those that moved (conn.c, router.c
 	 * while_lost), so that an arm garudad refused still ends in readiness */
 	bool lost_any;
+	/* the fault watch's timer (router.c fault_watch): the soonest s->fx.due of the
+	 * watched streams, 0 when none is watched (the I/O thread then sleeps without a
+	 * timeout). A signal that starts a watch sooner writes wake_efd. */
+	uint64_t fault_due;
 	_Atomic uint64_t reconnects;
 	/* GARUDA_WORDWAIT, read at connect: how a spin step of a wait idles
 	 * (util/wordwait.h): the process's hardware word wait ("auto", the default) or
@@ -262,6 +286,11 @@ struct conn_router {
 	/* in a session, while lost_any: nudge the streams with a refused arm whose words
 	 * moved (true when one did); I/O thread, no lock held */
 	bool (*while_lost)(struct garuda_client *c);
+	/* c->fault_due has come: query the native streams of the watched streams that are
+	 * due (the stream pinned by fx.querying, c->lock released for the query), mark and
+	 * nudge those that faulted, and set c->fault_due again (0: none watched). Any
+	 * session state, fallback clients too; I/O thread, no lock held. */
+	void (*fault_watch)(struct garuda_client *c);
 };
 extern const struct conn_router client_router;
 
@@ -404,6 +433,20 @@ void stream_async_error_locked(struct garuda_client *c, uint64_t cookie, int cod
  * and finds the word short), and have the I/O thread nudge it again when its word
  * moves, until nothing signalled is outstanding. c->lock held. */
 void stream_arm_lost_locked(struct garuda_stream *s, int code, const char *text);
+/* s was signalled (c->lock held, s->lock held): start its fault watch when nothing
+ * older was outstanding, waking the I/O thread when its timer is later (stream.c). */
+void stream_fault_watch_locked(struct garuda_stream *s);
+/* The fault watch's interval for s after its oldest outstanding sequence has been
+ * outstanding for age_ns: the waits' backstop schedule (garuda_policy_backstop_ns with
+ * the stream's backstop and backoff_div), at least STREAM_FAULT_WATCH_MIN_NS. Takes
+ * s->plan_lock. wait.c */
+uint64_t stream_fault_interval_ns(struct garuda_stream *s, uint64_t age_ns);
+/* The fault watch's shortest interval. Faults are rare and a wait notices its own on
+ * the backstop; at the waits' 1 ms the I/O thread would wake about once a completion
+ * of every busy stream (~15-20 us of CPU each on a 2-vCPU guest), at 100 ms a busy
+ * client's I/O thread wakes 10 times a second and kernels shorter than that never
+ * cost a query. A fault is told within max(100 ms, its age / backoff_div). */
+#define STREAM_FAULT_WATCH_MIN_NS 100000000ull
 /* READY for token. */
 void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value);
 

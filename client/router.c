@@ -12,10 +12,20 @@
  *    more is dropped (its fd closed).
  *  - present() presents every segment (SEGMENT_ATTACH), then every stream (BIND, ARM
  *    for each outstanding sequence), with reg_lock held throughout.
+ *  - fault_watch() (I/O thread, any session state, strict and fallback clients) is
+ *    the only place outside a wait that queries a backend: for each stream with a
+ *    sequence outstanding (fx.since set by its signal), every stream_fault_interval_ns()
+ *    of the oldest outstanding sequence's age (the waits' schedule, at least 100 ms:
+ *    STREAM_FAULT_WATCH_MIN_NS); a fault with
+ *    the word still behind (re-read after the query: a landed store wins) sets
+ *    s->faulted and nudges the stream once in its form. A stream with nothing
+ *    outstanding, faulted or dying leaves the watch; none watched: no timer.
  */
 #include "internal.h"
 
 #include <unistd.h>
+
+#include "clock.h"
 
 static void nudge_all_locked(struct garuda_client *c)
 {
@@ -146,6 +156,64 @@ static bool while_lost(struct garuda_client *c)
 	return moved;
 }
 
+/* The fault watch: query the native stream of every watched stream that is due (see
+ * the head comment), the stream pinned (fx.querying) while c->lock is released for
+ * the query, so that a slow runtime never holds up API threads and the stream is not
+ * freed meanwhile. Sets c->fault_due to the soonest next query (0: none watched). */
+static void fault_watch(struct garuda_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
+		struct garuda_stream *s = c->streams[i];
+		if (!s || !s->fx.since)
+			continue;
+		uint64_t now = garuda_now_ns();
+		uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_acquire);
+		uint64_t v = word_load(s->word);
+		if (s->ses.dying || garuda_reached(v, sig) ||
+		    atomic_load_explicit(&s->faulted, memory_order_relaxed)) {
+			s->fx.since = 0; /* nothing outstanding: no more work for it */
+			continue;
+		}
+		if (v != s->fx.base) {
+			/* the word moved: the oldest outstanding sequence started when its
+			 * predecessor landed (stream order is the clock, proto/policy.h) */
+			s->fx.base = v;
+			s->fx.since = now;
+			s->fx.due = now + stream_fault_interval_ns(s, 0);
+		}
+		if (now >= s->fx.due) {
+			s->fx.querying = true;
+			pthread_mutex_unlock(&c->lock);
+			int q = s->seg->ops->query(s->seg->backend, s->native);
+			/* after the query: a store that landed wins, as in the waits */
+			bool fault = q == -GARUDA_E_STREAM_FAULT && !garuda_reached(word_load(s->word), sig);
+			pthread_mutex_lock(&c->lock);
+			s->fx.querying = false;
+			pthread_cond_broadcast(&c->cond); /* garuda_stream_free() waits */
+			now = garuda_now_ns();
+			if (fault) {
+				atomic_store_explicit(&s->faulted, true, memory_order_release);
+				s->fx.since = 0;
+				if (!s->ses.dying)
+					stream_nudge_locked(s); /* once, in its form */
+				continue;
+			}
+			s->fx.due = now + stream_fault_interval_ns(s, now - s->fx.since);
+		}
+	}
+	/* a second look, c->lock held throughout (a signal during a query may have
+	 * started the watch of a stream this pass had gone by) */
+	uint64_t soonest = 0;
+	for (uint32_t i = 0; i < c->nstreams_cap; i++) {
+		struct garuda_stream *s = c->streams[i];
+		if (s && s->fx.since && (!soonest || s->fx.due < soonest))
+			soonest = s->fx.due;
+	}
+	c->fault_due = soonest;
+	pthread_mutex_unlock(&c->lock);
+}
+
 const struct conn_router client_router = {
 	.route = route,
 	.present = present,
@@ -153,4 +221,5 @@ const struct conn_router client_router = {
 	.session_up_locked = session_up_locked,
 	.while_down = while_down,
 	.while_lost = while_lost,
+	.fault_watch = fault_watch,
 };

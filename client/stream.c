@@ -19,6 +19,12 @@
  *    no store of it is still to land.
  *  - A waiter never blocks longer than the backstop interval without reading the word
  *    and querying the native stream; a faulted stream fails the wait.
+ *  - A fault ends in the stream's readiness form too, not only in a wait: while a
+ *    sequence is outstanding on a stream of a delivered form, the I/O thread queries
+ *    its native stream on the waits' backstop schedule (router.c fault_watch, started
+ *    by the signal that found nothing older outstanding: stream_fault_watch_locked);
+ *    a fault with the word still behind marks it faulted (sticky) and nudges it once,
+ *    and drain, query and the callback's dispatch report -GARUDA_E_STREAM_FAULT.
  *  - Without a session (or with an arm refused), waits poll the word with a growing
  *    interval (POLL_STEP_MIN_NS .. POLL_STEP_MAX_NS).
  *  - A refused arm ends in the stream's readiness form: the refusal nudges the stream
@@ -453,7 +459,7 @@ void garuda_stream_free(struct garuda_stream *s)
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
-	while (s->cb.busy)
+	while (s->cb.busy || s->fx.querying) /* a callback, the fault watch's query */
 		pthread_cond_wait(&c->cond, &c->lock);
 	s->ses.dying = true;
 	if (s->cb.queued) {
@@ -532,6 +538,23 @@ int garuda_stream_set_callback(struct garuda_stream *s, garuda_stream_cb cb, voi
 
 /* ------------------------------------------------------------------ signal */
 
+void stream_fault_watch_locked(struct garuda_stream *s)
+{
+	struct garuda_client *c = s->client;
+	if (s->fx.since || atomic_load_explicit(&s->faulted, memory_order_relaxed))
+		return; /* watched already (an older sequence is outstanding), or told */
+	uint64_t now = garuda_now_ns();
+	s->fx.since = now;
+	s->fx.base = word_load(s->word);
+	s->fx.due = now + stream_fault_interval_ns(s, 0); /* plan_lock: a leaf */
+	if (!c->fault_due || s->fx.due < c->fault_due) {
+		c->fault_due = s->fx.due;
+		uint64_t one = 1;
+		ssize_t n = write(c->wake_efd, &one, sizeof(one)); /* its timer is later */
+		(void)n;
+	}
+}
+
 int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 {
 	if (!s || !seq)
@@ -566,6 +589,7 @@ int garuda_stream_signal(struct garuda_stream *s, uint64_t *seq)
 	atomic_store_explicit(&s->signalled, next, memory_order_release);
 	if (stream_form(s)->wire) {
 		pthread_mutex_lock(&c->lock);
+		stream_fault_watch_locked(s);
 		uint64_t v = word_load(s->word);
 		if (s->ses.arm_lost && garuda_reached(v, prev)) {
 			s->ses.arm_lost = false; /* nothing older is outstanding any more */
@@ -614,5 +638,9 @@ int garuda_stream_query(struct garuda_stream *s)
 {
 	if (!s)
 		return client_fail(-EINVAL);
-	return client_return(s->seg->ops->query(s->seg->backend, s->native));
+	int r = s->seg->ops->query(s->seg->backend, s->native);
+	if (r != -GARUDA_E_STREAM_FAULT && atomic_load_explicit(&s->faulted, memory_order_acquire) &&
+	    !garuda_reached(word_load(s->word), atomic_load_explicit(&s->signalled, memory_order_acquire)))
+		r = -GARUDA_E_STREAM_FAULT; /* the fault watch saw it (router.c) */
+	return client_return(r);
 }

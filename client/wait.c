@@ -329,6 +329,14 @@ static uint64_t backstop_for(const struct garuda_plan *p, uint64_t backstop_ns, 
 					 age);
 }
 
+uint64_t stream_fault_interval_ns(struct garuda_stream *s, uint64_t age_ns)
+{
+	pthread_mutex_lock(&s->plan_lock);
+	uint64_t r = backstop_for(&s->pl.plan, s->pl.backstop_ns, age_ns);
+	pthread_mutex_unlock(&s->plan_lock);
+	return r > STREAM_FAULT_WATCH_MIN_NS ? r : STREAM_FAULT_WATCH_MIN_NS;
+}
+
 static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
 {
 	if (!s) {
@@ -453,8 +461,18 @@ int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq)
 	uint64_t v = word_load(s->word);
 	if (seq)
 		*seq = v;
-	if (v == s->drained || !garuda_reached(v, s->drained))
-		return 0;
-	s->drained = v;
-	return 1;
+	bool moved = v != s->drained && garuda_reached(v, s->drained);
+	if (moved)
+		s->drained = v;
+	/* the fault watch (router.c) found the native stream faulted with work
+	 * outstanding: what it signalled will never land (the word, read after the
+	 * flag, wins when it did) */
+	if (atomic_load_explicit(&s->faulted, memory_order_acquire) &&
+	    !garuda_reached(word_load(s->word),
+			    atomic_load_explicit(&s->signalled, memory_order_acquire))) {
+		client_set_error("the stream's native stream faulted: sequences after %llu will "
+				 "never land (garuda_stream_drain)", (unsigned long long)v);
+		return client_fail(-GARUDA_E_STREAM_FAULT);
+	}
+	return moved ? 1 : 0;
 }

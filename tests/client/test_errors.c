@@ -4,6 +4,7 @@
  * -GARUDA_E_STREAM_FAULT, -GARUDA_E_DISCONNECTED, -GARUDA_E_NO_DRIVER,
  * -GARUDA_E_NO_MEMLOCK, connect's -EACCES (as another uid). Outstanding work is held by
  * gates, never by sleeps. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <stdlib.h>
@@ -406,6 +408,121 @@ Test(errors, stream_fault)
 		garuda_host_stream_free(hs);
 		gate_destroy(&g);
 	}
+	fx_down(&f);
+}
+
+struct fault_cb {
+	int calls;
+	int query; /* what garuda_stream_query() said in the callback */
+	int drain; /* what garuda_stream_drain() said in it */
+};
+
+static void cb_fault(struct garuda_stream *s, uint64_t seq, void *user)
+{
+	struct fault_cb *fc = user;
+	(void)seq;
+	fc->calls++;
+	fc->query = garuda_stream_query(s);
+	fc->drain = garuda_stream_drain(s, NULL);
+}
+
+/* Whether the I/O thread of the test's client sits in poll(fds, 2, -1): a client in a
+ * session with nothing to watch (no timer at all). The harness's notifier thread
+ * (tests/common/garudad.c) parks the same way, so: two threads so parked, and none in
+ * a 2-fd poll with a timeout. */
+static bool io_parked_untimed(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return false;
+	int untimed = 0, timed = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300], line[256] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		bool got = fgets(line, sizeof(line), f) != NULL;
+		fclose(f);
+		long nr;
+		unsigned long long a[3];
+		if (!got || sscanf(line, "%ld %llx %llx %llx", &nr, &a[0], &a[1], &a[2]) != 4 ||
+		    nr != SYS_poll || a[1] != 2)
+			continue;
+		if ((int)a[2] == -1)
+			untimed++;
+		else
+			timed++;
+	}
+	closedir(d);
+	return untimed >= 2 && !timed;
+}
+
+/* A user parked outside garuda_stream_wait() is told of a fault: the eventfd form's fd
+ * becomes readable and the drain fails; the message form's callback runs on the next
+ * garuda_dispatch() and its query and drain fail. Nobody waits on the stream: only the
+ * I/O thread's fault watch can find it. */
+Test(errors, stream_fault_reaches_parked_forms)
+{
+	struct fixture f = { 0 };
+	fx_up(&f, NULL, 1);
+	struct garuda_host_stream *hs, *hm;
+	struct garuda_stream *s, *m;
+	uint64_t one, seq;
+	ok(garuda_host_stream_new(NULL, &hs));
+	ok(garuda_host_stream_new(NULL, &hm));
+	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	ok(garuda_stream_new(f.seg, hm, GARUDA_READINESS_MESSAGE, &m));
+	struct fault_cb fc = { 0 };
+	ok(garuda_stream_set_callback(m, cb_fault, &fc));
+	ok(garuda_dispatch(f.c)); /* set_callback's own nudge: nothing completed */
+	cr_assert_eq(fc.calls, 0);
+
+	struct gate g, gm;
+	gate_init(&g);
+	gate_init(&gm);
+	int fd = garuda_stream_fd(s);
+	gate_enqueue(&g, hs);
+	ok(garuda_host_stream_enqueue_fault(hs));
+	ok(garuda_stream_signal(s, &one)); /* discarded when the fault runs */
+	gate_open(&g);
+	cr_assert_eq(gd_wait_in(fd, GD_DEADLINE_MS), 1, "a fault left the eventfd silent");
+	fails(garuda_stream_drain(s, &seq), -GARUDA_E_STREAM_FAULT);
+	cr_assert_eq(seq, 0);
+	fails(garuda_stream_query(s), -GARUDA_E_STREAM_FAULT);
+
+	gate_enqueue(&gm, hm);
+	ok(garuda_host_stream_enqueue_fault(hm));
+	ok(garuda_stream_signal(m, &one));
+	gate_open(&gm);
+	cr_assert_eq(gd_wait_in(garuda_client_fd(f.c), GD_DEADLINE_MS), 1,
+		     "a fault left the callback's fd silent");
+	cr_assert_eq(garuda_dispatch(f.c), 1);
+	cr_assert_eq(fc.calls, 1);
+	cr_assert_eq(fc.query, -GARUDA_E_STREAM_FAULT);
+	cr_assert_eq(fc.drain, -GARUDA_E_STREAM_FAULT);
+	cr_assert_eq(garuda_dispatch(f.c), 0, "told once");
+
+	/* nothing outstanding: the fault watch has no timer, the I/O thread no timeout */
+	struct garuda_host_stream *hq;
+	struct garuda_stream *q;
+	ok(garuda_host_stream_new(NULL, &hq));
+	ok(garuda_stream_new(f.seg, hq, GARUDA_READINESS_EVENTFD, &q));
+	ok(garuda_stream_signal(q, &one));
+	ok(garuda_stream_wait(q, one, 10 * NS_PER_S));
+	eventually(io_parked_untimed(), "the idle client's I/O thread parked without a timeout");
+	garuda_stream_free(q);
+	garuda_host_stream_free(hq);
+
+	garuda_stream_free(s);
+	garuda_stream_free(m);
+	garuda_host_stream_free(hs);
+	garuda_host_stream_free(hm);
+	gate_destroy(&g);
+	gate_destroy(&gm);
 	fx_down(&f);
 }
 

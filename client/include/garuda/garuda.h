@@ -371,19 +371,23 @@ bool garuda_stream_reached(const struct garuda_stream *s, uint64_t seq);
 int garuda_stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns);
 
 /* The stream's eventfd (non-blocking, close-on-exec): readable after a signalled
- * sequence completes (and, spuriously, after a reconnection or an overflow: check
- * with garuda_stream_drain()). Owned by the stream: do not close it. Stays the same
+ * sequence completes, or once after its native stream faulted with work outstanding
+ * (the client's fault watch: docs/client.md, "A fault never ends in silence"), and,
+ * spuriously, after a reconnection or an overflow: check with garuda_stream_drain(). Owned by the stream: do not close it. Stays the same
  * across reconnections. Errors: -EINVAL (s NULL), -EOPNOTSUPP (form is not EVENTFD). */
 int garuda_stream_fd(const struct garuda_stream *s);
 
 /* Clear the eventfd's readiness (eventfd form; other forms: nothing to clear) and
  * report progress: *seq (may be NULL) gets the word's value; returns 1 when it moved
  * since the previous garuda_stream_drain() (every sequence in between completed and is
- * reported exactly once this way), 0 when not. Errors: -EINVAL (s NULL). */
+ * reported exactly once this way), 0 when not. Errors: -EINVAL (s NULL);
+ * -GARUDA_E_STREAM_FAULT once the fault watch found the native stream faulted with the
+ * word behind the last signal (the eventfd cleared and *seq set first; sticky). */
 int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq);
 
 /* Ask the backend about the native stream: 0 all queued work finished, -EAGAIN still
- * running, -GARUDA_E_STREAM_FAULT failed. (The wait backstop does this itself.) */
+ * running, -GARUDA_E_STREAM_FAULT failed (also once the fault watch marked it faulted
+ * with the word behind). (The wait backstop does this itself.) */
 int garuda_stream_query(struct garuda_stream *s);
 
 /* Host streams, the CPU as a device (backend "host"): garuda_host_stream_*(), declared
