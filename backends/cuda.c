@@ -362,20 +362,29 @@ static int cuda_register(struct garuda_backend *b, void *addr, size_t bytes,
 	reg->bytes = bytes;
 
 	/* The registration keeps the primary context alive until it is unregistered. */
+	gbk_set_why("%s", "");
 	CUcontext ctx;
-	if (b->api.primary_ctx_retain(&ctx, b->dev) != CUDA_SUCCESS) {
+	CUresult cr = b->api.primary_ctx_retain(&ctx, b->dev);
+	if (cr != CUDA_SUCCESS) {
+		gbk_set_why("cuDevicePrimaryCtxRetain failed with CUresult %d", (int)cr);
 		free(reg);
 		return -GARUDA_E_REGISTER_FAILED;
 	}
 	int r = -GARUDA_E_REGISTER_FAILED;
-	if (ctx_push(b)) {
-		if (b->api.mem_host_register(addr, bytes, CU_MEMHOSTREGISTER_DEVICEMAP |
-								  CU_MEMHOSTREGISTER_PORTABLE) ==
-		    CUDA_SUCCESS) {
-			if (b->api.mem_host_get_device_pointer(&reg->dptr, addr, 0) == CUDA_SUCCESS)
-				r = 0;
-			else
-				b->api.mem_host_unregister(addr);
+	if (!ctx_push(b)) {
+		gbk_set_why("cuCtxPushCurrent failed: the device's primary context is unusable");
+	} else {
+		cr = b->api.mem_host_register(addr, bytes, CU_MEMHOSTREGISTER_DEVICEMAP |
+								   CU_MEMHOSTREGISTER_PORTABLE);
+		if (cr != CUDA_SUCCESS) {
+			gbk_set_why("cuMemHostRegister of the segment's %zu bytes failed with "
+				    "CUresult %d", bytes, (int)cr);
+		} else if ((cr = b->api.mem_host_get_device_pointer(&reg->dptr, addr, 0)) != CUDA_SUCCESS) {
+			gbk_set_why("cuMemHostGetDevicePointer of the registered segment failed with "
+				    "CUresult %d", (int)cr);
+			b->api.mem_host_unregister(addr);
+		} else {
+			r = 0;
 		}
 		ctx_pop(b);
 	}

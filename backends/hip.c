@@ -251,16 +251,23 @@ static int hip_register(struct garuda_backend *b, void *addr, size_t bytes,
 	reg->bytes = bytes;
 
 	int r = -GARUDA_E_REGISTER_FAILED, saved;
-	if (device_enter(b, &saved)) {
-		if (b->api.host_register(addr, bytes, hipHostRegisterMapped | hipHostRegisterPortable) ==
-		    hipSuccess) {
-			void *dptr = NULL;
-			if (b->api.host_get_device_pointer(&dptr, addr, 0) == hipSuccess && dptr) {
-				reg->dptr = (uintptr_t)dptr;
-				r = 0;
-			} else {
-				b->api.host_unregister(addr);
-			}
+	gbk_set_why("%s", "");
+	if (!device_enter(b, &saved)) {
+		gbk_set_why("hipSetDevice(%d) failed", b->device);
+	} else {
+		hipError_t he = b->api.host_register(addr, bytes,
+						     hipHostRegisterMapped | hipHostRegisterPortable);
+		void *dptr = NULL;
+		if (he != hipSuccess) {
+			gbk_set_why("hipHostRegister of the segment's %zu bytes failed with "
+				    "hipError_t %d", bytes, (int)he);
+		} else if ((he = b->api.host_get_device_pointer(&dptr, addr, 0)) != hipSuccess || !dptr) {
+			gbk_set_why("hipHostGetDevicePointer of the registered segment failed with "
+				    "hipError_t %d", (int)he);
+			b->api.host_unregister(addr);
+		} else {
+			reg->dptr = (uintptr_t)dptr;
+			r = 0;
 		}
 	}
 	device_leave(b, saved);

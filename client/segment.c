@@ -191,6 +191,8 @@ static int seg_open(struct garuda_client *c, const char *backend, int device, ui
 		return r;
 	if ((r = ops->register_memory(seg->backend, seg->map, seg->bytes, &seg->reg)) < 0) {
 		seg->reg = NULL;
+		client_set_error("backend %s, device %d: %s", ops->name, device,
+				 *garuda_backend_why() ? garuda_backend_why() : garuda_strerror(r));
 		if (!local)
 			forget_daemon_segment(c, id, gen);
 		return r;

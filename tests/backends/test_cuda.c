@@ -304,6 +304,8 @@ Test(cuda, register_refused)
 	cr_assert_eq(ops->open(0, &b), 0);
 	cr_assert_eq(ops->register_memory(b, area, sizeof(area), &reg), -GARUDA_E_REGISTER_FAILED);
 	cr_assert_null(reg);
+	cr_assert_not_null(strstr(garuda_backend_why(), "cuMemHostRegister"), "\"%s\"",
+			   garuda_backend_why());
 	cr_assert_eq(fk_stats(&f).primary_refs, 1, "the failed registration released its retain");
 	ops->close(b);
 	assert_clean(&f);

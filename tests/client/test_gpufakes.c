@@ -121,6 +121,8 @@ static void open_fails(const char *env, const char *value, int code)
 	setenv(env, value, 1);
 	fx_up(&f, NULL, 0);
 	fails(garuda_segment_open(f.c, "cuda", 0, 1, &seg), code);
+	/* and says why (client.md, Errors): an empty text left users guessing */
+	cr_assert_neq(garuda_last_error()[0], '\0', "%s=%s: no words", env, value);
 	cr_assert_null(seg);
 	/* the connection is fine and nothing is left over: a host segment opens */
 	ok(garuda_segment_open(f.c, "host", 0, 1, &f.seg));
