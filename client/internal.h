@@ -482,6 +482,16 @@ static inline uint64_t word_load(const uint64_t *w)
 	return __atomic_load_n(w, __ATOMIC_ACQUIRE);
 }
 
+/* the fault watch (router.c) found the native stream faulted and what the stream
+ * signalled has still not landed: it never will (the word, read after the flag,
+ * wins when it did). drain and query say -GARUDA_E_STREAM_FAULT. */
+static inline bool stream_fault_stands(const struct garuda_stream *s)
+{
+	return atomic_load_explicit(&s->faulted, memory_order_acquire) &&
+	       !garuda_reached(word_load(s->word),
+			       atomic_load_explicit(&s->signalled, memory_order_acquire));
+}
+
 static inline bool is_io_thread(struct garuda_client *c)
 {
 	return c->io_started && pthread_equal(pthread_self(), c->io_thread);

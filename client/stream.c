@@ -639,8 +639,7 @@ int garuda_stream_query(struct garuda_stream *s)
 	if (!s)
 		return client_fail(-EINVAL);
 	int r = s->seg->ops->query(s->seg->backend, s->native);
-	if (r != -GARUDA_E_STREAM_FAULT && atomic_load_explicit(&s->faulted, memory_order_acquire) &&
-	    !garuda_reached(word_load(s->word), atomic_load_explicit(&s->signalled, memory_order_acquire)))
-		r = -GARUDA_E_STREAM_FAULT; /* the fault watch saw it (router.c) */
+	if (r != -GARUDA_E_STREAM_FAULT && stream_fault_stands(s))
+		r = -GARUDA_E_STREAM_FAULT;
 	return client_return(r);
 }

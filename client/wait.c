@@ -464,12 +464,7 @@ int garuda_stream_drain(struct garuda_stream *s, uint64_t *seq)
 	bool moved = v != s->drained && garuda_reached(v, s->drained);
 	if (moved)
 		s->drained = v;
-	/* the fault watch (router.c) found the native stream faulted with work
-	 * outstanding: what it signalled will never land (the word, read after the
-	 * flag, wins when it did) */
-	if (atomic_load_explicit(&s->faulted, memory_order_acquire) &&
-	    !garuda_reached(word_load(s->word),
-			    atomic_load_explicit(&s->signalled, memory_order_acquire))) {
+	if (stream_fault_stands(s)) {
 		client_set_error("the stream's native stream faulted: sequences after %llu will "
 				 "never land (garuda_stream_drain)", (unsigned long long)v);
 		return client_fail(-GARUDA_E_STREAM_FAULT);
