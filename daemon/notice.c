@@ -10,10 +10,8 @@
 
 int notice_queue_init(struct notice_queue *q)
 {
+	*q = (struct notice_queue){ .efd = -1 };
 	pthread_mutex_init(&q->lock, NULL);
-	q->items = NULL;
-	q->n = q->cap = 0;
-	q->lost = false;
 	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return q->efd < 0 ? -errno : 0;
 }
@@ -21,38 +19,78 @@ int notice_queue_init(struct notice_queue *q)
 void notice_queue_destroy(struct notice_queue *q)
 {
 	free(q->items);
+	free(q->spare);
 	if (q->efd >= 0)
 		close(q->efd);
 	pthread_mutex_destroy(&q->lock);
 }
 
-bool notice_push(struct notice_queue *q, const struct notice *n)
+/* Grow *items to hold at least `need` (doubling, at least 64). Under q->lock for the
+ * queue's own array. */
+static bool room(struct notice **items, unsigned *cap, unsigned need)
 {
-	bool was_empty;
+	if (need <= *cap)
+		return true;
+	unsigned c = *cap ? *cap : 64;
+	while (c < need)
+		c *= 2;
+	struct notice *ni = realloc(*items, c * sizeof(*ni));
+	if (!ni)
+		return false;
+	*items = ni;
+	*cap = c;
+	return true;
+}
+
+static void wake(struct notice_queue *q)
+{
+	uint64_t one = 1;
+	ssize_t r = write(q->efd, &one, sizeof(one));
+	(void)r; /* EAGAIN: already signalled */
+}
+
+int notice_reserve(struct notice_queue *q)
+{
+	/* the spare first: only this thread touches it */
+	if (!room(&q->spare, &q->capspare, q->reserved + 1))
+		return -ENOMEM;
 	pthread_mutex_lock(&q->lock);
-	if (q->n == q->cap) {
-		unsigned cap = q->cap ? q->cap * 2 : 64;
-		struct notice *ni = realloc(q->items, cap * sizeof(*ni));
-		if (!ni) {
-			q->lost = true; /* the next take says so: wake the loop for it */
-			pthread_mutex_unlock(&q->lock);
-			uint64_t one = 1;
-			ssize_t r = write(q->efd, &one, sizeof(one));
-			(void)r;
-			log_err("notice queue: out of memory, notice dropped");
-			return false;
-		}
-		q->items = ni;
-		q->cap = cap;
-	}
-	was_empty = q->n == 0;
+	bool ok = room(&q->items, &q->cap, q->n + q->reserved + 1);
+	if (ok)
+		q->reserved++;
+	pthread_mutex_unlock(&q->lock);
+	return ok ? 0 : -ENOMEM;
+}
+
+/* Append n (there is room); wake the loop on empty -> non-empty. Unlocks q. */
+static void append_unlock(struct notice_queue *q, const struct notice *n)
+{
+	bool was_empty = q->n == 0;
 	q->items[q->n++] = *n;
 	pthread_mutex_unlock(&q->lock);
-	if (was_empty) {
-		uint64_t one = 1;
-		ssize_t r = write(q->efd, &one, sizeof(one));
-		(void)r; /* EAGAIN: already signalled */
+	if (was_empty)
+		wake(q);
+}
+
+void notice_push_answer(struct notice_queue *q, const struct notice *n)
+{
+	pthread_mutex_lock(&q->lock);
+	/* cap >= n + reserved, reserved >= 1: the room is there */
+	q->reserved--;
+	append_unlock(q, n);
+}
+
+bool notice_push(struct notice_queue *q, const struct notice *n)
+{
+	pthread_mutex_lock(&q->lock);
+	if (!room(&q->items, &q->cap, q->n + q->reserved + 1)) {
+		q->lost = true; /* the next take says so: wake the loop for it */
+		pthread_mutex_unlock(&q->lock);
+		wake(q);
+		log_err("notice queue: out of memory, notice dropped");
+		return false;
 	}
+	append_unlock(q, n);
 	return true;
 }
 
@@ -63,11 +101,18 @@ unsigned notice_take(struct notice_queue *q, struct notice **out, bool *lost)
 	(void)r;
 	pthread_mutex_lock(&q->lock);
 	unsigned n = q->n;
-	*out = q->items;
-	q->items = NULL;
-	q->n = q->cap = 0;
+	/* exchange: the queue gets the spare (capspare >= reserved), the loop the full
+	 * array (its cap >= n + reserved, so it serves as the next spare) */
+	struct notice *items = q->items;
+	unsigned cap = q->cap;
+	q->items = q->spare;
+	q->cap = q->capspare;
+	q->spare = items;
+	q->capspare = cap;
+	q->n = 0;
 	*lost = q->lost;
 	q->lost = false;
 	pthread_mutex_unlock(&q->lock);
+	*out = items;
 	return n;
 }

@@ -149,6 +149,11 @@ static void count(struct scanner *s, enum garuda_scanner_counter c, uint64_t n)
 
 static void post(struct scanner *s, const struct cmd *c)
 {
+	/* an answer owed has its room in the notice queue before the command goes */
+	if ((c->kind == CMD_DISARM || c->answer) && notice_reserve(s->notices)) {
+		log_err("scanner %u: out of memory for an answer", s->index);
+		abort(); /* as for the command itself, below */
+	}
 	pthread_mutex_lock(&s->lock);
 	if (s->ncmds == s->capcmds) {
 		unsigned cap = s->capcmds ? s->capcmds * 2 : 256;
@@ -365,7 +370,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 			garuda_watch_owner_drop(&s->watch, c[i]->session_id);
 		if (rem[i].kind != RM_DISARM && !c[i]->answer)
 			continue;
-		notice_push(s->notices, &(struct notice){ .kind = NOTICE_ANSWER,
+		notice_push_answer(s->notices, &(struct notice){ .kind = NOTICE_ANSWER,
 							  .session_id = c[i]->session_id,
 							  .cookie = c[i]->cookie,
 							  .code = rem[i].kind != RM_DISARM || rem[i].found ? 0 : -GARUDA_E_NOT_ARMED,

@@ -459,6 +459,8 @@ void session_handle_notices(struct daemon *d)
 {
 	struct notice *n;
 	bool lost;
+	/* n is the queue's until the next take or reserve: nothing here posts a command
+	 * that owes an answer (only requests do) */
 	unsigned k = notice_take(&d->notices, &n, &lost);
 	for (unsigned i = 0; i < k; i++) {
 		if (n[i].kind == NOTICE_RELEASE) { /* a scanner's last reference: dropped here */
@@ -490,7 +492,6 @@ void session_handle_notices(struct daemon *d)
 			break;
 		}
 	}
-	free(n);
 	if (!lost)
 		return;
 	/* notices were dropped (out of memory): what an OVERFLOW or OFFENDER said is in
