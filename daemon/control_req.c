@@ -130,6 +130,7 @@ cJSON *ctl_req_status(struct daemon *d, const cJSON *req)
 	ctl_add_uint(r, CTL_KEY_COMPLETIONS, t.completions);
 	add_forms(r, CTL_KEY_READINESS, &t.by_form);
 	ctl_add_uint(r, CTL_KEY_SESSIONS_TOTAL, d->sessions_total);
+	ctl_add_uint(r, CTL_KEY_HELD_SESSIONS, d->nholds);
 	ctl_add_uint(r, CTL_KEY_ERRORS, errors);
 	ctl_add_uint(r, CTL_KEY_QUOTA_REFUSALS, d->quota_refusals);
 	ctl_add_uint(r, CTL_KEY_SCANNERS, d->nscanners);

@@ -18,6 +18,7 @@
 #include "scanner.h"
 
 struct session;
+struct session_hold;
 struct control_conn;
 
 #define SESSION_BUCKETS 1024
@@ -34,9 +35,11 @@ struct daemon {
 	int lock_fd; /* single-instance flock on "<socket_path>.lock" (server.c), or -1 */
 	int signal_fd, watchdog_fd;
 	int reattach_fd; /* timerfd: log re-attaching sessions once they went quiet (session_conn.c) */
+	int hold_fd; /* timerfd: unread SEGMENT replies held against quota (session.c) */
+	bool hold_armed;
 	int notify_fd; /* non-blocking socket for STATUS=/WATCHDOG=1 */
 	int spare_fd;  /* held open to be given up when accept hits EMFILE */
-	struct loop_watch *client_w, *control_w, *signal_w, *notice_w, *watchdog_w, *reattach_w;
+	struct loop_watch *client_w, *control_w, *signal_w, *notice_w, *watchdog_w, *reattach_w, *hold_w;
 
 	struct numa_topology topo;
 	struct scanner *scanner[NUMA_MAX_NODES];
@@ -51,6 +54,10 @@ struct daemon {
 	struct session *sessions;
 	struct session *by_id[SESSION_BUCKETS]; /* session_find(): chained on id */
 	struct session *dead_sessions; /* closed this iteration, freed after it */
+	/* ended sessions whose SEGMENT replies may be unread: their sink (socket, account)
+	 * and the quota those segments and the connection keep (session.c) */
+	struct session_hold *holds;
+	unsigned nholds;
 	unsigned nsessions;
 	struct control_conn *controls;
 	uint64_t next_session_id;

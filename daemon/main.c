@@ -88,20 +88,27 @@ static void on_reattach(struct loop_watch *w, void *data, uint32_t events)
 	session_reattach_tick(data);
 }
 
-/* The one-shot timer that logs re-attaching sessions (session_conn.c). Without it garudad
- * still runs; those sessions are then logged when they close. */
-static void setup_reattach(struct daemon *d)
+static void on_hold(struct loop_watch *w, void *data, uint32_t events)
 {
-	d->reattach_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (d->reattach_fd >= 0)
-		d->reattach_w = loop_add(d->loop, d->reattach_fd, POLLIN, on_reattach, d);
-	if (d->reattach_fd >= 0 && !d->reattach_w) {
-		close(d->reattach_fd);
-		d->reattach_fd = -1;
+	(void)w;
+	(void)events;
+	session_hold_tick(data);
+}
+
+/* A one-shot timer of the loop (its owner arms it); *fd -1 and the warning when there
+ * is none: garudad still runs, without what `without` says. */
+static void setup_timer(struct daemon *d, int *fd, struct loop_watch **w, loop_fn fn,
+			const char *without)
+{
+	*fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (*fd >= 0)
+		*w = loop_add(d->loop, *fd, POLLIN, fn, d);
+	if (*fd >= 0 && !*w) {
+		close(*fd);
+		*fd = -1;
 	}
-	if (d->reattach_fd < 0)
-		log_warning("no re-attach timer (%s): re-attaching sessions are logged when they close",
-			    strerror(errno));
+	if (*fd < 0)
+		log_warning("no timer (%s): %s", strerror(errno), without);
 }
 
 static int start_scanners(struct daemon *d)
@@ -134,6 +141,7 @@ static void shutdown_daemon(struct daemon *d)
 		sd_notify(0, "STOPPING=1");
 	control_close_all(d);
 	session_close_all(d);
+	session_holds_free(d);
 	for (unsigned i = 0; i < d->nscanners; i++)
 		scanner_stop(d->scanner[i]);
 	d->nscanners = 0;
@@ -145,6 +153,7 @@ static void shutdown_daemon(struct daemon *d)
 	loop_remove(d->loop, d->notice_w);
 	loop_remove(d->loop, d->watchdog_w);
 	loop_remove(d->loop, d->reattach_w);
+	loop_remove(d->loop, d->hold_w);
 	loop_run_once(d->loop, 0); /* collect the removals' completions */
 	loop_free(d->loop);
 	server_close_sockets(d);
@@ -154,6 +163,8 @@ static void shutdown_daemon(struct daemon *d)
 		close(d->watchdog_fd);
 	if (d->reattach_fd >= 0)
 		close(d->reattach_fd);
+	if (d->hold_fd >= 0)
+		close(d->hold_fd);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);
 	if (d->spare_fd >= 0)
@@ -167,6 +178,7 @@ int main(int argc, char **argv)
 {
 	struct daemon d = { .client_fd = -1, .control_fd = -1, .signal_fd = -1, .watchdog_fd = -1,
 			  .reattach_fd = -1,
+			  .hold_fd = -1,
 			    .notify_fd = -1, .spare_fd = -1, .lock_fd = -1 };
 	int r;
 
@@ -228,7 +240,10 @@ int main(int argc, char **argv)
 		shutdown_daemon(&d);
 		return 1;
 	}
-	setup_reattach(&d);
+	setup_timer(&d, &d.reattach_fd, &d.reattach_w, on_reattach,
+		    "re-attaching sessions are logged when they close");
+	setup_timer(&d, &d.hold_fd, &d.hold_w, on_hold,
+		    "a session's unread SEGMENT replies are not held against its quota");
 	if (d.notify)
 		sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=clients=0 armed=0 completions=0", (int)getpid());
 	log_info("listening on %s (control %s)", d.cfg.socket_path, d.cfg.control_socket_path);

@@ -29,6 +29,9 @@ struct segment {
 	 * next; an UNBIND unlinks one in O(1), a SEGMENT_CLOSE walks its own alone */
 	struct binding *bindings;
 	uint32_t nbindings;
+	/* its SEGMENT reply carrying the memfd: its session's fds_sent then (session.h);
+	 * 0: none (an ATTACH's reply carries no fd), or it went unsent. Loop thread. */
+	uint64_t reply_no;
 	dev_t dev;            /* the file's identity: one live segment per file */
 	ino_t ino;
 	struct segment *lnext, *lprev; /* every live segment (segment.c's registry) */

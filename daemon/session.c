@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -230,12 +233,12 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 	watch_out(s, true);
 }
 
-void session_unsend_segment(struct session *s, uint32_t segment_id)
+void session_unsend_segment(struct session *s, struct segment *g)
 {
 	struct outmsg *prev = NULL;
 	for (struct outmsg *o = s->out_head, *next; o; o = next) {
 		next = o->next;
-		if (o->segment_id != segment_id) {
+		if (o->segment_id != g->id) {
 			prev = o;
 			continue;
 		}
@@ -249,9 +252,163 @@ void session_unsend_segment(struct session *s, uint32_t segment_id)
 		if (o->fd >= 0)
 			close(o->fd);
 		free(o);
+		g->reply_no = 0; /* its memfd never left */
 	}
 	if (!s->out_head)
 		watch_out(s, false);
+}
+
+/* ---------------- SEGMENT replies the client may not have read ----------------
+ *
+ * Unread in the client's socket, a SEGMENT reply keeps its memfd, and the segment's
+ * pages, alive after SEGMENT_CLOSE or the session's end (62 MiB per connection was
+ * measured at the default quota.connection.lines, none of it charged). So a segment's
+ * quota stays charged while its reply may be unread: until the client has read
+ * everything it was sent (SIOCOUTQ counts what the peer has not read of this
+ * socket's messages; the kernel gives no finer mark) or its socket is gone. */
+
+void session_send_segment(struct session *s, struct segment *g, const struct garuda_msg *m)
+{
+	g->reply_no = ++s->fds_sent;
+	session_send(s, m, g->fd);
+}
+
+static void hold_timer_arm(struct daemon *d)
+{
+	if (d->hold_fd < 0 || d->hold_armed)
+		return;
+	struct itimerspec its = { .it_value = { .tv_nsec = SESSION_HOLD_TICK_MS * 1000000l } };
+	if (timerfd_settime(d->hold_fd, 0, &its, NULL) == 0)
+		d->hold_armed = true;
+}
+
+/* What the peer has not read of what this socket sent: 0 also when that cannot be
+ * known (the socket is gone: nothing of it can be held). */
+static int unread_bytes(int fd)
+{
+	int q = 0;
+	if (ioctl(fd, SIOCOUTQ, &q) < 0)
+		return 0;
+	return q;
+}
+
+bool session_unread_check(struct session *s)
+{
+	if (s->fds_read == s->fds_sent)
+		return true;
+	if (s->out_head || unread_bytes(s->fd) > 0)
+		return false;
+	s->fds_read = s->fds_sent;
+	if (s->held_segments)
+		log_debug("session %llu: its %u unread SEGMENT repl%s read: %llu line(s) given back",
+			  (unsigned long long)s->id, s->held_segments, s->held_segments == 1 ? "y" : "ies",
+			  (unsigned long long)s->held_lines);
+	session_release_quota(s, Q_SEGMENTS, s->held_segments);
+	session_release_quota(s, Q_LINES, s->held_lines);
+	s->held_segments = 0;
+	s->held_lines = 0;
+	return true;
+}
+
+void session_release_segment(struct session *s, struct segment *g)
+{
+	if (g->reply_no > s->fds_read && !session_unread_check(s)) {
+		s->held_segments++;
+		s->held_lines += g->lines;
+		hold_timer_arm(s->d);
+		return;
+	}
+	session_release_quota(s, Q_SEGMENTS, 1);
+	session_release_quota(s, Q_LINES, g->lines);
+}
+
+/* An ended session's hold: its sink (the socket, to look at; the account the charges
+ * are on) and what stays charged. Loop thread; freed by hold_release(). */
+struct session_hold {
+	struct session_hold *next;
+	struct sink *sink;
+	uint64_t id;
+	uint32_t segments;
+	uint64_t lines;
+};
+
+static void hold_release(struct daemon *d, struct session_hold *h)
+{
+	quota_release(&h->sink->quota, Q_SEGMENTS, h->segments);
+	quota_release(&h->sink->quota, Q_LINES, h->lines);
+	quota_release(&h->sink->quota, Q_CONNECTIONS, 1);
+	sink_unref(h->sink);
+	free(h);
+	d->nholds--;
+}
+
+/* The session ends (its outbox dropped) with replies still unread: keep their quota
+ * and its connection charged, and its socket. false: nothing to hold, or no timer to
+ * look again (then given back now, as before holds). */
+static bool hold_after_end(struct session *s)
+{
+	struct daemon *d = s->d;
+	if (session_unread_check(s))
+		return false;
+	struct session_hold *h = NULL;
+	if (!d->stopping && d->hold_fd >= 0)
+		h = malloc(sizeof(*h));
+	if (!h) {
+		s->fds_read = s->fds_sent;
+		session_release_quota(s, Q_SEGMENTS, s->held_segments);
+		session_release_quota(s, Q_LINES, s->held_lines);
+		s->held_segments = 0;
+		s->held_lines = 0;
+		return false;
+	}
+	*h = (struct session_hold){ .next = d->holds, .sink = sink_ref(s->sink), .id = s->id,
+				    .segments = s->held_segments, .lines = s->held_lines };
+	d->holds = h;
+	d->nholds++;
+	log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): ended with %u SEGMENT repl%s "
+		   "unread; %llu line(s) and its connection stay charged until the client reads "
+		   "them or closes its socket", (unsigned long long)s->id, (int)s->pid, s->comm,
+		   (unsigned)s->uid, h->segments, h->segments == 1 ? "y" : "ies",
+		   (unsigned long long)h->lines);
+	s->held_segments = 0;
+	s->held_lines = 0;
+	hold_timer_arm(d);
+	return true;
+}
+
+void session_hold_tick(struct daemon *d)
+{
+	uint64_t ticks;
+	if (read(d->hold_fd, &ticks, sizeof(ticks)) < 0 && errno == EAGAIN)
+		return;
+	d->hold_armed = false;
+	bool more = false;
+	for (struct session *s = d->sessions; s; s = s->next)
+		if (s->held_segments && !session_unread_check(s))
+			more = true;
+	for (struct session_hold **pp = &d->holds, *h; (h = *pp);) {
+		if (unread_bytes(h->sink->fd) > 0) {
+			more = true;
+			pp = &h->next;
+			continue;
+		}
+		log_debug("session %llu: its unread SEGMENT replies are gone: %u segment(s), "
+			  "%llu line(s) and its connection given back", (unsigned long long)h->id,
+			  h->segments, (unsigned long long)h->lines);
+		*pp = h->next;
+		hold_release(d, h);
+	}
+	if (more)
+		hold_timer_arm(d);
+}
+
+void session_holds_free(struct daemon *d)
+{
+	while (d->holds) {
+		struct session_hold *h = d->holds;
+		d->holds = h->next;
+		hold_release(d, h);
+	}
 }
 
 static void drop_outbox(struct session *s)
@@ -291,8 +448,7 @@ static void release_holdings(struct session *s)
 			session_release_quota(s, Q_BINDINGS, 1);
 			binding_unref(b);
 		}
-		session_release_quota(s, Q_SEGMENTS, 1);
-		session_release_quota(s, Q_LINES, g->lines);
+		session_release_segment(s, g);
 		segment_unref(g);
 	}
 }
@@ -314,11 +470,11 @@ void session_close(struct session *s)
 	if (s->closed)
 		return;
 	s->closed = true;
+	drop_outbox(s); /* first: a SEGMENT reply that never left holds nothing */
 	release_holdings(s);
-	watch_out(s, false);
 	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
-	drop_outbox(s);
-	session_release_quota(s, Q_CONNECTIONS, 1);
+	if (!hold_after_end(s)) /* held: its connection too, until its replies are read */
+		session_release_quota(s, Q_CONNECTIONS, 1);
 	struct session **pp = &d->by_id[s->id % SESSION_BUCKETS];
 	while (*pp != s)
 		pp = &(*pp)->hnext;

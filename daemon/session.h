@@ -14,7 +14,11 @@
  * Promises: a peer that does not drain its socket is disconnected once its outbox
  * passes its quota; a failed session sends its ERROR before it closes, holding
  * nothing but its socket meanwhile; when a session ends, everything it held is
- * released (scanners drop its descriptors) and its account is given back. */
+ * released (scanners drop its descriptors) and its account is given back, except the
+ * quota of segments whose SEGMENT reply (and memfd) the client may not have read:
+ * that stays charged, with its connection, until the client has read everything it
+ * was sent or closed its socket (session_hold_tick looks every SESSION_HOLD_TICK_MS).
+ * A segment's pages are never alive in a client's socket uncharged. */
 #pragma once
 
 #include <stdbool.h>
@@ -59,6 +63,14 @@ struct session {
 	struct garuda_keymap binding_index;
 	struct outmsg *out_head, *out_tail;
 	uint64_t arms, errors;
+	/* SEGMENT replies carrying a memfd (session_send_segment), queued or sent, and
+	 * fds_sent as it was when garudad last saw the client had read everything it was
+	 * sent (its outbox empty and SIOCOUTQ 0). A segment released while its reply may
+	 * be unread leaves its quota charged (held_*) until then: unread, the reply keeps
+	 * the memfd and its pages alive in the client's socket. */
+	uint64_t fds_sent, fds_read;
+	uint32_t held_segments;
+	uint64_t held_lines;
 	/* the datagram being handled: the kernel's stamp of when its sender sent it
 	 * (CLOCK_REALTIME: fdio_stamp_sends; 0: none, or outside take_datagram()). An
 	 * ARM's wait starts there (post_arm): a loop thread that read it late does not
@@ -109,7 +121,23 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd);
  * goes unsent, and with it the memfd it holds (the segment's quota is given back at
  * close: a queued copy of its memfd must not outlive that, or a client opening and
  * closing without reading would pin memory no quota counts). */
-void session_unsend_segment(struct session *s, uint32_t segment_id);
+void session_unsend_segment(struct session *s, struct segment *g);
+/* The SEGMENT reply m of a segment the daemon created, with its memfd (counted in
+ * fds_sent: g->reply_no). */
+void session_send_segment(struct session *s, struct segment *g, const struct garuda_msg *m);
+/* g leaves the session (SEGMENT_CLOSE, the session's end; g is unref'd by the
+ * caller): its quota (one segment, its lines) is given back, or held while its
+ * SEGMENT reply may be unread. */
+void session_release_segment(struct session *s, struct segment *g);
+/* Has the client read everything it was sent (its outbox empty, SIOCOUTQ 0)? Then what
+ * was held for unread SEGMENT replies is given back. true: nothing is held. */
+bool session_unread_check(struct session *s);
+#define SESSION_HOLD_TICK_MS 50
+/* The hold timer (d->hold_fd) fired: look at the sessions that hold, and at the ended
+ * sessions' holds; re-armed while any remains. */
+void session_hold_tick(struct daemon *d);
+/* Shutdown: give back every ended session's hold. */
+void session_holds_free(struct daemon *d);
 void reply_error(struct session *s, uint64_t cookie, int code, const char *text);
 /* NOT_ARMED answering a DISARM: sent, not counted in the errors */
 void reply_not_armed(struct session *s, uint64_t cookie);

@@ -79,6 +79,8 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 		reply_error(s, m->cookie, -GARUDA_E_BAD_VALUE, "no such NUMA node");
 		return;
 	}
+	if (s->held_segments) /* read since? then that is given back first */
+		session_unread_check(s);
 	int r = session_charge(s, Q_SEGMENTS, 1);
 	if (r == 0 && (r = session_charge(s, Q_LINES, lines)) != 0)
 		session_release_quota(s, Q_SEGMENTS, 1);
@@ -124,7 +126,10 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 	rep.segment.bytes = g->bytes;
 	rep.segment.numa_node = g->numa_node;
 	rep.nfds = attach ? 0 : 1;
-	session_send(s, &rep, attach ? -1 : g->fd);
+	if (attach)
+		session_send(s, &rep, -1);
+	else
+		session_send_segment(s, g, &rep);
 }
 
 /* reply: the request the scanner acknowledges once the drop is applied (NULL: none) */
@@ -157,15 +162,14 @@ static void on_segment_close(struct session *s, const struct garuda_msg *m, int 
 	*pp = g->next;
 	while (g->bindings)
 		drop_binding(s, g->bindings, g, NULL);
-	session_unsend_segment(s, g->id);
+	session_unsend_segment(s, g);
 	/* the ACK comes from the scanner once the drops are applied: no readiness for the
 	 * segment can follow it (§4.5). The bindings' drops went first, to the same queue. */
 	scanner_drop_segment(scanner_of(s, g), g, s->id,
 			     &(struct scanner_reply){ .session_id = s->id,
 						      .cookie = m->cookie,
 						      .noreply = m->flags & GARUDA_F_NOREPLY });
-	session_release_quota(s, Q_SEGMENTS, 1);
-	session_release_quota(s, Q_LINES, g->lines);
+	session_release_segment(s, g);
 	segment_unref(g);
 }
 

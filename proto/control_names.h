@@ -51,6 +51,7 @@
 #define CTL_KEY_EXACT "exact"
 #define CTL_KEY_FORM "form"
 #define CTL_KEY_GID "gid"
+#define CTL_KEY_HELD_SESSIONS "held_sessions"
 #define CTL_KEY_ID "id"
 #define CTL_KEY_INDEX "index"
 #define CTL_KEY_LEVEL "level"

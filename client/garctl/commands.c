@@ -113,6 +113,11 @@ int cmd_status(struct conn *c, const struct options *o, char **args)
 						       at ? ", " : "", fm->string, fm->valuedouble);
 		table_cell(t, "%.0f (%s)", N(r, CTL_KEY_COMPLETIONS), by_form);
 		table_cell(t, "Sessions:"), table_cell(t, "%.0f accepted", N(r, CTL_KEY_SESSIONS_TOTAL));
+		if (N(r, CTL_KEY_HELD_SESSIONS) > 0) /* ended, their SEGMENT replies unread */
+			table_cell(t, "Held:"),
+				table_cell(t, "%.0f ended session(s) with SEGMENT replies unread "
+					      "(their lines and connection stay charged)",
+					   N(r, CTL_KEY_HELD_SESSIONS));
 		table_cell(t, "Errors:"), table_cell(t, "%.0f", N(r, CTL_KEY_ERRORS));
 		table_cell(t, "Quota refusals:"), table_cell(t, "%.0f", N(r, CTL_KEY_QUOTA_REFUSALS));
 		table_cell(t, "Scanners:"), table_cell(t, "%.0f", N(r, CTL_KEY_SCANNERS));

@@ -230,6 +230,123 @@ Test(quota, per_uid)
 	gd_stop(&d);
 }
 
+static void seg_open_msg(struct garuda_msg *m)
+{
+	garuda_msg_init(m, GARUDA_MSG_SEGMENT_OPEN, 0);
+	m->segment_open.lines = 1;
+	m->segment_open.numa_node = -1;
+}
+
+/* The reply to msg, sent without waiting: the next message on c, its fd closed. */
+static int next_reply(struct gd_client *c, struct garuda_msg *m, uint64_t cookie, int *fd)
+{
+	int r = gd_recv(c, m, fd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "no reply: %s", gd_strerr(r));
+	cr_assert_eq(m->cookie, cookie);
+	return m->type == GARUDA_MSG_ERROR ? (int)m->error.code : 0;
+}
+
+static void send_open(struct gd_client *c, uint32_t lines, uint64_t cookie)
+{
+	struct garuda_msg m;
+	seg_open_msg(&m);
+	m.cookie = cookie;
+	m.segment_open.lines = lines;
+	gd_ok(gd_send(c, &m, NULL, 0));
+}
+
+/* A SEGMENT reply carries the segment's memfd: unread in the client's socket, it keeps
+ * the segment's pages alive after SEGMENT_CLOSE (62 MiB per connection were held so,
+ * none of it charged). The segment's quota stays charged until the client has read
+ * its reply: opening and closing without reading cannot hold more than the quota. */
+Test(quota, a_closed_segments_unread_reply_keeps_its_quota)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = quota_config });
+	struct gd_client c;
+	gd_ok(gd_open(&c, d.sock));
+	/* all 16 lines of the connection, closed, and opened again: nothing read */
+	send_open(&c, 16, 10);
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, 11);
+	m.segment_close.segment_id = 1; /* ids are predictable: never read, closed anyway */
+	gd_ok(gd_send(&c, &m, NULL, 0));
+	send_open(&c, 16, 12);
+	/* garudad has handled all three before anything is read: a fourth request it
+	 * refuses (a segment this session never had) is counted in its errors */
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, 13);
+	m.segment_close.segment_id = 99;
+	gd_ok(gd_send(&c, &m, NULL, 0));
+	cr_assert_eq(gd_wait_status_cmp(&d, "errors", 1, false, GD_DEADLINE_MS), 0);
+	/* the SEGMENT first; the ACK comes from the scanner, so anywhere after it */
+	int fd = -1;
+	cr_assert_eq(next_reply(&c, &m, 10, &fd), 0);
+	cr_assert(m.type == GARUDA_MSG_SEGMENT && m.segment.segment_id == 1 && fd >= 0);
+	close(fd);
+	int code[3] = { -1, -1, -1 };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(gd_recv(&c, &m, NULL, GD_DEADLINE_MS), 1);
+		cr_assert(m.cookie >= 11 && m.cookie <= 13);
+		code[m.cookie - 11] = m.type == GARUDA_MSG_ERROR ? (int)m.error.code : 0;
+	}
+	cr_assert_eq(code[0], 0, "SEGMENT_CLOSE refused");
+	cr_assert_eq(code[1], GARUDA_E_QUOTA,
+		     "a segment opened again while the closed one's memfd sat unread");
+	cr_assert_eq(code[2], GARUDA_E_NO_SEGMENT);
+	/* read now: the quota is back */
+	struct gd_seg g;
+	gd_ok(gd_segment_open(&c, 16, -1, &g));
+	still_works(&c, &g, 0, 1);
+	gd_seg_unmap(&g);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* The same at a session's end: a client disconnected by garudad (here for a malformed
+ * datagram) with SEGMENT replies unread keeps their lines, and its connection, charged
+ * to its uid until it reads them or closes its socket. */
+Test(quota, a_session_ended_with_a_segment_reply_unread_keeps_its_quota)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){
+		.config = "{\"quota\":{\"connection\":{\"lines\":64},\"uid\":{\"lines\":64}}}" });
+	for (int round = 0; round < 2; round++) {
+		struct gd_client a, b;
+		gd_ok(gd_open(&a, d.sock));
+		send_open(&a, 64, 20);
+		gd_ok(gd_send_raw(&a, "bad", 3, NULL, 0)); /* TOO_SHORT: disconnected */
+		cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
+		cr_assert_eq(gd_status_num(&d, "held_sessions"), 1);
+		gd_ok(gd_open(&b, d.sock));
+		struct gd_seg g;
+		gd_refused(gd_segment_open(&b, 1, -1, &g), GARUDA_E_QUOTA);
+		if (round == 0) { /* a reads its replies, its socket still open */
+			struct garuda_msg m;
+			int fd = -1;
+			cr_assert_eq(next_reply(&a, &m, 20, &fd), 0);
+			cr_assert(m.type == GARUDA_MSG_SEGMENT && fd >= 0);
+			close(fd);
+			cr_assert_eq(gd_recv(&a, &m, NULL, GD_DEADLINE_MS), 1);
+			cr_assert_eq(m.type, GARUDA_MSG_ERROR);
+		} else { /* a closes its socket unread */
+			gd_close(&a);
+		}
+		/* given back at garudad's next look (SESSION_HOLD_TICK_MS) */
+		int r;
+		uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+		while ((r = gd_segment_open(&b, 64, -1, &g)) == GARUDA_E_QUOTA && gd_left_ms(dl) > 0)
+			gd_sleep_ms(5);
+		cr_assert_eq(r, 0, "round %d: the uid's lines were not given back: %s", round,
+			     gd_strerr(r));
+		gd_seg_unmap(&g);
+		cr_assert_eq(gd_status_num(&d, "held_sessions"), 0);
+		gd_close(&a);
+		gd_close(&b);
+		cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
+	}
+	gd_stop(&d);
+}
+
 /* quota.uid.connections: the connection over it gets ERROR{QUOTA} and is closed;
  * closing one makes room. */
 Test(quota, connections_per_uid)
@@ -367,13 +484,6 @@ static void refusal_text(struct gd_client *c, struct garuda_msg *m, const char *
 	char text[GARUDA_ERROR_TEXT_MAX + 1];
 	snprintf(text, sizeof(text), "%.*s", (int)rep.error.text_len, rep.error.text);
 	cr_assert_str_eq(text, want);
-}
-
-static void seg_open_msg(struct garuda_msg *m)
-{
-	garuda_msg_init(m, GARUDA_MSG_SEGMENT_OPEN, 0);
-	m->segment_open.lines = 1;
-	m->segment_open.numa_node = -1;
 }
 
 /* Two clients of one uid in group A share quota.cgroup (segments, connections); a
