@@ -25,8 +25,9 @@
 
 static atomic_uint live_segments;
 
-/* Every live segment, by file identity, so that one file backs at most one segment
- * (an attach of a file another segment uses, in any session, is refused). A mutex:
+/* Every segment a session holds, by file identity, so that one file backs at most one
+ * held segment (an attach of a file another segment uses, in any session, is refused;
+ * a segment its session let go of leaves at once: segment_retire). A mutex:
  * the last reference normally drops on the loop thread, but may drop on a scanner
  * when the notice queue is out of memory (armed.c). */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -46,6 +47,7 @@ static bool registry_add(struct segment *s)
 	if (registry)
 		registry->lprev = s;
 	registry = s;
+	s->registered = true;
 	pthread_mutex_unlock(&registry_lock);
 	return true;
 }
@@ -53,13 +55,21 @@ static bool registry_add(struct segment *s)
 static void registry_remove(struct segment *s)
 {
 	pthread_mutex_lock(&registry_lock);
-	if (s->lprev)
-		s->lprev->lnext = s->lnext;
-	else if (registry == s)
-		registry = s->lnext;
-	if (s->lnext)
-		s->lnext->lprev = s->lprev;
+	if (s->registered) {
+		if (s->lprev)
+			s->lprev->lnext = s->lnext;
+		else if (registry == s)
+			registry = s->lnext;
+		if (s->lnext)
+			s->lnext->lprev = s->lprev;
+		s->registered = false;
+	}
 	pthread_mutex_unlock(&registry_lock);
+}
+
+void segment_retire(struct segment *s)
+{
+	registry_remove(s);
 }
 
 unsigned segment_count(void)

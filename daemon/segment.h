@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,7 +35,8 @@ struct segment {
 	uint64_t reply_no;
 	dev_t dev;            /* the file's identity: one live segment per file */
 	ino_t ino;
-	struct segment *lnext, *lprev; /* every live segment (segment.c's registry) */
+	struct segment *lnext, *lprev; /* every held segment (segment.c's registry) */
+	bool registered; /* in the registry (under its lock) */
 };
 
 /* Create a new segment for client pid: memfd, size, seals, map, place, mlock, header.
@@ -53,6 +55,11 @@ int segment_attach(int fd, uint32_t id, uint32_t lines, int numa_node, struct se
  * The calling thread's own (the loop thread's). */
 #define GARUDA_SEGMENT_WHY_MAX 256
 const char *segment_why(void);
+
+/* Its session let go of it (SEGMENT_CLOSE, the session's end): its file may back a new
+ * segment at once (a client re-attaching after garudad ended its session), while the
+ * scanner still drops this one's waits. Loop thread; idempotent. */
+void segment_retire(struct segment *s);
 
 static inline struct segment *segment_ref(struct segment *s)
 {

@@ -312,6 +312,7 @@ bool session_unread_check(struct session *s)
 
 void session_release_segment(struct session *s, struct segment *g)
 {
+	segment_retire(g);
 	if (g->reply_no > s->fds_read && !session_unread_check(s)) {
 		s->held_segments++;
 		s->held_lines += g->lines;

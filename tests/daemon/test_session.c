@@ -350,6 +350,52 @@ Test(session, other_clients_segment_refused)
 	gd_stop(&d);
 }
 
+/* A session garudad ends (here for a malformed datagram; SLOW_PEER and `garctl
+ * disconnect` alike) while its scanner sleeps long: the client reconnects at once and
+ * re-presents its segment. The file was held by the ended segment until the scanner
+ * applied the drop (up to its next timed wake, a second here), so the ATTACH was
+ * refused BAD_SEGMENT and libgaruda left the segment's streams unpresented. */
+Test(session, a_segment_of_an_ended_session_may_be_attached_at_once)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){
+		.config = "{\"plan\":\"flag:park_us=100,backstop_us=1000000,backoff_div=1\"}" });
+	for (int how = 0; how < 2; how++) {
+		struct gd_client a, b;
+		struct gd_seg s;
+		gd_ok(gd_open(&a, d.sock));
+		gd_ok(gd_segment_open(&a, 2, -1, &s));
+		gd_ok(gd_arm(&a, gd_slot(&s, 0), 1, 1, GARUDA_FORM_MESSAGE)); /* never reached */
+		gd_sleep_ms(2000); /* the scanner now looks about once a second */
+		if (how == 0)
+			gd_ok(gd_send_raw(&a, "bad", 3, NULL, 0)); /* garudad ends the session */
+		else
+			gd_close(&a); /* the client does */
+		cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
+		gd_ok(gd_open(&b, d.sock));
+		struct garuda_msg m, rep;
+		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
+		m.segment_open.lines = s.lines;
+		m.segment_open.numa_node = -1;
+		int r = gd_request(&b, &m, &s.memfd, 1, &rep, NULL);
+		cr_assert_eq(r, 0, "%s: SEGMENT_ATTACH of the ended session's segment: %s",
+			     how ? "closed by the client" : "ended by garudad", gd_strerr(r));
+		struct gd_seg s2 = s;
+		s2.id = rep.segment.segment_id;
+		gd_ok(gd_arm(&b, gd_slot(&s2, 0), 1, 2, GARUDA_FORM_MESSAGE));
+		gd_store(&s, 0, 1);
+		struct garuda_ready rd;
+		r = gd_wait_ready(&b, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "the re-attached segment: %s", gd_strerr(r));
+		cr_assert_eq(rd.token, 2, "readiness of the ended session's wait reached the new one");
+		gd_seg_unmap(&s);
+		gd_close(&a);
+		gd_close(&b);
+		cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
+	}
+	gd_stop(&d);
+}
+
 /* SEGMENT_ATTACH: a client re-presents a segment after reconnecting (the restart
  * path); the daemon checks seals and size. */
 Test(session, segment_attach)
