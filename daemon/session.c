@@ -140,7 +140,7 @@ static void on_out(struct loop_watch *w, void *data, uint32_t events)
 		s->out_head = o->next;
 		if (!s->out_head)
 			s->out_tail = NULL;
-		quota_release(&s->sink->quota, Q_OUTBOX, o->len);
+		quota_release(&s->sink->quota, Q_OUTBOX, outmsg_cost(o->len));
 		if (o->fd >= 0)
 			close(o->fd);
 		bool was_overflow = o->overflow;
@@ -201,8 +201,7 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 			return;
 		}
 	}
-	if (quota_charge(&s->sink->quota, &s->d->cfg, Q_OUTBOX,
-			 (uint64_t)len)) {
+	if (quota_charge(&s->sink->quota, &s->d->cfg, Q_OUTBOX, outmsg_cost((size_t)len))) {
 		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
 			   (unsigned long long)s->id, (int)s->pid, s->comm);
 		session_count_error(s->d, -GARUDA_E_SLOW_PEER);
@@ -215,7 +214,7 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		free(o);
 		if (dupfd >= 0)
 			close(dupfd);
-		quota_release(&s->sink->quota, Q_OUTBOX, (uint64_t)len);
+		quota_release(&s->sink->quota, Q_OUTBOX, outmsg_cost((size_t)len));
 		session_close(s);
 		return;
 	}
@@ -248,7 +247,7 @@ void session_unsend_segment(struct session *s, struct segment *g)
 			s->out_head = next;
 		if (s->out_tail == o)
 			s->out_tail = prev;
-		session_release_quota(s, Q_OUTBOX, o->len);
+		session_release_quota(s, Q_OUTBOX, outmsg_cost(o->len));
 		if (o->fd >= 0)
 			close(o->fd);
 		free(o);
@@ -417,7 +416,7 @@ static void drop_outbox(struct session *s)
 	while (s->out_head) {
 		struct outmsg *o = s->out_head;
 		s->out_head = o->next;
-		session_release_quota(s, Q_OUTBOX, o->len);
+		session_release_quota(s, Q_OUTBOX, outmsg_cost(o->len));
 		if (o->fd >= 0)
 			close(o->fd);
 		free(o);

@@ -41,6 +41,13 @@ struct outmsg {
 	uint8_t buf[];
 };
 
+/* What a queued message costs the outbox quota: its bytes and its bookkeeping (an ACK
+ * of 24 bytes takes 56 of heap) */
+static inline uint64_t outmsg_cost(size_t len)
+{
+	return sizeof(struct outmsg) + len;
+}
+
 struct session {
 	struct daemon *d;
 	uint64_t id;
