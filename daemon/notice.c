@@ -51,14 +51,20 @@ static void wake(struct notice_queue *q)
 
 int notice_reserve(struct notice_queue *q)
 {
-	/* the spare first: only this thread touches it */
-	if (!room(&q->spare, &q->capspare, q->reserved + 1))
-		return -ENOMEM;
-	pthread_mutex_lock(&q->lock);
-	bool ok = room(&q->items, &q->cap, q->n + q->reserved + 1);
+	pthread_mutex_lock(&q->lock); /* reserved: the scanners spend it */
+	unsigned want = q->reserved + 1;
+	bool ok = room(&q->items, &q->cap, q->n + want);
 	if (ok)
-		q->reserved++;
+		q->reserved = want;
 	pthread_mutex_unlock(&q->lock);
+	/* the spare: only this thread touches it; it holds at least what is reserved now
+	 * (spending only lowers that) */
+	if (ok && !room(&q->spare, &q->capspare, want)) {
+		pthread_mutex_lock(&q->lock);
+		q->reserved--;
+		pthread_mutex_unlock(&q->lock);
+		ok = false;
+	}
 	return ok ? 0 : -ENOMEM;
 }
 
