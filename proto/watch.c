@@ -102,7 +102,17 @@ struct garuda_watch_ownerrec {
 	void *ctx;          /* the driver's (garuda_watch_owner_set_ctx) */
 	uint32_t first_word; /* its words' list (garuda_watch_owner_first_word) */
 	uint32_t nfine;      /* its words looked at every GARUDA_WATCH_FINE_NS (place_for) */
+	/* its SPIN words: a circular list from spin_head (the next a step takes), their
+	 * count, its index in the watcher's spin_own (while it has some), and how many a
+	 * step (spin_step) took so far: a step takes each at most once */
+	uint32_t spin_head, nspin, spin_opos, spin_taken;
+	uint64_t spin_step;
 	struct garuda_watch_level lv[GARUDA_WATCH_LEVELS];
+};
+
+/* a SPIN word's links on its owner's circular list (by word index) */
+struct garuda_watch_slink {
+	uint32_t next, prev;
 };
 
 /* a heap entry: a word (tag 0) or an owner's level (tag 1), 16 bytes */
@@ -219,7 +229,8 @@ void garuda_watch_fini(struct garuda_watch *w)
 	free(w->waits);
 	free(w->words);
 	free(w->hash);
-	free(w->spin);
+	free(w->slink);
+	free(w->spin_own);
 	free(w->heap);
 	*w = (struct garuda_watch){ 0 };
 }
@@ -541,16 +552,53 @@ static void set_fine(struct garuda_watch *w, struct garuda_watch_word *d, bool f
 	d->fine = fine;
 }
 
+/* wi becomes SPIN: the tail of its owner's list (just before the head: taken last),
+ * its owner among those with SPIN words */
+static void spin_link(struct garuda_watch *w, uint32_t wi)
+{
+	struct garuda_watch_ownerrec *o = &w->owners[w->words[wi].owner];
+	struct garuda_watch_slink *l = &w->slink[wi];
+	if (!o->nspin++) {
+		o->spin_head = l->next = l->prev = wi;
+		o->spin_opos = w->nspin_own;
+		w->spin_own[w->nspin_own++] = w->words[wi].owner;
+	} else {
+		uint32_t h = o->spin_head, t = w->slink[h].prev;
+		l->next = h;
+		l->prev = t;
+		w->slink[t].next = wi;
+		w->slink[h].prev = wi;
+	}
+	w->nspin++;
+}
+
+/* wi leaves SPIN: off its owner's list; an owner with none leaves spin_own */
+static void spin_unlink(struct garuda_watch *w, uint32_t wi)
+{
+	uint32_t oi = w->words[wi].owner;
+	struct garuda_watch_ownerrec *o = &w->owners[oi];
+	struct garuda_watch_slink *l = &w->slink[wi];
+	w->nspin--;
+	if (!--o->nspin) {
+		uint32_t last = w->spin_own[--w->nspin_own];
+		w->spin_own[o->spin_opos] = last;
+		w->owners[last].spin_opos = o->spin_opos;
+		o->spin_head = GARUDA_WATCH_NONE;
+		return;
+	}
+	w->slink[l->prev].next = l->next;
+	w->slink[l->next].prev = l->prev;
+	if (o->spin_head == wi)
+		o->spin_head = l->next;
+}
+
 static void unplace(struct garuda_watch *w, uint32_t wi)
 {
 	struct garuda_watch_word *d = &w->words[wi];
 	switch (d->place) {
-	case P_SPIN: {
-		uint32_t last = w->spin[--w->nspin];
-		w->spin[d->pos] = last;
-		w->words[last].pos = d->pos;
+	case P_SPIN:
+		spin_unlink(w, wi);
 		break;
-	}
 	case P_AT:
 		heap_del(w, d->pos);
 		set_fine(w, d, false);
@@ -749,8 +797,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	d->place = (uint8_t)p;
 	switch (p) {
 	case P_SPIN:
-		d->pos = w->nspin;
-		w->spin[w->nspin++] = wi;
+		spin_link(w, wi);
 		break;
 	case P_AT:
 		heap_push(w, due, wi, 0);
@@ -834,9 +881,11 @@ static int grow(void **p, uint32_t *cap, uint32_t want, size_t size)
 {
 	if (want <= *cap)
 		return 0;
-	uint32_t n = *cap ? *cap : 16;
+	uint64_t n = *cap ? *cap : 16; /* (64 bits: doubling past 2^31 ends) */
 	while (n < want)
 		n *= 2;
+	if (n > UINT32_MAX)
+		n = want;
 	void *q = realloc(*p, (size_t)n * size);
 	if (!q)
 		return -ENOMEM;
@@ -866,7 +915,7 @@ int garuda_watch_reserve(struct garuda_watch *w, uint32_t n)
 		if (hash_rebuild(w, hc))
 			return -ENOMEM;
 	}
-	if (grow((void **)&w->spin, &w->spincap, w->nwords + n, sizeof(*w->spin)) ||
+	if (grow((void **)&w->slink, &w->slinkcap, w->wcap, sizeof(*w->slink)) ||
 	    grow((void **)&w->heap, &w->heapcap, w->nwords + n + w->ocap * GARUDA_WATCH_LEVELS,
 		 sizeof(*w->heap)))
 		return -ENOMEM;
@@ -887,13 +936,16 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	uint32_t tcap = w->ocap;
 	if (grow((void **)&w->owners, &w->ocap, w->nowners + 1, sizeof(*w->owners)) ||
 	    grow((void **)&w->touched, &tcap, w->ocap, sizeof(*w->touched)) ||
+	    grow((void **)&w->spin_own, &w->spin_owncap, w->ocap, sizeof(*w->spin_own)) ||
 	    grow((void **)&w->heap, &w->heapcap, w->wcap + w->ocap * GARUDA_WATCH_LEVELS,
 		 sizeof(*w->heap)) ||
 	    garuda_keymap_put(&w->owner_index, key, w->nowners))
 		return GARUDA_WATCH_NONE;
 	uint32_t o = w->nowners++;
 	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key, .last_step = UINT64_MAX,
-						       .first_word = GARUDA_WATCH_NONE };
+						       .first_word = GARUDA_WATCH_NONE,
+						       .spin_head = GARUDA_WATCH_NONE,
+						       .spin_step = UINT64_MAX };
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		w->owners[o].lv[l] = (struct garuda_watch_level){ .cursor = GARUDA_WATCH_NONE,
 								  .limit = GARUDA_WATCH_NONE,
@@ -966,6 +1018,8 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 	w->owners[o] = w->owners[last];
 	for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext)
 		w->words[i].owner = o;
+	if (w->owners[o].nspin)
+		w->spin_own[w->owners[o].spin_opos] = o;
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		if (w->owners[o].lv[l].hpos != GARUDA_WATCH_NONE)
 			w->heap[w->owners[o].lv[l].hpos].what = o * GARUDA_WATCH_LEVELS + l;
@@ -1322,23 +1376,55 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 	return true;
 }
 
+/* Up to `budget` SPIN words into words[n...]: the owners in turn from the step's first
+ * (spin_orr), GARUDA_WATCH_CHUNK each per turn, each word at most once a step, each
+ * owner's list from where its last turn stopped. Returns how many. */
+static unsigned take_spin(struct garuda_watch *w, uint32_t *words, unsigned n, unsigned budget)
+{
+	unsigned took = 0;
+	bool more = true;
+	while (took < budget && more) {
+		more = false;
+		for (uint32_t k = 0; k < w->nspin_own && took < budget; k++) {
+			uint32_t oi = w->spin_own[(w->spin_orr + k) % w->nspin_own];
+			struct garuda_watch_ownerrec *o = &w->owners[oi];
+			if (o->spin_step != w->steps) {
+				o->spin_step = w->steps;
+				o->spin_taken = 0;
+			}
+			uint32_t left = o->nspin - o->spin_taken, c = GARUDA_WATCH_CHUNK;
+			if (c > left)
+				c = left;
+			if (c > budget - took)
+				c = budget - took;
+			uint32_t wi = o->spin_head;
+			for (uint32_t i = 0; i < c; i++) {
+				w->words[wi].step = (uint32_t)w->steps;
+				words[n + took++] = wi;
+				wi = w->slink[wi].next;
+			}
+			o->spin_head = wi;
+			o->spin_taken += c;
+			more |= o->spin_taken < o->nspin;
+		}
+	}
+	return took;
+}
+
 unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words, unsigned max)
 {
 	unsigned n = 0, looks; /* words given out; looks: those and the idle ones */
 	w->step_ns = now;
 	w->steps++;
 	w->ntouched = 0;
-	/* the spin words, from where the last step that could not take them all stopped */
-	uint32_t from = w->nspin > max ? w->spin_rr % w->nspin : 0;
-	for (uint32_t i = 0; i < w->nspin && n < max; i++) {
-		uint32_t wi = w->spin[(from + i) % w->nspin];
-		w->words[wi].step = (uint32_t)w->steps;
-		words[n++] = wi;
-	}
-	w->spin_rr = from + n;
-	looks = n;
 	/* timers' times have the early wake taken off already (place_for) */
 	uint64_t lead = GARUDA_POLICY_SPIN_AHEAD_NS;
+	/* the spin words first (a completion is expected there), the owners in turn; but
+	 * half the step at most while a timer is due: SPIN words (one tenant's hundreds of
+	 * cold waits, say) never stand in front of another's due timer for a whole step */
+	bool timers = w->nheap && w->heap[0].due <= add_sat(now, lead);
+	unsigned spun = take_spin(w, words, 0, timers && max > 1 ? max / 2 : max);
+	n = looks = spun;
 	/* the due timers, in due order; a level gives at most a chunk per turn */
 	while (looks < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
 		struct garuda_watch_timer e = w->heap[0];
@@ -1462,6 +1548,14 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			heap_retime(w, lv->hpos, horizon);
 		}
 	}
+	/* room left: the rest of the spin words */
+	if (looks < max && spun < w->nspin) {
+		unsigned more = take_spin(w, words, n, max - looks);
+		n += more;
+		looks += more;
+	}
+	if (w->nspin_own)
+		w->spin_orr = (w->spin_orr + 1) % w->nspin_own; /* the next step's first owner */
 	return n;
 }
 
@@ -1598,8 +1692,10 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 		live++;
 		if (w->waits[d->head].word != i)
 			return snprintf(why, cap, "word %u: its head wait is not its", i), -1;
-		if (d->place == P_SPIN && (d->pos >= w->nspin || w->spin[d->pos] != i))
-			return snprintf(why, cap, "word %u: not at its spin position", i), -1;
+		if (d->place == P_SPIN && (w->slink[w->slink[i].prev].next != i ||
+					   w->slink[w->slink[i].next].prev != i ||
+					   !w->owners[d->owner].nspin))
+			return snprintf(why, cap, "word %u: not on its owner's spin list", i), -1;
 		if (d->place == P_AT && (d->pos >= w->nheap || w->heap[d->pos].tag || w->heap[d->pos].what != i))
 			return snprintf(why, cap, "word %u: not at its heap position", i), -1;
 		if (d->place == P_NONE)
@@ -1630,6 +1726,25 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 	}
 	if (listed != live)
 		return snprintf(why, cap, "%u words on owners' lists, %u with waits", listed, live), -1;
+	uint32_t spinning = 0, spin_owners = 0;
+	for (uint32_t o = 0; o < w->nowners; o++) {
+		const struct garuda_watch_ownerrec *r = &w->owners[o];
+		if (!r->nspin)
+			continue;
+		spin_owners++;
+		if (r->spin_opos >= w->nspin_own || w->spin_own[r->spin_opos] != o)
+			return snprintf(why, cap, "owner %u: not at its place among the spinning", o), -1;
+		uint32_t i = r->spin_head;
+		for (uint32_t c = 0; c < r->nspin; c++, i = w->slink[i].next)
+			if (i >= w->wtop || w->words[i].place != P_SPIN || w->words[i].owner != o)
+				return snprintf(why, cap, "owner %u: word %u on its spin list is not its SPIN word", o, i), -1;
+		if (i != r->spin_head)
+			return snprintf(why, cap, "owner %u: its spin list is not a circle of %u", o, r->nspin), -1;
+		spinning += r->nspin;
+	}
+	if (spinning != w->nspin || spin_owners != w->nspin_own)
+		return snprintf(why, cap, "%u SPIN words of %u owners listed, %u of %u counted", spinning,
+				spin_owners, w->nspin, w->nspin_own), -1;
 	if (w->owner_index.n != w->nowners)
 		return snprintf(why, cap, "%u owners indexed, %u owners", w->owner_index.n, w->nowners), -1;
 	for (uint32_t o = 0; o < w->nowners; o++)

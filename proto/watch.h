@@ -39,7 +39,10 @@
  *     be hundreds of thousands, and a level costs one heap entry and a sequential walk
  *     per period, where a heap would cost O(log n) per word per look; the few words
  *     that sleep toward a predicted deadline keep an exact time.
- * A step looks at the SPIN words and at the heap's due timers, in due order, at most
+ * A step looks at the SPIN words, a session at a time (each owner's SPIN words are a
+ * circular list; GARUDA_WATCH_CHUNK of one owner per turn, the first owner rotating
+ * step to step; half the step at most while a timer is due, the rest after the
+ * timers), and at the heap's due timers, in due order, at most
  * max words in all (given out or looked at idle), GARUDA_WATCH_CHUNK of one level per turn
  * (or GARUDA_WATCH_IDLE_PER_WORD times as many idle looks; a level left half-swept is due again
  * within the step, behind every timer due in it: equal times leave first in, first
@@ -66,8 +69,9 @@
  *     idle looks of a sweep too (garuda_watch_step_owners: a step's, per owner).
  *   - A sweep with a load fires, records and charges exactly as one without (the
  *     idle words it keeps are the ones garuda_watch_found() would keep).
- *   - Memory: a wait is 40 bytes, a word 64, a level entry 32 (garudad adds a 48-byte
- *     payload per wait: ~115 B of RSS per armed wait at 4 waits a word).
+ *   - Memory: a wait is 40 bytes, a word 64 and its spin links 8, a level entry 32
+ *     (garudad adds a 48-byte payload per wait: ~117 B of RSS per armed wait at 4
+ *     waits a word).
  *
  * Threads: none of its own; a struct garuda_watch belongs to the one thread that
  * drives it (garudad: its scanner thread; replay: its caller). */
@@ -170,6 +174,7 @@ typedef uint64_t (*garuda_watch_load_fn)(void *ctx, uint64_t key, uint64_t now);
 struct garuda_watch_word;
 struct garuda_watch_ownerrec;
 struct garuda_watch_timer;
+struct garuda_watch_slink;
 
 struct garuda_watch {
 	struct garuda_watch_tuning t;
@@ -184,8 +189,12 @@ struct garuda_watch {
 			 * Not a keymap.h: 4 bytes a slot, the key read from the word it
 			 * names, where a keymap slot holds 16 (+6 B of RSS an armed wait) */
 	uint32_t hcap, hused;
-	/* the schedule */
-	uint32_t *spin, nspin, spincap, spin_rr;
+	/* the schedule: the SPIN words, a circular list per owner (links by word index,
+	 * [wcap]) and the owners that have some (by owner index, [ocap]; each owner's
+	 * spin_opos), served in turn by a step; nspin counts them all */
+	struct garuda_watch_slink *slink;
+	uint32_t slinkcap, nspin;
+	uint32_t *spin_own, nspin_own, spin_owncap, spin_orr;
 	struct garuda_watch_timer *heap;
 	uint32_t nheap, heapcap, heap_seq;
 	/* owners, dense (a drop moves the last into the hole), and key -> index

@@ -403,6 +403,68 @@ Test(watch, a_session_backlog_does_not_delay_another_session)
 	sim_fini(&s);
 }
 
+/* Fairness with SPIN words (a completion expected: one tenant's hundreds of cold arms,
+ * or every wait under poll). A step took every SPIN word first, in one order across
+ * sessions, then the due timers: a tenant with a step's worth (512 in garudad) of SPIN
+ * words starved every other tenant's timers for as long as its windows stayed open, and
+ * one tenant's 65,536 SPIN words put another's one SPIN word 128 steps apart. Now SPIN
+ * words are served a session at a time, a chunk each per turn, and take half a step
+ * at most while a timer is due. */
+Test(watch, one_sessions_spin_words_never_stand_before_another_sessions_due_words)
+{
+	static struct sim s;
+	/* poll+predict: A's cold waits spin for good; B's wait sleeps to its prediction */
+	struct garuda_watch_tuning t = tuning(true);
+	t.pol.forever = true;
+	sim_init_tuned(&s, &t, 70000);
+	uint32_t a = garuda_watch_owner(&s.w, 100), b = garuda_watch_owner(&s.w, 200);
+	for (uint64_t k = 0; k < 512; k++)
+		arm(&s, a, k, 1, 0); /* never stored */
+	arm(&s, b, 600, 1, 5 * MS);
+	uint64_t store = s.now + 5 * MS, found = 0;
+	while (!found && s.now < store + 200 * MS) {
+		if (s.now >= store)
+			s.value[600] = 1;
+		unsigned n = garuda_watch_due(&s.w, s.now, s.due, 512);
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t key = garuda_watch_word_key(&s.w, s.due[i]);
+			if (garuda_watch_found(&s.w, s.due[i], s.value[key - 1], s.now, s.fire) && key == 601)
+				found = s.now;
+		}
+		advance(&s, UINT64_MAX);
+	}
+	cr_assert(found, "B's timed wait was never looked at behind A's 512 SPIN words");
+	cr_assert_leq(found - store, t.pol.backstop_ns, "B's store found %llu us late",
+		      (unsigned long long)((found - store) / US));
+	sim_fini(&s);
+
+	/* poll: every wait spins; A's 65,536 words and B's one, steps of 512 */
+	t = tuning(false);
+	t.pol.forever = true;
+	sim_init_tuned(&s, &t, 70000);
+	a = garuda_watch_owner(&s.w, 100);
+	b = garuda_watch_owner(&s.w, 200);
+	cr_assert_eq(garuda_watch_reserve(&s.w, 65537), 0);
+	for (uint64_t k = 0; k < 65536; k++)
+		arm(&s, a, k, 1, 0);
+	arm(&s, b, 65536, 1, 0);
+	for (int r = 0; r < 8; r++) {
+		unsigned n = garuda_watch_due(&s.w, s.now, s.due, 512), at = n;
+		for (unsigned i = 0; i < n; i++)
+			if (garuda_watch_word_key(&s.w, s.due[i]) == 65537)
+				at = i;
+		cr_assert_eq(n, 512);
+		cr_assert_lt(at, n, "step %d: B's SPIN word waited behind A's", r);
+		cr_assert_leq(at, GARUDA_WATCH_CHUNK, "step %d: B's word behind %u of A's", r, at);
+		for (unsigned i = 0; i < n; i++)
+			garuda_watch_found(&s.w, s.due[i], 0, s.now, s.fire);
+		s.now += 2 * US;
+	}
+	char why[200];
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	sim_fini(&s);
+}
+
 Test(watch, a_wait_not_due_costs_no_load)
 {
 	static struct sim s;
