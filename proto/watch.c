@@ -1483,7 +1483,9 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			}
 			take--;
 			looks++;
-			if (ld && x->hold && !garuda_reached(load(ld, w->load_ctx, x->key, now), x->target)) {
+			uint64_t v;
+			if (ld && x->hold && !garuda_reached(v = load(ld, w->load_ctx, x->key, now), x->target) &&
+			    !far(v, x->target)) { /* (far: a wait behind its head may be reached) */
 				if (now < x->hold) { /* idle and held: it stays, as found() would
 						      * leave it */
 					uint64_t after = now - began;
@@ -1593,8 +1595,11 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 		if (last)
 			return nf; /* the word went with its last wait */
 	}
-	for (uint32_t id = d->wide ? d->head : GARUDA_WATCH_NONE, next; id != GARUDA_WATCH_NONE; id = next) {
-		/* wide: reached waits behind an unreached head fire too (nothing to learn) */
+	/* wide, or a word half the range from its head (a hostile store: its head not
+	 * reached, a wait behind it reached): reached waits behind an unreached head fire
+	 * too (nothing to learn) */
+	bool whole = d->wide || (d->head != GARUDA_WATCH_NONE && far(v, w->waits[d->head].target));
+	for (uint32_t id = whole ? d->head : GARUDA_WATCH_NONE, next; id != GARUDA_WATCH_NONE; id = next) {
 		next = w->waits[id].next;
 		if (!garuda_reached(v, w->waits[id].target))
 			continue;

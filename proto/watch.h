@@ -60,7 +60,9 @@
  *   - A wait whose word the driver reports reached fires in that same call, with
  *     every lower wait on the word (a word that jumped fires them all), whatever the
  *     targets: a word whose targets once spanned 2^62 or more (no one wrapping order
- *     holds them) is looked at whole, and on a timer of its own, never on a level.
+ *     holds them) is looked at whole, and on a timer of its own, never on a level; a
+ *     word read half the range (2^62 or more) from its head's target is looked at
+ *     whole in that look, a sweep's too.
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
  *     within GARUDA_POLICY_SPIN_AHEAD_NS (a timer's time has the early wake taken off
  *     already), and never under a plan that does not spin (park_ns 0, not poll); with

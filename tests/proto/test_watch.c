@@ -862,6 +862,42 @@ static uint64_t sim_load(void *ctx, uint64_t key, uint64_t now)
 /* Targets 2^63 apart each mean something against the word (protocol.md 8) but fall in
  * no one wrapping order: a reached wait must not hide behind an unreached head, on a
  * spin or on a level swept with a load (which reads a word's head alone) */
+/* Close targets, a word that jumps half the range: targets 1 and 2, the word at
+ * 2^63 + 1. reached(v, 2) holds and reached(v, 1) does not (protocol.md §8): the wait
+ * for 2 fires in that look, though its head does not; in a sweep's idle look too. */
+Test(watch, a_word_half_the_range_from_its_head_fires_the_reached_waits_behind_it)
+{
+	for (int with_load = 0; with_load < 2; with_load++) {
+		static struct sim s;
+		sim_init(&s, true, 1);
+		if (with_load)
+			garuda_watch_set_load(&s.w, sim_load, &s);
+		uint32_t o = garuda_watch_owner(&s.w, 1);
+		uint32_t one = arm(&s, o, 0, 1, 0), two = arm(&s, o, 0, 2, 0);
+		if (with_load) { /* overdue first, on a level: the sweep looks at its head */
+			uint64_t end = s.now + 10 * S;
+			while (s.now < end) {
+				step(&s, 100);
+				advance(&s, end);
+			}
+			cr_assert(garuda_watch_word_overdue(&s.w, garuda_watch_get(&s.w, one)->word));
+		}
+		s.value[0] = (1ull << 63) + 1;
+		uint64_t end = s.now + 2 * GARUDA_WATCH_PERIOD_MAX_NS;
+		while (s.now < end && !s.fired_total) {
+			step(&s, 100);
+			advance(&s, end);
+		}
+		cr_assert_eq(s.fired_total, 1, "%s: the reached wait for 2 did not fire",
+			     with_load ? "a sweep's look" : "a look");
+		cr_assert_eq(s.fire[0].id, two);
+		cr_assert(garuda_watch_live(&s.w, one), "the unreached head fired");
+		char why[160];
+		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+		sim_fini(&s);
+	}
+}
+
 Test(watch, a_reached_wait_behind_a_target_half_the_range_away_fires)
 {
 	static struct sim s;
