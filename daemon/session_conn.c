@@ -148,6 +148,15 @@ static bool peer_hung_up(int fd)
  * lingering or failed). */
 static bool take_datagram(struct session *s, struct fdio_dgram *g)
 {
+	if (g->n == -EMFILE) { /* garudad's fds ran out, not the client's fault: refused,
+				* the session goes on */
+		log_client(LOG_WARNING, "session %llu (pid %d %s): a request's fds were cut short: "
+			   "garudad is out of file descriptors (raise LimitNOFILE, or lower "
+			   "quota.uid.bindings)", (unsigned long long)s->id, (int)s->pid, s->comm);
+		reply_error(s, garuda_peek_cookie(g->buf, g->got), -EMFILE,
+			    "garudad is out of file descriptors; the request was not handled");
+		return !s->closed && !s->lingering;
+	}
 	if (g->n == -EMSGSIZE) { /* the cookie is echoed when its 24 bytes arrived (§5) */
 		fail_session(s, garuda_peek_cookie(g->buf, g->got), -GARUDA_E_TOO_LONG,
 			     "datagram or its fds over the protocol's cap");

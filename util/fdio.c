@@ -80,10 +80,23 @@ ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, u
 	return fdio_recv_ex(sock, buf, cap, fds, max_fds, nfds, flags, &got);
 }
 
+/* This process cannot open one more fd (the kernel cuts a message's fds short then too,
+ * with MSG_CTRUNC, as when more come than the control buffer holds) */
+static bool out_of_fds(int sock)
+{
+	int t = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+	if (t >= 0) {
+		close(t);
+		return false;
+	}
+	return errno == EMFILE || errno == ENFILE;
+}
+
 /* The fds of one received message: every fd the kernel passed is put in fds (at most
  * max) or closed. -EMSGSIZE (all closed) when the datagram or its fds were cut short or
- * more than max came; else how many. */
-static int take_fds(struct msghdr *mh, int *fds, unsigned max)
+ * more than max came, -EMFILE (all closed) when they were cut short because this
+ * process is out of fds; else how many. */
+static int take_fds(int sock, struct msghdr *mh, int *fds, unsigned max)
 {
 	int got[FDIO_MAX_FDS];
 	unsigned ngot = 0;
@@ -107,6 +120,9 @@ static int take_fds(struct msghdr *mh, int *fds, unsigned max)
 	}
 	if ((mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || over || ngot > max) {
 		fdio_close_all(got, ngot);
+		if ((mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == MSG_CTRUNC && !over && ngot <= max &&
+		    out_of_fds(sock))
+			return -EMFILE;
 		return -EMSGSIZE;
 	}
 	memcpy(fds, got, sizeof(int) * ngot);
@@ -134,7 +150,7 @@ ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds
 	if (n < 0)
 		return -errno;
 	*got_len = (size_t)n < cap ? (size_t)n : cap;
-	int k = take_fds(&mh, fds, max_fds);
+	int k = take_fds(sock, &mh, fds, max_fds);
 	if (k < 0)
 		return k;
 	*nfds = (unsigned)k;
@@ -193,7 +209,7 @@ int fdio_recv_many(int sock, struct fdio_dgram *d, unsigned n, int flags)
 	for (int i = 0; i < got; i++) {
 		size_t len = mm[i].msg_len;
 		d[i].got = len < d[i].cap ? len : d[i].cap;
-		int k = take_fds(&mm[i].msg_hdr, d[i].fds, d[i].max_fds);
+		int k = take_fds(sock, &mm[i].msg_hdr, d[i].fds, d[i].max_fds);
 		d[i].nfds = k < 0 ? 0 : (unsigned)k;
 		d[i].n = k < 0 ? k : (ssize_t)len;
 		d[i].sent_ns = sent_of(&mm[i].msg_hdr);

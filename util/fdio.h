@@ -3,7 +3,9 @@
  *
  * Shared by garudad and libgaruda. Receiving never leaks an fd: every fd the kernel
  * passed is either handed to the caller or closed, including on truncation
- * (MSG_TRUNC/MSG_CTRUNC), which is reported as -EMSGSIZE. All fds arrive CLOEXEC.
+ * (MSG_TRUNC/MSG_CTRUNC), which is reported as -EMSGSIZE, or as -EMFILE when the
+ * kernel cut the fds short because this process has no fd left. All fds arrive
+ * CLOEXEC.
  */
 #pragma once
 
@@ -19,7 +21,8 @@ ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigne
 
 /* Receive one datagram into buf (cap bytes) and up to max_fds fds into fds.
  * *nfds gets how many fds arrived. Returns its length, 0 on EOF, or -errno:
- * -EMSGSIZE when the datagram or its fds did not fit (all fds closed, *nfds = 0). */
+ * -EMSGSIZE when the datagram or its fds did not fit (all fds closed, *nfds = 0);
+ * -EMFILE (likewise) when its fds were cut short because this process is out of fds. */
 ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
 		  int flags);
 /* fdio_recv, and *got = the bytes placed in buf (on -EMSGSIZE too: then the first
@@ -29,8 +32,8 @@ ssize_t fdio_recv_ex(int sock, void *buf, size_t cap, int *fds, unsigned max_fds
 
 /* Several datagrams in one call (recvmmsg): the caller fills buf, cap and max_fds of
  * d[0..n); for each datagram received, n is what fdio_recv_ex would have returned for
- * it (its length, 0 for EOF or an empty datagram, -EMSGSIZE), got the bytes placed in
- * buf, fds/nfds its fds (all closed on -EMSGSIZE), sent_ns when its sender sent it
+ * it (its length, 0 for EOF or an empty datagram, -EMSGSIZE, -EMFILE), got the bytes
+ * placed in buf, fds/nfds its fds (all closed on -EMSGSIZE and -EMFILE), sent_ns when its sender sent it
  * (the kernel's SCM_TIMESTAMPNS, CLOCK_REALTIME, on a socket with SO_TIMESTAMPNS set:
  * fdio_stamp_sends(); 0: none). Returns how many came (1..n, at most
  * FDIO_RECV_MANY_MAX), or -errno (-EAGAIN: none, with MSG_DONTWAIT). At EOF every entry

@@ -568,3 +568,43 @@ Test(hostile, emfile_backlog_not_stuck)
 		gd_close(&c[i]);
 	gd_stop(&d);
 }
+
+/* garudad out of file descriptors (a node's tenants together over LimitNOFILE): the
+ * kernel cuts a BIND's eventfd short with MSG_CTRUNC, as for a datagram with more fds
+ * than the protocol allows. That was taken for the client's fault: TOO_LONG, and
+ * whoever sent the next fd was disconnected. Now the request is refused with EMFILE,
+ * the session goes on, and BIND works again once fds are free. */
+Test(hostile, out_of_fds_refuses_the_request_not_the_session)
+{
+	if (geteuid() != 0)
+		cr_skip_test("lowering garudad's RLIMIT_NOFILE (prlimit) needs root");
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct gd_client a;
+	struct gd_seg s;
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &s));
+	struct rlimit was, low;
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
+	low = (struct rlimit){ .rlim_cur = (rlim_t)gd_fd_count(&d) + 2, .rlim_max = was.rlim_max };
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	int efd[8], r = 0;
+	unsigned bound = 0;
+	for (; bound < 8; bound++)
+		if ((r = gd_bind_new(&a, gd_slot(&s, bound), &efd[bound])) != 0)
+			break;
+	cr_assert_lt(bound, 8, "garudad took 8 eventfds with %llu fds allowed",
+		     (unsigned long long)low.rlim_cur);
+	cr_assert_eq(r, -EMFILE, "BIND with garudad out of fds answered %s", gd_strerr(r));
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
+	/* the same session: its BIND works again, and its bindings deliver */
+	gd_ok(gd_bind_new(&a, gd_slot(&s, bound), &efd[bound]));
+	gd_ok(gd_arm(&a, gd_slot(&s, bound), 1, 1, GARUDA_FORM_EVENTFD));
+	gd_store(&s, bound, 1);
+	cr_assert_eq(gd_eventfd_read(efd[bound], GD_DEADLINE_MS), 1);
+	for (unsigned i = 0; i <= bound; i++)
+		close(efd[i]);
+	gd_seg_unmap(&s);
+	gd_close(&a);
+	gd_stop(&d);
+}
