@@ -27,16 +27,17 @@ static const struct quota_limits default_quota_connection = {
 	.connections = 1,
 };
 /* sized so that one uid at its defaults costs garudad at most 64 MiB: ~118 B of RSS an
- * armed wait (262,144: ~30 MiB), 4 MiB of lines, 4 MiB of outbox (docs/deploy.md,
- * "Sizing") */
+ * armed wait (262,144: ~30 MiB), 4 MiB of lines, 4 MiB of outbox, and the kernel's
+ * send buffer of each connection whose client stops reading (~208 KiB: 64 of them,
+ * 13 MiB) (docs/deploy.md, "Sizing") */
 static const struct quota_limits default_quota_uid = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 262144,
-	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
+	.outbox_bytes = 4194304, .connections = 64, .points = 4096,
 };
 /* a cgroup (pod, container, Slurm job, systemd unit) may hold what one uid may */
 static const struct quota_limits default_quota_cgroup = {
 	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 262144,
-	.outbox_bytes = 4194304, .connections = 4096, .points = 4096,
+	.outbox_bytes = 4194304, .connections = 64, .points = 4096,
 };
 
 static const char *const loop_names[] = {

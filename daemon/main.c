@@ -231,6 +231,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	service_check_memlock(&d);
+	service_check_nofile(&d);
 	d.client_w = loop_add(d.loop, d.client_fd, POLLIN, server_on_client_accept, &d);
 	d.control_w = loop_add(d.loop, d.control_fd, POLLIN, control_on_accept, &d);
 	d.signal_w = loop_add(d.loop, d.signal_fd, POLLIN, on_signal, &d);

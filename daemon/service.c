@@ -161,6 +161,30 @@ static bool have_ipc_lock(void)
 	return found && (eff & (1ull << 14));
 }
 
+void service_check_nofile(struct daemon *d)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) { /* (select() is not used: no reason to keep 1024) */
+		rlim_t cur = rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			rl.rlim_cur = cur;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return;
+	const struct quota_limits *q = &d->cfg.quota_uid;
+	uint64_t one = (uint64_t)q->connections * 3 + q->bindings + (uint64_t)q->segments * 2;
+	uint64_t need = one * SERVICE_NOFILE_UIDS + 64; /* and garudad's own */
+	if ((uint64_t)rl.rlim_cur < need)
+		service_warn(d, "RLIMIT_NOFILE is %llu, below the %llu fds %d uids at full quota hold "
+			     "(%llu each); past it requests that pass an fd get EMFILE and connections "
+			     "are refused; raise LimitNOFILE or lower quota.uid.bindings",
+			     (unsigned long long)rl.rlim_cur, (unsigned long long)need,
+			     SERVICE_NOFILE_UIDS, (unsigned long long)one);
+}
+
 void service_check_memlock(struct daemon *d)
 {
 	struct rlimit rl;

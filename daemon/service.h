@@ -23,6 +23,11 @@ void service_warn(struct daemon *d, const char *fmt, ...) __attribute__((format(
 /* Warn when RLIMIT_MEMLOCK (without CAP_IPC_LOCK) is below what one uid's quotas let
  * it lock: quota.uid.segments pages plus quota.uid.lines lines. */
 void service_check_memlock(struct daemon *d);
+/* Raise RLIMIT_NOFILE's soft limit to its hard one, and warn when it is below what
+ * SERVICE_NOFILE_UIDS uids at their full quotas hold (a session's socket and its
+ * event-loop watches, a binding's eventfd, a segment's memfd and a queued reply's). */
+#define SERVICE_NOFILE_UIDS 4
+void service_check_nofile(struct daemon *d);
 /* Re-read the config file; keeps the running config on error (-GARUDA_E_BAD_ARGUMENT,
  * *why = a malloc'ed message naming the key and the reason, when why is not NULL). */
 int daemon_reload(struct daemon *d, char **why);

@@ -54,11 +54,11 @@ int bench_scale(struct bench *b)
 		 "{\"spin_us\":1000000,\"max_sleep_us\":%u,\"scanners\":1,\"quota\":{\"connection\":{"
 		 "\"segments\":4,\"lines\":65536,\"bindings\":1024,\"armed\":1048576,\"outbox_bytes\":262144},"
 		 "\"uid\":{\"segments\":1000000,\"lines\":4000000000,\"bindings\":1000000,\"armed\":100000000,"
-		 "\"outbox_bytes\":4000000000},"
+		 "\"outbox_bytes\":4000000000,\"connections\":100000},"
 		 /* one process holds every client: one cgroup (quota.cgroup.segments is
 		  * 256 by default: SEGMENT_OPEN 256 was refused) */
 		 "\"cgroup\":{\"segments\":1000000,\"lines\":4000000000,\"bindings\":1000000,"
-		 "\"armed\":100000000,\"outbox_bytes\":4000000000}}}",
+		 "\"armed\":100000000,\"outbox_bytes\":4000000000,\"connections\":100000}}}",
 		 b->o.max_sleep_us);
 	cJSON_AddStringToObject(sec, "garudad_config", cfg);
 	cJSON_AddNumberToObject(sec, "clients", n);

@@ -169,10 +169,15 @@ Test(garctl, status_table)
 	cr_assert_str_eq(ctl_table_find(t, 0, "Completions:")[1], "3");
 	cr_assert_str_eq(ctl_table_find(t, 0, "Scanners:")[1], "2");
 	cr_assert_str_eq(ctl_table_find(t, 0, "Config")[2], f.d.config);
-	/* the labels are right-aligned: every line has its colon at the same column */
+	/* the labels are right-aligned: every line has its colon at the same column (a
+	 * row of a list, under its label, has none there: a second warning) */
 	const char *colon = strchr(r.out, ':');
-	for (const char *l = r.out; *l; l = strchr(l, '\n') + 1)
-		cr_assert_eq(strchr(l, ':') - l, colon - r.out, "status fields are not aligned:\n%s", r.out);
+	size_t col = (size_t)(colon - r.out);
+	for (const char *l = r.out; *l; l = strchr(l, '\n') + 1) {
+		bool row = strspn(l, " ") > col;
+		cr_assert(row || (size_t)(strchr(l, ':') - l) == col, "status fields are not aligned:\n%s",
+			  r.out);
+	}
 	ctl_table_free(t);
 	ctl_run_free(&r);
 	ctl_fixture_down(&f);
@@ -661,7 +666,7 @@ Test(garctl, config_json_and_table)
 	cr_assert_eq(num(get(q, "uid"), "outbox_bytes"), 4194304);
 	cr_assert_eq(num(get(q, "connection"), "points"), 64);
 	cr_assert_eq(num(get(q, "uid"), "points"), 4096);
-	cr_assert_eq(num(get(q, "uid"), "connections"), 4096);
+	cr_assert_eq(num(get(q, "uid"), "connections"), 64);
 	/* garudad(8): a connection is one session, quota.connection has no connections */
 	cr_assert_null(cJSON_GetObjectItemCaseSensitive(get(q, "connection"), "connections"),
 		       "garctl config shows a quota.connection.connections that is no key");
@@ -1032,7 +1037,7 @@ Test(garctl, reload_returns_removed_keys_to_their_defaults)
 	cJSON *after = ctl_run_json(&r);
 	ctl_run_free(&r);
 	cr_assert(gd_wait_log(&d, "reload: quota.uid.segments: 3 -> 256"), "the log does not name the change");
-	cr_assert(gd_wait_log(&d, "reload: quota.cgroup.connections: 2 -> 4096"));
+	cr_assert(gd_wait_log(&d, "reload: quota.cgroup.connections: 2 -> 64"));
 	cr_assert(gd_wait_log(&d, "reload: log_level: debug -> info"));
 	cr_assert(gd_wait_log(&d, ": 4 key(s) changed"), "spin_us stays 33 (the flag): 4 keys changed");
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -273,10 +274,47 @@ Test(requests, clients_start_and_segments_start)
 	ctl_fixture_down(&f);
 }
 
+/* garudad raises its soft RLIMIT_NOFILE to the hard one, and warns (status
+ * "warnings") when that is below what SERVICE_NOFILE_UIDS uids at their full quotas
+ * hold: past it, requests that pass an fd are refused with EMFILE. */
+Test(requests, a_low_nofile_limit_is_raised_and_warned_of)
+{
+	/* garudad started under prlimit (util-linux): soft 1024, hard 8192 */
+	const char *real = getenv("GARUDAD");
+	cr_assert_not_null(real, "GARUDAD is not set");
+	if (access("/usr/bin/prlimit", X_OK) != 0)
+		cr_skip_test("no /usr/bin/prlimit (util-linux) to start garudad under");
+	char dir[] = "/tmp/garuda-nofile-XXXXXX", wrapper[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(wrapper, sizeof(wrapper), "%s/garudad", dir);
+	FILE *f = fopen(wrapper, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\nexec /usr/bin/prlimit --nofile=1024:8192 -- '%s' \"$@\"\n", real);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(wrapper, 0755), 0);
+	static const char *const args[] = { "--scanners=2", NULL };
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .garudad = wrapper, .args = args });
+	cJSON *j = ctl_json(d.ctl, "{\"request\":\"status\"}");
+	const cJSON *w, *ws = cJSON_GetObjectItemCaseSensitive(j, "warnings");
+	bool seen = false;
+	cJSON_ArrayForEach(w, ws)
+		seen |= cJSON_IsString(w) && strstr(w->valuestring, "RLIMIT_NOFILE is 8192,") &&
+			strstr(w->valuestring, "LimitNOFILE");
+	char *text = cJSON_PrintUnformatted(ws);
+	cr_assert(seen, "no warning of RLIMIT_NOFILE 8192 (the soft 1024 raised to the hard): %s", text);
+	free(text);
+	cJSON_Delete(j);
+	gd_stop(&d);
+	unlink(wrapper);
+	rmdir(dir);
+}
+
 Test(requests, many_clients_page)
 {
 	struct gd_daemon d;
-	ctl_start(&d, "{\"quota\":{\"uid\":{\"segments\":1024}}}");
+	ctl_start(&d, "{\"quota\":{\"uid\":{\"segments\":1024,\"connections\":1024},"
+			   "\"cgroup\":{\"segments\":1024,\"connections\":1024}}}");
 	enum { N = 400 }; /* ~400 bytes each: more than one 64 KiB page */
 	static struct ctl_client c[N];
 	for (int i = 0; i < N; i++)

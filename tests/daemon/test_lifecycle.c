@@ -776,7 +776,8 @@ static long long cpu_ticks(pid_t pid)
 Test(lifecycle, idle_uses_no_cpu)
 {
 	struct gd_daemon d = { 0 };
-	gd_start(&d, NULL);
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"uid\":{\"connections\":128},"
+						  "\"cgroup\":{\"connections\":128}}}" });
 	static struct gd_client c[100];
 	for (int i = 0; i < 100; i++)
 		gd_ok(gd_open(&c[i], d.sock));
