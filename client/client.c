@@ -39,8 +39,9 @@ const char *garuda_version(void)
 
 static void client_free(struct garuda_client *c)
 {
-	if (c->sock >= 0)
-		close(c->sock);
+	/* the session ends here, also where a fork()'s child (which never touches the
+	 * client, docs/client.md) still holds a copy of the socket: shutdown, then close */
+	conn_end_socket(c, c->sock);
 	if (c->dispatch_efd >= 0)
 		close(c->dispatch_efd);
 	if (c->wake_efd >= 0)
@@ -310,6 +311,7 @@ static int connect_once(const char *path, struct garuda_client **out)
 	if (has_plan)
 		c->default_plan = plan;
 	c->sock = c->dispatch_efd = c->wake_efd = -1;
+	c->owner = getpid();
 	pthread_mutex_init(&c->reg_lock, NULL);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->dispatch_lock, NULL);

@@ -151,6 +151,15 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 	return TAKE_FD(sock);
 }
 
+void conn_end_socket(struct garuda_client *c, int sock)
+{
+	if (sock < 0)
+		return;
+	if (getpid() == c->owner)
+		(void)shutdown(sock, SHUT_RDWR);
+	close(sock);
+}
+
 /* ------------------------------------------------------------------ sending */
 
 static bool is_presenter_locked(struct garuda_client *c)
@@ -388,8 +397,9 @@ static void go_down(struct garuda_client *c)
 	 * failed: it ends soon; the socket is closed only after it did */
 	join_presenter(c);
 	pthread_mutex_lock(&c->lock);
-	if (c->sock >= 0)
-		close(c->sock);
+	/* shut down, not only closed: a fork()'s child's copy must not keep the session
+	 * (its segments, arms, quota) alive in garudad while the client starts another */
+	conn_end_socket(c, c->sock);
 	c->sock = -1;
 	c->session_id = 0;
 	c->present_failed = false; /* handled: this is the going down it asked for */
@@ -406,6 +416,15 @@ static void *presenter_main(void *arg)
 	pthread_mutex_lock(&c->lock);
 	uint64_t gen = c->gen;
 	pthread_mutex_unlock(&c->lock);
+	/* reg_lock from before the presentation until the session is declared up (or
+	 * failed): a segment or stream registered (garuda_segment_open's link,
+	 * garuda_stream_new's publish, both under reg_lock) either comes before the
+	 * presentation, which presents it, or finds the session up and presents itself.
+	 * Released between present() and CONN_UP, a stream published in that gap saw
+	 * PRESENTING (not up: it does not bind) after the presentation had passed it, and
+	 * was never presented in the session; and a garuda_stream_free() that got reg_lock
+	 * there had its DISARM/UNBIND refused (only the presenter sends while presenting) */
+	pthread_mutex_lock(&c->reg_lock);
 	int r = c->router->present(c, gen);
 	pthread_mutex_lock(&c->lock);
 	if (r >= 0 && c->state == CONN_PRESENTING && c->gen == gen) {
@@ -419,6 +438,7 @@ static void *presenter_main(void *arg)
 	}
 	c->presenter_done = true;
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->reg_lock);
 	uint64_t one = 1;
 	ssize_t n = write(c->wake_efd, &one, sizeof(one)); /* the I/O thread joins us */
 	(void)n;
@@ -431,7 +451,7 @@ static int start_session(struct garuda_client *c, int sock, const struct garuda_
 	pthread_mutex_lock(&c->lock);
 	if (c->state == CONN_CLOSING) {
 		pthread_mutex_unlock(&c->lock);
-		close(sock);
+		conn_end_socket(c, sock);
 		return -GARUDA_E_CLOSED;
 	}
 	c->sock = sock;

@@ -15,7 +15,8 @@
  *
  * Locks, always taken in this order (never the other way round):
  *   c->reg_lock  the registry: segment list and stream table membership. The
- *                presenter holds it for the whole re-presentation after a reconnect.
+ *                presenter holds it for the whole re-presentation after a reconnect,
+ *                until the session is up (conn.c presenter_main).
  *   s->lock      a stream's signal path: sequence, enqueue, and its arm going out in
  *                the same order as the stores.
  *   c->lock      connection state (socket, state, generation, cookies, pending
@@ -45,6 +46,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "backend.h"
 #include "cleanup.h"
@@ -264,6 +266,10 @@ struct garuda_client {
 	pthread_t io_thread;
 	bool io_started;
 	int wake_efd; /* wakes the I/O thread (stop) */
+
+	/* the process that connected it (set at connect): only it ends a session with
+	 * shutdown(2) (conn_end_socket), never a fork()'s child that holds a copy */
+	pid_t owner;
 };
 
 /* ---- the router (router.c): what the transport hands messages and sessions to ---- */
@@ -271,8 +277,10 @@ struct conn_router {
 	/* one decoded message (fd: the one it carried, or -1; the router owns it); I/O
 	 * thread, no lock held. Never sends. */
 	void (*route)(struct garuda_client *c, struct garuda_msg *m, int fd);
-	/* present everything in session gen; presenter thread, no lock held. 0, or
-	 * -GARUDA_E_DISCONNECTED when the session died meanwhile. */
+	/* present everything in session gen; presenter thread, c->reg_lock held (taken by
+	 * the transport, which declares the session up before it lets go of it, so that
+	 * nothing is registered between the presentation and CONN_UP), no other lock. 0,
+	 * or -GARUDA_E_DISCONNECTED when the session died meanwhile. */
 	int (*present)(struct garuda_client *c, uint64_t gen);
 	/* the session is gone: wake every stream (they poll or, on a fallback client, the
 	 * reactor takes over and the coded warning is set); c->lock held */
@@ -332,6 +340,13 @@ bool conn_complete_locked(struct garuda_client *c, const struct garuda_msg *m, i
 /* connect + HELLO/WELCOME on a fresh socket (blocking, bounded). Returns the socket
  * or a negative code; fills *w. */
 int conn_handshake(const char *path, struct garuda_welcome *w);
+/* End the session on sock (a session socket of c) and close it: shutdown(2) first, so
+ * that garudad sees the session end now even where a fork()'s child holds a copy of
+ * the fd (close() alone ends it only with the last copy: the child's exit), then
+ * close. In a process other than the one that connected c (a child that freed what it
+ * inherited against the rules) only close: a shutdown there would end the parent's
+ * session. */
+void conn_end_socket(struct garuda_client *c, int sock);
 /* The header flag of a message that presents again what a lost session held (router.c
  * present()): F_REPRESENT where garudad granted the feature, so that its re-attach log
  * counts those and not the new work sent meanwhile; else 0. Presenter thread (the

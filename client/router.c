@@ -11,7 +11,8 @@
  *  - Replies complete the request with their cookie; a reply nobody waits for any
  *    more is dropped (its fd closed).
  *  - present() presents every segment (SEGMENT_ATTACH), then every stream (BIND, ARM
- *    for each outstanding sequence), with reg_lock held throughout.
+ *    for each outstanding sequence), with reg_lock held throughout (the presenter's,
+ *    held on until the session is declared up: nothing registers in between).
  *  - fault_watch() (I/O thread, any session state, strict and fallback clients) is
  *    the only place outside a wait that queries a backend: for each stream with a
  *    sequence outstanding (fx.since set by its signal), every stream_fault_interval_ns()
@@ -77,10 +78,11 @@ static void route(struct garuda_client *c, struct garuda_msg *m, int fd)
 		close(fd);
 }
 
+/* reg_lock held (the presenter's, conn.c presenter_main: it keeps it until the session
+ * is declared up) */
 static int present(struct garuda_client *c, uint64_t gen)
 {
 	int r = 0;
-	pthread_mutex_lock(&c->reg_lock);
 	for (struct garuda_seg *seg = c->segs; seg && r >= 0; seg = seg->next)
 		r = seg_present(seg, gen);
 	for (uint32_t i = 0; i < c->nstreams_cap && r >= 0; i++) {
@@ -90,7 +92,6 @@ static int present(struct garuda_client *c, uint64_t gen)
 		if (s)
 			r = stream_present(s, gen);
 	}
-	pthread_mutex_unlock(&c->reg_lock);
 	return r;
 }
 

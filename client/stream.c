@@ -438,8 +438,11 @@ static bool forget_daemon_side(struct garuda_stream *s, uint64_t gen, uint32_t s
 		safe = true;
 	if (safe)
 		return true;
+	/* not sent, or refused for good: no arm is left only when the session is over.
+	 * One still being presented is not (garuda_stream_free waits for it to be up
+	 * first, so it is not met here; were it, the word stays quarantined) */
 	pthread_mutex_lock(&c->lock);
-	bool gone = c->gen != gen || c->state != CONN_UP;
+	bool gone = c->gen != gen || (c->state != CONN_UP && c->state != CONN_PRESENTING);
 	pthread_mutex_unlock(&c->lock);
 	return gone;
 }
@@ -486,6 +489,20 @@ void garuda_stream_free(struct garuda_stream *s)
 	 * presentation holds reg_lock, so under reg_lock the generation is final. */
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
+		/* Presented in a session that is still being presented (the presenter got to
+		 * it before it was dying): garudad holds its BIND and arms, but only the
+		 * presenter may send until the session is up (conn.c may_send_locked), so a
+		 * DISARM/UNBIND now would be refused here and the stream taken for one whose
+		 * session is gone: its word handed out again while garudad still binds and
+		 * arms it (the next EVENTFD stream there: -GARUDA_E_ALREADY_BOUND; a stale
+		 * arm firing for a later stream). Wait for the session to be up, or to end
+		 * (its arms go with it); c->cond is broadcast with every state change. No
+		 * new wait: the reg_lock below waits for the presentation's end anyway, and
+		 * this holds no lock the presenter needs (c->lock is released while waiting,
+		 * dying keeps the presentation from taking the stream again). Quarantining the
+		 * word instead would leak the binding and arms for the whole session. */
+		while (gen && gen == c->gen && c->state == CONN_PRESENTING)
+			pthread_cond_wait(&c->cond, &c->lock);
 		bool presented = gen && gen == c->gen && seg->gen == gen && stream_form(s)->wire;
 		uint32_t segid = seg->id;
 		bool armed = s->ses.armed_gen == gen;

@@ -2,21 +2,27 @@
 #include "points.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "errcode.h"
 #include "quota.h"
 
-static struct points *table_of(struct points **tab)
+/* Loop thread: the only writer of *tab (but points_free, at the last reference). */
+static struct points *table_of(struct points *_Atomic *tab)
 {
-	if (!*tab) {
-		struct points *t = calloc(1, sizeof(*t));
+	struct points *t = atomic_load_explicit(tab, memory_order_relaxed);
+	if (!t) {
+		t = calloc(1, sizeof(*t));
 		if (!t)
 			return NULL;
 		pthread_mutex_init(&t->lock, NULL);
-		*tab = t; /* published to scanners by the command queue's mutex */
+		/* release: a scanner reads the slot for an arm armed before this one (no
+		 * command-queue mutex orders that read after this store), and its acquire
+		 * load (sink_points) then sees the mutex initialised */
+		atomic_store_explicit(tab, t, memory_order_release);
 	}
-	return *tab;
+	return t;
 }
 
 /* A slot for a new key: a fresh one charged to the quota, else the LRU one. */
@@ -44,7 +50,7 @@ static int new_slot(struct quota_account *q, struct points *t, const struct conf
 	return lru;
 }
 
-void points_lookup(struct points **tab, struct quota_account *q, const struct config *cfg,
+void points_lookup(struct points *_Atomic *tab, struct quota_account *q, const struct config *cfg,
 		   uint32_t plan_gen, uint64_t key, uint32_t *slot, uint64_t *sleep_ns,
 		   uint64_t *exact_sleep_ns)
 {
@@ -133,14 +139,15 @@ int points_list(struct points *t, struct point_view **out)
 	return (int)n;
 }
 
-void points_free(struct points **tab, struct quota_account *q)
+void points_free(struct points *_Atomic *tab, struct quota_account *q)
 {
-	struct points *t = *tab;
+	/* the last reference: no scanner reads it any more */
+	struct points *t = atomic_load_explicit(tab, memory_order_acquire);
 	if (!t)
 		return;
 	quota_release(q, Q_POINTS, t->n);
 	pthread_mutex_destroy(&t->lock);
 	free(t->p);
 	free(t);
-	*tab = NULL;
+	atomic_store_explicit(tab, NULL, memory_order_relaxed);
 }

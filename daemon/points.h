@@ -18,10 +18,11 @@
  *
  * Threads: the table hangs off its owner (a sink's points field: this module knows no
  * sink, it takes the table's slot and the quota account to charge). It is created and
- * looked up
- * on the loop thread (points_lookup, at ARM), recorded into by scanner threads
- * (points_record, per completion) and listed by the control plane, all under its
- * mutex; freed with the sink's last reference (points_free). */
+ * looked up on the loop thread (points_lookup, at ARM), recorded into by scanner
+ * threads (points_record, per completion) and listed by the control plane, all under
+ * its mutex; freed with the sink's last reference (points_free). The slot is an atomic
+ * pointer: the loop thread publishes a new table with a release store while a scanner
+ * may be reading the slot for an arm armed before (acquire load, sink_points()). */
 #pragma once
 
 #include <pthread.h>
@@ -60,7 +61,7 @@ struct points {
  * its slot in *slot, the estimator's sleep (0 = do not sleep) in *sleep_ns and its
  * exact sleep (the second look, estimator.h) in *exact_sleep_ns. With no point to give
  * (out of memory, or a quota of 0) *slot is POINT_NONE and both sleeps 0. */
-void points_lookup(struct points **tab, struct quota_account *q, const struct config *cfg,
+void points_lookup(struct points *_Atomic *tab, struct quota_account *q, const struct config *cfg,
 		   uint32_t plan_gen, uint64_t key, uint32_t *slot, uint64_t *sleep_ns,
 		   uint64_t *exact_sleep_ns);
 
@@ -87,4 +88,4 @@ struct point_view {
 int points_list(struct points *t, struct point_view **out);
 
 /* Its owner's last reference: free the table in *tab and give q back its quota. */
-void points_free(struct points **tab, struct quota_account *q);
+void points_free(struct points *_Atomic *tab, struct quota_account *q);

@@ -602,7 +602,7 @@ static void count_fired(struct scanner *s, const struct fired *f, const struct g
 		if (fd->kind == GARUDA_FIND_LATE)
 			count(s, SC_late_wakes, 1);
 		else if (fd->kind != GARUDA_FIND_UNKNOWN)
-			points_record(f[i].a.sink->points, f[i].a.point_slot, armed_point_key(&f[i].a), fd);
+			points_record(sink_points(f[i].a.sink), f[i].a.point_slot, armed_point_key(&f[i].a), fd);
 		uint64_t d = fires[i].since_ns;
 		unsigned b = sink_lat_bucket(d);
 		atomic_fetch_add_explicit(&s->st_hist[b], 1, memory_order_relaxed);
@@ -698,7 +698,7 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 			uint32_t head = garuda_watch_word_head(w, wi);
 			const struct armed *h = &s->pay[head];
 			uint64_t sl, ex;
-			if (s->wt.predict && points_peek(h->sink->points, h->point_slot, armed_point_key(h), &sl, &ex))
+			if (s->wt.predict && points_peek(sink_points(h->sink), h->point_slot, armed_point_key(h), &sl, &ex))
 				garuda_watch_resleep(w, head, sl, ex, now);
 		}
 	}

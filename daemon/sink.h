@@ -34,7 +34,10 @@ struct sink {
 	atomic_uint_fast64_t count[SN_COUNT_];
 	struct form_tally by_form;
 	atomic_uint_fast64_t detect_hist[GARUDA_LAT_BUCKETS]; /* per completion, see scanner.h */
-	struct points *points;    /* deadline-estimator points (points.h), NULL until used */
+	/* deadline-estimator points (points.h), NULL until used: made lazily by the loop
+	 * thread (points_lookup, release store) while scanners read it for arms armed
+	 * before (acquire load: sink_points()) */
+	struct points *_Atomic points;
 };
 
 struct binding {
@@ -47,6 +50,14 @@ struct binding {
 	/* its segment's list (struct segment bindings): the loop thread's, unlinked in O(1) */
 	struct binding *next, *prev;
 };
+
+/* The sink's points table (NULL: none made yet), for a scanner or the control plane:
+ * an acquire load, pairing with points_lookup()'s release store, so that the table's
+ * mutex and contents are seen initialised. */
+static inline struct points *sink_points(struct sink *s)
+{
+	return atomic_load_explicit(&s->points, memory_order_acquire);
+}
 
 /* Takes the reference cgroup (may be NULL) in every case; drops it when freed. */
 struct sink *sink_new(int fd, uint64_t session_id, struct quota_uid *uid, struct quota_cgroup *cgroup);

@@ -2,10 +2,12 @@
  * signals and waits, the word is the truth, drain/fd/callbacks report each sequence
  * exactly once. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -75,6 +77,45 @@ Test(basic, daemon_side_state_is_released)
 	cr_assert_eq(gd_wait_status(&f.d, "segments", 0), 0);
 	garuda_disconnect(f.c);
 	cr_assert_eq(gd_wait_status(&f.d, "clients", 0), 0);
+	td_stop(&f.d);
+}
+
+/* A fork()'s child that never touches the client (docs/client.md, Threads) holds a copy
+ * of the client's socket: the parent's garuda_disconnect() still ends the session in
+ * garudad while the child lives (its client and segment go). Until the fix the
+ * disconnect only close()d its fd, and garudad kept the session (segments, arms,
+ * quota) until the child exited. The child waits on a pipe: no timing. */
+Test(basic, disconnect_ends_the_session_while_a_forked_child_lives)
+{
+	struct fixture f = { 0 };
+	int p[2];
+	fx_up(&f, NULL, 1);
+	cr_assert_eq(gd_wait_status(&f.d, "clients", 1), 1);
+	cr_assert_eq(gd_wait_status(&f.d, "segments", 1), 1);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) { /* the child: waits for the pipe's end, touches nothing */
+		char b;
+		close(p[1]);
+		while (read(p[0], &b, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	garuda_disconnect(f.c); /* frees the segment too, telling garudad nothing */
+	f.c = NULL;
+	f.seg = NULL;
+	long long clients = gd_wait_status(&f.d, "clients", 0);
+	/* (a session that stayed keeps its segment: no second wait for the deadline) */
+	long long segments = clients ? gd_status_num(&f.d, "segments") : gd_wait_status(&f.d, "segments", 0);
+	int st = 0;
+	bool alive = waitpid(pid, &st, WNOHANG) == 0;
+	close(p[1]); /* the child exits */
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(alive, "the child exited early (status %d)", st);
+	cr_assert_eq(clients, 0, "the session outlived garuda_disconnect() while a child held its socket");
+	cr_assert_eq(segments, 0);
 	td_stop(&f.d);
 }
 

@@ -648,3 +648,89 @@ Test(reconnect, refused_stream_signalled_while_presenting_is_watched)
 	ok(garuda_segment_close(segt));
 	fx_down(&f);
 }
+
+static void *free_main(void *arg)
+{
+	garuda_stream_free(arg);
+	return NULL;
+}
+
+/* garuda_stream_free() of a stream S that the presentation of a new session presented
+ * already (bound, its outstanding sequence re-armed), while that presentation goes on:
+ * the free waits for the session to be up and forgets S there (DISARM, UNBIND), so its
+ * word goes back to the segment with nothing of S left in garudad. Until the fix the
+ * DISARM/UNBIND were refused locally (only the presenter sends while presenting), S was
+ * taken for a stream whose session is gone, and its word handed out again while
+ * garudad still held S's BIND: the next EVENTFD stream there got
+ * -GARUDA_E_ALREADY_BOUND and the binding stayed for the session. The presentation is
+ * held at a later stream T with no timing, as above (T's signal waits for room in its
+ * full host FIFO holding T's lock); garudad's count of S's re-arm says S's turn is
+ * over. The free runs on its own thread: it returns only once the session is up. */
+Test(reconnect, free_while_presenting_forgets_the_stream_in_garudad)
+{
+	struct fixture f = { 0 };
+	struct garuda_host_stream *hss, *hst;
+	struct garuda_stream *s, *t, *x;
+	struct gate gs, gt;
+	uint64_t seq;
+	fx_up(&f, NULL, 1);
+	gate_init(&gs);
+	gate_init(&gt);
+	ok(garuda_host_stream_new(NULL, &hss));
+	struct garuda_host_stream_config one = { .depth = 1 };
+	ok(garuda_host_stream_new(&one, &hst));
+	/* table and word order: S (word 0) is presented before T (word 1) */
+	ok(garuda_stream_new(f.seg, hss, GARUDA_READINESS_EVENTFD, &s));
+	ok(garuda_stream_new(f.seg, hst, GARUDA_READINESS_EVENTFD, &t));
+	gate_enqueue(&gs, hss);
+	ok(garuda_stream_signal(s, &seq)); /* outstanding: re-armed by the presentation */
+
+	gd_kill(&f.d);
+	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
+	gate_enqueue(&gt, hst);
+	ok(garuda_host_stream_enqueue_work(hst, 0));
+	struct blocked_signal bt = { .s = t };
+	pthread_t tid, fid;
+	cr_assert_eq(pthread_create(&tid, NULL, blocked_signal_main, &bt), 0);
+	gd_restart(&f.d);
+
+	/* S presented in the new session (its arm is there); the presentation held at T */
+	cr_assert_eq(gd_wait_status(&f.d, "armed", 1), 1, "S's outstanding sequence was not re-armed");
+	cr_assert_eq(gd_status_num(&f.d, "bindings"), 1);
+	cr_assert_eq(garuda_client_connected(f.c), 0,
+		     "the session came up before S was freed: T did not hold the presentation");
+	/* S's sequence lands (its word may be handed out again), then S is freed while
+	 * the presentation still goes on */
+	gate_open(&gs);
+	ok(garuda_stream_wait(s, seq, (int64_t)TD_DEADLINE_MS * NS_PER_MS));
+	cr_assert_eq(pthread_create(&fid, NULL, free_main, s), 0);
+	/* a head start for the free, so that it runs while the presentation is held (it
+	 * blocks until the session is up either way: the test passes without it, this
+	 * only keeps the free from coming after the presentation) */
+	usleep(20000);
+
+	gate_open(&gt);
+	cr_assert_eq(pthread_join(tid, NULL), 0);
+	ok(bt.err);
+	cr_assert_eq(pthread_join(fid, NULL), 0);
+	eventually(garuda_client_connected(f.c) == 1, "session up");
+	/* S's free returned after its UNBIND's answer: garudad binds T only */
+	cr_assert_eq(gd_status_num(&f.d, "bindings"), 1,
+		     "S's BIND outlived its free (DISARM/UNBIND refused while presenting)");
+	/* S's word, free again, binds a new stream */
+	ok(garuda_stream_new(f.seg, hss, GARUDA_READINESS_EVENTFD, &x));
+	cr_assert_eq(gd_status_num(&f.d, "bindings"), 2);
+	ok(garuda_host_stream_enqueue_work(hss, 1000000));
+	ok(garuda_stream_signal(x, &seq));
+	struct pollfd p = { .fd = garuda_stream_fd(x), .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, TD_DEADLINE_MS), 1, "the new stream's arm never fired");
+	ok(garuda_stream_wait(t, bt.seq, (int64_t)TD_DEADLINE_MS * NS_PER_MS));
+
+	garuda_stream_free(x);
+	garuda_stream_free(t);
+	garuda_host_stream_free(hss);
+	garuda_host_stream_free(hst);
+	gate_destroy(&gs);
+	gate_destroy(&gt);
+	fx_down(&f);
+}
