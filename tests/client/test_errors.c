@@ -506,6 +506,26 @@ Test(errors, stream_fault_reaches_parked_forms)
 	cr_assert_eq(fc.drain, -GARUDA_E_STREAM_FAULT);
 	cr_assert_eq(garuda_dispatch(f.c), 0, "told once");
 
+	/* the doorbell form: the segment's doorbell is bumped (a futex waiter wakes) */
+	struct garuda_host_stream *hd;
+	struct garuda_stream *db;
+	struct gate gd;
+	gate_init(&gd);
+	ok(garuda_host_stream_new(NULL, &hd));
+	ok(garuda_stream_new(f.seg, hd, GARUDA_READINESS_DOORBELL, &db));
+	uint32_t *bell, rung;
+	ok(garuda_segment_doorbell(f.seg, &bell, &rung));
+	gate_enqueue(&gd, hd);
+	ok(garuda_host_stream_enqueue_fault(hd));
+	ok(garuda_stream_signal(db, &one));
+	gate_open(&gd);
+	eventually(__atomic_load_n(bell, __ATOMIC_ACQUIRE) != rung, "a fault left the doorbell silent");
+	fails(garuda_stream_drain(db, &seq), -GARUDA_E_STREAM_FAULT);
+	fails(garuda_stream_query(db), -GARUDA_E_STREAM_FAULT);
+	garuda_stream_free(db);
+	garuda_host_stream_free(hd);
+	gate_destroy(&gd);
+
 	/* nothing outstanding: the fault watch has no timer, the I/O thread no timeout */
 	struct garuda_host_stream *hq;
 	struct garuda_stream *q;
