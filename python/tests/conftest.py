@@ -11,6 +11,25 @@ import pytest
 from daemon import Daemon
 
 
+# What libgaruda (client/client.c, proto/paths.c) and garctl read from the
+# environment: a host where garuda is installed and in use may have any of them set,
+# and none may change what a test sees (tests/meson.build's test setup sets them empty
+# for meson; this covers a plain `pytest` run too). A test that needs one sets it
+# (monkeypatch.setenv, undone after it), and the daemon fixture exports GARUDA_SOCKET.
+HOST_ENVIRONMENT = ("GARUDA_FALLBACK", "GARUDA_WAIT_PLAN", "GARUDA_WORDWAIT",
+                    "GARUDA_CONNECT_TIMEOUT", "GARUDA_SOCKET", "GARUDA_CONTROL_SOCKET",
+                    "XDG_RUNTIME_DIR")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_host_environment():
+    """Delete HOST_ENVIRONMENT for the whole session: session scoped and autouse, so
+    it runs before the daemon fixture exports GARUDA_SOCKET (and before any test)."""
+    saved = {k: os.environ.pop(k) for k in HOST_ENVIRONMENT if k in os.environ}
+    yield
+    os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def daemon():
     d = Daemon()

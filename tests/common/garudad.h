@@ -70,8 +70,8 @@ const char *gd_event_loop(void);
  * files (a fake sysfs) into d->dir first. gd_launch() calls it when d->dir is empty. */
 int gd_prepare_dir(struct gd_daemon *d);
 
-/* Start garudad (o may be NULL). Unless socket activation: waits for READY=1 (falls
- * back to the control socket accepting after 10 s). With activation: returns once the
+/* Start garudad (o may be NULL). Unless socket activation: waits for READY=1 (up to
+ * GD_DEADLINE_MS; no READY=1 is a failure). With activation: returns once the
  * listening sockets exist. On failure the daemon is killed, its log printed. */
 int gd_launch(struct gd_daemon *d, const struct gd_opts *o);
 /* Start again with the options of the last gd_launch(), on the same paths and the
@@ -79,8 +79,8 @@ int gd_launch(struct gd_daemon *d, const struct gd_opts *o);
  * of gd_opts (env, args) must still exist then; the config text need not. */
 int gd_relaunch(struct gd_daemon *d);
 
-/* Wait for READY=1 on the notify socket; after 10 s without it, also accept the
- * control socket accepting (d->ready_seen tells which). */
+/* Wait (GD_DEADLINE_MS) for READY=1 on the notify socket: 0 once it came (then
+ * d->ready_seen), -ETIMEDOUT or -ECHILD (it exited) otherwise. */
 int gd_wait_ready_notify(struct gd_daemon *d);
 
 /* SIGTERM, wait, require exit status 0, remove the runtime dir (gd_cleanup) either way. */
@@ -112,7 +112,7 @@ bool gd_alive(struct gd_daemon *d);
 
 /* Print the tail of the daemon's stderr on our stderr. */
 void gd_dump_log(struct gd_daemon *d);
-/* Wait (up to 2 s) until a line of the daemon's log contains text. */
+/* Wait (GD_DEADLINE_MS) until a line of the daemon's log contains text. */
 bool gd_wait_log(struct gd_daemon *d, const char *text);
 
 

@@ -28,8 +28,8 @@ void gd_restart(struct gd_daemon *d);
 /* SIGKILL and reap, as a crash: the runtime dir and socket files stay behind. */
 void gd_kill(struct gd_daemon *d);
 
-/* Wait for READY=1 on the notify socket (asserts, with the daemon's log on failure).
- * Falls back to polling connect() when no READY=1 came; d->ready_seen tells which. */
+/* Wait for READY=1 on the notify socket (asserts, with the daemon's log on failure;
+ * GD_DEADLINE_MS, no fallback: d->ready_seen is set when it returns). */
 void gd_daemon_ready(struct gd_daemon *d);
 
 /* SIGTERM, wait, assert exit status 0, remove the runtime dir, then (when no other

@@ -56,6 +56,44 @@ int gd_wait_in(int fd, int timeout_ms)
 	}
 }
 
+long gd_blocked_in(pid_t tid, uint64_t *arg0)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	long nr = -1;
+	/* "NR ARG0 ... ARG5 SP PC" while blocked in a call; "running" or "-1 SP PC" else */
+	if (fgets(buf, sizeof(buf), f)) {
+		char *end;
+		nr = strtol(buf, &end, 10);
+		if (end == buf)
+			nr = -1;
+		else if (arg0)
+			*arg0 = strtoull(end, NULL, 16);
+	}
+	fclose(f);
+	return nr;
+}
+
+bool gd_wait_blocked_in(pid_t tid, long nr, const void *arg0)
+{
+	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	for (;;) {
+		uint64_t a = 0;
+		long in = gd_blocked_in(tid, &a);
+		/* a handled signal (the test runner's, SA_RESTART) restarts a timed wait as
+		 * restart_syscall, the same call with the same arguments */
+		if ((in == nr || in == SYS_restart_syscall) && (!arg0 || a == (uint64_t)(uintptr_t)arg0))
+			return true;
+		if (gd_left_ms(dl) == 0)
+			return false;
+		struct timespec ts = { 0, 200000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* ----------------------------------------------------------------- client ---- */
 
 const char *gd_strerr(int r)

@@ -312,15 +312,18 @@ void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups,
 	int out[2], err[2];
 	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		dup2(null, 0);
 		dup2(out[1], 1);
 		dup2(err[1], 2);
+		/* garctl finds its socket from these (proto/paths.c): only what the test
+		 * passes in env may point it anywhere */
 		unsetenv("GARUDA_CONTROL_SOCKET");
+		unsetenv("GARUDA_SOCKET");
 		unsetenv("PAGER");
 		unsetenv("GARUDA_PAGER");
 		for (int i = 0; env && env[i]; i++)
@@ -331,6 +334,9 @@ void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups,
 				_exit(126);
 			}
 		}
+		/* after setuid(), which clears it; the parent may have died before this */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(126);
 		execv(bin, (char *const *)argv);
 		dprintf(2, "exec %s: %s\n", bin, strerror(errno));
 		_exit(127);

@@ -23,9 +23,34 @@
 #include "ctl_harness.h"
 #include "paths.h"
 
-TestSuite(firstrun, .init = ctl_test_init, .fini = ctl_test_fini, .timeout = 120);
-
 #define NOBODY 65534
+
+/* The garudad a test forked as uid NOBODY (not through tests/common's launcher, so not
+ * in its registry), 0 once reaped: the suite's fini kills what a failed test left. */
+static pid_t nobody_pid;
+
+static void firstrun_fini(void)
+{
+	if (nobody_pid > 0) {
+		kill(nobody_pid, SIGKILL);
+		waitpid(nobody_pid, NULL, 0);
+		nobody_pid = 0;
+	}
+	ctl_test_fini();
+}
+
+TestSuite(firstrun, .init = ctl_test_init, .fini = firstrun_fini, .timeout = 120);
+
+/* In a child about to exec garudad as uid/gid NOBODY: drop to it, then ask to die with
+ * the parent (setuid() clears PR_SET_PDEATHSIG, so it comes after) and make sure the
+ * parent did not die before that (then nobody would send the signal). */
+static void become_nobody(pid_t parent)
+{
+	if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+		_exit(126);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(126);
+}
 
 static void copy_file(const char *from, const char *to)
 {
@@ -163,18 +188,18 @@ Test(firstrun, nonroot_default_runtime_dir)
 	cr_assert_eq(chown(xdg, NOBODY, NOBODY), 0);
 	copy_file(getenv("GARUDAD"), bin);
 
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		dup2(lf, 1);
 		dup2(lf, 2);
 		/* a memlock limit below the default quotas: garudad warns at start */
 		struct rlimit rl = { .rlim_cur = 65536, .rlim_max = 65536 };
-		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0 || setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
-		    setuid(NOBODY) < 0)
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
 			_exit(126);
+		become_nobody(parent);
 		unsetenv("GARUDA_SOCKET");
 		unsetenv("GARUDA_CONTROL_SOCKET");
 		unsetenv("NOTIFY_SOCKET");
@@ -184,13 +209,17 @@ Test(firstrun, nonroot_default_runtime_dir)
 		execl(bin, "garudad", "--scanners=1", (char *)NULL);
 		_exit(127);
 	}
+	nobody_pid = pid;
 	struct stat st;
 	bool up = false;
 	for (int i = 0; i < CTL_DEADLINE_MS / 20 && !up; i++) {
 		up = stat(ctl, &st) == 0 && stat(sock, &st) == 0;
 		if (!up) {
-			int ws;
-			cr_assert_eq(waitpid(pid, &ws, WNOHANG), 0, "garudad exited (status 0x%x); see %s", ws, log);
+			int ws = 0;
+			pid_t w = waitpid(pid, &ws, WNOHANG);
+			if (w == pid)
+				nobody_pid = 0; /* reaped: never signal that pid again */
+			cr_assert_eq(w, 0, "garudad exited (status 0x%x); see %s", ws, log);
 			struct timespec ts = { .tv_nsec = 20000000L };
 			nanosleep(&ts, NULL);
 		}
@@ -230,6 +259,7 @@ Test(firstrun, nonroot_default_runtime_dir)
 	cr_assert_eq(kill(pid, SIGTERM), 0);
 	int ws;
 	cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	nobody_pid = 0;
 	cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "garudad status 0x%x", ws);
 	cr_assert_neq(stat(sock, &st), 0, "the client socket was left behind");
 	unlink(log);
@@ -246,14 +276,13 @@ static int run_garudad_nobody(const char *bin, const char *xdg, char *out, size_
 {
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
-		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
-			_exit(126);
+		become_nobody(parent);
 		unsetenv("GARUDA_SOCKET");
 		unsetenv("GARUDA_CONTROL_SOCKET");
 		unsetenv("NOTIFY_SOCKET");
@@ -267,6 +296,7 @@ static int run_garudad_nobody(const char *bin, const char *xdg, char *out, size_
 		execl(bin, "garudad", "--scanners=1", (char *)NULL);
 		_exit(127);
 	}
+	nobody_pid = pid;
 	close(p[1]);
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	size_t len = 0;
@@ -291,6 +321,7 @@ static int run_garudad_nobody(const char *bin, const char *xdg, char *out, size_
 		kill(pid, SIGTERM);
 		cr_assert_eq(waitpid(pid, &ws, 0), pid);
 	}
+	nobody_pid = 0;
 	ssize_t r;
 	while (len + 1 < cap && (r = read(p[0], out + len, cap - 1 - len)) > 0)
 		len += (size_t)r;

@@ -463,13 +463,25 @@ Test(lifecycle, sighup_reload)
 	int r = gd_wait_ready(&old, &rd, GD_DEADLINE_MS);
 	cr_assert_eq(r, 1, "old session after SIGHUP: %s", gd_strerr(r));
 
-	/* a bad file on SIGHUP leaves the daemon running with what it had */
+	/* a bad file on SIGHUP leaves the daemon running with what it had: wait until it
+	 * says the reload failed (the reload is done then), then a new client still gets
+	 * the quota of the last good file */
 	f = fopen(d.config, "w");
+	cr_assert_not_null(f);
 	fputs("{\"spin_us\": \"fast\"", f);
 	fclose(f);
 	cr_assert_eq(kill(d.pid, SIGHUP), 0);
-	round_trip(&old, 9);
+	cr_assert(gd_wait_log(&d, "reload failed, keeping the running configuration"),
+		  "no log line says the bad file's reload failed and the running config was kept (%s)",
+		  d.log);
 	cr_assert(gd_alive(&d), "garudad exited on SIGHUP with a bad config file");
+	struct gd_client c2;
+	gd_ok(gd_open(&c2, d.sock));
+	cr_assert_eq(c2.welcome.max_segments, 2,
+		     "after a failed reload new clients get max_segments %u, the running config says 2",
+		     c2.welcome.max_segments);
+	gd_close(&c2);
+	round_trip(&old, 9);
 	serves(&d);
 	gd_seg_unmap(&s);
 	gd_close(&old);

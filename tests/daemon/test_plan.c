@@ -442,13 +442,14 @@ Test(plan, arm_wakes_only_if_earlier)
 	cr_assert_geq(gd_wait_scanner(d.ctl, "sleeps", sl + 1), sl + 1);
 	cr_assert(wait_scanner_asleep(&d), "the scanner did not go to sleep"); /* its deadline: ~1 s away */
 	cr_assert_eq(gd_scanner_sum(d.ctl, "arm_wakes"), w0 + 1, "an ARM to a parked scanner wakes it");
-	double passes = gd_scanner_sum(d.ctl, "passes");
 
+	/* (no check that the scanner made no pass meanwhile: its trained deadline ends the
+	 * sleep by itself, on a loaded machine possibly before this ARM; arm_nowakes and
+	 * arm_wakes say what the ARM did) */
 	gd_ok(gd_arm(&c, gd_slot(&s, 0), 3, 3, GARUDA_FORM_MESSAGE));
 	cr_assert_eq(gd_wait_scanner(d.ctl, "arm_nowakes", n0 + 1), n0 + 1,
 		     "an ARM with a later deadline woke the sleeping scanner");
 	cr_assert_eq(gd_scanner_sum(d.ctl, "arm_wakes"), w0 + 1);
-	cr_assert_eq(gd_scanner_sum(d.ctl, "passes"), passes, "the scanner passed after a later-deadline ARM");
 
 	gd_ok(gd_arm(&c, gd_slot(&s, 1), 1, 4, GARUDA_FORM_MESSAGE)); /* cold: deadline now */
 	cr_assert_eq(gd_wait_scanner(d.ctl, "arm_wakes", w0 + 2), w0 + 2, "an earlier deadline did not wake it");

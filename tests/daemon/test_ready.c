@@ -201,20 +201,24 @@ struct storer {
 	struct gd_seg *s;
 	uint32_t idx;
 	uint64_t v;
+	pid_t waiter;  /* the thread that waits on the doorbell */
+	bool saw_wait; /* it was blocked in FUTEX_WAIT on the doorbell before the store */
 };
 
-static void *store_later(void *arg)
+/* store once the waiter sleeps in FUTEX_WAIT on the doorbell (so that the daemon's
+ * FUTEX_WAKE, not the waiter's look at the word, is what must end its wait) */
+static void *store_when_waiting(void *arg)
 {
 	struct storer *st = arg;
-	struct timespec ts = { 0, 50 * 1000000L };
-	nanosleep(&ts, NULL);
+	st->saw_wait = gd_wait_blocked_in(st->waiter, SYS_futex, &st->s->map->hdr.doorbell);
 	gd_store(st->s, st->idx, st->v);
 	return NULL;
 }
 
 /* A thread blocked in FUTEX_WAIT on the doorbell is woken (the daemon FUTEX_WAKEs
- * the shared futex, not just bumps the word). If the store lands before we block,
- * FUTEX_WAIT returns EAGAIN: that passes too. Only "blocked and never woken" fails. */
+ * the shared futex, not just bumps the word): the store comes only once the waiter is
+ * seen asleep there, so its FUTEX_WAIT returns 0 (woken), never EAGAIN (the doorbell
+ * moved before it slept) nor ETIMEDOUT (bumped but never woken). */
 Test(ready, doorbell_wakes_futex_waiter)
 {
 	struct env e;
@@ -223,16 +227,23 @@ Test(ready, doorbell_wakes_futex_waiter)
 		uint32_t bell = gd_doorbell(&e.s);
 		gd_ok(gd_arm(&e.c, gd_slot(&e.s, 0), (uint64_t)round, (uint64_t)round,
 			     GARUDA_FORM_DOORBELL));
-		struct storer st = { &e.s, 0, (uint64_t)round };
+		struct storer st = { &e.s, 0, (uint64_t)round, (pid_t)syscall(SYS_gettid), false };
 		pthread_t t;
-		cr_assert_eq(pthread_create(&t, NULL, store_later, &st), 0);
+		cr_assert_eq(pthread_create(&t, NULL, store_when_waiting, &st), 0);
 		struct timespec ts = { GD_DEADLINE_MS / 1000, 0 };
-		long r = syscall(SYS_futex, &e.s.map->hdr.doorbell, FUTEX_WAIT, bell, &ts, NULL, 0);
-		int err = r < 0 ? errno : 0;
+		long r;
+		int err;
+		do /* a signal (the test runner's) only interrupts the wait: wait again */
+			r = syscall(SYS_futex, &e.s.map->hdr.doorbell, FUTEX_WAIT, bell, &ts, NULL, 0);
+		while (r < 0 && errno == EINTR);
+		err = r < 0 ? errno : 0;
 		pthread_join(t, NULL);
-		cr_assert(r == 0 || err == EAGAIN || err == EINTR,
-			  "FUTEX_WAIT on the doorbell: %s (doorbell %u, was %u): bumped but not woken?",
+		cr_assert(st.saw_wait, "round %d: never saw this thread blocked in FUTEX_WAIT on the "
+			  "doorbell (its wait returned %ld: %s; doorbell %u, was %u)", round, r,
 			  strerror(err), gd_doorbell(&e.s), bell);
+		cr_assert_eq(r, 0, "round %d: FUTEX_WAIT on the doorbell: %s (doorbell %u, was %u)%s", round,
+			     strerror(err), gd_doorbell(&e.s), bell,
+			     err == ETIMEDOUT ? ": bumped but not woken?" : "");
 		uint32_t now;
 		cr_assert_eq(gd_doorbell_wait(&e.s, bell, &now, GD_DEADLINE_MS), 1);
 		cr_assert_eq(now, bell + 1);
