@@ -96,6 +96,33 @@ int garuda_replay_cost_parse(struct garuda_replay_cost *cost, const char *text, 
 	return 0;
 }
 
+/* Why the replay cannot simulate row r (replay.h), or NULL */
+static const char *out_of_range(const struct garuda_replay_row *r)
+{
+	if (r->arm_ns > GARUDA_REPLAY_TIME_MAX_NS || r->store_ns > GARUDA_REPLAY_TIME_MAX_NS)
+		return "a time past 2^62 ns (146 years)";
+	if (r->store_ns > r->arm_ns && r->store_ns - r->arm_ns > GARUDA_REPLAY_WAIT_MAX_NS)
+		return "stored more than an hour after its arm";
+	return NULL;
+}
+
+int garuda_replay_rows_check(const struct garuda_replay_row *rows, size_t n, char *msg, size_t len)
+{
+	if (msg && len)
+		msg[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const char *why = out_of_range(&rows[i]);
+		if (why) {
+			if (msg && len)
+				snprintf(msg, len, "row %zu (arm_ns %llu, store_ns %llu): %s", i,
+					 (unsigned long long)rows[i].arm_ns,
+					 (unsigned long long)rows[i].store_ns, why);
+			return -ERANGE;
+		}
+	}
+	return 0;
+}
+
 struct sim {
 	const struct garuda_replay_row *rows;
 	size_t n;
@@ -127,6 +154,18 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* a + b x c, saturating */
+static uint64_t add_mul_sat(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t p;
+	return __builtin_mul_overflow(b, c, &p) ? UINT64_MAX : add_sat(a, p);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 /* log2(x) in 1/256ths (x >= 1): the integer part from the top bit, the fraction linear
  * in the next 8 bits (within 0.09 of log2) */
 static uint64_t log2_q8(uint64_t x)
@@ -146,6 +185,8 @@ static uint64_t by_length(const struct garuda_replay_cost *cost, uint64_t len, u
 	if (len >= hi)
 		return long_v;
 	uint64_t at = log2_q8(len) - log2_q8(lo), span = log2_q8(hi) - log2_q8(lo);
+	if (!span) /* hi within log2_q8's 1/256 of lo: no line between them (replay.h) */
+		return short_v;
 	if (at > span)
 		at = span;
 	return long_v >= short_v ? short_v + (long_v - short_v) * at / span
@@ -198,14 +239,16 @@ static int cmp_by_store(const void *a, const void *b)
 	return i < j ? -1 : i > j;
 }
 
-/* dense ids: the index of key in keys[0..*nkeys), appended when new */
-static size_t dense(uint64_t *keys, size_t *nkeys, uint64_t key)
+/* by word, then point, then row */
+static int cmp_by_point(const void *a, const void *b)
 {
-	for (size_t i = 0; i < *nkeys; i++)
-		if (keys[i] == key)
-			return i;
-	keys[*nkeys] = key;
-	return (*nkeys)++;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct garuda_replay_row *x = &sort_rows[i], *y = &sort_rows[j];
+	if (x->word != y->word)
+		return x->word < y->word ? -1 : 1;
+	if (x->point != y->point)
+		return x->point < y->point ? -1 : 1;
+	return i < j ? -1 : i > j;
 }
 
 static void sim_free(struct sim *s)
@@ -229,8 +272,8 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan,
 		    const struct garuda_replay_row *rows, size_t n)
 {
 	*s = (struct sim){ .rows = rows, .n = n };
-	uint64_t *named = calloc(n, sizeof(*named));
-	size_t nnamed = 0, *by_store = calloc(n, sizeof(size_t));
+	size_t nnamed = 0, *by_store = calloc(n, sizeof(size_t)),
+	       *by_point = calloc(n, sizeof(size_t));
 	s->by_arm = calloc(n, sizeof(size_t));
 	s->word_of = calloc(n, sizeof(size_t));
 	s->target_of = calloc(n, sizeof(uint64_t));
@@ -241,7 +284,7 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan,
 	s->fires = calloc(n, sizeof(*s->fires));
 	s->lateness = calloc(n, sizeof(uint64_t));
 	int r = -ENOMEM;
-	if (!named || !by_store || !s->by_arm || !s->word_of || !s->target_of || !s->point_of ||
+	if (!by_point || !by_store || !s->by_arm || !s->word_of || !s->target_of || !s->point_of ||
 	    !s->stores || !s->first || !s->due || !s->fires || !s->lateness)
 		goto out;
 	/* words and sequences: a row's sequence is its rank among its word's stores */
@@ -263,11 +306,22 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan,
 	}
 	s->first[s->nwords] = n;
 	/* points: each word's own, then the named ones, per word (each word is a session
-	 * of its own, and garudad's named points are a session's) */
-	for (size_t i = 0; i < n; i++)
-		s->point_of[i] = rows[i].point ? s->nwords + dense(named, &nnamed,
-								   (uint64_t)s->word_of[i] << 32 | rows[i].point)
-					       : s->word_of[i];
+	 * of its own, and garudad's named points are a session's), numbered in (word,
+	 * point) order: a sort, not a search per row (200,000 rows of distinct points took
+	 * 45 s) */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		s->point_of[i] = s->word_of[i];
+		if (rows[i].point)
+			by_point[m++] = i;
+	}
+	qsort(by_point, m, sizeof(size_t), cmp_by_point);
+	for (size_t k = 0; k < m; k++) {
+		size_t i = by_point[k], h = k ? by_point[k - 1] : 0;
+		if (k == 0 || rows[i].word != rows[h].word || rows[i].point != rows[h].point)
+			nnamed++;
+		s->point_of[i] = s->nwords + nnamed - 1;
+	}
 	s->npoints = s->nwords + nnamed;
 	s->cursor = calloc(s->nwords, sizeof(size_t));
 	s->est = calloc(s->npoints, sizeof(*s->est));
@@ -280,7 +334,7 @@ static int sim_init(struct sim *s, const struct garuda_plan *plan,
 		garuda_estimator_init(&s->est[p], &plan->pred);
 	r = 0;
 out:
-	free(named);
+	free(by_point);
 	free(by_store);
 	return r;
 }
@@ -353,6 +407,34 @@ static void record(struct sim *s, struct garuda_replay_result *out, size_t point
 	}
 }
 
+/* Poll's spin steps counted, not stepped (replay.h). The step just done found nothing
+ * among its nd due words (s->due, each read at its start) and the next is at now, each
+ * period after. While the plan spins forever (poll) with no timer in the watcher and
+ * every word that has waits on its spin (so each step looks at all nd, and a look
+ * that finds nothing changes nothing the replay reads but the word's last look), the
+ * steps before the next event are alike: the next arm taken, the next store to one of
+ * the words, mark (the steady window's next edge; UINT64_MAX: none). How many of them,
+ * less the last before the event, can be counted: that one is stepped, so that the
+ * event's step finds the last look it would have. */
+static uint64_t spins_to_count(const struct sim *s, const struct garuda_watch *w, unsigned nd,
+			       size_t next, const struct garuda_replay_cost *cost, uint64_t mark,
+			       uint64_t now, uint64_t period)
+{
+	if (!w->t.pol.forever || w->nheap || garuda_watch_sweeping(w) || w->nspin != nd)
+		return 0;
+	uint64_t e = mark;
+	if (next < s->n)
+		e = min_u64(e, add_sat(s->rows[s->by_arm[next]].arm_ns, cost->arm_wake_ns));
+	for (unsigned i = 0; i < nd; i++) {
+		size_t word = s->word_of[s->pay[garuda_watch_word_head(w, s->due[i])]];
+		if (s->cursor[word] < s->first[word + 1])
+			e = min_u64(e, s->stores[s->cursor[word]]); /* its next store (word_at) */
+	}
+	if (e == UINT64_MAX || e <= now || !period)
+		return 0;
+	return (e - 1 - now) / period;
+}
+
 /* room for one more wait: the watcher's and the payload's (scanner.c's room()) */
 static int room(struct sim *s, struct garuda_watch *w)
 {
@@ -395,6 +477,8 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 {
 	if (!n || !plan || garuda_plan_check(plan, NULL, 0) < 0 || plan->kind == GARUDA_PLAN_BLOCK)
 		return -EINVAL;
+	if (garuda_replay_rows_check(rows, n, NULL, 0) < 0)
+		return -ERANGE;
 	struct sim s;
 	int r = sim_init(&s, plan, rows, n);
 	if (r) {
@@ -466,9 +550,9 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		/* scan_step(): the due words, each read at the step's time and reported */
 		uint64_t start = now;
 		unsigned nd = garuda_watch_due(&w, start, s.due, REPLAY_STEP_MAX);
-		uint64_t end = start + cost->step_ns + (uint64_t)nd * cost->look_ns;
-		if (end == start)
-			end++; /* time moves, whatever the costs */
+		uint64_t end = add_mul_sat(add_sat(start, cost->step_ns), nd, cost->look_ns);
+		if (end == start && end != UINT64_MAX)
+			end++; /* time moves, whatever the costs (and saturates, never wraps) */
 		size_t fired = 0;
 		for (unsigned i = 0; i < nd; i++) {
 			uint32_t wi = s.due[i];
@@ -495,16 +579,29 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 		out->steps++;
 		out->looks += nd;
 		out->busy_ns += end - start + fired * cost->fire_cpu_ns;
-		now = end + fired * cost->fire_cpu_ns; /* the delivery */
+		now = add_mul_sat(end, fired, cost->fire_cpu_ns); /* the delivery */
 		if (fired) {
 			last_find = end;
 			continue; /* successors may be due at once */
 		}
 		uint64_t until = garuda_watch_next(&w, now);
 		if (!until) { /* a spin step */
-			now += cost->spin_wall_ns > cost->spin_ns ? cost->spin_wall_ns : cost->spin_ns;
+			uint64_t wall = cost->spin_wall_ns > cost->spin_ns ? cost->spin_wall_ns
+									   : cost->spin_ns;
+			now = add_sat(now, wall);
 			out->busy_ns += cost->spin_ns;
 			out->spins++;
+			/* poll's steps that find nothing until the next event, counted */
+			uint64_t period = add_sat(end - start, wall),
+				 mark = smark == 0 ? sfrom : smark == 1 ? sto : UINT64_MAX;
+			uint64_t k = spins_to_count(&s, &w, nd, next, cost, mark, now, period);
+			if (k) {
+				now += k * period; /* (before the event: no overflow) */
+				out->steps += k;
+				out->looks += k * nd;
+				out->busy_ns += k * (end - start + cost->spin_ns);
+				out->spins += k;
+			}
 			continue;
 		}
 		/* sleep until the watcher's time, or an ARM that wakes it */
@@ -533,5 +630,162 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 out:
 	garuda_watch_fini(&w);
 	sim_free(&s);
+	return r;
+}
+
+/* One field of a row, [p, end): spaces and tabs, decimal digits, spaces and tabs. 0;
+ * -EINVAL: not that; -ERANGE: digits past max. */
+static int parse_field(const char *p, const char *end, uint64_t max, uint64_t *v)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (p == end)
+		return -EINVAL;
+	uint64_t x = 0;
+	int r = 0;
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		uint64_t d = (uint64_t)(*p - '0');
+		if (x > (max - d) / 10)
+			r = -ERANGE; /* (a non-digit after it is still -EINVAL) */
+		else
+			x = x * 10 + d;
+	}
+	*v = x;
+	return r;
+}
+
+/* A row's line [p, end) into *row: 0, or -EINVAL/-ERANGE with why in msg */
+static int parse_row(const char *p, const char *end, size_t lineno, struct garuda_replay_row *row,
+		     char *msg, size_t len)
+{
+	static const char *const names[4] = { "word", "point", "arm_ns", "store_ns" };
+	uint64_t v[4];
+	for (unsigned f = 0; f < 4; f++) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		const char *fend = f < 3 ? comma : end;
+		if (f < 3 ? !comma : !!comma) {
+			if (msg && len)
+				snprintf(msg, len, "line %zu: expected word,point,arm_ns,store_ns",
+					 lineno);
+			return -EINVAL;
+		}
+		int r = parse_field(p, fend, f == 1 ? UINT32_MAX : UINT64_MAX, &v[f]);
+		if (r < 0) {
+			if (msg && len)
+				snprintf(msg, len, "line %zu: %s: '%.*s' %s", lineno, names[f],
+					 (int)(fend - p < 40 ? fend - p : 40), p,
+					 r == -ERANGE ? "is out of range"
+						      : "is not a decimal number");
+			return r;
+		}
+		p = fend + (f < 3);
+	}
+	*row = (struct garuda_replay_row){
+		.word = v[0], .point = (uint32_t)v[1], .arm_ns = v[2], .store_ns = v[3]
+	};
+	const char *why =
+		row->store_ns < row->arm_ns ? "store_ns is before arm_ns" : out_of_range(row);
+	if (why) {
+		if (msg && len)
+			snprintf(msg, len, "line %zu: %s", lineno, why);
+		return row->store_ns < row->arm_ns ? -EINVAL : -ERANGE;
+	}
+	return 0;
+}
+
+/* "# busy<=R" on the comment [p, end): R into *bound */
+static void parse_busy(const char *p, const char *end, double *bound)
+{
+	static const char key[] = "busy<=";
+	p++; /* the '#' */
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if ((size_t)(end - p) <= sizeof(key) - 1 || memcmp(p, key, sizeof(key) - 1) != 0)
+		return;
+	p += sizeof(key) - 1;
+	char num[64];
+	size_t k = (size_t)(end - p) < sizeof(num) - 1 ? (size_t)(end - p) : sizeof(num) - 1;
+	memcpy(num, p, k);
+	num[k] = '\0';
+	char *e;
+	double r = strtod(num, &e);
+	if (e != num)
+		*bound = r;
+}
+
+void garuda_replay_trace_free(struct garuda_replay_trace *t)
+{
+	free(t->rows);
+	*t = (struct garuda_replay_trace){ 0 };
+}
+
+int garuda_replay_trace_parse(const char *text, size_t len, struct garuda_replay_trace *t,
+			      char *msg, size_t msglen)
+{
+	*t = (struct garuda_replay_trace){ 0 };
+	if (msg && msglen)
+		msg[0] = '\0';
+	size_t cap = 0, lineno = 0;
+	bool header = false;
+	int r = 0;
+	for (size_t at = 0; at < len && !r;) {
+		const char *p = text + at, *nl = memchr(p, '\n', len - at);
+		size_t ll = nl ? (size_t)(nl - p) : len - at; /* the line's length */
+		at += ll + 1;
+		lineno++;
+		if (ll && p[ll - 1] == '\r')
+			ll--;
+		const char *end = p + ll;
+		if (memchr(p, '\0', ll)) {
+			if (msg && msglen)
+				snprintf(msg, msglen, "line %zu: a NUL byte", lineno);
+			r = -EINVAL;
+			break;
+		}
+		if (p < end && *p == '#') {
+			parse_busy(p, end, &t->busy_bound);
+			continue;
+		}
+		const char *q = p;
+		while (q < end && (*q == ' ' || *q == '\t'))
+			q++;
+		if (q == end)
+			continue; /* blank */
+		if (!header) {
+			header = true;
+			if (*q < '0' || *q > '9')
+				continue; /* the header (a row starts with a digit) */
+		}
+		struct garuda_replay_row row;
+		if ((r = parse_row(p, end, lineno, &row, msg, msglen)) < 0)
+			break;
+		if (t->n == cap) {
+			size_t ncap = cap ? 2 * cap : 1024;
+			struct garuda_replay_row *nr =
+				ncap > SIZE_MAX / sizeof(*nr)
+					? NULL
+					: realloc(t->rows, ncap * sizeof(*nr));
+			if (!nr) {
+				if (msg && msglen)
+					snprintf(msg, msglen, "line %zu: out of memory", lineno);
+				r = -ENOMEM;
+				break;
+			}
+			t->rows = nr;
+			cap = ncap;
+		}
+		t->rows[t->n++] = row;
+	}
+	if (!r && !t->n) {
+		if (msg && msglen)
+			snprintf(msg, msglen, "no completions");
+		r = -EINVAL;
+	}
+	if (r)
+		garuda_replay_trace_free(t);
 	return r;
 }

@@ -40,8 +40,24 @@
  * word of at most GARUDA_REPLAY_WARMUP + 1 rows, or the windows of words that do not
  * overlap, leave it empty (steady_rows 0).
  *
+ * What it simulates: timestamps at most GARUDA_REPLAY_TIME_MAX_NS (2^62 ns, 146 years)
+ * and waits (store - arm) of at most GARUDA_REPLAY_WAIT_MAX_NS (an hour); other rows
+ * are refused (garuda_replay_rows_check). The clock saturates, never wraps. Poll's
+ * spin steps between two events (an arm taken, a store to a word it spins on, the
+ * steady window's edges) are counted, not stepped, where nothing else can change (no
+ * timer, no word off its spin): a wait poll spins on for an hour is a few steps.
+ *
  * Promises: deterministic (the same rows, plan and costs give the same result); the
- * rows are not modified; O(rows log rows + steps x due words) time. */
+ * rows are not modified. Time O(rows log rows + steps x due words x log rows): the
+ * sorts, then each step's due words (and the watcher's heap); steps are O(rows) under
+ * poll (while at most 4,096 words wait at once), and under the other plans as many as
+ * the watcher takes (per wait, at most park_us of spin steps, ~ln(its age) /
+ * backoff_div looks on its backoff and its age / 524 ms). Memory (measured): ~150
+ * bytes per row, ~200 per distinct named point (its estimator), and ~3.7 KB per
+ * distinct word (each word is an owner of the watcher, with its 29 backoff levels and
+ * their timers' room): 200,000 rows on 16 words take ~34 MB, 100,000 words of one row
+ * each ~0.4 GB. Allocation only in garuda_replay_run() (freed before it returns) and
+ * garuda_replay_trace_parse() (the caller's, until garuda_replay_trace_free()). */
 #pragma once
 
 #include <stddef.h>
@@ -51,6 +67,8 @@
 
 #define GARUDA_REPLAY_WARMUP 16 /* the bench's WARMUP (tests/bench/plans.c) */
 #define GARUDA_REPLAY_SHORT_SLEEP_NS 200000ull /* the sleep cost.wake_*_ns are for */
+#define GARUDA_REPLAY_TIME_MAX_NS (1ull << 62) /* the latest arm_ns or store_ns (146 years) */
+#define GARUDA_REPLAY_WAIT_MAX_NS 3600000000000ull /* the longest store_ns - arm_ns (1 h) */
 
 struct garuda_replay_row {
 	uint64_t word;
@@ -76,8 +94,10 @@ struct garuda_replay_cost {
 	 * ahead ~38 us and ~76 us): the two figures above are a GARUDA_REPLAY_SHORT_SLEEP_NS
 	 * sleep's, these a long_sleep_ns one's, and a sleep between takes the figures on
 	 * the line between them over log2 of its length (a timed wake: its length as
-	 * asked; a park or a sleep an ARM ends: as slept). long_sleep_ns 0 (the default):
-	 * every sleep costs the short figures. */
+	 * asked; a park or a sleep an ARM ends: as slept), in 1/256ths of an octave: a
+	 * long_sleep_ns of 200,001 to 200,191 ns (log2 within 1/256 of the short one's)
+	 * leaves no line, and a sleep shorter than it costs the short figures. long_sleep_ns
+	 * 0 (the default): every sleep costs the short figures. */
 	uint64_t long_sleep_ns;
 	uint64_t wake_late_long_ns, wake_cpu_long_ns;
 	/* How far the slower timed wakes spread: the p90 of a short (and a long) sleep's
@@ -130,9 +150,41 @@ struct garuda_replay_cost garuda_replay_default_cost(void);
  * number. */
 int garuda_replay_cost_parse(struct garuda_replay_cost *cost, const char *text, char *msg, size_t len);
 
+/* Can the replay simulate rows[0..n)? 0, or -ERANGE with the first row it cannot
+ * named in msg (at most len bytes, NUL-terminated; its index from 0): an arm_ns or
+ * store_ns above GARUDA_REPLAY_TIME_MAX_NS, or a store more than
+ * GARUDA_REPLAY_WAIT_MAX_NS after its arm (a store before its arm is an ARM for work
+ * done: fine). */
+int garuda_replay_rows_check(const struct garuda_replay_row *rows, size_t n, char *msg, size_t len);
+
 /* Run plan over rows[0..n). 0; -EINVAL for an empty trace or a plan that
- * garuda_plan_check() refuses (or block: no watcher); -ENOMEM; -EDEADLK when the
- * watcher left a wait that is never due (a bug of the watcher's, never expected). */
+ * garuda_plan_check() refuses (or block: no watcher); -ERANGE for rows that
+ * garuda_replay_rows_check() refuses; -ENOMEM; -EDEADLK when the watcher left a wait
+ * that is never due (a bug of the watcher's, never expected). */
 int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay_row *rows,
 		      size_t n, const struct garuda_replay_cost *cost,
 		      struct garuda_replay_result *out);
+
+/* A trace as garuda-replay reads it (docs/garuda-replay.1): CSV lines, each ended by
+ * a newline (or the text's end; a CR before it is dropped). A line whose first byte is
+ * '#' is a comment, and one of only spaces and tabs is blank: both skipped; a comment
+ * "# busy<=R" names the trace's busy bound. The first other line is the header
+ * (word,point,arm_ns,store_ns), unless it starts with a digit: a trace without a
+ * header starts with a row. Every other line is a row, four fields
+ * word,point,arm_ns,store_ns: decimal digits only (no sign; spaces and tabs around
+ * a field are allowed), point below 2^32, store_ns not before arm_ns, and a row
+ * garuda_replay_rows_check() takes. */
+struct garuda_replay_trace {
+	struct garuda_replay_row *rows; /* malloc'd: garuda_replay_trace_free() */
+	size_t n;
+	double busy_bound; /* the last "# busy<=R" line's R; 0: none */
+};
+
+/* Parse text[0..len) (NUL bytes in it are malformed) into *t: 0 with at least one
+ * row; else *t empty (nothing to free) and the reason in msg (at most msglen bytes,
+ * NUL-terminated), naming the line (from 1): -EINVAL for a malformed line or no rows,
+ * -ERANGE for a number past its field's range or a row the replay cannot simulate,
+ * -ENOMEM. Allocates the rows only. */
+int garuda_replay_trace_parse(const char *text, size_t len, struct garuda_replay_trace *t,
+			      char *msg, size_t msglen);
+void garuda_replay_trace_free(struct garuda_replay_trace *t);

@@ -7,7 +7,9 @@
  *                 TRACE.csv...
  *
  * A trace is CSV: a header line, then word,point,arm_ns,store_ns per completion
- * ('#' lines are comments). Without --plan it replays garudad's default plan. For
+ * ('#' lines are comments; a first line that starts with a digit is a row: no header;
+ * garuda_replay_trace_parse() has the rules). Without --plan it replays garudad's
+ * default plan (up to MAX_PLANS plans). For
  * each trace and plan it prints lateness p50/p90/p99 (us), busy time (ms) and the
  * ratios to poll's, the busy one also over the steady window alone (replay.h: every
  * word past its warm-up; "-" where there is none). --check: exit 1 unless every
@@ -18,8 +20,10 @@
  * wake_late_ns, wake_cpu_ns, long_sleep_ns, ... as the bench measures them).
  * --verbose: what the finds recorded
  * (exact, censored, late, unknown), sleeps, spins and the worst lateness. Exit 2: bad
- * usage or trace. */
+ * usage or trace, or a replay that failed (each with a message). */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,66 +33,63 @@
 
 #define MAX_PLANS 8
 
-struct trace {
-	struct garuda_replay_row *rows;
-	size_t n, cap;
-	double busy_bound; /* "# busy<=R"; 0: none */
-};
-
-static int load(const char *path, struct trace *t)
+/* The trace at path, parsed (garuda_replay_trace_parse): 0, or -1 with a message */
+static int load(const char *path, struct garuda_replay_trace *t)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		fprintf(stderr, "garuda-replay: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	char line[256];
-	unsigned lineno = 0;
-	bool header = false;
-	*t = (struct trace){ 0 };
-	while (fgets(line, sizeof(line), f)) {
-		lineno++;
-		double r;
-		if (sscanf(line, "# busy<=%lf", &r) == 1)
-			t->busy_bound = r;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		if (!header) { /* word,point,arm_ns,store_ns */
-			header = true;
-			continue;
-		}
-		struct garuda_replay_row row;
-		unsigned long long w, a, s;
-		unsigned p;
-		if (sscanf(line, "%llu,%u,%llu,%llu", &w, &p, &a, &s) != 4 || s < a) {
-			fprintf(stderr,
-				"garuda-replay: %s:%u: expected word,point,arm_ns,store_ns\n", path,
-				lineno);
-			fclose(f);
-			free(t->rows);
-			return -1;
-		}
-		row = (struct garuda_replay_row){
-			.word = w, .point = p, .arm_ns = a, .store_ns = s
-		};
-		if (t->n == t->cap) {
-			t->cap = t->cap ? 2 * t->cap : 1024;
-			struct garuda_replay_row *nr = realloc(t->rows, t->cap * sizeof(*nr));
-			if (!nr) {
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (cap - len < 65536) {
+			char *nt = cap > SIZE_MAX / 2 ? NULL : realloc(text, cap ? 2 * cap : 65536);
+			if (!nt) {
+				fprintf(stderr, "garuda-replay: %s: out of memory\n", path);
+				free(text);
 				fclose(f);
-				free(t->rows);
 				return -1;
 			}
-			t->rows = nr;
+			text = nt;
+			cap = cap ? 2 * cap : 65536;
 		}
-		t->rows[t->n++] = row;
+		size_t got = fread(text + len, 1, cap - len, f);
+		len += got;
+		if (got == 0)
+			break;
 	}
+	bool bad = ferror(f);
 	fclose(f);
-	if (!t->n) {
-		fprintf(stderr, "garuda-replay: %s: no completions\n", path);
+	if (bad) {
+		fprintf(stderr, "garuda-replay: %s: read error\n", path);
+		free(text);
+		return -1;
+	}
+	char msg[160];
+	int r = garuda_replay_trace_parse(text, len, t, msg, sizeof(msg));
+	free(text);
+	if (r < 0) {
+		fprintf(stderr, "garuda-replay: %s: %s\n", path, msg);
 		return -1;
 	}
 	return 0;
+}
+
+/* garuda_replay_run()'s failure r, in words */
+static const char *run_error(int r)
+{
+	switch (r) {
+	case -ENOMEM:
+		return "out of memory";
+	case -ERANGE:
+		return "a row the replay cannot simulate (garuda_replay_rows_check)";
+	case -EDEADLK:
+		return "the watcher left a wait that is never due (a bug: please report it)";
+	default:
+		return strerror(-r);
+	}
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -104,7 +105,12 @@ int main(int argc, char **argv)
 	double c50 = 0, c99 = 0, cbusy = 0;
 	bool check = false, verbose = false;
 	for (int i = 1; i < argc; i++) {
-		if (strncmp(argv[i], "--plan=", 7) == 0 && nplans < MAX_PLANS) {
+		if (strncmp(argv[i], "--plan=", 7) == 0) {
+			if (nplans == MAX_PLANS) {
+				fprintf(stderr, "garuda-replay: %s: at most %d --plan\n", argv[i],
+					MAX_PLANS);
+				return 2;
+			}
 			texts[nplans++] = argv[i] + 7;
 		} else if (strncmp(argv[i], "--cost=", 7) == 0) {
 			char msg[128];
@@ -154,13 +160,16 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] == '-')
 			continue;
-		struct trace t;
+		struct garuda_replay_trace t;
 		if (load(argv[i], &t) < 0)
 			return 2;
 		const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
 		struct garuda_replay_result base;
-		if (garuda_replay_run(&poll, t.rows, t.n, &cost, &base) < 0) {
-			free(t.rows);
+		int r = garuda_replay_run(&poll, t.rows, t.n, &cost, &base);
+		if (r < 0) {
+			fprintf(stderr, "garuda-replay: %s: replaying poll: %s\n", argv[i],
+				run_error(r));
+			garuda_replay_trace_free(&t);
 			return 2;
 		}
 		printf("%-28s %-10s %6zu %9.1f %9.1f %9.1f %10.2f\n", name, "poll",
@@ -168,8 +177,11 @@ int main(int argc, char **argv)
 		       base.late_p99_ns / 1e3, base.busy_ns / 1e6);
 		for (int p = 0; p < nplans; p++) {
 			struct garuda_replay_result r;
-			if (garuda_replay_run(&plans[p], t.rows, t.n, &cost, &r) < 0) {
-				free(t.rows);
+			int rr = garuda_replay_run(&plans[p], t.rows, t.n, &cost, &r);
+			if (rr < 0) {
+				fprintf(stderr, "garuda-replay: %s: replaying plan %d (%s): %s\n",
+					argv[i], p + 1, texts[p], run_error(rr));
+				garuda_replay_trace_free(&t);
 				return 2;
 			}
 			double r50 = ratio(r.late_p50_ns, base.late_p50_ns),
@@ -199,7 +211,7 @@ int main(int argc, char **argv)
 				failed = 1;
 			}
 		}
-		free(t.rows);
+		garuda_replay_trace_free(&t);
 	}
 	for (int p = 0; p < nplans; p++)
 		printf("plan %d: %s\n", p + 1, texts[p]);

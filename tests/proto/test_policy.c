@@ -535,6 +535,99 @@ Test(policy, replay_charges_a_sleep_by_its_length)
 	free(g.rows);
 }
 
+/* A long_sleep_ns within log2's 1/256 of the short sleep (200,001 to 200,191 ns) leaves
+ * no line between the two figures: a sleep between them costs the short ones. Before,
+ * the interpolation divided by that zero span (SIGFPE, audit item 5). */
+Test(policy, replay_long_sleep_next_to_the_short_one_leaves_no_line)
+{
+	static const struct garuda_replay_row rows[] = {
+		{ .word = 1, .arm_ns = 1000000, .store_ns = 1000000 },
+		{ .word = 1, .arm_ns = 1202220, .store_ns = 1202220 }
+	};
+	static const char *const plans[] = { "poll", GARUDA_PLAN_GARUDAD_DEFAULT,
+					     "flag:park_us=0,backstop_us=200" };
+	static const char *const longs[] = { "long_sleep_ns=200100", "long_sleep_ns=200001",
+					     "long_sleep_ns=200191" };
+	char msg[128];
+	for (unsigned c = 0; c < sizeof(longs) / sizeof(longs[0]); c++) {
+		struct garuda_replay_cost cost = garuda_replay_default_cost();
+		cr_assert_eq(garuda_replay_cost_parse(&cost, longs[c], msg, sizeof(msg)), 0, "%s",
+			     msg);
+		cost.wake_cpu_long_ns = 3 * cost.wake_cpu_ns;
+		for (unsigned p = 0; p < sizeof(plans) / sizeof(plans[0]); p++) {
+			struct garuda_plan plan;
+			cr_assert_eq(garuda_plan_parse(plans[p], &plan, NULL, 0), 0);
+			struct garuda_replay_result r;
+			cr_assert_eq(garuda_replay_run(&plan, rows, 2, &cost, &r), 0, "%s, %s",
+				     longs[c], plans[p]);
+			cr_assert_eq(r.completions, 2);
+		}
+	}
+}
+
+/* Rows the simulated clock cannot hold are refused, naming the row, before a step:
+ * a time past 2^62 ns, or a store more than an hour after its arm. Before, the clock
+ * wrapped (end = start + costs) and went round forever, and one row stored at
+ * 2^64 - 1 had poll simulate ~10^13 spin steps (audit item 6). A wait of an hour is
+ * taken, and poll's spin steps over it are counted, not stepped: every plan finishes
+ * it at once. */
+Test(policy, replay_refuses_times_past_what_it_simulates)
+{
+	struct garuda_plan poll, def;
+	cr_assert_eq(garuda_plan_parse("poll", &poll, NULL, 0), 0);
+	cr_assert_eq(garuda_plan_parse(GARUDA_PLAN_GARUDAD_DEFAULT, &def, NULL, 0), 0);
+	struct garuda_replay_cost cost = garuda_replay_default_cost();
+	struct garuda_replay_result r;
+	static const struct garuda_replay_row wraps[] = {
+		{ .word = 1, .arm_ns = 18446744073709500000ull, .store_ns = UINT64_MAX },
+		{ .word = 1, .arm_ns = 18446744073709500000ull, .store_ns = UINT64_MAX }
+	};
+	cr_assert_eq(garuda_replay_run(&poll, wraps, 2, &cost, &r), -ERANGE);
+	cr_assert_eq(garuda_replay_run(&def, wraps, 2, &cost, &r), -ERANGE);
+	static const struct garuda_replay_row forever[] = {
+		{ .word = 1, .arm_ns = 0, .store_ns = UINT64_MAX }
+	};
+	cr_assert_eq(garuda_replay_run(&poll, forever, 1, &cost, &r), -ERANGE);
+	cr_assert_eq(garuda_replay_run(&def, forever, 1, &cost, &r), -ERANGE);
+	struct garuda_replay_row rows[] = {
+		{ .word = 1, .arm_ns = 1000, .store_ns = 2000 },
+		{ .word = 1, .arm_ns = 3000, .store_ns = 3000 + GARUDA_REPLAY_WAIT_MAX_NS + 1 },
+	};
+	char msg[128];
+	cr_assert_eq(garuda_replay_rows_check(rows, 2, msg, sizeof(msg)), -ERANGE);
+	cr_assert_not_null(strstr(msg, "row 1 "), "%s", msg);
+	cr_assert_eq(garuda_replay_run(&def, rows, 2, &cost, &r), -ERANGE);
+	rows[1].store_ns--; /* an hour exactly */
+	cr_assert_eq(garuda_replay_rows_check(rows, 2, msg, sizeof(msg)), 0, "%s", msg);
+	rows[0].arm_ns = GARUDA_REPLAY_TIME_MAX_NS + 1;
+	rows[0].store_ns = 0; /* stored before its arm: fine, but past 2^62 */
+	cr_assert_eq(garuda_replay_rows_check(rows, 2, msg, sizeof(msg)), -ERANGE);
+	cr_assert_not_null(strstr(msg, "row 0 "), "%s", msg);
+	/* two waits of an hour, an hour apart, the last stored at 2^62 */
+	uint64_t hour = GARUDA_REPLAY_WAIT_MAX_NS, t = GARUDA_REPLAY_TIME_MAX_NS;
+	const struct garuda_replay_row far[] = {
+		{ .word = 1, .arm_ns = t - 3 * hour, .store_ns = t - 2 * hour },
+		{ .word = 2, .arm_ns = t - hour, .store_ns = t }
+	};
+	cr_assert_eq(garuda_replay_run(&poll, far, 2, &cost, &r), 0);
+	cr_assert_eq(r.completions, 2);
+	cr_assert_eq(r.exact + r.censored, 2);
+	/* every spin step counted: 2 h (less the arms' way) at a step's time (150 ns, a
+	 * look and 1.6 us) */
+	uint64_t step = cost.step_ns + cost.look_ns + cost.spin_ns;
+	cr_assert(r.spins + 20 >= 2 * hour / step && r.spins <= 2 * hour / step, "%zu spins",
+		  r.spins);
+	cr_assert_eq(r.steps, r.spins + 2, "a step per spin and one per find");
+	cr_assert_eq(garuda_replay_run(&def, far, 2, &cost, &r), 0);
+	cr_assert_eq(r.completions, 2);
+	/* a clock that saturates: costs that would carry it past 2^64 - 1 */
+	cost.step_ns = cost.spin_ns = UINT64_MAX;
+	cr_assert_eq(garuda_replay_run(&poll, far, 2, &cost, &r), 0);
+	cr_assert_eq(r.completions, 2);
+	cr_assert_eq(garuda_replay_run(&def, far, 2, &cost, &r), 0);
+	cr_assert_eq(r.completions, 2);
+}
+
 /* A spin step that takes longer on the clock than on the CPU (a loaded host runs its
  * other tasks in the step's sched_yield): poll over the same trace takes fewer, further
  * apart steps, each charged its CPU alone, so its busy time falls by the ratio; the
