@@ -73,8 +73,9 @@ void points_lookup(struct points *_Atomic *tab, struct quota_account *q, const s
 	if (fresh || p->plan_gen != plan_gen) {
 		p->key = key;
 		p->plan_gen = plan_gen;
-		if (garuda_estimator_init(&p->est, &cfg->plan.pred) < 0)
-			garuda_estimator_init(&p->est, &(struct garuda_plan_predict){ .window = 1 });
+		if (garuda_estimator_init(&p->est, &cfg->plan.pred) < 0) /* a plan without predict */
+			garuda_estimator_init(&p->est, &(struct garuda_plan_predict){ .max_sleep_us = 1,
+										    .window = 1 });
 	}
 	p->last_use = ++t->tick;
 	*slot = (uint32_t)i;

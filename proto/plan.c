@@ -42,7 +42,9 @@ static const struct key keys[] = {
 	  GARUDA_PLAN_BACKOFF_DIV_MAX, true },
 	KEY_("margin_us", SEC_PREDICT, pred.margin_us, 0, UINT64_MAX),
 	KEY_("min_sleep_us", SEC_PREDICT, pred.min_sleep_us, 0, UINT64_MAX),
-	KEY_("max_sleep_us", SEC_PREDICT, pred.max_sleep_us, 0, UINT64_MAX),
+	/* at least 1: a sleep toward a deadline goes in steps of at most this (0 was taken
+	 * for "no cap" by the watcher and for "no sleep" by the estimator) */
+	KEY_("max_sleep_us", SEC_PREDICT, pred.max_sleep_us, 1, UINT64_MAX),
 	KEY_("window", SEC_PREDICT, pred.window, 1, GARUDA_PLAN_WINDOW_MAX),
 };
 #undef KEY_

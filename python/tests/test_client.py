@@ -231,7 +231,7 @@ def test_set_plan(client):
             s.wait(s.signal(), timeout=30)
         predict = ("flag:park_us=10000,backstop_us=1000"
                    "+predict:margin_us=200,min_sleep_us=20,max_sleep_us=50000,window=8")
-        for plan in ("poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=0,window=1",
+        for plan in ("poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=1,window=1",
                      predict):
             s.set_plan(plan)
             assert s.plan == plan

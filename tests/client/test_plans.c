@@ -45,7 +45,7 @@ Test(plans, set_plan_accepts_refuses_and_prints_back)
 		"flag:park_us=10000,backstop_us=1000000",
 		"poll" PREDICT,
 		"flag:park_us=50,backstop_us=2000" PREDICT,
-		"poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=0,window=16",
+		"poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=1,window=16",
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		ok(garuda_stream_set_plan(s, good[i]));

@@ -108,7 +108,7 @@ Test(plan, bounds_accepted_at_the_edge)
 	struct garuda_plan p = accept("flag:park_us=10000,backstop_us=1000000");
 	cr_assert_eq(p.flag.park_us, GARUDA_PLAN_PARK_US_MAX);
 	cr_assert_eq(p.flag.backstop_us, GARUDA_PLAN_BACKSTOP_US_MAX);
-	accept("poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=0,window=1");
+	accept("poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=1,window=1");
 	accept("poll+predict:margin_us=7,min_sleep_us=9,max_sleep_us=9,window=16");
 	/* the longest plan there is fits GARUDA_PLAN_TEXT_MAX */
 	const char *longest = "flag:park_us=10000,backstop_us=1000000,backoff_div=1024+predict:"
@@ -236,6 +236,8 @@ Test(plan, bounds_refused_one_past_the_edge)
 	       "window: 17 exceeds 16");
 	refuse("poll+predict:margin_us=1,min_sleep_us=1,max_sleep_us=1,window=0",
 	       "window: 0 is below 1");
+	refuse("poll+predict:margin_us=0,min_sleep_us=0,max_sleep_us=0,window=1",
+	       "max_sleep_us: 0 is below 1");
 	refuse("poll+predict:margin_us=1,min_sleep_us=21,max_sleep_us=20,window=1",
 	       "min_sleep_us: 21 exceeds max_sleep_us (20)");
 	refuse("flag:park_us=10001,backstop_us=1" PRED, "park_us: 10001 exceeds");
@@ -274,7 +276,7 @@ Test(plan, check_and_format_refuse_what_parse_cannot_produce)
 	cr_assert_str_eq(msg, "window: set, but the plan has no predict");
 	p = (struct garuda_plan){ .kind = GARUDA_PLAN_BLOCK, .predict = true, .pred.window = 1 };
 	cr_assert_eq(garuda_plan_format(&p, buf, sizeof(buf)), -GARUDA_E_BAD_PLAN);
-	p = (struct garuda_plan){ .kind = GARUDA_PLAN_POLL, .predict = true, .pred.window = 0 };
+	p = (struct garuda_plan){ .kind = GARUDA_PLAN_POLL, .predict = true, .pred.max_sleep_us = 1, .pred.window = 0 };
 	cr_assert_eq(garuda_plan_check(&p, msg, sizeof(msg)), -GARUDA_E_BAD_PLAN);
 	cr_assert_str_eq(msg, "window: 0 is below 1");
 	p = (struct garuda_plan){ .kind = GARUDA_PLAN_FLAG, .flag = { .park_us = 10000, .backstop_us = 1000000 } };
