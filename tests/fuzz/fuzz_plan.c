@@ -102,6 +102,8 @@ static void check_estimator(const uint8_t *data, size_t size, const struct garud
 			.window = 1 + data[3] % GARUDA_PLAN_WINDOW_MAX,
 		};
 		pp.max_sleep_us = pp.min_sleep_us + (data[1] & 0x80 ? UINT64_MAX / 2 : data[2] * 100u);
+		if (!pp.max_sleep_us) /* at least 1 (plan.c's key table) */
+			pp.max_sleep_us = 1;
 		off = 4;
 	}
 	struct garuda_estimator e;
