@@ -280,6 +280,10 @@ Test(replay, command_reads_the_trace_line_by_line)
  * without a word */
 Test(replay, command_says_why_a_replay_failed)
 {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	cr_skip_test("a sanitizer's build maps terabytes of shadow memory: it cannot start under "
+		     "the address-space limit that runs the replay out of memory");
+#endif
 	dir_make();
 	size_t n = 100000;
 	char *text = malloc(40 * n + 64), path[128], out[8192];
