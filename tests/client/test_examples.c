@@ -1,45 +1,27 @@
 /* test_examples.c — the examples, run as a user would: GARUDA_SOCKET pointing at a
  * test garudad, exit status 0 expected, their output kept in the test log. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 
 TestSuite(examples, .init = fdcheck_begin, .fini = fdcheck_end, .timeout = 120);
 
+static void socket_env(void *sock)
+{
+	setenv("GARUDA_SOCKET", sock, 1);
+}
+
 /* run argv with GARUDA_SOCKET at sock; returns the exit status, logs the output */
 static int run_at(const char *sock, const char *const *argv, char *out, size_t cap)
 {
-	setenv("GARUDA_SOCKET", sock, 1);
-	int p[2];
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t len = 0;
-	ssize_t n;
-	while ((n = read(p[0], out + len, cap - 1 - len)) > 0 && len + (size_t)n < cap - 1)
-		len += (size_t)n;
-	out[len] = '\0';
-	while (read(p[0], &(char){ 0 }, 1) > 0)
-		;
-	close(p[0]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	int st = gd_run_argv(argv, &(struct gd_run_opts){ .child = socket_env, .arg = (void *)sock },
+			     out, cap);
+	cr_assert_geq(st, 0, "cannot run %s: %s", argv[0], strerror(-st));
 	cr_log_info("%s:\n%s", argv[0], out);
-	unsetenv("GARUDA_SOCKET");
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return st;
 }
 
 static int run(struct gd_daemon *d, const char *const *argv, char *out, size_t cap)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1021,26 +1023,14 @@ int gd_wait_status_cmp(struct gd_daemon *d, const char *key, double value, bool 
 	return (at_most ? v <= value : v >= value) ? 0 : -ETIMEDOUT;
 }
 
-int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap)
+int gd_run_argv(const char *const *argv, const struct gd_run_opts *o, char *out, size_t cap)
 {
-	const char *bin = garudad_binary(&d->opts);
-	if (!*bin)
-		return fail(d, -EINVAL, "GARUDAD (path of the garudad binary) is not set");
-	char *copy = strdup(args ? args : "");
-	if (!copy)
-		return fail(d, -ENOMEM, "out of memory");
-	const char *argv[MAX_ARGV];
-	int n = 0;
-	argv[n++] = bin;
-	char *save = NULL;
-	for (char *a = strtok_r(copy, " ", &save); a && n < MAX_ARGV - 1; a = strtok_r(NULL, " ", &save))
-		argv[n++] = a;
-	argv[n] = NULL;
+	static const struct gd_run_opts none = { 0 };
+	if (!o)
+		o = &none;
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		free(copy);
-		return fail(d, -errno, "pipe: %s", strerror(errno));
-	}
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
 	pid_t parent = getpid();
 	fflush(NULL);
 	pid_t pid = fork();
@@ -1048,21 +1038,21 @@ int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap)
 		int e = errno;
 		close(p[0]);
 		close(p[1]);
-		free(copy);
-		return fail(d, -e, "fork: %s", strerror(e));
+		return -e;
 	}
 	if (pid == 0) {
 		child_setup(parent, p[1]);
-		unsetenv("NOTIFY_SOCKET");
-		setenv("GARUDAD_DEFAULT_CONFIG", "", 0); /* no host file (a test may set its own) */
+		if (o->child)
+			o->child(o->arg);
+		if (o->as_bytes)
+			setrlimit(RLIMIT_AS, &(struct rlimit){ o->as_bytes, o->as_bytes });
 		execv(argv[0], (char *const *)argv);
 		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(p[1]);
-	free(copy);
 	size_t len = 0;
-	uint64_t dl = gd_deadline(20000);
+	uint64_t dl = gd_deadline(o->timeout_ms ? o->timeout_ms : INT_MAX);
 	bool timed_out = false;
 	for (;;) {
 		int w = gd_wait_in(p[0], gd_left_ms(dl));
@@ -1091,4 +1081,36 @@ int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap)
 	if (timed_out)
 		return 124; /* as timeout(1) says it */
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* garudad run by gd_run(): no notify socket, no host config file (a test may set its
+ * own GARUDAD_DEFAULT_CONFIG) */
+static void garudad_child(void *arg)
+{
+	(void)arg;
+	unsetenv("NOTIFY_SOCKET");
+	setenv("GARUDAD_DEFAULT_CONFIG", "", 0);
+}
+
+int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap)
+{
+	const char *bin = garudad_binary(&d->opts);
+	if (!*bin)
+		return fail(d, -EINVAL, "GARUDAD (path of the garudad binary) is not set");
+	char *copy = strdup(args ? args : "");
+	if (!copy)
+		return fail(d, -ENOMEM, "out of memory");
+	const char *argv[MAX_ARGV];
+	int n = 0;
+	argv[n++] = bin;
+	char *save = NULL;
+	for (char *a = strtok_r(copy, " ", &save); a && n < MAX_ARGV - 1; a = strtok_r(NULL, " ", &save))
+		argv[n++] = a;
+	argv[n] = NULL;
+	int r = gd_run_argv(argv, &(struct gd_run_opts){ .timeout_ms = 20000, .child = garudad_child },
+			    out, cap);
+	free(copy);
+	if (r < 0)
+		return fail(d, r, "pipe or fork: %s", strerror(-r));
+	return r;
 }

@@ -152,3 +152,16 @@ int gd_wait_status_cmp(struct gd_daemon *d, const char *key, double value, bool 
  * /dev/null, stdout and stderr into out (NUL-terminated, cut at cap). Returns its
  * exit status (128 + signal; 124 when it ran past 20 s and was killed), or -errno. */
 int gd_run(struct gd_daemon *d, const char *args, char *out, size_t cap);
+
+/* Run the command argv (argv[0]: its path) with stdin /dev/null and stdout and stderr
+ * into out (NUL-terminated, cut at cap): its exit status (128 + signal; 124 when it ran
+ * past timeout_ms and was killed), or -errno. In the child, before exec: child(arg),
+ * then an address-space limit of as_bytes. The one way the tests run a program and
+ * read what it says (gd_run: garudad; the examples; garuda-replay). */
+struct gd_run_opts {
+	int timeout_ms;  /* 0: none */
+	size_t as_bytes; /* RLIMIT_AS in the child; 0: none */
+	void (*child)(void *arg);
+	void *arg;
+};
+int gd_run_argv(const char *const *argv, const struct gd_run_opts *o, char *out, size_t cap);

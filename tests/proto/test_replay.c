@@ -16,11 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fdcheck.h"
+#include "garudad.h"
 #include "plan.h"
 #include "replay.h"
 
@@ -213,32 +212,11 @@ static void write_trace(const char *name, const char *text, char *path, size_t c
  * stdout and stderr together into out; the exit status */
 static int run(const char *const *argv, size_t as_bytes, char *out, size_t cap)
 {
-	int p[2];
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		if (as_bytes)
-			setrlimit(RLIMIT_AS, &(struct rlimit){ as_bytes, as_bytes });
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t len = 0;
-	ssize_t k;
-	while ((k = read(p[0], out + len, cap - 1 - len)) > 0 && len + (size_t)k < cap - 1)
-		len += (size_t)k;
-	out[len] = '\0';
-	while (read(p[0], &(char){ 0 }, 1) > 0)
-		;
-	close(p[0]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	int st = gd_run_argv(argv, &(struct gd_run_opts){ .timeout_ms = GD_DEADLINE_MS,
+							  .as_bytes = as_bytes }, out, cap);
+	cr_assert_geq(st, 0, "cannot run %s: %s", argv[0], strerror(-st));
 	cr_log_info("%s:\n%s", argv[0], out);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return st;
 }
 
 /* a long comment, no header, strict fields: what the command reads, and the line its
