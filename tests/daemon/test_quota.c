@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 
 #include "cgroup.h"
 #include "fdio.h"
@@ -344,6 +346,68 @@ Test(quota, a_session_ended_with_a_segment_reply_unread_keeps_its_quota)
 		gd_close(&b);
 		cr_assert_eq(gd_wait_status(&d, "clients", 0), 0);
 	}
+	gd_stop(&d);
+}
+
+/* The only session's outbox_bytes (garctl clients' column) */
+static long long only_client_outbox(struct gd_daemon *d)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j, "no clients reply");
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "clients");
+	cr_assert_eq(cJSON_GetArraySize(list), 1);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "outbox_bytes");
+	cr_assert(cJSON_IsNumber(v), "no outbox_bytes");
+	long long r = (long long)cJSON_GetNumberValue(v);
+	cJSON_Delete(j);
+	return r;
+}
+
+/* outbox_bytes counts what a queued reply costs garudad: its bytes and 32 bytes of
+ * bookkeeping (protocol.md §6.2), not its bytes alone (an ACK of 24 took 56 of heap and
+ * was charged 24). A client that does not read: its ACKs fill its socket, the rest
+ * wait in the outbox; what the socket holds is SIOCINQ's. */
+Test(quota, the_outbox_counts_each_queued_reply_with_its_bookkeeping)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct gd_client c;
+	struct gd_seg s;
+	gd_ok(gd_open(&c, d.sock));
+	gd_ok(gd_segment_open(&c, 8, -1, &s));
+	int sz = 4096;
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	const unsigned n = 400; /* 400 ACKs: more than the socket holds, far below the quota */
+	for (unsigned i = 0; i < n; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_ARM, ++c.cookie);
+		m.arm.slot = gd_slot(&s, i % 64);
+		m.arm.target = 1000000 + i; /* never reached */
+		m.arm.token = i;
+		m.arm.form = GARUDA_FORM_MESSAGE;
+		gd_ok(gd_send(&c, &m, NULL, 0));
+	}
+	/* every ARM handled, so every ACK sent or queued; nothing moves while c reads
+	 * nothing (garudad sends more only when the socket has room) */
+	cr_assert_eq(gd_wait_status(&d, "armed", n), n);
+	int inq = -1;
+	cr_assert_eq(ioctl(c.fd, SIOCINQ, &inq), 0, "SIOCINQ: %s", strerror(errno));
+	const long long ack = 24, in_socket = inq / ack, queued = (long long)n - in_socket;
+	cr_assert_eq(inq % ack, 0, "the socket holds %d bytes: not whole ACKs", inq);
+	cr_assert_gt(queued, 0, "the socket held all %u ACKs: nothing queued to count", n);
+	long long bytes = only_client_outbox(&d);
+	cr_assert_eq(bytes, queued * (ack + 32),
+		     "%lld ACKs queued (%lld in the socket) charged %lld bytes: not %lld each", queued,
+		     in_socket, bytes, ack + 32);
+	/* read them all: the charge goes back to 0 */
+	for (unsigned i = 0; i < n; i++) {
+		struct garuda_msg m;
+		cr_assert_eq(gd_recv(&c, &m, NULL, GD_DEADLINE_MS), 1, "ACK %u of %u", i, n);
+		cr_assert_eq(m.type, GARUDA_MSG_ACK);
+	}
+	cr_assert_eq(only_client_outbox(&d), 0, "every ACK read, the outbox still charged");
+	gd_seg_unmap(&s);
+	gd_close(&c);
 	gd_stop(&d);
 }
 
