@@ -414,6 +414,12 @@ void server_close_sockets(struct daemon *d)
 	d->client_fd = d->control_fd = d->lock_fd = -1;
 }
 
+void server_accept_failed(struct daemon *d, struct loop_watch *w)
+{
+	log_client(LOG_WARNING, "accept: %s; trying again", strerror(errno));
+	loop_again(d->loop, w);
+}
+
 int server_accept(struct daemon *d, int listen_fd)
 {
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -450,8 +456,15 @@ void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events)
 		int fd = server_accept(d, d->client_fd);
 		if (fd < 0 && errno == ECONNABORTED)
 			continue; /* refused one for want of fds: the next may fit */
-		if (fd < 0)
-			return; /* EAGAIN, or out of fds and no spare */
+		if (fd < 0) {
+			/* EAGAIN: drained. Any other error (ENOMEM, ENOBUFS, an LSM's EPERM,
+			 * out of fds with no spare) may leave connections waiting, and the
+			 * io_uring loop's multishot poll reports a listener that stays
+			 * readable only once: look again next iteration, as epoll would */
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				server_accept_failed(d, w);
+			return;
+		}
 		session_accept(d, fd);
 	}
 	loop_again(d->loop, w);

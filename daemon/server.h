@@ -14,3 +14,7 @@ void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
  * connection through the spare fd; -1 with errno as accept4's, or ECONNABORTED when
  * one pending connection was refused that way (more may be pending: call again). */
 int server_accept(struct daemon *d, int listen_fd);
+/* An accept failed with errno other than EAGAIN: warn (rate-limited) and have the loop
+ * call w's callback again next iteration (a pending connection is never left waiting
+ * for the next one to arrive). */
+void server_accept_failed(struct daemon *d, struct loop_watch *w);
