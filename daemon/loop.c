@@ -95,6 +95,21 @@ static int uring_init(struct loop *l)
 		io_uring_queue_exit(&l->ring);
 		return -EOPNOTSUPP;
 	}
+	/* a ring set up is not a ring that runs: a seccomp filter may allow
+	 * io_uring_setup and refuse io_uring_enter (then the first iteration would fail
+	 * and garudad exit after it said it was ready). One NOP through the ring. */
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+	struct io_uring_cqe *cqe = NULL;
+	io_uring_prep_nop(sqe);
+	r = io_uring_submit_and_wait(&l->ring, 1);
+	if (r >= 0)
+		r = io_uring_peek_cqe(&l->ring, &cqe);
+	if (r >= 0 && cqe)
+		io_uring_cqe_seen(&l->ring, cqe);
+	if (r < 0) {
+		io_uring_queue_exit(&l->ring);
+		return r;
+	}
 	return 0;
 }
 

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -374,6 +377,22 @@ static int launch_failed(struct gd_daemon *d, int e)
 
 #define MAX_ARGV 64
 
+/* A seccomp filter that fails system call nr with err (SECCOMP_RET_ERRNO), every other
+ * call allowed; kept across exec (no_new_privs). The child's, before exec. */
+static int refuse_syscall(long nr, int err)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((uint32_t)err & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
 /* In the forked child, before exec: die with the parent, stdin /dev/null, stdout and
  * stderr to out, no other fd, default SIGPIPE and signal mask, no socket activation
  * handed down from whoever started the tests. */
@@ -622,6 +641,8 @@ static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch)
 		child_setup(parent, open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644));
 		if (o->watchdog_usec)
 			put_pid(env_wd_pid + strlen("WATCHDOG_PID="), getpid());
+		if (o->refuse_syscall > 0 && refuse_syscall(o->refuse_syscall, o->refuse_errno) < 0)
+			_exit(127);
 		execvpe(argv[0], (char *const *)argv, envp);
 		static const char msg[] = "garudad test harness: exec failed\n";
 		ssize_t w = write(2, msg, sizeof(msg) - 1);

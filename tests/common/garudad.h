@@ -41,6 +41,8 @@ struct gd_opts {
 	unsigned watchdog_usec;   /* set WATCHDOG_USEC (and WATCHDOG_PID) for the daemon */
 	const char *extra_fdname; /* activation: a third socket, dir/extra.sock, this name */
 	bool quiet;               /* log_level "warning" in the base config (bench) */
+	long refuse_syscall;      /* > 0: a seccomp filter fails this system call number */
+	int refuse_errno;         /*      with this errno, in garudad (as a container's) */
 };
 
 struct gd_daemon {

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -875,4 +876,25 @@ Test(lifecycle, socket_activation_unknown_fd_closed)
 	cr_assert_neq(r, 0, "the inherited socket named \"bogus\" still accepts: garudad kept it");
 	gd_close(&c);
 	gd_stop(&d);
+}
+
+/* The event loop falls back to epoll wherever io_uring cannot run (loop.h), also where
+ * a seccomp filter allows io_uring_setup and refuses io_uring_enter: garudad once set
+ * the ring up, said it was ready, and exited at its first iteration (a crash loop
+ * under Restart=on-failure). Both refusals, under event_loop "auto". */
+Test(lifecycle, io_uring_refused_falls_back_to_epoll)
+{
+	static const long calls[] = { __NR_io_uring_setup, __NR_io_uring_enter };
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		struct gd_daemon d = { 0 };
+		gd_start(&d, &(struct gd_opts){ .event_loop = "auto", .refuse_syscall = calls[i],
+						.refuse_errno = EPERM });
+		cr_assert(gd_wait_log(&d, "using epoll"),
+			  "system call %ld refused: no fallback to epoll in the log", calls[i]);
+		struct gd_client c;
+		gd_ok(gd_open(&c, d.sock));
+		round_trip(&c, 21);
+		gd_close(&c);
+		gd_stop(&d);
+	}
 }
