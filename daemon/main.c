@@ -247,7 +247,7 @@ int main(int argc, char **argv)
 		    "a session's unread SEGMENT replies are not held against its quota");
 	if (d.notify)
 		sd_notifyf(0, "READY=1\nMAINPID=%d\nSTATUS=clients=0 armed=0 completions=0", (int)getpid());
-	log_info("listening on %s (control %s)", d.cfg.socket_path, d.cfg.control_socket_path);
+	server_log_listening(&d);
 
 	while (!d.stopping) {
 		r = loop_run_once(d.loop, -1);

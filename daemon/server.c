@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -325,13 +326,41 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 static int adopt(int fd, const char *what)
 {
 	if (sd_is_socket(fd, AF_UNIX, SOCK_SEQPACKET, 1) <= 0) {
-		log_err("activated fd %d (%s) is not a listening AF_UNIX SOCK_SEQPACKET socket", fd, what);
+		log_err("activated fd %d (%s) is not a listening AF_UNIX SOCK_SEQPACKET socket; closing it",
+			fd, what);
+		close(fd);
 		return -EINVAL;
 	}
 	int fl = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	return fd;
+}
+
+/* The path a listening socket is bound to (an activated one's is systemd's, not the
+ * config's), or "?" */
+static void bound_path(int fd, char *out, size_t cap)
+{
+	struct sockaddr_un a;
+	socklen_t len = sizeof(a);
+	snprintf(out, cap, "?");
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0 || a.sun_family != AF_UNIX ||
+	    len <= offsetof(struct sockaddr_un, sun_path))
+		return;
+	size_t n = len - offsetof(struct sockaddr_un, sun_path);
+	if (a.sun_path[0] == '\0') /* abstract: shown as @name */
+		snprintf(out, cap, "@%.*s", (int)(n > 1 ? n - 1 : 0), a.sun_path + 1);
+	else
+		snprintf(out, cap, "%.*s", (int)strnlen(a.sun_path, n), a.sun_path);
+}
+
+void server_log_listening(const struct daemon *d)
+{
+	char client[sizeof(((struct sockaddr_un *)0)->sun_path) + 2];
+	char control[sizeof(client)];
+	bound_path(d->client_fd, client, sizeof(client));
+	bound_path(d->control_fd, control, sizeof(control));
+	log_info("listening on %s (control %s)", client, d->control_fd >= 0 ? control : "none");
 }
 
 int server_open_sockets(struct daemon *d)

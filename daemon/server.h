@@ -9,6 +9,9 @@
 
 int server_open_sockets(struct daemon *d);
 void server_close_sockets(struct daemon *d);
+/* Log the paths the listening sockets are bound to (under socket activation, the
+ * activated sockets', whatever the config says). */
+void server_log_listening(const struct daemon *d);
 void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
 /* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE by refusing the pending
  * connection through the spare fd; -1 with errno as accept4's, or ECONNABORTED when
