@@ -473,6 +473,10 @@ void session_close(struct session *s)
 	drop_outbox(s); /* first: a SEGMENT reply that never left holds nothing */
 	release_holdings(s);
 	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
+	/* what the client sent that was never read: discarded now, so the close does
+	 * not reset the client's socket (its next read would fail with ECONNRESET
+	 * ahead of the ERROR that says why; protocol.md §6.2) */
+	fdio_discard(s->fd);
 	if (!hold_after_end(s)) /* held: its connection too, until its replies are read */
 		session_release_quota(s, Q_CONNECTIONS, 1);
 	struct session **pp = &d->by_id[s->id % SESSION_BUCKETS];

@@ -215,18 +215,20 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 
 /* ---------------- lifetime ---------------- */
 
-/* Refused before HELLO: say why (why: quota_charge_explain()'s words), best effort (the
- * caller closes fd). */
-static void refuse_connection(struct daemon *d, int fd, pid_t pid, uid_t uid, const char *why)
+/* Refused before HELLO with ERROR{code}: say why (a quota: quota_charge_explain()'s
+ * words), best effort (the caller closes fd). */
+static void refuse_connection(struct daemon *d, int fd, pid_t pid, uid_t uid, int code,
+			      const char *why)
 {
 	struct garuda_msg m;
 	uint8_t buf[GARUDA_MSG_MAX];
-	session_error_msg(&m, 0, -GARUDA_E_QUOTA, why);
+	session_error_msg(&m, 0, code, why);
 	ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
 	if (len > 0)
 		fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
-	log_client(LOG_NOTICE, "pid %d uid %d: connection refused: %s", (int)pid, (int)uid, why);
-	session_count_error(d, -GARUDA_E_QUOTA);
+	log_client(code == -GARUDA_E_QUOTA ? LOG_NOTICE : LOG_WARNING,
+		   "pid %d uid %d: connection refused: %s", (int)pid, (int)uid, why);
+	session_count_error(d, code);
 }
 
 /* ---- who the peer is: pid and uid from SO_PEERCRED, cgroup and comm from /proc ----
@@ -298,11 +300,20 @@ static const char *shared_cgroup(const char *path)
 	return same ? "garudad's own cgroup" : NULL;
 }
 
+/* Out of memory or file descriptors: the peer's cgroup is not known, for want of
+ * garudad's own resources, not because it has none */
+static bool out_of_resources(int r)
+{
+	return r == -ENOMEM || r == -EMFILE || r == -ENFILE;
+}
+
 /* The peer's cgroup quota record, or NULL (no cgroup key: logged, rate-limited);
- * *oom on ENOMEM. path and r: what quota_peer_cgroup() gave (path taken); exited:
- * peer_exited() after the reads from /proc. */
+ * *fail: -ENOMEM, -EMFILE or -ENFILE when garudad ran out of them finding it out (then
+ * the connection is refused: accepted without its key it would escape quota.cgroup).
+ * path and r: what quota_peer_cgroup() gave (path taken); exited: peer_exited() after
+ * the reads from /proc. */
 static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, int exited,
-					char *proc_path, int r, bool *oom)
+					char *proc_path, int r, int *fail)
 {
 	_cleanup_free_ char *path = proc_path;
 	const char *why = NULL;
@@ -320,7 +331,7 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 				   "cgroup key %s from its pidfd, no command name", (int)pid, (int)pid,
 				   path);
 			r = 0;
-		} else if (e == -ENOMEM) {
+		} else if (out_of_resources(e)) {
 			r = e;
 		} else {
 			snprintf(whybuf, sizeof(whybuf), "hidden from garudad (ProtectProc=?), and "
@@ -333,9 +344,9 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 	}
 	if (r == -ENOENT && exited < 0 && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM))
 		why = "hidden from garudad (ProtectProc=?); no pidfd to ask (Linux 6.5)";
-	*oom = r == -ENOMEM;
+	*fail = out_of_resources(r) ? r : 0;
 	if (r < 0) {
-		if (!*oom)
+		if (!*fail)
 			log_client(LOG_INFO, "pid %d: no cgroup quota key (/proc/%d/cgroup: %s); "
 				   "charged per connection and per uid only", (int)pid, (int)pid,
 				   why ? why
@@ -354,7 +365,7 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 		return NULL;
 	}
 	struct quota_cgroup *c = quota_cgroup_get(&d->quotas, path);
-	*oom = !c;
+	*fail = c ? 0 : -ENOMEM;
 	return c;
 }
 
@@ -380,7 +391,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
 		return;
 	struct quota_uid *qu = quota_uid_get(&d->quotas, cred.uid);
-	bool oom = false;
+	int fail = 0;
 	/* /proc (cgroup, comm), then whether the peer outlived the reads */
 	_cleanup_close_ int pidfd = cred.pid > 0 ? peer_pidfd(fd) : -1;
 	char comm[17] = "";
@@ -393,9 +404,14 @@ void session_accept(struct daemon *d, int accepted_fd)
 		int exited = peer_exited(pidfd);
 		if (exited == 1)
 			comm[0] = '\0';
-		qc = peer_cgroup(d, cred.pid, pidfd, exited, proc_path, pr, &oom);
+		qc = peer_cgroup(d, cred.pid, pidfd, exited, proc_path, pr, &fail);
 	}
-	_cleanup_free_ struct session *s = oom ? NULL : calloc(1, sizeof(*s));
+	if (fail == -EMFILE || fail == -ENFILE) {
+		refuse_connection(d, fd, cred.pid, cred.uid, -EMFILE,
+				  "garudad is out of file descriptors (raise its LimitNOFILE)");
+		return;
+	}
+	_cleanup_free_ struct session *s = fail ? NULL : calloc(1, sizeof(*s));
 	/* sink_new() takes qc's reference, also when it fails */
 	_cleanup_(sink_unrefp) struct sink *sink = (s && qu) ? sink_new(fd, d->next_session_id, qu, qc) : NULL;
 	if (!sink) {
@@ -407,7 +423,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 	TAKE_FD(fd); /* the sink owns the socket: its last reference closes it */
 	char why[GARUDA_ERROR_TEXT_MAX + 1];
 	if (quota_charge_explain(&sink->quota, &d->cfg, Q_CONNECTIONS, 1, why, sizeof(why))) {
-		refuse_connection(d, sink->fd, cred.pid, cred.uid, why);
+		refuse_connection(d, sink->fd, cred.pid, cred.uid, -GARUDA_E_QUOTA, why);
 		return;
 	}
 	s->d = d;
@@ -426,7 +442,11 @@ void session_accept(struct daemon *d, int accepted_fd)
 	memcpy(s->comm, comm, sizeof(s->comm));
 	s->w_in = loop_add(d->loop, s->fd, POLLIN, on_in, s);
 	if (!s->w_in) {
+		int e = errno;
 		quota_release(&sink->quota, Q_CONNECTIONS, 1); /* the one charge */
+		refuse_connection(d, sink->fd, cred.pid, cred.uid, e == EMFILE || e == ENFILE ? -EMFILE : -ENOMEM,
+				  e == EMFILE || e == ENFILE ? "garudad is out of file descriptors (raise its LimitNOFILE)"
+							     : "garudad is out of memory");
 		return;
 	}
 	/* from here nothing fails: the session owns the sink, the daemon the session */

@@ -73,6 +73,22 @@ void fdio_close_all(int *fds, unsigned n)
 	}
 }
 
+void fdio_discard(int sock)
+{
+	/* a 1-byte buffer: every longer datagram is consumed whole and reported
+	 * -EMSGSIZE, its fds closed by take_fds(); at most the socket's receive buffer */
+	for (unsigned i = 0; i < 1u << 16; i++) {
+		unsigned char b;
+		int fds[FDIO_MAX_FDS];
+		unsigned n = 0;
+		ssize_t r = fdio_recv(sock, &b, 1, fds, FDIO_MAX_FDS, &n, MSG_DONTWAIT);
+		if (r > 0)
+			fdio_close_all(fds, n);
+		else if (r != -EMSGSIZE && r != -EMFILE && r != -EINTR)
+			return; /* drained (-EAGAIN), end of file, or the socket is gone */
+	}
+}
+
 ssize_t fdio_recv(int sock, void *buf, size_t cap, int *fds, unsigned max_fds, unsigned *nfds,
 		  int flags)
 {

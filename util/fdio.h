@@ -71,6 +71,13 @@ int fdio_connect(const char *path);
 /* Close n fds of an array (ignores -1). */
 void fdio_close_all(int *fds, unsigned n);
 
+/* Read and throw away what sock has received (MSG_DONTWAIT), closing every fd that
+ * came with it, until nothing is left. Before closing a socket its peer still sends
+ * on (after shutdown(SHUT_RD), so nothing more comes): a socket closed with datagrams
+ * unread makes the peer's next read fail with ECONNRESET, ahead of what it had not
+ * read yet. */
+void fdio_discard(int sock);
+
 /* A memfd of `bytes` bytes sealed against shrink and grow (and further sealing), for a
  * segment: what garudad makes per client and what libgaruda's fallback makes itself,
  * so that a later SEGMENT_ATTACH accepts it. Writable; no exec (MFD_NOEXEC_SEAL where

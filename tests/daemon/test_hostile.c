@@ -5,6 +5,7 @@
  * Timing is measured and printed (item 1's worst delay) but asserted only against
  * the hang deadline: timing targets belong to benchmarks. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <criterion/logging.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "harness.h"
 
 TestSuite(hostile, .init = gd_test_init, .fini = gd_test_fini, .timeout = 240);
@@ -610,5 +612,118 @@ Test(hostile, out_of_fds_refuses_the_request_not_the_session)
 		close(efd[i]);
 	gd_seg_unmap(&s);
 	gd_close(&a);
+	gd_stop(&d);
+}
+
+/* A session garudad ends for a bad request reads the ERROR that says why first, then
+ * end-of-file, also when it had sent more than garudad read: closed with those
+ * datagrams unread, the client's socket was reset, and its first read failed with
+ * ECONNRESET ahead of the ERROR (protocol.md §6.2). garudad is stopped while the bad
+ * datagram and 100 QUERYs behind it are queued, so they are there when it reads. */
+Test(hostile, a_session_ended_by_garudad_reads_its_error_first)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct gd_client c;
+	gd_ok(gd_open(&c, d.sock));
+	cr_assert_eq(kill(d.pid, SIGSTOP), 0);
+	gd_ok(gd_send_raw(&c, "", 0, NULL, 0)); /* TOO_SHORT: ends the session */
+	unsigned queued = 0;
+	for (unsigned i = 0; i < 100; i++) {
+		struct garuda_msg m;
+		uint8_t buf[GARUDA_MSG_MAX];
+		garuda_msg_init(&m, GARUDA_MSG_QUERY, 100 + i);
+		ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
+		cr_assert_gt(len, 0);
+		if (fdio_send(c.fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT) != len)
+			break;
+		queued++;
+	}
+	cr_assert_eq(kill(d.pid, SIGCONT), 0);
+	cr_assert_gt(queued, 64, "only %u QUERYs queued behind the bad datagram", queued);
+	/* raw reads: the harness's gd_recv takes ECONNRESET for end-of-file */
+	cr_assert_eq(gd_wait_in(c.fd, GD_DEADLINE_MS), 1, "nothing came");
+	uint8_t buf[GARUDA_MSG_MAX];
+	ssize_t len = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+	cr_assert_gt(len, 0, "the first read: %s (%u requests left unread in garudad)",
+		     len < 0 ? strerror(errno) : "end-of-file", queued);
+	struct garuda_msg m;
+	cr_assert_eq(garuda_msg_decode(buf, (size_t)len, 0, &m), 0);
+	cr_assert(m.type == GARUDA_MSG_ERROR && m.error.code == GARUDA_E_TOO_SHORT,
+		  "the first message is %s, not ERROR{TOO_SHORT}", garuda_msg_type_name(m.type));
+	cr_assert_eq(gd_wait_in(c.fd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT), 0, "then end-of-file: %s",
+		     strerror(errno));
+	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* HELLO (its send may fail: a refused connection is shut down), then the first
+ * message, with raw reads: a socket closed with our HELLO unread reports ECONNRESET
+ * once, ahead of the ERROR queued for us (protocol.md §1). 1 with *m, 0 at
+ * end-of-file, -ETIMEDOUT. */
+static int hello_raw(struct gd_client *c, struct garuda_msg *m)
+{
+	struct garuda_msg h;
+	garuda_msg_init(&h, GARUDA_MSG_HELLO, 1);
+	(void)gd_send(c, &h, NULL, 0);
+	for (int resets = 0;;) {
+		if (gd_wait_in(c->fd, GD_DEADLINE_MS) != 1)
+			return -ETIMEDOUT;
+		uint8_t buf[GARUDA_MSG_MAX];
+		ssize_t len = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (len < 0 && errno == ECONNRESET && resets++ == 0)
+			continue;
+		if (len < 0 && errno == EAGAIN)
+			continue;
+		if (len <= 0)
+			return 0;
+		cr_assert_eq(garuda_msg_decode(buf, (size_t)len, 0, m), 0);
+		return 1;
+	}
+}
+
+/* garudad with its last file descriptors: a connection it accepts but cannot take
+ * (no fd left to read the peer's cgroup, or to watch the socket) is refused with
+ * ERROR{EMFILE} at accept (protocol.md §6.1), never taken without its cgroup quota key
+ * (a tenant that ran garudad out of fds escaped quota.cgroup) nor dropped without a
+ * word. Clients connect one at a time until one is not welcomed. */
+Test(hostile, a_connection_garudad_cannot_take_for_want_of_fds_is_refused_with_emfile)
+{
+	if (geteuid() != 0)
+		cr_skip_test("lowering garudad's RLIMIT_NOFILE (prlimit) needs root");
+	const char *bin = getenv("GARUDAD");
+	if (bin && strstr(bin, "valgrind"))
+		cr_skip_test("garudad under valgrind: valgrind keeps its own fd table and limit");
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct rlimit was, low;
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
+	low = (struct rlimit){ .rlim_cur = (rlim_t)gd_fd_count(&d) + 6, .rlim_max = was.rlim_max };
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	enum { N = 16 };
+	struct gd_client c[N];
+	struct garuda_msg m = { 0 };
+	unsigned n = 0;
+	int got = 0;
+	for (; n < N; n++) {
+		gd_ok(gd_connect(&c[n], d.sock));
+		if ((got = hello_raw(&c[n], &m)) != 1 || m.type != GARUDA_MSG_WELCOME)
+			break;
+	}
+	cr_assert_lt(n, N, "%u connections welcomed with %llu fds allowed", N,
+		     (unsigned long long)low.rlim_cur);
+	cr_assert_eq(got, 1, "connection %u (out of fds) closed without a word", n);
+	cr_assert(m.type == GARUDA_MSG_ERROR && m.error.code == -EMFILE && m.cookie == 0,
+		  "connection %u (out of fds) answered %s %d", n, garuda_msg_type_name(m.type),
+		  m.type == GARUDA_MSG_ERROR ? (int)m.error.code : 0);
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
+	for (unsigned i = 0; i <= n && i < N; i++)
+		gd_close(&c[i]);
+	/* fds back: a new client is served */
+	struct gd_client e;
+	gd_ok(gd_open(&e, d.sock));
+	gd_close(&e);
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
 	gd_stop(&d);
 }
