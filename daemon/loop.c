@@ -1,7 +1,11 @@
 /* loop.c — the two event-loop implementations behind loop.h.
  *
- * Watches are loop-owned. epoll: level-triggered; a removed watch is freed at the end
- * of the iteration (events already collected may still point at it). io_uring:
+ * Watches are loop-owned. epoll: level-triggered, one registration per fd (keyed by
+ * the fd, its events the union of its watches': a POLLOUT watch beside a POLLIN one
+ * costs no fd, so a loop at RLIMIT_NOFILE can still watch a full socket); a removed
+ * watch is freed at the end of the iteration (events already collected may still name
+ * its fd); every watch is removed before its fd is closed (epoll forgets an fd only
+ * with its last open file description). io_uring:
  * multishot POLL_ADD with the watch as user_data; a removed watch is freed when its
  * poll's final CQE (no IORING_CQE_F_MORE) arrives, so no CQE can reach freed memory;
  * a multishot poll the kernel ended on its own is re-armed.
@@ -22,7 +26,6 @@
 
 struct loop_watch {
 	int fd;
-	int epfd_dup; /* epoll: the dup registered for this watch (epoll keys on fd + file) */
 	uint32_t events;
 	loop_fn fn;
 	void *data;
@@ -30,6 +33,7 @@ struct loop_watch {
 	bool queued_again;
 	bool kernel_done; /* io_uring: final CQE seen while on the again list */
 	struct loop_watch *next; /* again list or graveyard */
+	struct loop_watch *fd_next; /* epoll: the other watches on its fd */
 	struct loop_watch *all_prev, *all_next; /* every watch not yet freed */
 };
 
@@ -40,6 +44,8 @@ struct loop {
 	struct loop_watch *again;
 	struct loop_watch *graveyard;
 	struct loop_watch *all; /* so loop_free can free what the kernel still held */
+	struct loop_watch **byfd; /* epoll: the watches on each fd (fd_next lists) */
+	unsigned nbyfd;
 };
 
 static void track(struct loop *l, struct loop_watch *w)
@@ -188,15 +194,89 @@ static uint32_t from_epoll(uint32_t ev)
 	       (ev & EPOLLERR ? POLLERR : 0) | (ev & EPOLLHUP ? POLLHUP : 0);
 }
 
+#define WATCHES_PER_FD 4 /* POLLIN and POLLOUT are all that is used */
+
 static int epoll_run(struct loop *l, int timeout_ms)
 {
 	struct epoll_event evs[MAX_EVENTS];
 	int n = epoll_wait(l->epfd, evs, MAX_EVENTS, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	for (int i = 0; i < n; i++)
-		dispatch(evs[i].data.ptr, from_epoll(evs[i].events));
+	for (int i = 0; i < n; i++) {
+		int fd = evs[i].data.fd;
+		uint32_t ev = from_epoll(evs[i].events);
+		/* the fd's watches as they are now: a callback may remove one (freed only
+		 * at the iteration's end: dispatch skips it) or add one. An event collected
+		 * for an fd closed and reused since, in this batch, reaches the new fd's
+		 * watches: a spurious wake-up, which every callback takes (it reads or
+		 * writes until EAGAIN). */
+		struct loop_watch *ws[WATCHES_PER_FD];
+		unsigned k = 0;
+		for (struct loop_watch *w = fd >= 0 && (unsigned)fd < l->nbyfd ? l->byfd[fd] : NULL;
+		     w && k < WATCHES_PER_FD; w = w->fd_next)
+			ws[k++] = w;
+		for (unsigned j = 0; j < k; j++)
+			if (ev & (ws[j]->events | POLLERR | POLLHUP))
+				dispatch(ws[j], ev & (ws[j]->events | POLLERR | POLLHUP));
+	}
 	return 0;
+}
+
+/* The events fd's watches ask for, all together */
+static uint32_t fd_events(const struct loop *l, int fd)
+{
+	uint32_t ev = 0;
+	for (const struct loop_watch *w = l->byfd[fd]; w; w = w->fd_next)
+		ev |= w->events;
+	return ev;
+}
+
+/* (Re-)register fd for its watches' events: ADD for its first watch, MOD after, DEL
+ * when none is left. */
+static int epoll_sync(struct loop *l, int fd, int op)
+{
+	struct epoll_event e = { .events = to_epoll(fd_events(l, fd)), .data.fd = fd };
+	return epoll_ctl(l->epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &e) < 0 ? -errno : 0;
+}
+
+static int epoll_add(struct loop *l, struct loop_watch *w)
+{
+	if (w->fd < 0)
+		return -EBADF;
+	if ((unsigned)w->fd >= l->nbyfd) {
+		unsigned cap = l->nbyfd ? l->nbyfd : 64;
+		while (cap <= (unsigned)w->fd)
+			cap *= 2;
+		struct loop_watch **b = realloc(l->byfd, cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		memset(b + l->nbyfd, 0, (cap - l->nbyfd) * sizeof(*b));
+		l->byfd = b;
+		l->nbyfd = cap;
+	}
+	unsigned k = 0;
+	for (struct loop_watch *o = l->byfd[w->fd]; o; o = o->fd_next)
+		k++;
+	if (k >= WATCHES_PER_FD)
+		return -EBUSY;
+	int op = k ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	w->fd_next = l->byfd[w->fd];
+	l->byfd[w->fd] = w;
+	int r = epoll_sync(l, w->fd, op);
+	if (r < 0)
+		l->byfd[w->fd] = w->fd_next;
+	return r;
+}
+
+static void epoll_forget(struct loop *l, struct loop_watch *w)
+{
+	struct loop_watch **pp = &l->byfd[w->fd];
+	while (*pp && *pp != w)
+		pp = &(*pp)->fd_next;
+	if (*pp)
+		*pp = w->fd_next;
+	w->fd_next = NULL;
+	epoll_sync(l, w->fd, l->byfd[w->fd] ? EPOLL_CTL_MOD : EPOLL_CTL_DEL);
 }
 
 /* ---------------- common ---------------- */
@@ -256,11 +336,9 @@ void loop_free(struct loop *l)
 		close(l->epfd);
 	/* whatever is left (removed watches whose final CQE never came, or watches
 	 * never removed) is referenced by nothing now */
-	while (l->all) {
-		if (l->all->epfd_dup >= 0)
-			close(l->all->epfd_dup);
+	while (l->all)
 		watch_free(l, l->all);
-	}
+	free(l->byfd);
 	free(l);
 }
 
@@ -269,20 +347,9 @@ struct loop_watch *loop_add(struct loop *l, int fd, uint32_t events, loop_fn fn,
 	struct loop_watch *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	*w = (struct loop_watch){ .fd = fd, .epfd_dup = -1, .events = events, .fn = fn, .data = data };
-	int r;
-	if (l->kind == EVENT_LOOP_URING) {
-		r = uring_arm(l, w);
-	} else {
-		/* a second watch on the same fd (POLLOUT next to POLLIN) would be EEXIST;
-		 * a dup is a distinct epoll key for the same socket */
-		w->epfd_dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		struct epoll_event ev = { .events = to_epoll(events), .data.ptr = w };
-		r = w->epfd_dup < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, w->epfd_dup, &ev) < 0 ? -errno : 0;
-	}
+	*w = (struct loop_watch){ .fd = fd, .events = events, .fn = fn, .data = data };
+	int r = l->kind == EVENT_LOOP_URING ? uring_arm(l, w) : epoll_add(l, w);
 	if (r < 0) {
-		if (w->epfd_dup >= 0)
-			close(w->epfd_dup);
 		free(w);
 		errno = -r;
 		return NULL;
@@ -304,9 +371,7 @@ void loop_remove(struct loop *l, struct loop_watch *w)
 		}
 		/* freed when the poll's final CQE arrives */
 	} else {
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->epfd_dup, NULL);
-		close(w->epfd_dup);
-		w->epfd_dup = -1;
+		epoll_forget(l, w);
 		if (!w->queued_again) {
 			w->next = l->graveyard;
 			l->graveyard = w;

@@ -727,3 +727,43 @@ Test(hostile, a_connection_garudad_cannot_take_for_want_of_fds_is_refused_with_e
 	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
 	gd_stop(&d);
 }
+
+/* garudad with no file descriptor left: a session whose client reads slowly keeps its
+ * replies (the outbox waits for POLLOUT) and is not disconnected. The epoll loop
+ * watched POLLOUT through a dup of the socket: at the fd limit the dup failed and the
+ * session was closed, far below its outbox quota (deploy.md: nobody is disconnected
+ * past the limit). */
+Test(hostile, out_of_fds_a_slow_reader_keeps_its_replies)
+{
+	if (geteuid() != 0)
+		cr_skip_test("lowering garudad's RLIMIT_NOFILE (prlimit) needs root");
+	const char *bin = getenv("GARUDAD");
+	if (bin && strstr(bin, "valgrind"))
+		cr_skip_test("garudad under valgrind: valgrind keeps its own fd table and limit");
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct gd_client c;
+	gd_ok(gd_open(&c, d.sock));
+	int sz = 4096;
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	struct rlimit was, low;
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
+	low = (struct rlimit){ .rlim_cur = (rlim_t)gd_fd_count(&d), .rlim_max = was.rlim_max };
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	const unsigned n = 400; /* more QUERY_REPLYs than the socket holds, within the outbox */
+	for (unsigned i = 0; i < n; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_QUERY, 1000 + i);
+		gd_ok(gd_send(&c, &m, NULL, 0));
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct garuda_msg m;
+		int r = gd_recv(&c, &m, NULL, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "reply %u of %u: %s", i, n, r == -EPIPE ? "disconnected" : gd_strerr(r));
+		cr_assert_eq(m.type, GARUDA_MSG_QUERY_REPLY);
+		cr_assert_eq(m.cookie, 1000 + i);
+	}
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
+	gd_close(&c);
+	gd_stop(&d);
+}
