@@ -216,6 +216,46 @@ int conn_send_arm_locked(struct garuda_client *c, struct garuda_msg *m, uint64_t
 	return send_gen_locked(c, m, -1, gen, gen);
 }
 
+/* ------------------------------------------------------------------ orphans */
+
+void conn_orphan_segment_locked(struct garuda_client *c, const struct garuda_msg *m)
+{
+	bool ours = false; /* an answer to a SEGMENT_OPEN that timed out (not an attach's) */
+	for (unsigned i = 0; i < sizeof(c->timed_out_opens) / sizeof(c->timed_out_opens[0]); i++)
+		if (m->cookie && c->timed_out_opens[i] == m->cookie) {
+			c->timed_out_opens[i] = 0;
+			ours = true;
+		}
+	if (!ours)
+		return;
+	uint32_t segment_id = m->segment.segment_id;
+	if (c->orphan_gen != c->gen)
+		c->norphan_segs = 0; /* an older session's: gone with it */
+	c->orphan_gen = c->gen;
+	if (c->norphan_segs < sizeof(c->orphan_segs) / sizeof(c->orphan_segs[0]))
+		c->orphan_segs[c->norphan_segs++] = segment_id;
+}
+
+/* SEGMENT_CLOSE (NOREPLY) each segment whose SEGMENT_OPEN timed out and that garudad
+ * made afterwards: else it stays charged to the session's quota until the session
+ * ends. Before a request of an API thread, in its session gen. */
+static void close_orphans_locked(struct garuda_client *c, uint64_t gen)
+{
+	if (c->orphan_gen != gen)
+		c->norphan_segs = 0;
+	while (c->norphan_segs) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, ++c->next_cookie & ~COOKIE_STREAM_BIT);
+		if (!m.cookie)
+			m.cookie = ++c->next_cookie;
+		m.flags = GARUDA_F_NOREPLY; /* a refusal's ERROR finds no waiter: dropped */
+		m.segment_close.segment_id = c->orphan_segs[c->norphan_segs - 1];
+		if (send_gen_locked(c, &m, -1, gen, 0) < 0)
+			return;
+		c->norphan_segs--;
+	}
+}
+
 /* ------------------------------------------------------------------ replies */
 
 static void fail_pending_locked(struct garuda_client *c, int err)
@@ -295,6 +335,7 @@ static int request(struct garuda_client *c, struct garuda_msg *m, int fd, uint64
 	uint64_t gen = c->gen;
 	if (gen_out)
 		*gen_out = gen;
+	close_orphans_locked(c, gen);
 	p.cookie = ++c->next_cookie & ~COOKIE_STREAM_BIT;
 	if (!p.cookie)
 		p.cookie = ++c->next_cookie;
@@ -312,6 +353,8 @@ static int request(struct garuda_client *c, struct garuda_msg *m, int fd, uint64
 		/* c->cond runs on CLOCK_MONOTONIC (garuda_connect_to) */
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT && !p.done) {
 			r = -GARUDA_E_TIMEOUT;
+			if (m->type == GARUDA_MSG_SEGMENT_OPEN) /* its segment may come late */
+				c->timed_out_opens[c->next_timed_out++ % 8] = p.cookie;
 			goto out;
 		}
 	}

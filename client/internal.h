@@ -147,6 +147,9 @@ struct garuda_stream {
 		char arm_err_text[GARUDA_ERROR_TEXT_MAX + 1]; /* garudad's words for it ("") */
 		uint64_t err_upto;   /* refusals of arms up to this target were reported already */
 		bool dying;          /* garuda_stream_free() in progress: not queued or presented */
+		uint64_t bind_unknown; /* session whose BIND of it timed out (0: none): garudad
+					* may still take that BIND late, so its word is never
+					* handed out again in that session (stream_new) */
 		bool arm_lost;       /* arms may be missing (async error): waits poll, and the
 				      * I/O thread nudges it when its word moves (lost_any) */
 		uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
@@ -209,6 +212,14 @@ struct garuda_client {
 	struct garuda_welcome welcome;
 	uint64_t next_cookie;
 	struct pending *pending;
+	/* SEGMENT replies nobody waited for any more (their SEGMENT_OPEN timed out): the
+	 * segments garudad made late, in session orphan_gen, which the next request
+	 * closes (conn.c close_orphans_locked; the I/O thread never sends) */
+	uint32_t orphan_segs[8];
+	unsigned norphan_segs;
+	uint64_t orphan_gen;
+	uint64_t timed_out_opens[8]; /* cookies of SEGMENT_OPENs that timed out (a ring) */
+	unsigned next_timed_out;
 	struct garuda_stream **streams; /* token table, under lock (+reg_lock to change) */
 	uint32_t nstreams_cap;
 	uint32_t next_serial;
@@ -359,6 +370,10 @@ static inline uint16_t present_flag(const struct garuda_client *c)
 /* Send one message with fd (-1: none) on the current session; call with c->lock held.
  * Returns 0 or a negative code (-GARUDA_E_DISCONNECTED when not connected). */
 int conn_send_locked(struct garuda_client *c, struct garuda_msg *m, int fd);
+/* A SEGMENT reply came that nobody waits for: when it answers a SEGMENT_OPEN that
+ * timed out, the next request closes that segment in garudad. I/O thread, c->lock
+ * held. */
+void conn_orphan_segment_locked(struct garuda_client *c, const struct garuda_msg *m);
 /* Send an ARM (or ARM_BATCH) of a stream presented in session gen, in that session
  * only (also while the I/O thread is still presenting it); -GARUDA_E_DISCONNECTED
  * when gen is not the current session. c->lock held. */

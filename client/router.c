@@ -67,6 +67,8 @@ static void route(struct garuda_client *c, struct garuda_msg *m, int fd)
 		}
 		if (conn_complete_locked(c, m, err, fd))
 			fd = -1;
+		else if (m->type == GARUDA_MSG_SEGMENT)
+			conn_orphan_segment_locked(c, m);
 		break;
 	}
 	default:

@@ -383,6 +383,15 @@ static int stream_new(struct garuda_seg *seg, void *native, enum garuda_readines
 
 	if (gen) {
 		r = stream_form(s)->bind(s, segid, gen, true, 0);
+		if (r == -GARUDA_E_TIMEOUT) {
+			/* a hung garudad may still bind the slot when it comes back: the word
+			 * would be ALREADY_BOUND for every later EVENTFD stream given it.
+			 * Freed below (garuda_stream_freep), it stays out of use in this
+			 * session; an UNBIND now could wait as long again. */
+			pthread_mutex_lock(&c->lock);
+			s->ses.bind_unknown = gen;
+			pthread_mutex_unlock(&c->lock);
+		}
 		if (r < 0 && r != -GARUDA_E_DISCONNECTED)
 			return r;
 		if (r == 0) {
@@ -517,13 +526,14 @@ void garuda_stream_free(struct garuda_stream *s)
 		pthread_mutex_unlock(&c->reg_lock);
 	}
 	c->streams[s->tab] = NULL;
+	bool bind_unknown = s->ses.bind_unknown && s->ses.bind_unknown == c->gen;
 	pthread_mutex_unlock(&c->lock);
 	uint64_t sig = atomic_load_explicit(&s->signalled, memory_order_relaxed);
 	bool outstanding = !garuda_reached(word_load(s->word), sig);
-	/* a word with a store still to land, or one the daemon may still hold an arm of s
-	 * on (the DISARM round trip did not complete in a live session), is never handed
-	 * out again */
-	bool keep = outstanding || !word_safe;
+	/* a word with a store still to land, or one the daemon may still hold an arm or a
+	 * binding of s on (the DISARM round trip did not complete in a live session, or
+	 * its BIND timed out in this one), is never handed out again */
+	bool keep = outstanding || !word_safe || bind_unknown;
 	seg->used[s->index] = keep ? 2 : 0;
 	/* garuda_segment_close() refuses while that store may still land; a faulted native
 	 * stream discards its stores, so none will */

@@ -919,3 +919,49 @@ Test(errors, connect_refused_by_quota_says_which)
 	garuda_disconnect(a);
 	td_stop(&d);
 }
+
+/* A BIND that timed out (garudad hung past the 20 s request timeout) leaves its word
+ * out of use in that session: garudad takes the BIND late when it runs again, and the
+ * next EVENTFD stream given that word got ALREADY_BOUND, and so did every later one
+ * (the lowest free word is given first). ~20 s: the request timeout. */
+Test(errors, a_bind_that_timed_out_leaves_its_word_unused)
+{
+	struct fixture f = { 0 };
+	fx_up(&f, NULL, 1);
+	struct garuda_stream *s = NULL;
+	cr_assert_eq(kill(f.d.pid, SIGSTOP), 0);
+	int r = garuda_stream_new(f.seg, NULL, GARUDA_READINESS_EVENTFD, &s);
+	cr_assert_eq(kill(f.d.pid, SIGCONT), 0);
+	cr_assert_eq(r, -GARUDA_E_TIMEOUT, "a BIND to a stopped garudad: %s", garuda_strerror(r));
+	cr_assert_null(s);
+	for (int i = 0; i < 2; i++) {
+		ok(garuda_stream_new(f.seg, NULL, GARUDA_READINESS_EVENTFD, &s));
+		uint64_t seq;
+		ok(garuda_stream_signal(s, &seq));
+		ok(garuda_stream_wait(s, seq, TD_DEADLINE_MS));
+		garuda_stream_free(s);
+	}
+	fx_down(&f);
+}
+
+/* A SEGMENT_OPEN that timed out leaves no segment behind: garudad makes it when it runs
+ * again, and it stayed charged to the session's quota (and mapped) until the session
+ * ended. The client closes it with its next request. Quota of 2 segments: the
+ * fixture's, and room for one more. ~20 s: the request timeout. */
+Test(errors, a_segment_open_that_timed_out_leaves_no_segment)
+{
+	struct fixture f = { 0 };
+	fx_up(&f, "\"quota\":{\"connection\":{\"segments\":2}}", 1);
+	struct garuda_seg *seg = NULL;
+	cr_assert_eq(kill(f.d.pid, SIGSTOP), 0);
+	int r = garuda_segment_open(f.c, "host", 0, 1, &seg);
+	cr_assert_eq(kill(f.d.pid, SIGCONT), 0);
+	cr_assert_eq(r, -GARUDA_E_TIMEOUT, "a SEGMENT_OPEN to a stopped garudad: %s", garuda_strerror(r));
+	cr_assert_null(seg);
+	/* a round trip: answered after the late SEGMENT, so that one has been seen */
+	char q[1024];
+	cr_assert_gt(garuda_client_query(f.c, q, sizeof(q)), 0);
+	ok(garuda_segment_open(f.c, "host", 0, 1, &seg));
+	ok(garuda_segment_close(seg));
+	fx_down(&f);
+}
