@@ -571,12 +571,8 @@ Test(hostile, emfile_backlog_not_stuck)
 	gd_stop(&d);
 }
 
-/* garudad out of file descriptors (a node's tenants together over LimitNOFILE): the
- * kernel cuts a BIND's eventfd short with MSG_CTRUNC, as for a datagram with more fds
- * than the protocol allows. That was taken for the client's fault: TOO_LONG, and
- * whoever sent the next fd was disconnected. Now the request is refused with EMFILE,
- * the session goes on, and BIND works again once fds are free. */
-Test(hostile, out_of_fds_refuses_the_request_not_the_session)
+/* Tests that run garudad out of fds lower its RLIMIT_NOFILE with prlimit(2) */
+static void skip_unless_fd_limits(void)
 {
 	if (geteuid() != 0)
 		cr_skip_test("lowering garudad's RLIMIT_NOFILE (prlimit) needs root");
@@ -584,16 +580,33 @@ Test(hostile, out_of_fds_refuses_the_request_not_the_session)
 	if (bin && strstr(bin, "valgrind"))
 		cr_skip_test("garudad under valgrind: valgrind keeps its own fd table and limit, so "
 			     "a prlimit on the process does not run garudad out of fds");
+}
+
+/* garudad's soft RLIMIT_NOFILE to the fds it has open now plus `room`; *was gets the
+ * limit to put back. Returns the lowered one. */
+static struct rlimit lower_fd_limit(struct gd_daemon *d, unsigned room, struct rlimit *was)
+{
+	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, NULL, was), 0);
+	struct rlimit low = { .rlim_cur = (rlim_t)gd_fd_count(d) + room, .rlim_max = was->rlim_max };
+	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	return low;
+}
+
+/* garudad out of file descriptors (a node's tenants together over LimitNOFILE): the
+ * kernel cuts a BIND's eventfd short with MSG_CTRUNC, as for a datagram with more fds
+ * than the protocol allows. That was taken for the client's fault: TOO_LONG, and
+ * whoever sent the next fd was disconnected. Now the request is refused with EMFILE,
+ * the session goes on, and BIND works again once fds are free. */
+Test(hostile, out_of_fds_refuses_the_request_not_the_session)
+{
+	skip_unless_fd_limits();
 	struct gd_daemon d = { 0 };
 	gd_start(&d, NULL);
 	struct gd_client a;
 	struct gd_seg s;
 	gd_ok(gd_open(&a, d.sock));
 	gd_ok(gd_segment_open(&a, 1, -1, &s));
-	struct rlimit was, low;
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
-	low = (struct rlimit){ .rlim_cur = (rlim_t)gd_fd_count(&d) + 2, .rlim_max = was.rlim_max };
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	struct rlimit was, low = lower_fd_limit(&d, 2, &was);
 	int efd[8], r = 0;
 	unsigned bound = 0;
 	for (; bound < 8; bound++)
@@ -690,17 +703,10 @@ static int hello_raw(struct gd_client *c, struct garuda_msg *m)
  * word. Clients connect one at a time until one is not welcomed. */
 Test(hostile, a_connection_garudad_cannot_take_for_want_of_fds_is_refused_with_emfile)
 {
-	if (geteuid() != 0)
-		cr_skip_test("lowering garudad's RLIMIT_NOFILE (prlimit) needs root");
-	const char *bin = getenv("GARUDAD");
-	if (bin && strstr(bin, "valgrind"))
-		cr_skip_test("garudad under valgrind: valgrind keeps its own fd table and limit");
+	skip_unless_fd_limits();
 	struct gd_daemon d = { 0 };
 	gd_start(&d, NULL);
-	struct rlimit was, low;
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
-	low = (struct rlimit){ .rlim_cur = (rlim_t)gd_fd_count(&d) + 6, .rlim_max = was.rlim_max };
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	struct rlimit was, low = lower_fd_limit(&d, 6, &was);
 	enum { N = 16 };
 	struct gd_client c[N];
 	struct garuda_msg m = { 0 };
@@ -724,7 +730,6 @@ Test(hostile, a_connection_garudad_cannot_take_for_want_of_fds_is_refused_with_e
 	struct gd_client e;
 	gd_ok(gd_open(&e, d.sock));
 	gd_close(&e);
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
 	gd_stop(&d);
 }
 
@@ -735,21 +740,15 @@ Test(hostile, a_connection_garudad_cannot_take_for_want_of_fds_is_refused_with_e
  * past the limit). */
 Test(hostile, out_of_fds_a_slow_reader_keeps_its_replies)
 {
-	if (geteuid() != 0)
-		cr_skip_test("lowering garudad's RLIMIT_NOFILE (prlimit) needs root");
-	const char *bin = getenv("GARUDAD");
-	if (bin && strstr(bin, "valgrind"))
-		cr_skip_test("garudad under valgrind: valgrind keeps its own fd table and limit");
+	skip_unless_fd_limits();
 	struct gd_daemon d = { 0 };
 	gd_start(&d, NULL);
 	struct gd_client c;
 	gd_ok(gd_open(&c, d.sock));
 	int sz = 4096;
 	setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	struct rlimit was, low;
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
-	low = (struct rlimit){ .rlim_cur = (rlim_t)gd_fd_count(&d), .rlim_max = was.rlim_max };
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	struct rlimit was;
+	lower_fd_limit(&d, 0, &was);
 	const unsigned n = 400; /* more QUERY_REPLYs than the socket holds, within the outbox */
 	for (unsigned i = 0; i < n; i++) {
 		struct garuda_msg m;
