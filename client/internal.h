@@ -134,6 +134,14 @@ struct garuda_stream {
 		uint64_t sleeps, spin_outs;  /* +predict waits that slept / whose spin ran out */
 	} pl;
 
+	/* the last wait that ran out of time (the waiting thread's: one at a time): a wait
+	 * for the same sequence begun within GARUDA_WAIT_RESUME_NS of it goes on from
+	 * there (wait.c), so that waiting in slices (to run signal handlers between
+	 * them: the Python package's main thread) costs what one long wait does */
+	struct {
+		uint64_t seq, begun, left, backstop_at;
+	} resume;
+
 	/* signals: lock's (signalled is read without it, acquire) */
 	pthread_mutex_t lock;
 	_Atomic uint64_t signalled; /* last sequence enqueued (written under lock) */

@@ -337,6 +337,13 @@ uint64_t stream_fault_interval_ns(struct garuda_stream *s, uint64_t age_ns)
 	return r > STREAM_FAULT_WATCH_MIN_NS ? r : STREAM_FAULT_WATCH_MIN_NS;
 }
 
+/* A wait for the sequence it ran out of time on, begun within this of its end, goes on
+ * from there (struct garuda_stream's resume) */
+#define GARUDA_WAIT_RESUME_NS 50000000ull
+
+static int wait_phases(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns, uint64_t now,
+		       uint64_t begun, uint64_t deadline, bool resumed, uint64_t *next_backstop);
+
 static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns)
 {
 	if (!s) {
@@ -363,17 +370,39 @@ static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	if (timeout_ns == 0)
 		return -GARUDA_E_TIMEOUT;
 
-	struct garuda_client *c = s->client;
 	uint64_t now = garuda_now_ns(), begun = now;
 	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
+	/* the same wait again, right after it ran out of time: its age goes on, and its
+	 * first phase (the prediction's sleep and window, the sync, the spin) is over */
+	bool resumed = s->resume.seq == seq && now - s->resume.left <= GARUDA_WAIT_RESUME_NS;
+	if (resumed)
+		begun = s->resume.begun;
+	s->resume.seq = 0;
+	uint64_t backstop_at = resumed ? s->resume.backstop_at : 0;
+	int r = wait_phases(s, seq, timeout_ns, now, begun, deadline, resumed, &backstop_at);
+	if (r == -GARUDA_E_TIMEOUT)
+		s->resume = (typeof(s->resume)){ .seq = seq, .begun = begun, .left = garuda_now_ns(),
+						 .backstop_at = backstop_at };
+	return r;
+}
 
+/* stream_wait() past its checks: the plan's first phase (unless resumed), then the
+ * park on the readiness form with backstop queries, the backstop growing with the
+ * wait's age (from begun). *next_backstop: resumed, the next backstop query's time
+ * (0: none yet); out of time, the one that was next then */
+static int wait_phases(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns, uint64_t now,
+		       uint64_t begun, uint64_t deadline, bool resumed, uint64_t *next_backstop)
+{
+	struct garuda_client *c = s->client;
 	pthread_mutex_lock(&s->plan_lock);
 	struct garuda_plan plan = s->pl.plan;
 	uint64_t spin_ns = s->pl.spin_ns, backstop_ns = s->pl.backstop_ns;
 	pthread_mutex_unlock(&s->plan_lock);
 
 	int r;
-	if (plan.predict) {
+	if (resumed) {
+		/* straight to the park below */
+	} else if (plan.predict) {
 		if ((r = predict_wait(s, &plan, seq, now, deadline, backstop_ns)) <= 0)
 			return r;
 	} else if (plan.kind == GARUDA_PLAN_BLOCK) {
@@ -390,7 +419,8 @@ static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 	/* flag: park on the readiness form; block and poll: poll the word and the native
 	 * stream on the growing schedule. Either way query every backstop. */
 	bool flag = plan.kind == GARUDA_PLAN_FLAG;
-	uint64_t backstop_at = now + backstop_for(&plan, backstop_ns, now - begun);
+	uint64_t backstop_at = *next_backstop ? *next_backstop
+					      : now + backstop_for(&plan, backstop_ns, now - begun);
 	uint64_t step = POLL_STEP_MIN_NS;
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
@@ -403,8 +433,10 @@ static int stream_wait(struct garuda_stream *s, uint64_t seq, int64_t timeout_ns
 		if (garuda_reached(word_load(s->word), seq))
 			return 0;
 		now = garuda_now_ns();
-		if (now >= deadline)
+		if (now >= deadline) {
+			*next_backstop = backstop_at;
 			return -GARUDA_E_TIMEOUT;
+		}
 		if (now >= backstop_at || !flag) {
 			int q = s->seg->ops->query(s->seg->backend, s->native);
 			if (garuda_reached(word_load(s->word), seq))

@@ -420,3 +420,32 @@ Test(plans, segment_close_waits_for_freed_streams_stores)
 	gate_destroy(&g);
 	fx_down(&f);
 }
+
+/* A wait taken in slices (garuda_stream_wait with a timeout, again and again for the
+ * same sequence, as the Python package's main thread does so that Ctrl-C is seen) is
+ * one wait: its backstop queries go on across the slices. Each slice started the
+ * schedule anew, so slices shorter than the backstop never queried the native stream,
+ * and a faulted stream (no store, no readiness: only a query finds it) was waited on
+ * for good. POLL form, backstop 2 ms, slices of 1 ms. */
+Test(plans, a_wait_in_slices_keeps_its_backstop)
+{
+	struct fixture f = { 0 };
+	fx_up(&f, NULL, 1);
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	ok(garuda_host_stream_new(NULL, &hs));
+	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_POLL, &s));
+	ok(garuda_stream_set_plan(s, "flag:park_us=0,backstop_us=2000"));
+	ok(garuda_host_stream_enqueue_fault(hs));
+	uint64_t seq;
+	ok(garuda_stream_signal(s, &seq));
+	int r = -GARUDA_E_TIMEOUT;
+	unsigned slices = 0;
+	for (; slices < 2000 && r == -GARUDA_E_TIMEOUT; slices++)
+		r = garuda_stream_wait(s, seq, NS_PER_MS);
+	cr_assert_eq(r, -GARUDA_E_STREAM_FAULT, "after %u slices of 1 ms: %d (%s)", slices, r,
+		     garuda_strerror(r));
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	fx_down(&f);
+}
