@@ -22,7 +22,10 @@ Promises:
    cancelled, timed out or failed). A slow backstop timer (Stream.async_backstop,
    default 0.25 s, None disables it) runs only while awaits are pending: it asks the
    native stream whether it faulted (a faulted stream never stores, so its awaits fail
-   with StreamFaultError instead of hanging) and re-reads the word.
+   with StreamFaultError instead of hanging) and re-reads the word. A loop closed with
+   awaits pending drops them: the stream is free for another loop, and closes.
+ - The main thread's blocking waits (Stream.wait, HostStream.drain) wait in slices of
+   _SLICE, so that Ctrl-C (KeyboardInterrupt) is not held off until they return.
 
 Threads follow libgaruda's rules (docs/client.md): a Client may be shared by threads;
 one Stream is signalled, waited on and drained by one thread at a time; value and
@@ -38,15 +41,17 @@ import heapq
 import json
 import os
 import threading
+import time
 import warnings
 import weakref
+from collections import deque
 from ctypes import byref, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Protocol, TypeVar,
                     Union)
 
 from . import _lib
-from .errors import (BusyError, ClosedError, Error, GarudaWarning,
+from .errors import (BusyError, ClosedError, Error, GarudaWarning, StreamFaultError,
                      TimeoutError as GTimeoutError, from_code)
 
 if TYPE_CHECKING:
@@ -54,6 +59,14 @@ if TYPE_CHECKING:
 
 _MASK = (1 << 64) - 1
 _HALF = 1 << 63
+# The main thread's blocking waits (Stream.wait, HostStream.drain) wait in slices of at
+# most this many seconds, so that its signal handlers (Ctrl-C: KeyboardInterrupt) run
+# between them: a wait in C retries EINTR itself, and Python runs a handler only once
+# the call returns. Other threads never run handlers: they wait in one call.
+_SLICE = 0.1
+# A HostStream's kept stamps and callbacks are looked over by its enqueues once there
+# are this many, then at twice what the last look left (HostStream._trim)
+_TRIM_MIN = 64
 _O = TypeVar("_O", bound="_Owned")
 
 
@@ -83,6 +96,11 @@ def has_plans() -> bool:
 def reached(value: int, seq: int) -> bool:
     """Wrapping order of sequences: value has reached seq."""
     return ((value - seq) & _MASK) < _HALF
+
+
+def _in_main_thread() -> bool:
+    """True on the thread that runs Python's signal handlers."""
+    return threading.current_thread() is threading.main_thread()
 
 
 def _ns(seconds: Optional[float], what: str) -> int:
@@ -189,11 +207,14 @@ def _forget_inherited() -> None:
 os.register_at_fork(after_in_child=_forget_inherited)
 
 
-def _disconnect(lib: Any, h: int, segments: weakref.WeakSet, hosts: dict[int, weakref.finalize]) -> None:
-    for seg in list(segments):
-        seg._close_tree()
-    _settle(lib, hosts)  # the collector may have emptied `segments` already
-    lib.garuda_disconnect(h)
+def _disconnect(lib: Any, h: int, segments: weakref.WeakSet, hosts: dict[int, weakref.finalize],
+                lock: threading.RLock) -> None:
+    try:
+        for seg in list(segments):
+            seg._close_tree()
+        _settle(lib, hosts, lock)  # the collector may have emptied `segments` already
+    finally:
+        lib.garuda_disconnect(h)  # whatever failed above: the session must not outlive close()
 
 
 class Client(_Owned):
@@ -210,15 +231,17 @@ class Client(_Owned):
     def __init__(self, path: Union[str, bytes, os.PathLike, None] = None) -> None:
         lib = _lib.load()
         self._segments: weakref.WeakSet[Segment] = weakref.WeakSet()
-        # the host streams given stores into its segments (_settle)
+        # the host streams given stores into its segments (_settle); _lock guards it
+        # and its segments' (threads share a client: _remember_host). Reentrant: the
+        # collector may run a finalizer that takes it (_settle) on a thread holding it.
         self._hosts: dict[int, weakref.finalize] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         h = c_void_p()
         if path is None:
             lib.garuda_connect(byref(h))
         else:
             lib.garuda_connect_to(os.fsencode(path), byref(h))
-        self._own(lib, h.value, _disconnect, self._segments, self._hosts)
+        self._own(lib, h.value, _disconnect, self._segments, self._hosts, self._lock)
         w = self.warning
         if w is not None:
             warnings.warn(GarudaWarning(*w), stacklevel=2)
@@ -228,7 +251,7 @@ class Client(_Owned):
         with self._lock:
             h = self._forget()
         if h is not None:
-            _disconnect(self._lib, h, self._segments, self._hosts)
+            _disconnect(self._lib, h, self._segments, self._hosts, self._lock)
 
     @property
     def connected(self) -> bool:
@@ -280,33 +303,37 @@ class Client(_Owned):
 
 
 def _remember_host(hosts: dict[int, weakref.finalize], hs: HostStream) -> None:
-    """Note that hs was given stores into a segment (forgetting host streams freed)."""
+    """Note that hs was given stores into a segment (forgetting host streams freed).
+    The caller holds the client's lock (threads share a client)."""
     for h in [h for h, fin in hosts.items() if not fin.alive]:
         del hosts[h]
     hosts[hs._as_parameter_] = hs._finalizer
 
 
-def _settle(lib: Any, hosts: dict[int, weakref.finalize]) -> None:
+def _settle(lib: Any, hosts: dict[int, weakref.finalize], lock: threading.RLock) -> None:
     """Wait for the host streams that stores into a segment were queued on, before its
     mapping goes: by handle ({handle: the host stream's finalizer}), since the collector
     clears the weak references of a whole cycle before it runs any free; a host stream
-    whose free ran (finalizer no longer alive) let its items finish then."""
-    for h, fin in list(hosts.items()):
+    whose free ran (finalizer no longer alive) let its items finish then. The dict is
+    taken under the client's lock; the drains run without it."""
+    with lock:
+        items = list(hosts.items())
+        hosts.clear()
+    for h, fin in items:
         if fin.alive:
             try:
                 lib.garuda_host_stream_drain(h)
             except Error:
                 pass  # faulted: its remaining stores never happen
-    hosts.clear()
 
 
 def _close_segment(lib: Any, h: int, client: weakref.finalize, streams: weakref.WeakSet,
-                   hosts: dict[int, weakref.finalize]) -> None:
+                   hosts: dict[int, weakref.finalize], lock: threading.RLock) -> None:
     if not client.alive:
         return  # the client's disconnect freed it
     for st in list(streams):
         st.close()
-    _settle(lib, hosts)
+    _settle(lib, hosts, lock)
     lib.garuda_segment_close(h)
 
 
@@ -331,13 +358,13 @@ class Segment(_Owned):
         client._lib.garuda_segment_open(client, backend.encode(), int(device), int(lines),
                                         byref(h))
         self._own(client._lib, h.value, _close_segment, client._finalizer, self._streams,
-                  self._hosts)
+                  self._hosts, client._lock)
         client._segments.add(self)
 
     def _close_tree(self) -> None:
         for s in list(self._streams):
             s.close()
-        _settle(self._lib, self._hosts)
+        _settle(self._lib, self._hosts, self.client._lock)
         self._forget()  # the client's disconnect frees it
 
     def close(self) -> None:
@@ -348,7 +375,7 @@ class Segment(_Owned):
             return
         # raises (BusyError...) with the segment still open
         _close_segment(self._lib, self._as_parameter_, self.client._finalizer, self._streams,
-                       self._hosts)
+                       self._hosts, self.client._lock)
         self._forget()
         self.client._segments.discard(self)
 
@@ -380,7 +407,19 @@ class HostStream(_Owned):
     def __init__(self, depth: int = 0, spin: float = 0.0, nonblock: bool = False) -> None:
         lib = _lib.load()
         cfg = _lib.HostStreamConfig(int(depth), int(spin * 1e9), 1 if nonblock else 0)
-        self._keep: list = []  # stamps and callbacks the worker may still touch
+        # The stamps and callbacks the worker may still touch, as (index, floor,
+        # object, is a stamp), in index order: index counts the kept objects (given
+        # once the enqueue returned), floor is how many were kept when its enqueue
+        # began (each one below was queued before it). What the worker has finished
+        # is dropped (_drop_finished, _trim): every kept object below `index` when a
+        # query or drain then found the stream idle or faulted (a faulted stream runs
+        # nothing more), and every one below the floor of a stamp that holds a time or
+        # of a callback that started (the FIFO ran all before it).
+        self._keep: deque[tuple[int, int, Any, bool]] = deque()
+        self._kept = 0  # indices given
+        self._started = [0]  # the largest floor of a callback that started (worker)
+        self._keep_lock = threading.Lock()  # never held across a call that blocks
+        self._trim_at = _TRIM_MIN  # _keep's length that has enqueues look for progress
         self._users: weakref.WeakSet[Stream] = weakref.WeakSet()
         h = c_void_p()
         lib.garuda_host_stream_new(byref(cfg), byref(h))
@@ -412,26 +451,121 @@ class HostStream(_Owned):
         """Returns a ctypes c_uint64 that gets the monotonic time (ns) when the worker
         reaches this item (0 until then)."""
         cell = c_uint64(0)
+        floor = self._kept
         self._lib.garuda_host_stream_enqueue_stamp(self, byref(cell))
-        self._keep.append(cell)
+        self._hold(cell, floor, True)
         return cell
 
     def enqueue_call(self, fn: Callable[[], object]) -> None:
         """Call fn() on the worker thread when it reaches this item."""
+        started = self._started  # not self: no cycle through the callback
+        floor = self._kept
+
         def tramp(_arg: Any) -> None:
+            if floor > started[0]:  # only the worker writes it, in FIFO order
+                started[0] = floor
             fn()
         cb = _lib.HOST_CALL(tramp)
         self._lib.garuda_host_stream_enqueue_call(self, cb, None)
-        self._keep.append(cb)
+        self._hold(cb, floor, False)
+
+    def _hold(self, obj: Any, floor: int, stamp: bool) -> None:
+        """Keep obj, just queued, while the worker may touch it; now and then (at
+        twice the length left by the last look) drop what it finished."""
+        with self._keep_lock:
+            self._keep.append((self._kept, floor, obj, stamp))
+            self._kept += 1
+            due = len(self._keep) >= self._trim_at
+        if due:
+            self._trim()
+
+    def _drop_finished(self, below: int) -> None:
+        """Drop the kept objects of index < below (the worker finished them)."""
+        with self._keep_lock:
+            keep = self._keep
+            while keep and keep[0][0] < below:
+                keep.popleft()
+
+    def _trim(self) -> None:
+        """Drop what the worker finished: all kept before an idle or faulted query,
+        else everything below the floor of a stamp that holds a time or of a callback
+        that started."""
+        mark = self._kept
+        try:
+            idle = self._lib.garuda_host_stream_query(self) != -errno.EAGAIN
+        except Error:  # faulted: nothing queued will ever run
+            idle = True
+        with self._keep_lock:
+            keep = self._keep
+            below = mark if idle else self._started[0]
+            if not idle:
+                for _, floor, obj, stamp in keep:
+                    if stamp and floor > below and obj.value:
+                        below = floor
+            while keep and keep[0][0] < below:
+                keep.popleft()
+            self._trim_at = max(_TRIM_MIN, 2 * len(keep))
 
     def query(self) -> bool:
         """True when every item so far finished, False while some run; raises
         StreamFaultError on a faulted stream."""
-        return self._lib.garuda_host_stream_query(self) != -errno.EAGAIN
+        mark = self._kept
+        try:
+            idle = self._lib.garuda_host_stream_query(self) != -errno.EAGAIN
+        except StreamFaultError:
+            self._drop_finished(mark)
+            raise
+        if idle:
+            self._drop_finished(mark)
+        return idle
 
     def drain(self) -> None:
-        """Block until every item so far finished (raises StreamFaultError)."""
-        self._lib.garuda_host_stream_drain(self)
+        """Block until every item so far finished (raises StreamFaultError). In the main
+        thread it waits in slices of 0.1 s, so that Ctrl-C (KeyboardInterrupt) and other
+        signal handlers run between them."""
+        mark = self._kept
+        try:
+            if _in_main_thread():
+                self._drain_in_slices()
+            else:
+                self._lib.garuda_host_stream_drain(self)
+        except StreamFaultError:
+            self._drop_finished(mark)
+            raise
+        self._drop_finished(mark)
+
+    def _busy(self) -> bool:
+        """Items still run; a faulted stream raises drain's own StreamFaultError."""
+        try:
+            return self._lib.garuda_host_stream_query(self) == -errno.EAGAIN
+        except StreamFaultError:
+            self._lib.garuda_host_stream_drain(self)  # faulted: raises at once
+            raise
+
+    def _drain_in_slices(self) -> None:
+        """drain() as waits of at most _SLICE: queue a callback that sets an event
+        and wait for it (every item before it finished), asking between slices whether
+        the stream faulted (the callback then never runs)."""
+        if not self._busy():
+            return
+        done = threading.Event()
+        while True:
+            try:
+                self.enqueue_call(done.set)
+                break
+            except StreamFaultError:
+                self._lib.garuda_host_stream_drain(self)  # faulted: raises drain's error
+                raise
+            except Error as e:
+                if e.code != errno.EAGAIN:
+                    raise
+            # a full FIFO (nonblock): look again a little later
+            if not self._busy():
+                return
+            time.sleep(0.001)
+        while not done.wait(_SLICE):
+            if not self._busy():
+                return
 
 
 class CudaStreamLike(Protocol):
@@ -486,8 +620,9 @@ class Stream(_Owned):
         segment._streams.add(self)
         if isinstance(native, HostStream):
             native._users.add(self)
-            _remember_host(segment._hosts, native)
-            _remember_host(segment.client._hosts, native)
+            with segment.client._lock:  # other threads make streams on this client too
+                _remember_host(segment._hosts, native)
+                _remember_host(segment.client._hosts, native)
 
     def close(self) -> None:
         """Fail pending async awaits with ClosedError (removing the loop reader),
@@ -495,14 +630,15 @@ class Stream(_Owned):
         if self.closed:
             return
         w, self._waiters = self._waiters, None
-        if w is not None:
-            w.fail_all(ClosedError(what="stream closed while awaited"))
-        h = self._forget()
-        if h is None:
-            return
-        self.segment._streams.discard(self)
-        _free_stream(self._lib, h, self.segment.client._finalizer)
-        self._cb = None
+        try:
+            if w is not None:
+                w.fail_all(ClosedError(what="stream closed while awaited"))
+        finally:  # the stream is freed whatever the awaits' loop did
+            h = self._forget()
+            if h is not None:
+                self.segment._streams.discard(self)
+                _free_stream(self._lib, h, self.segment.client._finalizer)
+                self._cb = None
 
     # --- the word ----------------------------------------------------------------
     def signal(self) -> int:
@@ -527,10 +663,29 @@ class Stream(_Owned):
 
     def wait(self, seq: Optional[int] = None, timeout: Optional[float] = None) -> None:
         """Block until the word reaches seq (default: the last signalled); raises
-        garuda.TimeoutError, StreamFaultError. timeout 0 only checks."""
+        garuda.TimeoutError, StreamFaultError. timeout 0 only checks. In the main thread
+        a wait longer than 0.1 s waits in slices of 0.1 s, so that Ctrl-C
+        (KeyboardInterrupt) and other signal handlers run between them."""
         if seq is None:
             seq = self._lib.garuda_stream_last(self)
-        self._lib.garuda_stream_wait(self, int(seq), _ns(timeout, "timeout"))
+        seq = int(seq)
+        ns = _ns(timeout, "timeout")
+        wait = self._lib.garuda_stream_wait
+        if (timeout is not None and timeout <= _SLICE) or not _in_main_thread():
+            wait(self, seq, ns)
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= _SLICE:  # the last slice: its TimeoutError is the wait's
+                    wait(self, seq, max(0, int(left * 1e9)))
+                    return
+            try:
+                wait(self, seq, int(_SLICE * 1e9))
+                return
+            except GTimeoutError:
+                pass  # a slice ran out: signal handlers run here, then the next slice
 
     def synchronize(self, timeout: Optional[float] = None) -> int:
         """signal() then wait() for that sequence; returns it."""
@@ -620,7 +775,10 @@ class Stream(_Owned):
         w = self._waiters
         if w is None or w.loop is not loop:
             if w is not None and w.live:
-                raise RuntimeError("garuda: this stream has awaits pending in another loop")
+                if not w.loop.is_closed():
+                    raise RuntimeError("garuda: this stream has awaits pending in another loop")
+                # that loop was closed with awaits pending: they can never complete
+                w.fail_all(ClosedError(what="event loop closed while awaited"))
             w = self._waiters = _Waiters(self, loop)
         fut = loop.create_future()
         entry = w.add(seq, fut)
@@ -630,7 +788,7 @@ class Stream(_Owned):
         try:
             await fut
         finally:
-            if timer is not None:
+            if timer is not None and not loop.is_closed():
                 timer.cancel()
             w.remove(entry)
 
@@ -697,12 +855,13 @@ class _Waiters:
                 self.stop()
 
     def stop(self) -> None:
-        if self.reading:
-            self.loop.remove_reader(self.fd)
-            self.reading = False
-        if self.backstop is not None:
-            self.backstop.cancel()
-            self.backstop = None
+        if not self.loop.is_closed():  # a closed loop dropped its readers and timers
+            if self.reading:
+                self.loop.remove_reader(self.fd)
+            if self.backstop is not None:
+                self.backstop.cancel()
+        self.reading = False
+        self.backstop = None
         self.heap.clear()
 
     def arm_backstop(self) -> None:
@@ -715,6 +874,9 @@ class _Waiters:
         try:
             self.lib.garuda_stream_drain(self.h, byref(self.v))
         except Error as e:
+            # a failed drain wrote the word first (STREAM_FAULT: docs/client.md): a
+            # store that landed before the fault still completes its awaits
+            self.resolve(self.v.value)
             self.fail_all(e)
             return
         self.resolve(self.v.value)
@@ -751,10 +913,13 @@ class _Waiters:
             self.stop()
 
     def fail_all(self, exc: BaseException) -> None:
+        # a closed loop's futures take no result (set_exception would raise "Event loop
+        # is closed"): nothing will ever run their tasks; the awaits are dropped
+        closed = self.loop.is_closed()
         for _, _, a in self.heap:
             if a.pending:
                 a.pending = False
-                if not a.fut.done():
+                if not closed and not a.fut.done():
                     a.fut.set_exception(exc)
         self.live = 0
         self.stop()

@@ -3,7 +3,9 @@ the C tests: the build tree's garudad ($GARUDAD) on a client and a control socke
 private temporary directory, with the same flags and base config
 ({"socket_group":"","control_group":"","log_level":"info"} plus extra members).
 kill() is a crash (SIGKILL), restart() starts it again on the same sockets, stop() is
-SIGTERM and checks a clean exit 0. It dies with the test process (PR_SET_PDEATHSIG)."""
+SIGTERM and checks a clean exit 0; pause() hangs it (SIGSTOP: it reads, writes and
+answers nothing) until resume() (SIGCONT). It dies with the test process
+(PR_SET_PDEATHSIG)."""
 import ctypes
 import json
 import os
@@ -76,9 +78,35 @@ class Daemon:
             self.proc.wait()
             self.proc = None
 
+    def pause(self):
+        """SIGSTOP garudad; returns once every thread of it is stopped."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        end = time.monotonic() + DEADLINE
+        while not self._stopped():
+            if time.monotonic() > end:
+                raise RuntimeError(f"garudad did not stop on SIGSTOP:\n{self.log_text()}")
+            time.sleep(0.002)
+
+    def _stopped(self):
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue  # a thread that just exited
+            if state != "T":
+                return False
+        return True
+
+    def resume(self):
+        """SIGCONT garudad (after pause())."""
+        if self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
     def stop(self):
         try:
             if self.proc is not None:
+                self.proc.send_signal(signal.SIGCONT)  # a paused one must run to exit
                 self.proc.terminate()
                 try:
                     rc = self.proc.wait(DEADLINE)

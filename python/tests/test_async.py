@@ -232,3 +232,114 @@ async def test_many_loops_one_stream(client):
         hs.enqueue_work(0.001)
         await s.wait_async(s.signal(), timeout=30)
     hs.close()
+
+
+
+
+def new_loop(kind):
+    """A fresh event loop of the kind (conftest.event_loop's choice), for tests that run
+    and close loops of their own."""
+    if kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop", reason="python3-uvloop is not installed")
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def uvloop_opened():
+    """libuv opens a process-wide pipe with its first loop and keeps it to the exit:
+    have it open before the fd check of a test that makes a loop of its own."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    uvloop.new_event_loop().close()
+
+
+def loop_closed_under_an_await(kind, s, seq):
+    """Start wait_async(seq) in a new loop, run until it is pending, close the loop with
+    it pending (its task never finishes: it is simply dropped)."""
+    loop = new_loop(kind)
+    task = loop.create_task(s.wait_async(seq))
+    loop.run_until_complete(asyncio.sleep(0))
+    assert not task.done()
+    loop.close()
+    return task
+
+
+def test_client_close_after_a_loop_closed_under_an_await(daemon, gate, loop_kind):
+    """An event loop closed while an await was pending: client.close() then raised
+    "Event loop is closed" (the stream's close failed the await's future in that loop)
+    having never disconnected (the session and its fds lived on); now the awaits of a
+    closed loop are dropped and the client closes."""
+    c = garuda.Client()
+    seg = c.segment()
+    hs = garuda.HostStream()
+    s = seg.stream(hs)
+    held = gate(hs)
+    task = loop_closed_under_an_await(loop_kind, s, s.signal())
+    held.set()  # close() lets the store land first
+    c.close()
+    assert s.closed and seg.closed and c.closed
+    assert daemon.wait_status("clients", 0) == 0  # garuda_disconnect ran
+    hs.close()
+    del task
+
+
+def test_a_new_loop_awaits_a_stream_whose_loop_closed_under_an_await(daemon, gate,
+                                                                      loop_kind):
+    """The awaits of a closed loop no longer claim the stream: a new loop awaits it
+    (it raised "this stream has awaits pending in another loop"), and it closes."""
+    hs = garuda.HostStream()
+    with garuda.Client() as c, c.segment() as seg:
+        s = seg.stream(hs)
+        held = gate(hs)
+        seq = s.signal()
+        task = loop_closed_under_an_await(loop_kind, s, seq)
+        held.set()
+
+        async def again():
+            await s.wait_async(seq, timeout=30)
+            hs.enqueue_work(0.001)
+            await s.wait_async(s.signal(), timeout=30)
+            assert not has_reader(asyncio.get_running_loop(), s.fileno())
+        loop = new_loop(loop_kind)
+        try:
+            loop.run_until_complete(again())
+        finally:
+            loop.close()
+        assert s.value == 2
+        s.close()
+    hs.close()
+    del task
+
+async def test_await_of_a_landed_sequence_completes_when_a_fault_follows(make_daemon):
+    """A store that landed before its native stream faulted completes its awaits even
+    when the loop learns of both from one readiness: garuda_stream_drain() then fails
+    with STREAM_FAULT, having written the word first; the awaits it reached failed
+    with StreamFaultError. garudad is paused so that the only readiness is libgaruda's
+    fault watch's, which comes after both; no backstop."""
+    d = make_daemon()
+    hs = garuda.HostStream()
+    held = threading.Event()
+    with garuda.Client(d.sock) as c, c.segment() as seg, seg.stream(hs) as s:
+        s.async_backstop = None
+        hs.enqueue_call(lambda: held.wait(60))
+        first = s.signal()
+        hs.enqueue_fault()
+        second = s.signal()  # behind the fault: never stored
+        tasks = [asyncio.ensure_future(s.wait_async(q)) for q in (first, second)]
+        await asyncio.sleep(0)
+        assert not any(t.done() for t in tasks)
+        d.pause()  # no eventfd write for `first` from garudad
+        try:
+            held.set()
+            res = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+        finally:
+            held.set()
+            d.resume()
+        assert s.value == first
+        assert res[0] is None, res[0]  # it landed: completed
+        assert isinstance(res[1], garuda.StreamFaultError), res[1]
+        assert not has_reader(asyncio.get_running_loop(), s.fileno())
+    hs.close()

@@ -4,8 +4,10 @@ their fds."""
 import ctypes
 import gc
 import os
+import signal
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -105,6 +107,73 @@ def test_wait_timeout_and_check_only(client, gate):
     hs.close()
 
 
+class Interrupt:
+    """with Interrupt(release): SIGINT to the main thread (Python's default handler:
+    KeyboardInterrupt) a moment after the block starts, from a thread that calls
+    release() if the block has not been interrupted within 20 s, so that a blocking
+    call that cannot be interrupted returns (and the test fails) instead of hanging."""
+
+    def __init__(self, release):
+        self.release = release
+        self.interrupted = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+
+    def run(self):
+        time.sleep(0.2)  # let the main thread block first (else it raises sooner)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        if not self.interrupted.wait(20):
+            self.release()
+
+    def __enter__(self):
+        self.handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.thread.start()
+
+    def __exit__(self, *exc):
+        self.interrupted.set()
+        self.thread.join()
+        signal.signal(signal.SIGINT, self.handler)
+        return False
+
+
+def test_ctrl_c_interrupts_a_wait(client, gate):
+    """Ctrl-C in a wait() with no timeout raised KeyboardInterrupt only once the wait
+    returned (one C call, which retries EINTR itself): the main thread waits in slices
+    of 0.1 s, running signal handlers between them. A timeout over several slices is
+    still the wait's: TimeoutError."""
+    hs = garuda.HostStream()
+    with client.segment() as seg, seg.stream(hs) as s:
+        held = gate(hs)
+        seq = s.signal()
+        with pytest.raises(KeyboardInterrupt):
+            with Interrupt(held.set):
+                s.wait(seq)
+        assert not s.reached(seq)  # interrupted while it waited, not after
+        with pytest.raises(garuda.TimeoutError) as e:
+            s.wait(seq, timeout=0.35)
+        assert e.value.code == 1020 and e.value.what == "stream_wait"
+        held.set()
+        s.wait(seq)
+    hs.close()
+
+
+def test_ctrl_c_interrupts_a_drain(gate):
+    """As a wait: HostStream.drain() in the main thread waits in slices of 0.1 s."""
+    hs = garuda.HostStream()
+    held = gate(hs)
+    with pytest.raises(KeyboardInterrupt):
+        with Interrupt(held.set):
+            hs.drain()
+    assert hs.query() is False  # interrupted while it waited, not after
+    held.set()
+    hs.drain()
+    assert hs.query() is True
+    hs.enqueue_fault()
+    with pytest.raises(garuda.StreamFaultError) as e:
+        hs.drain()
+    assert e.value.what == "host_stream_drain"
+    hs.close()
+
+
 def test_stream_fault(client):
     hs = garuda.HostStream()
     with client.segment() as seg, seg.stream(hs) as s:
@@ -160,6 +229,64 @@ def test_host_stream_items(gate):
     assert e.value.name == "EAGAIN"
     held.set()
     nb.close()
+
+
+def test_host_stream_lets_go_of_what_it_ran(client):
+    """A HostStream kept every stamp and callback it was given until close(): a
+    long-lived one grew without bound. It lets go of each once the worker has run it
+    (a drain or query that finds it idle, or an enqueue that sees a later item started)
+    and never before (the worker would call a freed callback)."""
+    class Call:
+        def __call__(self):
+            pass
+
+    class Hold:
+        def __init__(self):
+            self.reached, self.go = threading.Event(), threading.Event()
+
+        def __call__(self):
+            self.reached.set()
+            self.go.wait(60)
+
+    hs = garuda.HostStream()
+    hold = Hold()
+    hs.enqueue_call(hold)
+    calls = [Call() for _ in range(10)]
+    refs = [weakref.ref(f) for f in calls]
+    for f in calls:
+        hs.enqueue_call(f)
+    refs += [weakref.ref(hs.enqueue_stamp()) for _ in range(10)]
+    del calls, f
+    gc.collect()
+    assert hs.query() is False
+    assert all(r() is not None for r in refs)  # queued: the worker will touch them
+    hold.go.set()
+    hs.drain()
+    assert not any(r() for r in refs)  # run: let go
+    # a stream that never goes idle, never drained nor queried: the enqueues let go of
+    # what came before an item that started (the hold, running)
+    refs = []
+    for _ in range(10):
+        f = Call()
+        refs.append(weakref.ref(f))
+        hs.enqueue_call(f)
+    del f
+    hold = Hold()
+    hold_ref = weakref.ref(hold)
+    hs.enqueue_call(hold)
+    assert hold.reached.wait(30)
+    del hold
+    for _ in range(200):
+        hs.enqueue_stamp()
+    assert not any(r() for r in refs)
+    assert hold_ref() is not None  # still running: kept
+    hold_ref().go.set()
+    # and by query()
+    with client.segment() as seg, seg.stream(hs) as s:
+        s.wait(s.signal(), timeout=30)  # every item so far ran
+        assert hs.query() is True
+        assert hold_ref() is None
+    hs.close()
 
 
 def test_host_stream_busy_while_used(client):

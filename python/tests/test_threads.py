@@ -1,5 +1,6 @@
 """Blocking waits from many threads through one Client (ctypes releases the GIL, so
 waits overlap), while other threads make and drop streams and read words."""
+import sys
 import threading
 
 import garuda
@@ -75,3 +76,40 @@ def test_thread_waits_while_loop_awaits(daemon):
         b.close()
     h1.close()
     h2.close()
+
+
+def test_threads_make_streams_on_host_streams_through_one_client(daemon):
+    """Threads sharing a client make streams on host streams of their own at once: the
+    client's and the segment's notes of the host streams that feed them
+    (_remember_host) were walked while other threads added to them ("dictionary changed
+    size during iteration" from seg.stream()); they are the client's lock's now. The
+    interpreter switches threads as often as it can meanwhile."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    errors = []
+    try:
+        with garuda.Client() as c, c.segment(lines=16) as seg:
+            def worker():
+                live = []  # the last few host streams stay open: longer walks
+                try:
+                    for _ in range(200):
+                        hs = garuda.HostStream()
+                        live.append(hs)
+                        with seg.stream(hs) as s:
+                            s.synchronize(timeout=60)
+                        if len(live) > 4:
+                            live.pop(0).close()
+                except Exception as e:  # reported below
+                    errors.append(e)
+                finally:
+                    for hs in live:
+                        hs.close()
+            threads = [threading.Thread(target=worker) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            assert not any(t.is_alive() for t in threads)
+    finally:
+        sys.setswitchinterval(switch)
+    assert not errors, errors
