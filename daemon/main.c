@@ -233,10 +233,13 @@ int main(int argc, char **argv)
 	service_check_memlock(&d);
 	service_check_nofile(&d);
 	d.client_w = loop_add(d.loop, d.client_fd, POLLIN, server_on_client_accept, &d);
-	d.control_w = loop_add(d.loop, d.control_fd, POLLIN, control_on_accept, &d);
+	/* no control socket only when activation passed none and none could be made */
+	d.control_w = d.control_fd >= 0 ? loop_add(d.loop, d.control_fd, POLLIN, control_on_accept, &d)
+					 : NULL;
 	d.signal_w = loop_add(d.loop, d.signal_fd, POLLIN, on_signal, &d);
 	d.notice_w = loop_add(d.loop, d.notices.efd, POLLIN, on_notice, &d);
-	if (!d.client_w || !d.control_w || !d.signal_w || !d.notice_w || setup_watchdog(&d) < 0) {
+	if (!d.client_w || (d.control_fd >= 0 && !d.control_w) || !d.signal_w || !d.notice_w ||
+	    setup_watchdog(&d) < 0) {
 		log_err("cannot watch the daemon's fds: %s", strerror(errno));
 		shutdown_daemon(&d);
 		return 1;

@@ -363,6 +363,16 @@ void server_log_listening(const struct daemon *d)
 	log_info("listening on %s (control %s)", client, d->control_fd >= 0 ? control : "none");
 }
 
+/* Serving clients without a control socket: say why, and what that leaves out. 0. */
+static int no_control_socket(int err)
+{
+	log_warning("socket activation passed no control socket and garudad cannot make its own "
+		    "(%s): serving clients without one; garctl, systemctl reload and the metrics "
+		    "cannot reach garudad (start garuda-control.socket, then restart garuda.service)",
+		    strerror(-err));
+	return 0;
+}
+
 int server_open_sockets(struct daemon *d)
 {
 	char **names = NULL;
@@ -398,9 +408,16 @@ int server_open_sockets(struct daemon *d)
 		log_err("socket activation passed no usable client socket");
 		return -EINVAL;
 	}
+	/* activated with a client socket and no control socket (garuda-control.socket
+	 * masked or stopped): garudad makes its own, and where it cannot (the service's
+	 * user may not write /run/garuda) it serves its clients without one rather than
+	 * not at all */
+	bool control_optional = n > 0 && d->client_fd >= 0 && d->control_fd < 0;
 	pid_t prev = 0;
 	if (d->client_fd < 0 || d->control_fd < 0) {
 		int r = lock_instance(d, &prev);
+		if (r < 0 && control_optional)
+			return no_control_socket(r);
 		if (r < 0)
 			return r;
 	}
@@ -412,10 +429,13 @@ int server_open_sockets(struct daemon *d)
 	}
 	if (d->control_fd < 0) {
 		bool grp = d->cfg.control_group && *d->cfg.control_group;
-		d->control_fd = make_socket(d, d->cfg.control_socket_path, grp ? 0660 : 0600,
-					    grp ? d->cfg.control_group : NULL, "control", prev);
-		if (d->control_fd < 0)
-			return d->control_fd;
+		int fd = make_socket(d, d->cfg.control_socket_path, grp ? 0660 : 0600,
+				     grp ? d->cfg.control_group : NULL, "control", prev);
+		if (fd < 0 && control_optional)
+			return no_control_socket(fd);
+		if (fd < 0)
+			return fd;
+		d->control_fd = fd;
 		d->control_owned = true;
 	}
 	return 0;

@@ -898,3 +898,22 @@ Test(lifecycle, io_uring_refused_falls_back_to_epoll)
 		gd_stop(&d);
 	}
 }
+
+/* Activated with the client socket alone (garuda-control.socket masked), where garudad
+ * cannot make a control socket of its own (the service's user cannot write /run/garuda;
+ * here a path under /dev/null): it serves its clients without one, and says so. It
+ * exited before, taking the client socket down with it. */
+Test(lifecycle, socket_activation_without_a_control_socket_serves_clients)
+{
+	static const char *const args[] = { "--control-socket=/dev/null/control.sock", NULL };
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .socket_activation = true, .no_control = true, .args = args });
+	struct gd_client c;
+	gd_ok(gd_connect(&c, d.sock));
+	gd_ok(gd_hello(&c));
+	round_trip(&c, 9);
+	cr_assert(gd_wait_log(&d, "serving clients without one"), "no warning in the log");
+	gd_close(&c);
+	cr_assert_eq(gd_signal_and_wait(&d, SIGTERM), 0, "garudad did not stop cleanly");
+	gd_cleanup(&d);
+}
