@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -57,14 +58,29 @@ void readiness_install_guard_handler(void)
 	sigaction(guard_signal(), &sa, NULL);
 }
 
-void readiness_init(struct readiness *r, unsigned index, struct notice_queue *notices)
+int readiness_init(struct readiness *r, unsigned index, struct notice_queue *notices)
 {
 	*r = (struct readiness){ .index = index, .notices = notices };
+	/* the guard's signal must reach this thread whatever mask garudad was started
+	 * with (a launcher that blocks SIGRTMIN): blocked, it never interrupts a write */
+	sigset_t guard;
+	sigemptyset(&guard);
+	sigaddset(&guard, guard_signal());
+	int e = pthread_sigmask(SIG_UNBLOCK, &guard, NULL);
+	if (e) {
+		log_err("scanner %u: cannot unblock the write guard's signal: %s", index, strerror(e));
+		return -e;
+	}
 	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = guard_signal() };
 	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-	r->guard_ok = timer_create(CLOCK_MONOTONIC, &sev, &r->guard) == 0;
-	if (!r->guard_ok)
-		log_warning("scanner %u: no write guard timer: %s", index, strerror(errno));
+	if (timer_create(CLOCK_MONOTONIC, &sev, &r->guard) < 0) {
+		e = errno;
+		log_err("scanner %u: no write guard timer: %s%s", index, strerror(e),
+			e == EAGAIN ? " (RLIMIT_SIGPENDING is 0?)" : "");
+		return -e;
+	}
+	r->guard_ok = true;
+	return 0;
 }
 
 void readiness_fini(struct readiness *r)
@@ -164,6 +180,10 @@ static enum delivery deliver_eventfd(struct readiness *r, struct binding *b, str
 		if (!(w < 0 && errno == EINTR))
 			/* EAGAIN: the counter is saturated, so the eventfd is readable */
 			return tries ? DELIVERY_RETRIED : DELIVERY_WRITTEN;
+		/* interrupted (it may have blocked a guard period): the retries, and the
+		 * rest of the pass, under the short guard */
+		r->blocked = true;
+		guard_cover(r);
 	}
 }
 

@@ -16,7 +16,8 @@
  * that session is written again, so one session costs a scanner at most one guard
  * period (1 ms) however many slots it bound to the same eventfd. EINTR alone is not a
  * block: a write interrupted on an eventfd that is still O_NONBLOCK did not happen
- * (valgrind ends it so before it starts) and is made again, up to 4 times; the sink
+ * (valgrind ends it so before it starts) and is made again, up to 4 times, under the
+ * short guard below (so a client flipping the flag costs at most 1 ms + 4 x 50 us); the sink
  * counts those retries (write_retries) and the completions it could not write
  * (undelivered), for garctl clients. After a blocked
  * write the rest of the pass runs under a 50 us guard (more sessions blocking in the
@@ -47,7 +48,10 @@ struct readiness {
 
 /* Create the write guard for the calling thread. Never fails (without a guard timer
  * a blocked write is not interrupted; it logs that). */
-void readiness_init(struct readiness *r, unsigned index, struct notice_queue *notices);
+/* 0, or -errno: the write guard cannot run on this thread (its signal cannot be
+ * unblocked, or no timer: RLIMIT_SIGPENDING), and garudad must not start, for an
+ * eventfd write could then block the scanner for good. Logged. */
+int readiness_init(struct readiness *r, unsigned index, struct notice_queue *notices);
 void readiness_fini(struct readiness *r);
 
 /* Deliver f[0..n) (fired descriptors, value set); reorders f. The caller releases the

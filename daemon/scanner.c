@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,9 @@ struct scanner {
 	struct notice_queue *notices;
 	pthread_t thread;
 	clockid_t cpu_clock;
+	/* the thread's start: readiness_init()'s result, posted before it scans */
+	sem_t started;
+	int start_err;
 
 	/* command queue, filled by the loop thread */
 	pthread_mutex_t lock;
@@ -792,7 +796,10 @@ static void *scanner_main(void *arg)
 	    pthread_setaffinity_np(pthread_self(), sizeof(s->cpus), &s->cpus) != 0)
 		log_warning("scanner %u: cannot pin to node %d's CPUs", s->index, s->numa_node);
 
-	readiness_init(&s->out, s->index, s->notices);
+	s->start_err = readiness_init(&s->out, s->index, s->notices);
+	sem_post(&s->started);
+	if (s->start_err)
+		return NULL; /* scanner_start() joins it and fails */
 	const char *chk = getenv("GARUDA_WATCH_CHECK");
 	s->check_watch = chk && strcmp(chk, "1") == 0;
 	s->wt = tuning_of(s);
@@ -888,13 +895,22 @@ int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	sem_init(&s->started, 0, 0);
 	readiness_install_guard_handler();
-	int r = pthread_create(&s->thread, NULL, scanner_main, s);
+	int r = -pthread_create(&s->thread, NULL, scanner_main, s);
+	if (!r) {
+		while (sem_wait(&s->started) < 0) /* EINTR */
+			;
+		r = s->start_err;
+		if (r)
+			pthread_join(s->thread, NULL);
+	}
+	sem_destroy(&s->started);
 	if (r) {
 		pthread_mutex_destroy(&s->lock);
 		free(s->due);
 		free(s);
-		return -r;
+		return r;
 	}
 	pthread_getcpuclockid(s->thread, &s->cpu_clock);
 	*out = s;

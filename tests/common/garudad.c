@@ -643,6 +643,12 @@ static int launch(struct gd_daemon *d, const struct gd_opts *o, bool relaunch)
 			put_pid(env_wd_pid + strlen("WATCHDOG_PID="), getpid());
 		if (o->refuse_syscall > 0 && refuse_syscall(o->refuse_syscall, o->refuse_errno) < 0)
 			_exit(127);
+		if (o->blocked_signal > 0) { /* as a launcher that left it blocked */
+			sigset_t b;
+			sigemptyset(&b);
+			sigaddset(&b, o->blocked_signal);
+			sigprocmask(SIG_BLOCK, &b, NULL);
+		}
 		execvpe(argv[0], (char *const *)argv, envp);
 		static const char msg[] = "garudad test harness: exec failed\n";
 		ssize_t w = write(2, msg, sizeof(msg) - 1);

@@ -43,6 +43,7 @@ struct gd_opts {
 	bool quiet;               /* log_level "warning" in the base config (bench) */
 	long refuse_syscall;      /* > 0: a seccomp filter fails this system call number */
 	int refuse_errno;         /*      with this errno, in garudad (as a container's) */
+	int blocked_signal;       /* > 0: garudad starts with this signal blocked */
 };
 
 struct gd_daemon {

@@ -5,6 +5,7 @@
  * (GARUDA_SYSFS_ROOT) give two scanners. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -915,5 +917,84 @@ Test(lifecycle, socket_activation_without_a_control_socket_serves_clients)
 	cr_assert(gd_wait_log(&d, "serving clients without one"), "no warning in the log");
 	gd_close(&c);
 	cr_assert_eq(gd_signal_and_wait(&d, SIGTERM), 0, "garudad did not stop cleanly");
+	gd_cleanup(&d);
+}
+
+/* The signal mask of garudad's thread named comm (/proc's SigBlk), or ~0 if none */
+static unsigned long long thread_sigblk(pid_t pid, const char *comm)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	unsigned long long mask = ~0ull;
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[384], name[32] = "", line[256];
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f))
+			name[strcspn(name, "\n")] = '\0';
+		fclose(f);
+		if (strcmp(name, comm) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/status", dir, e->d_name);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigBlk: %llx", &mask) == 1)
+				break;
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return mask;
+}
+
+/* The eventfd write guard's signal reaches the scanner whatever mask garudad was
+ * started with: a launcher that left SIGRTMIN blocked left a client able to block a
+ * scanner in an eventfd write for good (no guard tick could interrupt it; SIGTERM could
+ * not stop garudad then). */
+Test(lifecycle, the_write_guard_signal_reaches_the_scanner_when_started_blocked)
+{
+	const char *bin = getenv("GARUDAD");
+	if (bin && strstr(bin, "valgrind"))
+		cr_skip_test("garudad under valgrind: its threads' masks are valgrind's");
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .blocked_signal = SIGRTMIN });
+	unsigned long long blk = thread_sigblk(d.pid, "garuda-scan0");
+	cr_assert_neq(blk, ~0ull, "no garuda-scan0 thread");
+	cr_assert_eq(blk >> (SIGRTMIN - 1) & 1, 0, "the scanner runs with SIGRTMIN blocked (SigBlk %llx)", blk);
+	gd_stop(&d);
+}
+
+static void no_pending_signals(void *arg)
+{
+	(void)arg;
+	struct rlimit z = { 0, 0 };
+	setrlimit(RLIMIT_SIGPENDING, &z);
+}
+
+/* Without a write guard timer (RLIMIT_SIGPENDING 0: timer_create fails) garudad does not
+ * start: it ran on with a warning, and an eventfd write could then block a scanner for
+ * good. */
+Test(lifecycle, no_write_guard_timer_no_start)
+{
+	const char *bin = getenv("GARUDAD");
+	if (bin && strstr(bin, "valgrind"))
+		cr_skip_test("garudad under valgrind: valgrind's own signals need pending room");
+	struct gd_daemon d = { 0 };
+	gd_prepare(&d);
+	char sock[160], ctl[160], out[8192];
+	snprintf(sock, sizeof(sock), "--socket=%s", d.sock);
+	snprintf(ctl, sizeof(ctl), "--control-socket=%s", d.ctl);
+	const char *argv[] = { bin, "--no-config", sock, ctl, NULL };
+	int st = gd_run_argv(argv, &(struct gd_run_opts){ .timeout_ms = GD_DEADLINE_MS,
+							  .child = no_pending_signals },
+			     out, sizeof(out));
+	cr_assert_geq(st, 0, "running garudad");
+	cr_assert_eq(st, 1, "garudad ran on without a write guard timer (status %d: 124 is killed "
+		     "at the deadline): %s", st, out);
+	cr_assert_not_null(strstr(out, "no write guard timer"), "%s", out);
 	gd_cleanup(&d);
 }
