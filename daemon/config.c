@@ -452,6 +452,9 @@ static int apply_json(struct config *c, const cJSON *obj, const char *prefix, co
 	{
 		char key[128], msg[256];
 		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", it->string);
+		for (const cJSON *p = obj->child; p != it; p = p->next)
+			if (strcmp(p->string, it->string) == 0)
+				return fail(err, "%s: %s: given twice (a key may appear once)", path, key);
 		const struct row *r = row_named(key);
 		if (r) {
 			if (parse_json(c, r, it, msg, sizeof(msg)) < 0)
@@ -502,6 +505,14 @@ int config_load_file(struct config *c, const char *path, char **err)
 	}
 	fclose(f);
 	buf[len] = '\0';
+	/* cJSON reads up to the first NUL: what follows one would be ignored unseen */
+	const char *nul = memchr(buf, '\0', len);
+	if (nul) {
+		size_t off = (size_t)(nul - buf);
+		free(buf);
+		return fail(err, "config file %s: a NUL byte at offset %zu (a config file is JSON text)",
+			    path, off);
+	}
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
 	if (!root) {
@@ -565,18 +576,31 @@ static int config_resolve_paths(struct config *c, const char *rundir, bool socke
 	return 0;
 }
 
-/* No --config: CONFIG_DEFAULT_FILE (or $GARUDAD_DEFAULT_CONFIG; empty: none) when it
- * exists. Absent is no error; present and bad is, as for --config. */
-static int load_default_file(struct config *c)
+/* CONFIG_DEFAULT_FILE, or $GARUDAD_DEFAULT_CONFIG in its place (empty: NULL, none). */
+static const char *default_path(void)
 {
 	const char *path = getenv("GARUDAD_DEFAULT_CONFIG");
-	if (!path)
-		path = CONFIG_DEFAULT_FILE;
+	return !path ? CONFIG_DEFAULT_FILE : *path ? path : NULL;
+}
+
+/* default_path() when the file exists (a path that cannot be looked at counts as
+ * there: reading it says why); NULL: none. */
+static const char *default_file(void)
+{
+	const char *path = default_path();
 	struct stat st;
-	if (!*path || (stat(path, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)))
-		return 0;
+	if (!path || (stat(path, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)))
+		return NULL;
+	return path;
+}
+
+/* No --config: the default file when it exists. Absent is no error; present and bad
+ * is, as for --config. */
+static int load_default_file(struct config *c)
+{
+	const char *path = default_file();
 	char *err = NULL;
-	if (config_load_file(c, path, &err) == 0)
+	if (!path || config_load_file(c, path, &err) == 0)
 		return 0;
 	const char *why = err ? err : "bad config";
 	fprintf(stderr, "garudad: %s%s%s (the default configuration file; --config=FILE reads "
@@ -584,6 +608,16 @@ static int load_default_file(struct config *c)
 		strstr(why, path) ? "" : ": ", why);
 	free(err);
 	return -1;
+}
+
+const char *config_default_path(const struct config *c)
+{
+	return c->file_chosen ? NULL : default_path();
+}
+
+bool config_reloadable(const struct config *c)
+{
+	return c->config_path || (!c->file_chosen && default_file());
 }
 
 /* ---------------------------------------------------------------- the flags */
@@ -666,13 +700,20 @@ static void options(struct option all[NOPTS])
 
 static int flags_and_paths(struct config *c);
 
+/* What the option that chose file said: the file, --config= ("") or --no-config (NULL). */
+static const char *file_choice(const char *file)
+{
+	return !file ? "--no-config" : *file ? file : "--config=";
+}
+
 int config_from_args(struct config *c, int argc, char **argv)
 {
 	c->argc = argc;
 	c->argv = argv;
 	/* pass 1: --config and --help, so the file is applied before the other flags */
 	int o;
-	bool config_chosen = false; /* --config (an empty one too) or --no-config */
+	bool chosen = false; /* --config (an empty one too) or --no-config */
+	const char *chosen_file = NULL; /* --config's FILE ("" for --config=); NULL: --no-config */
 	struct option opts[NOPTS];
 	options(opts);
 	optind = 1;
@@ -680,12 +721,20 @@ int config_from_args(struct config *c, int argc, char **argv)
 	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case O_NOCONFIG:
-			config_chosen = true;
-			break;
 		case 'c': {
-			config_chosen = true;
-			if (!*optarg)
-				break; /* --config= : no file at all */
+			const char *file = o == 'c' ? optarg : NULL;
+			/* one file: a second would be read over the first at start, while a
+			 * reload reads one file only */
+			if (chosen) {
+				fprintf(stderr, "garudad: --config or --no-config given twice (%s, then "
+					"%s): garudad reads one config file\n",
+					file_choice(chosen_file), file_choice(file));
+				return -1;
+			}
+			chosen = c->file_chosen = true;
+			chosen_file = file;
+			if (!file || !*file)
+				break; /* --no-config, --config= : no file at all */
 			char *err = NULL;
 			if (config_load_file(c, optarg, &err)) {
 				fprintf(stderr, "garudad: %s\n", err ? err : "bad config");
@@ -717,7 +766,7 @@ int config_from_args(struct config *c, int argc, char **argv)
 		fprintf(stderr, "garudad: unexpected argument \"%s\"\n", argv[optind]);
 		return -1;
 	}
-	if (!config_chosen && load_default_file(c) < 0)
+	if (!chosen && load_default_file(c) < 0)
 		return -1;
 	return flags_and_paths(c);
 }
@@ -765,11 +814,15 @@ int config_reload(struct config *next, const struct config *cur, char **err)
 	config_defaults(next);
 	next->argc = cur->argc;
 	next->argv = cur->argv;
-	if (!cur->config_path) {
+	next->file_chosen = cur->file_chosen;
+	/* the file garudad was told to read; told nothing, the default file as a restart
+	 * would find it now (absent: none, and every key its default) */
+	const char *path = cur->file_chosen ? cur->config_path : default_file();
+	if (cur->file_chosen && !path) {
 		config_free(next);
 		return fail(err, "no config file");
 	}
-	if (config_load_file(next, cur->config_path, err) < 0) {
+	if (path && config_load_file(next, path, err) < 0) {
 		config_free(next);
 		return -1;
 	}

@@ -1,11 +1,13 @@
-/* config.h — garudad's configuration: defaults, a JSON file (cJSON), then
- * command-line flags on top. Every key is checked for type and range; a bad value
- * gives an error that names the key and the reason. Reload (SIGHUP, garctl reload)
+/* config.h — garudad's configuration: defaults, one JSON file (cJSON; a second
+ * --config is refused), then command-line flags on top. Every key is checked for type
+ * and range, and may appear once; a bad value gives an error that names the key and
+ * the reason (a NUL byte in the file: its offset). Reload (SIGHUP, garctl reload)
  * builds a fresh struct from the defaults, the file and the flags, so a bad file leaves
  * the running configuration untouched and a key removed from the file returns to its
- * default. The keys are rows of one table (proto/config_keys.h): this module walks it
- * for the loader, the flags, --help, --list-config-keys, the reload log and the
- * control plane's reply. */
+ * default; started with neither --config nor --no-config, it looks for the default
+ * file again, as a restart would. The keys are rows of one table
+ * (proto/config_keys.h): this module walks it for the loader, the flags, --help,
+ * --list-config-keys, the reload log and the control plane's reply. */
 #pragma once
 
 #include <stdbool.h>
@@ -27,6 +29,9 @@ enum event_loop_kind { EVENT_LOOP_AUTO, EVENT_LOOP_URING, EVENT_LOOP_EPOLL };
 
 struct config {
 	char *config_path; /* the file read, or NULL */
+	/* --config or --no-config was given: the file (or none) is what it says; else a
+	 * reload looks for the default file again, as a restart would */
+	bool file_chosen;
 	char *socket_path;
 	char *control_socket_path;
 	char *socket_group;  /* group of the client socket, a name or a decimal gid ("" = leave) */
@@ -72,11 +77,20 @@ int config_from_args(struct config *c, int argc, char **argv);
 
 /* Read a JSON config file into c (on top of what c holds). On error, *err gets a
  * malloc'ed message "PATH: KEY: reason" (PATH: the file; KEY as the file names it:
- * "quota.uid.segments"); returns -1. */
+ * "quota.uid.segments"; a key given twice is one) or "config file PATH: reason" (not
+ * JSON, a NUL byte: its offset); returns -1. */
 int config_load_file(struct config *c, const char *path, char **err);
 
+/* Whether a reload has a file to read or to forget: the file garudad runs with, or,
+ * started with neither --config nor --no-config, the default file once it exists. */
+bool config_reloadable(const struct config *c);
+/* The default file a reload looks for (CONFIG_DEFAULT_FILE or its stand-in), or NULL
+ * when --config or --no-config chose. */
+const char *config_default_path(const struct config *c);
+
 /* The configuration a restart would start with, built afresh into next: the defaults,
- * then cur's config file as it is now, then cur's command-line flags, then the socket
+ * then cur's config file as it is now (started with neither --config nor --no-config:
+ * the default file when it exists now), then cur's command-line flags, then the socket
  * paths resolved as at start. A key removed from the file returns to its default.
  * Socket paths, socket_group, event_loop and scanners are what a restart changes:
  * next has the new values (config_log_changes() says so), config_keep_restart_only()

@@ -5,20 +5,26 @@
  * - Access: a peer is admitted when its SO_PEERCRED uid is 0 or garudad's own euid
  *   (a user's private garudad answers its user), or when the config names
  *   an admin group (control_group) and the peer's gid or one of its supplementary
- *   groups (SO_PEERGROUPS, both as of connect time) is that group. Anyone else gets
- *   ACCESS_DENIED for every request, read-only ones included, before its datagram is
- *   even parsed. The group is looked up again when the config changes, so a reload
- *   applies to connections already open.
+ *   groups (SO_PEERGROUPS, both as of connect time) is that group. Admission is decided
+ *   at accept: anyone else gets one ACCESS_DENIED (read-only requests are refused too)
+ *   and the connection is closed, so a refused peer never holds one of the
+ *   CONTROL_MAX_CONNS. The group is looked up again when the config changes, so a
+ *   reload applies to connections already open: one no longer admitted gets
+ *   ACCESS_DENIED for its next request, and is closed.
  * - Every request is checked against one table (request name, argument names, types,
- *   ranges) before a handler runs: malformed JSON or a non-object gets BAD_JSON, a
- *   missing or unknown "request" UNKNOWN_REQUEST / BAD_ARGUMENT, an unknown, duplicate,
- *   missing or mistyped argument BAD_ARGUMENT, a datagram over 4096 bytes TOO_LONG.
- *   The connection carries on after any of them.
+ *   ranges) before a handler runs: malformed JSON, a non-object or an empty datagram
+ *   gets BAD_JSON, a missing or unknown "request" UNKNOWN_REQUEST / BAD_ARGUMENT, an
+ *   unknown, duplicate, missing or mistyped argument, or a string holding U+0000,
+ *   BAD_ARGUMENT, a datagram over 4096 bytes TOO_LONG. The connection carries on after
+ *   any of them.
+ * - Every reply is valid UTF-8: text from outside (a request's names, a client's comm
+ *   and cgroup) goes through ctl_escape(), and an error message as a whole too.
  * - Replies never block the loop: a peer that does not read its replies is dropped.
- *   A reply too large for one datagram becomes a TOO_LONG error (lists are paged so
- *   that this does not happen in practice).
- * - At most CONTROL_MAX_CONNS connections at once; a burst of requests on one
- *   connection yields to the rest of the loop after CONTROL_BATCH of them.
+ *   A reply too large for one datagram becomes a TOO_LONG error (lists are paged and
+ *   the metrics text is bounded, so that this does not happen in practice).
+ * - At most CONTROL_MAX_CONNS admitted connections at once; one more gets a BUSY error
+ *   saying so and is closed. A burst of requests on one connection yields to the rest
+ *   of the loop after CONTROL_BATCH of them.
  */
 #include <cjson/cJSON.h>
 #include <assert.h>
@@ -55,7 +61,6 @@ struct control_conn {
 	pid_t pid;
 	gid_t *groups; /* supplementary groups at connect time */
 	int ngroups;
-	bool denied_logged;
 	/* the admin group as last resolved for this connection */
 	char *group_name;
 	gid_t group_gid;
@@ -76,7 +81,7 @@ cJSON *ctl_reply_new(void)
 
 cJSON *ctl_error(int code, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[CTL_MESSAGE_MAX];
 	/* negative inside the daemon; in the reply a registry code is positive, an errno
 	 * negative (as on the client socket), named by its registry or errno name */
 	assert(code < 0 && "daemon error codes are negative");
@@ -89,8 +94,14 @@ cJSON *ctl_error(int code, const char *fmt, ...)
 	}
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	char *raw = NULL;
+	if (vasprintf(&raw, fmt, ap) < 0)
+		raw = NULL;
 	va_end(ap);
+	/* the message may quote a request's names or a config file's keys: valid UTF-8,
+	 * cut at a character */
+	ctl_escape(msg, sizeof(msg), raw ? raw : garuda_strerror(-ENOMEM));
+	free(raw);
 	cJSON *r = ctl_reply_new();
 	cJSON *e = cJSON_AddObjectToObject(r, CTL_KEY_ERROR);
 	cJSON_AddNumberToObject(e, CTL_KEY_CODE, code);
@@ -126,6 +137,74 @@ size_t ctl_printed_size(const cJSON *item)
 	size_t n = t ? strlen(t) : 0;
 	free(t);
 	return n;
+}
+
+/* ---------------- text from outside ---------------- */
+
+/* Bytes of the valid UTF-8 sequence at s (1..4), or 0 for an invalid byte. */
+static unsigned utf8_len(const unsigned char *s)
+{
+	unsigned n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+		   : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (unsigned i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))) ||
+	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))))
+		return 0; /* overlong, surrogate, beyond U+10FFFF */
+	return n;
+}
+
+size_t ctl_escape(char *out, size_t cap, const char *str)
+{
+	size_t len = 0, kept = 0;
+	for (const unsigned char *s = (const unsigned char *)str; *s;) {
+		char hex[5];
+		const char *piece = (const char *)s;
+		size_t n = utf8_len(s), step = n;
+		bool control = (n == 1 && (*s < 0x20 || *s == 0x7f)) ||
+			       (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+		if (*s == '\\') {
+			piece = "\\\\";
+			n = 2;
+		} else if (!n || control) { /* not UTF-8; C0, DEL, C1 (U+0080..U+009F) */
+			snprintf(hex, sizeof(hex), "\\x%02X", (unsigned)*s);
+			piece = hex;
+			n = 4;
+			step = 1;
+		}
+		if (kept == len && len + n < cap) { /* nothing cut yet, and this one fits */
+			memcpy(out + len, piece, n);
+			kept += n;
+		}
+		len += n;
+		s += step;
+	}
+	if (cap)
+		out[kept] = '\0';
+	return len;
+}
+
+char *ctl_escape_dup(const char *s)
+{
+	size_t n = ctl_escape(NULL, 0, s) + 1;
+	char *t = malloc(n);
+	if (t)
+		ctl_escape(t, n, s);
+	return t;
+}
+
+size_t ctl_utf8_prefix(const char *str, size_t max)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t at = 0;
+	while (s[at]) {
+		unsigned n = utf8_len(s + at);
+		if (at + (n ? n : 1) > max)
+			break;
+		at += n ? n : 1;
+	}
+	return at;
 }
 
 /* ---------------- request table ---------------- */
@@ -195,13 +274,14 @@ static cJSON *check_args(const struct ctl_request *rq, const cJSON *req)
 	{
 		for (const cJSON *p = req->child; p != it; p = p->next)
 			if (strcmp(p->string, it->string) == 0)
-				return ctl_error(-GARUDA_E_BAD_ARGUMENT, "duplicate key \"%.64s\"", it->string);
+				return ctl_error(-GARUDA_E_BAD_ARGUMENT, "duplicate key \"%.*s\"",
+						 CTL_CUT(it->string, CTL_ECHO_MAX));
 		if (strcmp(it->string, CTL_KEY_REQUEST) == 0)
 			continue;
 		const struct ctl_arg *a = find_arg(rq, it->string);
 		if (!a)
-			return ctl_error(-GARUDA_E_BAD_ARGUMENT, "request \"%s\" takes no argument \"%.64s\"",
-					 rq->name, it->string);
+			return ctl_error(-GARUDA_E_BAD_ARGUMENT, "request \"%s\" takes no argument \"%.*s\"",
+					 rq->name, CTL_CUT(it->string, CTL_ECHO_MAX));
 		if (a->type == ARG_STRING) {
 			if (!cJSON_IsString(it))
 				return ctl_error(-GARUDA_E_BAD_ARGUMENT, "argument \"%s\" must be a string", a->name);
@@ -228,8 +308,32 @@ static bool only_space(const char *p, const char *end)
 	return true;
 }
 
+/* Whether a string of the well-formed JSON text buf holds U+0000, as the escape
+ * \u0000 or as a raw byte: cJSON's C string would end there, and a name or an
+ * argument would be taken for its start. */
+static bool holds_nul(const char *buf, size_t len)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < len; i++) {
+		if (!in_string) {
+			in_string = buf[i] == '"';
+		} else if (buf[i] == '"') {
+			in_string = false;
+		} else if (buf[i] == '\0') {
+			return true;
+		} else if (buf[i] == '\\' && i + 1 < len) {
+			if (buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0)
+				return true;
+			i++; /* the escaped character: \" does not end the string */
+		}
+	}
+	return false;
+}
+
 static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 {
+	if (len == 0)
+		return ctl_error(-GARUDA_E_BAD_JSON, "empty request: send one JSON object per datagram");
 	const char *end = NULL;
 	cJSON *req = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
 	if (!req || !end || !only_space(end, buf + len)) {
@@ -239,6 +343,11 @@ static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(req);
 		return ctl_error(-GARUDA_E_BAD_JSON, "request must be a JSON object");
+	}
+	if (holds_nul(buf, len)) {
+		cJSON_Delete(req);
+		return ctl_error(-GARUDA_E_BAD_ARGUMENT,
+				 "a string of the request holds U+0000 (NUL), which no name or argument may");
 	}
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, CTL_KEY_REQUEST);
 	cJSON *r = NULL;
@@ -252,7 +361,8 @@ static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 			if (strcmp(requests[i].name, name->valuestring) == 0)
 				rq = &requests[i];
 		if (!rq)
-			r = ctl_error(-GARUDA_E_UNKNOWN_REQUEST, "unknown request \"%.64s\"", name->valuestring);
+			r = ctl_error(-GARUDA_E_UNKNOWN_REQUEST, "unknown request \"%.*s\"",
+				      CTL_CUT(name->valuestring, CTL_ECHO_MAX));
 		else if (!(r = check_args(rq, req)))
 			r = rq->fn(d, req);
 	}
@@ -341,11 +451,8 @@ static bool admitted(struct control_conn *c)
 static cJSON *denied(struct control_conn *c)
 {
 	const char *want = c->d->cfg.control_group;
-	if (!c->denied_logged) {
-		c->denied_logged = true;
-		log_client(LOG_NOTICE, "control: refused pid %d uid %u gid %u: not root and not in the admin group",
-			   (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
-	}
+	log_client(LOG_NOTICE, "control: refused pid %d uid %u gid %u: not root and not in the admin group",
+		   (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
 	if (!want || !*want)
 		return ctl_error(-GARUDA_E_ACCESS_DENIED,
 				 "uid %u may not use the control socket: it admits root only (config key "
@@ -359,6 +466,15 @@ static cJSON *denied(struct control_conn *c)
 
 /* ---------------- connections ---------------- */
 
+/* A connection not (or no longer) in d->controls. */
+static void conn_free(struct control_conn *c)
+{
+	close(c->fd);
+	free(c->groups);
+	free(c->group_name);
+	free(c);
+}
+
 static void conn_close(struct control_conn *c)
 {
 	struct control_conn **pp = &c->d->controls;
@@ -366,14 +482,12 @@ static void conn_close(struct control_conn *c)
 		pp = &(*pp)->next;
 	*pp = c->next;
 	loop_remove(c->d->loop, c->w);
-	close(c->fd);
-	free(c->groups);
-	free(c->group_name);
-	free(c);
+	conn_free(c);
 }
 
-/* Send r (consumed). Returns false when the connection had to be closed. */
-static bool send_reply(struct control_conn *c, cJSON *r)
+/* Send r (consumed) on fd without blocking: 0, or -errno (the peer does not read its
+ * replies, or is gone). */
+static int send_text(int fd, cJSON *r)
 {
 	char *text = r ? cJSON_PrintUnformatted(r) : NULL;
 	cJSON_Delete(r);
@@ -388,19 +502,31 @@ static bool send_reply(struct control_conn *c, cJSON *r)
 		cJSON *e = ctl_error(-ENOMEM, "%s", garuda_strerror(-ENOMEM));
 		text = e ? cJSON_PrintUnformatted(e) : NULL;
 		cJSON_Delete(e);
-		if (!text) {
-			conn_close(c);
-			return false;
-		}
+		if (!text)
+			return -ENOMEM;
 	}
 	/* the peer waits for its reply; one that does not read gets dropped, not queued */
-	ssize_t n = send(c->fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL);
+	ssize_t n = send(fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL);
 	free(text);
-	if (n < 0) {
+	return n < 0 ? -errno : 0;
+}
+
+/* Send r (consumed). Returns false when the connection had to be closed. */
+static bool send_reply(struct control_conn *c, cJSON *r)
+{
+	if (send_text(c->fd, r) < 0) {
 		conn_close(c);
 		return false;
 	}
 	return true;
+}
+
+/* The peer sent an empty datagram (true), or shut down its side (false): recv()
+ * returns 0 for both on a SOCK_SEQPACKET socket. */
+static bool empty_datagram(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	return poll(&p, 1, 0) == 0;
 }
 
 static void on_request(struct loop_watch *w, void *data, uint32_t events)
@@ -412,14 +538,17 @@ static void on_request(struct loop_watch *w, void *data, uint32_t events)
 		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		if (n <= 0) {
+		if (n < 0 || (n == 0 && !empty_datagram(c->fd))) {
+			conn_close(c);
+			return;
+		}
+		if (!admitted(c)) { /* a reload changed the admin group: one answer, then closed */
+			send_text(c->fd, denied(c));
 			conn_close(c);
 			return;
 		}
 		cJSON *r;
-		if (!admitted(c))
-			r = denied(c);
-		else if ((size_t)n > sizeof(buf))
+		if ((size_t)n > sizeof(buf))
 			r = ctl_error(-GARUDA_E_TOO_LONG, "request of %zd bytes; the limit is %u", n,
 				      (unsigned)CONTROL_MAX_REQUEST);
 		else
@@ -428,6 +557,26 @@ static void on_request(struct loop_watch *w, void *data, uint32_t events)
 			return;
 	}
 	loop_again(c->d->loop, w);
+}
+
+/* A new connection, its peer's credentials read: NULL, or it could not be read. */
+static struct control_conn *conn_new(struct daemon *d, int fd)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct control_conn *c = calloc(1, sizeof(*c));
+	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		free(c);
+		return NULL;
+	}
+	c->d = d;
+	c->fd = fd;
+	c->uid = cred.uid;
+	c->gid = cred.gid;
+	c->pid = cred.pid;
+	if (c->uid != 0)
+		read_groups(c);
+	return c;
 }
 
 void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
@@ -440,36 +589,36 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 			continue; /* refused one for want of fds (server.c) */
 		if (fd < 0)
 			return;
+		struct control_conn *c = conn_new(d, fd);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		/* refused at once, before it counts: its one reply is queued for it to read */
+		if (!admitted(c)) {
+			send_text(fd, denied(c));
+			conn_free(c);
+			continue;
+		}
 		unsigned nconn = 0;
 		for (struct control_conn *o = d->controls; o; o = o->next)
 			nconn++;
 		if (nconn >= CONTROL_MAX_CONNS) {
-			log_client(LOG_WARNING, "control: %u connections open; refusing another", nconn);
-			close(fd);
+			log_client(LOG_WARNING, "control: %u connections open; refusing pid %d uid %u",
+				   nconn, (int)c->pid, (unsigned)c->uid);
+			send_text(fd, ctl_error(-GARUDA_E_BUSY,
+						"garudad has %u control connections open, its limit; "
+						"try again once one closes (each garctl top and each "
+						"script holds one while it runs)",
+						nconn));
+			conn_free(c);
 			continue;
 		}
-		struct ucred cred;
-		socklen_t cl = sizeof(cred);
-		struct control_conn *c = calloc(1, sizeof(*c));
-		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-			free(c);
-			close(fd);
-			continue;
-		}
-		c->d = d;
-		c->fd = fd;
-		c->uid = cred.uid;
-		c->gid = cred.gid;
-		c->pid = cred.pid;
-		if (c->uid != 0)
-			read_groups(c);
 		int sndbuf = CONTROL_SNDBUF;
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)); /* best effort */
 		c->w = loop_add(d->loop, fd, POLLIN, on_request, c);
 		if (!c->w) {
-			close(fd);
-			free(c->groups);
-			free(c);
+			conn_free(c);
 			continue;
 		}
 		c->next = d->controls;

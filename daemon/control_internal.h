@@ -22,13 +22,32 @@
 #define CONTROL_PAGE_BYTES (64 * 1024) /* a paged list stops adding items past this */
 #define CONTROL_MAX_REPLY (384 * 1024) /* larger replies become TOO_LONG errors */
 #define CONTROL_MAX_ID 9007199254740991.0 /* 2^53 - 1: largest exact JSON integer */
+#define CTL_MESSAGE_MAX 512 /* bytes of an error message, its NUL included */
+#define CTL_ECHO_MAX 64     /* bytes of a request's name or key quoted in an error */
 
 /* A new reply object carrying "version". */
 cJSON *ctl_reply_new(void);
 /* {"version":1,"error":{"code","name","message"}} from -GARUDA_E_* (code: the
  * positive registry code, name: its registry name) or -errno (code: -errno, name: the
- * errno's name, e.g. "ENOMEM"). */
+ * errno's name, e.g. "ENOMEM"). The message as ctl_escape() writes it, cut to
+ * CTL_MESSAGE_MAX. */
 cJSON *ctl_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Text from outside (a client's comm or cgroup path, a request's names, a config
+ * file's keys) as a reply may carry it: valid UTF-8 with no control character, and
+ * reversible: a backslash as \\, each byte that is not part of a printable UTF-8
+ * character (not UTF-8; C0 and C1 controls, DEL) as \xHH (upper-case hex), the rest
+ * as it is. Writes at most cap - 1 bytes and a NUL into out (cap 0: nothing), cut
+ * before the first character or escape that does not fit; returns the length of the
+ * whole escaped text (>= cap: out was cut). */
+size_t ctl_escape(char *out, size_t cap, const char *s);
+/* ctl_escape() into a malloc'ed string; NULL out of memory. */
+char *ctl_escape_dup(const char *s);
+/* Length of the longest prefix of s of at most max bytes that ends at a character
+ * (an invalid byte counts as one): where "%.*s" may cut s. */
+size_t ctl_utf8_prefix(const char *s, size_t max);
+/* printf arguments of "%.*s" for s cut to at most max bytes at a character */
+#define CTL_CUT(s, max) (int)ctl_utf8_prefix((s), (max)), (s)
 
 /* Exact unsigned integer as a JSON number / as a decimal string. */
 void ctl_add_uint(cJSON *o, const char *key, uint64_t v);
@@ -65,6 +84,8 @@ void ctl_totals(struct daemon *d, struct ctl_totals *t);
  * the last bucket is open-ended and has no edge: returns 0). */
 uint64_t ctl_bucket_le_ns(unsigned b);
 
-/* Metrics (control_metrics.c): Prometheus text exposition format 0.0.4, malloc'ed. */
-char *ctl_metrics_text(struct daemon *d);
+/* Metrics (control_metrics.c): Prometheus text exposition format 0.0.4, malloc'ed.
+ * fold_all: every uid and cgroup key under "(other)" (for a reply that would not fit
+ * otherwise). */
+char *ctl_metrics_text(struct daemon *d, bool fold_all);
 cJSON *ctl_req_metrics(struct daemon *d, const cJSON *req);

@@ -5,11 +5,18 @@
  *
  * Promises: every family has # HELP and # TYPE lines before its samples, and its
  * samples are contiguous; a family with no sample is left out; counter names end in
- * _total; label values are escaped; the wake-latency histogram's buckets are
- * cumulative, their le edges are in seconds and increase, and the last is +Inf (equal
- * to _count); its _sum is the sum of the recorded bounds. Who costs what: quota
- * refusals by uid, cgroup key and quota key; per cgroup key (sessions without one
- * under cgroup=""), the scanner's work for the cgroup's connected sessions. */
+ * _total; the wake-latency histogram's buckets are cumulative, their le edges are in
+ * seconds and increase, and the last is +Inf (equal to _count); its _sum is the sum of
+ * the recorded bounds. Who costs what: quota refusals by uid, cgroup key and quota
+ * key; per cgroup key (sessions without one under cgroup=""), the scanner's work for
+ * the cgroup's connected sessions.
+ *
+ * The text always fits in one control reply, however many clients, uids and cgroups:
+ * a label from outside (a cgroup path) is valid UTF-8 with no control character, one
+ * label per path and at most METRICS_LABEL_MAX bytes (label_of()); the families keyed
+ * by cgroup or uid name at most so many keys each and sum the rest into "(other)"
+ * series, and where even that would not fit, every key is summed there
+ * (garuda_metrics_folded says how many keys were). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -59,112 +66,205 @@ static void scanner_hist(FILE *f, const char *name, const char *help, const stru
 	}
 }
 
-/* Bytes of the valid UTF-8 sequence at s (1..4), or 0 for an invalid byte. */
-static unsigned utf8_len(const unsigned char *s)
+/* ---- labels from outside, and the families keyed by them ---- */
+
+#define METRICS_LABEL_MAX 128 /* bytes of a label value from outside (a cgroup path) */
+#define METRICS_LABEL_HEAD (METRICS_LABEL_MAX - 18) /* of a longer one, before \#HASH */
+#define METRICS_CGROUPS 16       /* cgroup keys with series of their own */
+#define METRICS_UIDS 64          /* uids with garuda_quota_uid_used series of their own */
+#define METRICS_REFUSAL_ROWS 32  /* (uid, cgroup key) rows of garuda_quota_refusals_total */
+#define METRICS_OTHER QUOTA_REFUSAL_OTHER /* the label of what was folded */
+
+/* The series' label value for path, a cgroup path: ctl_escape()'s text (valid UTF-8,
+ * no control character, reversible: \\ and \xHH), and where that is longer than
+ * METRICS_LABEL_MAX, its first METRICS_LABEL_HEAD bytes at most (cut at a character or
+ * escape), "\#" and the 64-bit FNV-1a hash of the whole path in 16 hex digits: a
+ * path's own backslash is "\\", so "\#" marks a cut one, and distinct paths keep
+ * distinct labels (two that collide are summed into one series, never two). */
+static void label_of(char out[METRICS_LABEL_MAX + 1], const char *path)
 {
-	unsigned n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
-		   : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-	for (unsigned i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))) ||
-	    (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))))
-		return 0; /* overlong, surrogate, beyond U+10FFFF */
-	return n;
+	if (ctl_escape(out, METRICS_LABEL_MAX + 1, path) <= METRICS_LABEL_MAX)
+		return;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	ctl_escape(out, METRICS_LABEL_HEAD + 1, path);
+	size_t n = strlen(out);
+	snprintf(out + n, METRICS_LABEL_MAX + 1 - n, "\\#%016llx", (unsigned long long)h);
 }
 
-/* A label value with \, " and newline escaped, and each byte that is not UTF-8 (a
- * cgroup name may hold any byte but /) as U+FFFD: the format wants UTF-8. */
-static void label_value(FILE *f, const char *str)
+/* A label value as the exposition format writes it: \ and " escaped (label_of()'s
+ * text holds no newline). */
+static void put_label(FILE *f, const char *v)
 {
-	for (const unsigned char *s = (const unsigned char *)str; *s;) {
-		unsigned n = utf8_len(s);
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else if (!n)
-			fputs("\xef\xbf\xbd", f);
-		else
-			fwrite(s, 1, n, f);
-		s += n ? n : 1;
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		fputc(*v, f);
 	}
 }
 
-struct cgroup_samples {
-	FILE *f;
-	bool head; /* the family's # lines are out */
+/* What a scrape folded into "(other)" series, by key kind: garuda_metrics_folded. */
+struct folded {
+	size_t cgroups, uids, refusal_rows;
 };
 
-static void cgroup_samples(const struct quota_cgroup *c, void *arg)
-{
-	struct cgroup_samples *cs = arg;
-	if (!cs->head)
-		family(cs->f, "garuda_quota_cgroup_used", "gauge",
-		       "Quota in use, by client cgroup (v2 path) and quota (quota.cgroup.NAME).");
-	cs->head = true;
-	for (unsigned k = 0; k < Q_KINDS_; k++) {
-		fputs("garuda_quota_cgroup_used{cgroup=\"", cs->f);
-		label_value(cs->f, c->path);
-		fprintf(cs->f, "\",quota=\"%s\"} %llu\n", quota_kind_name(k),
-			(unsigned long long)atomic_load(&c->usage.used[k]));
-	}
-}
-
-
-/* ---- who costs what ---- */
-
-/* One connected session's cost, under its cgroup key (NULL: none). */
-struct cost_row {
-	const char *cgroup;
+/* One cgroup key's row of the per-cgroup families: its quota usage (from its quota
+ * record, quota.h) and the costs of its connected sessions (proto/counters.h's session
+ * table); the sessions without a key are the row with label "". */
+struct cg_row {
+	char label[METRICS_LABEL_MAX + 1];
+	bool quota; /* has a quota record: garuda_quota_cgroup_used's series */
+	uint64_t used[Q_KINDS_];
 	uint64_t clients, armed, completions, word_loads, scan_ns;
 };
 
-static int cmp_cost(const void *a, const void *b)
+struct cg_table {
+	struct cg_row *v;
+	size_t n, cap;
+	bool oom; /* a row could not be added: the families are left out of this scrape */
+};
+
+/* A new zeroed row labelled for path (NULL: no key), or NULL out of memory. */
+static struct cg_row *cg_push(struct cg_table *t, const char *path)
 {
-	const char *x = ((const struct cost_row *)a)->cgroup, *y = ((const struct cost_row *)b)->cgroup;
-	if (!x || !y)
-		return (y == NULL) - (x == NULL); /* no key first */
-	return strcmp(x, y);
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct cg_row *v = realloc(t->v, cap * sizeof(*v));
+		if (!v) {
+			t->oom = true;
+			return NULL;
+		}
+		t->v = v;
+		t->cap = cap;
+	}
+	struct cg_row *r = memset(&t->v[t->n++], 0, sizeof(*r));
+	if (path)
+		label_of(r->label, path);
+	return r;
 }
 
-/* The per-cgroup families: the connected sessions' counters (proto/counters.h's session
- * table) summed by cgroup key, one series per key in path order; sessions without a key
- * under cgroup="". A sum over connected sessions, so it falls when one of a cgroup's
- * sessions ends: the help texts say so. */
-static void cgroup_costs(FILE *f, struct daemon *d)
+static void cg_quota_row(const struct quota_cgroup *c, void *arg)
 {
-	if (!d->nsessions)
+	struct cg_row *r = cg_push(arg, c->path);
+	if (!r)
 		return;
-	struct cost_row *v = calloc(d->nsessions, sizeof(*v));
-	if (!v)
-		return; /* out of memory: these families are left out of this scrape */
-	size_t n = 0;
-	for (struct session *s = d->sessions; s && n < d->nsessions; s = s->next) {
+	r->quota = true;
+	for (unsigned k = 0; k < Q_KINDS_; k++)
+		r->used[k] = atomic_load(&c->usage.used[k]);
+}
+
+/* Add b's figures into a. */
+static void cg_add(struct cg_row *a, const struct cg_row *b)
+{
+	a->quota |= b->quota;
+	for (unsigned k = 0; k < Q_KINDS_; k++)
+		a->used[k] += b->used[k];
+	a->clients += b->clients;
+	a->armed += b->armed;
+	a->completions += b->completions;
+	a->word_loads += b->word_loads;
+	a->scan_ns += b->scan_ns;
+}
+
+static int cmp_cg_label(const void *a, const void *b)
+{
+	return strcmp(((const struct cg_row *)a)->label, ((const struct cg_row *)b)->label);
+}
+
+/* The keys that keep series of their own: most lines in use, then most scanner time,
+ * then most sessions; the sessions without a key ("") always. */
+static int cmp_cg_rank(const void *a, const void *b)
+{
+	const struct cg_row *x = a, *y = b;
+	if (!*x->label != !*y->label)
+		return *x->label ? 1 : -1;
+	if (x->used[Q_LINES] != y->used[Q_LINES])
+		return x->used[Q_LINES] > y->used[Q_LINES] ? -1 : 1;
+	if (x->scan_ns != y->scan_ns)
+		return x->scan_ns > y->scan_ns ? -1 : 1;
+	if (x->clients != y->clients)
+		return x->clients > y->clients ? -1 : 1;
+	return strcmp(x->label, y->label);
+}
+
+/* The per-cgroup families, from one table of cgroup keys: the quota records (cgroups
+ * with a live sink) and the connected sessions' costs summed by key. The first
+ * `named` keys by cmp_cg_rank() keep series of their own, the rest are summed into
+ * cgroup="(other)" (counted in fold->cgroups); series in label order. The cost
+ * families are sums over the sessions connected now, so they fall when one of a
+ * cgroup's sessions ends: the help texts say so. */
+static void cgroup_families(FILE *f, struct daemon *d, size_t named, struct folded *fold)
+{
+	struct cg_table t = { 0 };
+	quota_cgroups_each(&d->quotas, cg_quota_row, &t);
+	for (struct session *s = d->sessions; s; s = s->next) {
 		struct session_view sv;
 		session_describe(s, &sv);
-		v[n++] = (struct cost_row){ sv.cgroup, 1, sv.armed, sv.counters[SN_completions],
-					    sv.counters[SN_word_loads], sv.counters[SN_scan_ns] };
+		struct cg_row *r = cg_push(&t, NULL);
+		if (!r)
+			break;
+		*r = (struct cg_row){ .clients = 1,
+				      .armed = sv.armed,
+				      .completions = sv.counters[SN_completions],
+				      .word_loads = sv.counters[SN_word_loads],
+				      .scan_ns = sv.counters[SN_scan_ns] };
+		if (sv.cgroup)
+			label_of(r->label, sv.cgroup);
 	}
-	qsort(v, n, sizeof(*v), cmp_cost);
-	/* one group per run of equal keys */
-	size_t ng = 0;
+	if (t.oom) {
+		free(t.v);
+		return;
+	}
+	/* one row per label */
+	if (t.n > 1)
+		qsort(t.v, t.n, sizeof(*t.v), cmp_cg_label);
+	size_t n = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		if (n && strcmp(t.v[n - 1].label, t.v[i].label) == 0)
+			cg_add(&t.v[n - 1], &t.v[i]);
+		else
+			t.v[n++] = t.v[i];
+	}
+	/* the first `named` ("" apart) keep their own; the rest become the last row */
+	if (n > 1)
+		qsort(t.v, n, sizeof(*t.v), cmp_cg_rank);
+	size_t keep = n && !*t.v[0].label ? named + 1 : named;
+	if (n > keep) {
+		struct cg_row other = { .label = METRICS_OTHER };
+		for (size_t i = keep; i < n; i++)
+			cg_add(&other, &t.v[i]);
+		fold->cgroups += n - keep;
+		t.v[keep] = other;
+		n = keep + 1;
+	}
+	if (n > 1)
+		qsort(t.v, n, sizeof(*t.v), cmp_cg_label);
+
+	bool head = false;
 	for (size_t i = 0; i < n; i++) {
-		if (ng && !cmp_cost(&v[ng - 1], &v[i])) {
-			v[ng - 1].clients += v[i].clients;
-			v[ng - 1].armed += v[i].armed;
-			v[ng - 1].completions += v[i].completions;
-			v[ng - 1].word_loads += v[i].word_loads;
-			v[ng - 1].scan_ns += v[i].scan_ns;
+		if (!t.v[i].quota)
 			continue;
+		if (!head)
+			family(f, "garuda_quota_cgroup_used", "gauge",
+			       "Quota in use, by client cgroup (v2 path; \"" METRICS_OTHER "\": the cgroups "
+			       "past the first " GARUDA_STR(METRICS_CGROUPS) " by lines in use) and quota "
+			       "(quota.cgroup.NAME).");
+		head = true;
+		for (unsigned k = 0; k < Q_KINDS_; k++) {
+			fputs("garuda_quota_cgroup_used{cgroup=\"", f);
+			put_label(f, t.v[i].label);
+			fprintf(f, "\",quota=\"%s\"} %llu\n", quota_kind_name(k),
+				(unsigned long long)t.v[i].used[k]);
 		}
-		v[ng++] = v[i];
 	}
 	static const struct {
 		const char *name, *type, *help;
 	} fam[] = {
 		{ "garuda_cgroup_clients", "gauge",
-		  "Connected client sessions, by cgroup key (v2 path; \"\": sessions without one)." },
+		  "Connected client sessions, by cgroup key (v2 path; \"\": sessions without one; \""
+		  METRICS_OTHER "\": the keys past the first " GARUDA_STR(METRICS_CGROUPS) " by lines in "
+		  "use)." },
 		{ "garuda_cgroup_armed", "gauge", "Armed waits of the connected sessions, by cgroup key." },
 		{ "garuda_cgroup_completions_total", "counter",
 		  "Readiness delivered to the connected sessions, by cgroup key (summed over the sessions "
@@ -178,48 +278,160 @@ static void cgroup_costs(FILE *f, struct daemon *d)
 		  "words it looked at), by cgroup key (summed over the sessions connected now: falls "
 		  "when one ends)." },
 	};
-	for (unsigned k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+	for (unsigned k = 0; d->nsessions && k < sizeof(fam) / sizeof(fam[0]); k++) {
 		family(f, fam[k].name, fam[k].type, fam[k].help);
-		for (size_t g = 0; g < ng; g++) {
+		for (size_t g = 0; g < n; g++) {
+			const struct cg_row *r = &t.v[g];
+			if (!r->clients)
+				continue; /* a quota record whose sessions ended */
 			fprintf(f, "%s{cgroup=\"", fam[k].name);
-			label_value(f, v[g].cgroup ? v[g].cgroup : "");
+			put_label(f, r->label);
 			fputs("\"} ", f);
 			switch (k) {
-			case 0: fprintf(f, "%llu\n", (unsigned long long)v[g].clients); break;
-			case 1: fprintf(f, "%llu\n", (unsigned long long)v[g].armed); break;
-			case 2: fprintf(f, "%llu\n", (unsigned long long)v[g].completions); break;
-			case 3: fprintf(f, "%llu\n", (unsigned long long)v[g].word_loads); break;
-			default: fprintf(f, "%.9f\n", (double)v[g].scan_ns / 1e9); break;
+			case 0: fprintf(f, "%llu\n", (unsigned long long)r->clients); break;
+			case 1: fprintf(f, "%llu\n", (unsigned long long)r->armed); break;
+			case 2: fprintf(f, "%llu\n", (unsigned long long)r->completions); break;
+			case 3: fprintf(f, "%llu\n", (unsigned long long)r->word_loads); break;
+			default: fprintf(f, "%.9f\n", (double)r->scan_ns / 1e9); break;
 			}
 		}
 	}
+	free(t.v);
+}
+
+/* One (uid, cgroup key) row of garuda_quota_refusals_total. */
+struct refusal_row {
+	uid_t uid;
+	bool other; /* uid="(other)" */
+	char label[METRICS_LABEL_MAX + 1];
+	uint64_t n[QS_SCOPES_][Q_KINDS_];
+};
+
+/* garuda_quota_refusals_total{uid,cgroup,key}: each uid's refusal rows (quota.h), the
+ * counts that are not 0; left out while nothing was refused. The first `named` rows,
+ * oldest first (uids in the order they first connected, a uid's rows in the order of
+ * their first refusal: a row never moves up, so the folded counts only grow), keep
+ * series of their own; the rest are summed under uid="(other)",cgroup="(other)". */
+static void quota_refusals(FILE *f, struct daemon *d, size_t named, struct folded *fold)
+{
+	size_t nuids = 0, nrows = 0;
+	for (const struct quota_uid *q = d->quotas.head; q; q = q->next, nuids++)
+		nrows += q->nrefusals;
+	if (!nrows)
+		return;
+	const struct quota_uid **uids = malloc(nuids * sizeof(*uids));
+	struct refusal_row *v = calloc(named + 1, sizeof(*v));
+	if (!uids || !v) {
+		free(uids);
+		free(v);
+		return; /* out of memory: left out of this scrape */
+	}
+	size_t i = nuids, n = 0;
+	for (const struct quota_uid *q = d->quotas.head; q; q = q->next)
+		uids[--i] = q; /* the list is newest first */
+	struct refusal_row other = { .other = true, .label = METRICS_OTHER };
+	bool folded = false;
+	for (i = 0; i < nuids; i++)
+		for (const struct quota_refusals *r = uids[i]->refusals; r; r = r->next) {
+			struct refusal_row *to = &other;
+			if (n < named) {
+				char label[METRICS_LABEL_MAX + 1] = "";
+				if (r->cgroup)
+					label_of(label, r->cgroup);
+				size_t j = 0; /* two cgroup keys of one uid with one label: one series */
+				while (j < n && (v[j].uid != uids[i]->uid || strcmp(v[j].label, label) != 0))
+					j++;
+				to = &v[j];
+				if (j == n) {
+					n++;
+					to->uid = uids[i]->uid;
+					memcpy(to->label, label, sizeof(label));
+				}
+			} else {
+				folded = true;
+				fold->refusal_rows++;
+			}
+			for (unsigned sc = 0; sc < QS_SCOPES_; sc++)
+				for (unsigned k = 0; k < Q_KINDS_; k++)
+					to->n[sc][k] += r->n[sc][k];
+		}
+	if (folded)
+		v[n++] = other;
+	bool head = false;
+	for (i = 0; i < n; i++)
+		for (unsigned sc = 0; sc < QS_SCOPES_; sc++)
+			for (unsigned k = 0; k < Q_KINDS_; k++) {
+				if (!v[i].n[sc][k])
+					continue;
+				if (!head)
+					family(f, "garuda_quota_refusals_total", "counter",
+					       "Requests and connections refused by a quota, by client uid, "
+					       "cgroup key (\"\": none; \"" QUOTA_REFUSAL_OTHER "\": a uid's "
+					       "cgroup keys past its first " GARUDA_STR(QUOTA_REFUSAL_KEYS)
+					       ", \"\" counting as one) and the quota key that refused "
+					       "(quota.SCOPE.NAME); uid and cgroup \"" METRICS_OTHER "\": the "
+					       "(uid, cgroup key) rows past the first "
+					       GARUDA_STR(METRICS_REFUSAL_ROWS) ".");
+				head = true;
+				if (v[i].other)
+					fputs("garuda_quota_refusals_total{uid=\"" METRICS_OTHER "\",cgroup=\"",
+					      f);
+				else
+					fprintf(f, "garuda_quota_refusals_total{uid=\"%u\",cgroup=\"",
+						(unsigned)v[i].uid);
+				put_label(f, v[i].label);
+				fprintf(f, "\",key=\"quota.%s.%s\"} %llu\n", quota_scope_name(sc),
+					quota_kind_name(k), (unsigned long long)v[i].n[sc][k]);
+			}
+	free(uids);
 	free(v);
 }
 
-/* garuda_quota_refusals_total{uid,cgroup,key}: each uid's refusal rows (quota.h), the
- * counts that are not 0; left out while nothing was refused. */
-static void quota_refusals(FILE *f, struct daemon *d)
+static int cmp_uid_rank(const void *a, const void *b)
 {
-	bool head = false;
+	const struct quota_uid *x = *(const struct quota_uid *const *)a;
+	const struct quota_uid *y = *(const struct quota_uid *const *)b;
+	uint64_t cx = atomic_load(&x->usage.used[Q_CONNECTIONS]);
+	uint64_t cy = atomic_load(&y->usage.used[Q_CONNECTIONS]);
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+/* garuda_quota_uid_used{uid,quota} for the uids with a session: the first `named` by
+ * connections keep series of their own; the rest are summed under
+ * uid="(other)". Left out with no session. */
+static void quota_uids(FILE *f, struct daemon *d, size_t named, struct folded *fold)
+{
+	size_t n = 0;
 	for (const struct quota_uid *q = d->quotas.head; q; q = q->next)
-		for (const struct quota_refusals *r = q->refusals; r; r = r->next)
-			for (unsigned sc = 0; sc < QS_SCOPES_; sc++)
-				for (unsigned k = 0; k < Q_KINDS_; k++) {
-					if (!r->n[sc][k])
-						continue;
-					if (!head)
-						family(f, "garuda_quota_refusals_total", "counter",
-						       "Requests and connections refused by a quota, by client uid, "
-						       "cgroup key (\"\": none; \"" QUOTA_REFUSAL_OTHER "\": a uid's "
-						       "cgroup keys past its first " GARUDA_STR(QUOTA_REFUSAL_KEYS)
-						       ", \"\" counting as one) and the quota key that refused "
-						       "(quota.SCOPE.NAME).");
-					head = true;
-					fprintf(f, "garuda_quota_refusals_total{uid=\"%u\",cgroup=\"", (unsigned)q->uid);
-					label_value(f, r->cgroup ? r->cgroup : "");
-					fprintf(f, "\",key=\"quota.%s.%s\"} %llu\n", quota_scope_name(sc),
-						quota_kind_name(k), (unsigned long long)r->n[sc][k]);
-				}
+		n += atomic_load(&q->usage.used[Q_CONNECTIONS]) != 0;
+	const struct quota_uid **v = n ? malloc(n * sizeof(*v)) : NULL;
+	if (!v)
+		return; /* none, or out of memory: left out of this scrape */
+	n = 0;
+	for (const struct quota_uid *q = d->quotas.head; q; q = q->next)
+		if (atomic_load(&q->usage.used[Q_CONNECTIONS]))
+			v[n++] = q;
+	qsort(v, n, sizeof(*v), cmp_uid_rank);
+	size_t keep = n < named ? n : named;
+	uint64_t other[Q_KINDS_] = { 0 };
+	for (size_t i = keep; i < n; i++)
+		for (unsigned k = 0; k < Q_KINDS_; k++)
+			other[k] += atomic_load(&v[i]->usage.used[k]);
+	fold->uids += n - keep;
+	family(f, "garuda_quota_uid_used", "gauge",
+	       "Quota in use, by client uid (\"" METRICS_OTHER "\": the uids past the first "
+	       GARUDA_STR(METRICS_UIDS) " by connections) and quota (quota.uid.NAME).");
+	for (size_t i = 0; i < keep; i++)
+		for (unsigned k = 0; k < Q_KINDS_; k++)
+			fprintf(f, "garuda_quota_uid_used{uid=\"%u\",quota=\"%s\"} %llu\n",
+				(unsigned)v[i]->uid, quota_kind_name(k),
+				(unsigned long long)atomic_load(&v[i]->usage.used[k]));
+	for (unsigned k = 0; keep < n && k < Q_KINDS_; k++)
+		fprintf(f, "garuda_quota_uid_used{uid=\"" METRICS_OTHER "\",quota=\"%s\"} %llu\n",
+			quota_kind_name(k), (unsigned long long)other[k]);
+	free(v);
 }
 
 /* ---- the process ---- */
@@ -255,7 +467,7 @@ static void process_families(FILE *f)
 	}
 }
 
-char *ctl_metrics_text(struct daemon *d)
+char *ctl_metrics_text(struct daemon *d, bool fold_all)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -270,7 +482,7 @@ char *ctl_metrics_text(struct daemon *d)
 
 	family(f, "garuda_info", "gauge", "garudad build and event loop (always 1).");
 	fprintf(f, "garuda_info{version=\"");
-	label_value(f, GARUDA_VERSION);
+	put_label(f, GARUDA_VERSION);
 	fprintf(f, "\",event_loop=\"%s\"} 1\n", event_loop_name(loop_kind(d->loop)));
 	const struct wordwait *ww = scanner_wordwait(&d->tuning);
 	family(f, "garuda_wordwait_info", "gauge",
@@ -308,7 +520,8 @@ char *ctl_metrics_text(struct daemon *d)
 			fprintf(f, "garuda_errors_total{code=\"%d\",name=\"%s\"} %llu\n", GARUDA_ERR_BASE + i,
 				name, (unsigned long long)d->errors_by_code[i]);
 	}
-	quota_refusals(f, d);
+	struct folded fold = { 0 };
+	quota_refusals(f, d, fold_all ? 0 : METRICS_REFUSAL_ROWS, &fold);
 	family(f, "garuda_quota_limit", "gauge",
 	       "The quota limits in force, by scope (quota.SCOPE: connection, uid, cgroup) and quota "
 	       "(quota.SCOPE.NAME).");
@@ -320,21 +533,16 @@ char *ctl_metrics_text(struct daemon *d)
 
 	/* per quota key: uids with a session, cgroups with a live sink (quota.h); a family
 	 * with no sample is left out (with no client, both are) */
-	bool head = false;
-	for (const struct quota_uid *q = d->quotas.head; q; q = q->next) {
-		if (!atomic_load(&q->usage.used[Q_CONNECTIONS]))
-			continue;
-		if (!head)
-			family(f, "garuda_quota_uid_used", "gauge",
-			       "Quota in use, by client uid and quota (quota.uid.NAME).");
-		head = true;
-		for (unsigned k = 0; k < Q_KINDS_; k++)
-			fprintf(f, "garuda_quota_uid_used{uid=\"%u\",quota=\"%s\"} %llu\n", (unsigned)q->uid,
-				quota_kind_name(k), (unsigned long long)atomic_load(&q->usage.used[k]));
-	}
-	struct cgroup_samples cs = { f, false };
-	quota_cgroups_each(&d->quotas, cgroup_samples, &cs);
-	cgroup_costs(f, d);
+	quota_uids(f, d, fold_all ? 0 : METRICS_UIDS, &fold);
+	cgroup_families(f, d, fold_all ? 0 : METRICS_CGROUPS, &fold);
+	family(f, "garuda_metrics_folded", "gauge",
+	       "Keys whose series this scrape summed into \"" METRICS_OTHER "\" ones, by kind: cgroup "
+	       "keys past the first " GARUDA_STR(METRICS_CGROUPS) ", uids past the first "
+	       GARUDA_STR(METRICS_UIDS) ", refusal rows past the first " GARUDA_STR(METRICS_REFUSAL_ROWS)
+	       "; all of them when the text would not fit in one control reply otherwise.");
+	fprintf(f, "garuda_metrics_folded{keys=\"cgroup\"} %zu\n", fold.cgroups);
+	fprintf(f, "garuda_metrics_folded{keys=\"uid\"} %zu\n", fold.uids);
+	fprintf(f, "garuda_metrics_folded{keys=\"refusal_row\"} %zu\n", fold.refusal_rows);
 	process_families(f);
 	family(f, "garuda_config_reloads_total", "counter", "Reloads of the config file (garctl reload, SIGHUP).");
 	fprintf(f, "garuda_config_reloads_total %llu\n", (unsigned long long)d->reloads_total);
@@ -414,10 +622,25 @@ char *ctl_metrics_text(struct daemon *d)
 	return buf;
 }
 
+/* Bytes s takes inside a JSON string as cJSON prints it. */
+static size_t json_len(const char *s)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		n += strchr("\"\\\b\f\n\r\t", *p) ? 2 : *p < 0x20 ? 6 : 1;
+	return n;
+}
+
 cJSON *ctl_req_metrics(struct daemon *d, const cJSON *req)
 {
 	(void)req;
-	char *text = ctl_metrics_text(d);
+	/* the reply must fit (garuda-textfile has nothing else): past the bounds on the
+	 * keys, folded as a whole; 256 bytes for the reply's other keys */
+	char *text = ctl_metrics_text(d, false);
+	if (text && json_len(text) + 256 > CONTROL_MAX_REPLY) {
+		free(text);
+		text = ctl_metrics_text(d, true);
+	}
 	if (!text)
 		return ctl_error(-ENOMEM, "%s", garuda_strerror(-ENOMEM));
 	cJSON *r = ctl_reply_new();

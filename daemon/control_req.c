@@ -73,12 +73,38 @@ static void add_forms(cJSON *o, const char *key, const struct form_counts *by_fo
 		ctl_add_uint(f, form_name(i), by_form->n[i]);
 }
 
-static void add_string_or_null(cJSON *o, const char *key, const char *v)
+/* key: v, text from outside, as ctl_escape() writes it; null for NULL (or out of
+ * memory) */
+static void add_text_or_null(cJSON *o, const char *key, const char *v)
 {
-	if (v)
-		cJSON_AddStringToObject(o, key, v);
+	char *t = v ? ctl_escape_dup(v) : NULL;
+	if (t)
+		cJSON_AddStringToObject(o, key, t);
 	else
 		cJSON_AddNullToObject(o, key);
+	free(t);
+}
+
+/* Every string under o as ctl_escape() writes it. */
+static void escape_strings(cJSON *o)
+{
+	cJSON *it;
+	cJSON_ArrayForEach(it, o)
+	{
+		if (!cJSON_IsString(it) || !it->valuestring) {
+			escape_strings(it);
+			continue;
+		}
+		size_t n = ctl_escape(NULL, 0, it->valuestring);
+		if (n == strlen(it->valuestring))
+			continue; /* nothing to escape */
+		char *t = cJSON_malloc(n + 1);
+		if (!t)
+			continue;
+		ctl_escape(t, n + 1, it->valuestring);
+		cJSON_free(it->valuestring);
+		it->valuestring = t;
+	}
 }
 
 /* Add item to arr unless the page is full; *bytes tracks the page's size. */
@@ -118,10 +144,11 @@ cJSON *ctl_req_status(struct daemon *d, const cJSON *req)
 	cJSON_AddStringToObject(r, CTL_KEY_EVENT_LOOP, event_loop_name(loop_kind(d->loop)));
 	cJSON_AddNumberToObject(r, CTL_KEY_UPTIME_S, (double)(garuda_now_ns() - d->started_ns) / 1e9);
 	cJSON_AddStringToObject(r, CTL_KEY_LOG_LEVEL, log_level_to_string(log_get_level()));
-	add_string_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
+	add_text_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
 	cJSON *w = cJSON_AddArrayToObject(r, CTL_KEY_WARNINGS);
 	for (unsigned i = 0; w && i < d->nwarnings; i++)
 		cJSON_AddItemToArray(w, cJSON_CreateString(d->warnings[i]));
+	escape_strings(w); /* they may quote the config's paths and groups */
 	ctl_add_uint(r, CTL_KEY_CLIENTS, d->nsessions);
 	ctl_add_uint(r, CTL_KEY_SEGMENTS, segment_count());
 	ctl_add_uint(r, CTL_KEY_BINDINGS, t.bindings);
@@ -154,8 +181,8 @@ static cJSON *client_object(const struct session *s)
 	ctl_add_int(o, CTL_KEY_PID, v.pid);
 	ctl_add_uint(o, CTL_KEY_UID, v.uid);
 	ctl_add_uint(o, CTL_KEY_GID, v.gid);
-	cJSON_AddStringToObject(o, CTL_KEY_COMM, v.comm);
-	add_string_or_null(o, CTL_KEY_CGROUP, v.cgroup);
+	add_text_or_null(o, CTL_KEY_COMM, v.comm);
+	add_text_or_null(o, CTL_KEY_CGROUP, v.cgroup);
 	cJSON_AddNumberToObject(o, CTL_KEY_CONNECTED_S, (double)(garuda_now_ns() - v.connected_ns) / 1e9);
 	ctl_add_uint(o, CTL_KEY_SEGMENTS, v.segments);
 	ctl_add_uint(o, CTL_KEY_LINES, v.lines);
@@ -438,8 +465,9 @@ cJSON *ctl_req_config(struct daemon *d, const cJSON *req)
 {
 	(void)req;
 	cJSON *r = ctl_reply_new();
-	add_string_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
 	config_to_json(&d->cfg, r);
+	escape_strings(r); /* the file's paths and groups are text from outside */
+	add_text_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
 	return r;
 }
 
@@ -475,7 +503,8 @@ cJSON *ctl_req_log_level(struct daemon *d, const cJSON *req)
 	int l = log_level_from_string(level);
 	if (l < 0)
 		return ctl_error(-GARUDA_E_BAD_ARGUMENT,
-				 "argument \"level\" must be err, warning, notice, info or debug, not \"%.32s\"", level);
+				 "argument \"level\" must be err, warning, notice, info or debug, "
+				 "not \"%.*s\"", CTL_CUT(level, 32));
 	log_set_level(l);
 	log_notice("control: log level %s (was %s)", log_level_to_string(l), log_level_to_string(old));
 	r = ctl_reply_new();
@@ -488,10 +517,13 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req)
 {
 	(void)req;
 	cJSON *r;
-	if (!d->cfg.config_path) {
+	if (!config_reloadable(&d->cfg)) {
+		/* nothing read: where a file would have been looked for (null: --config= or
+		 * --no-config, so nowhere) */
 		r = ctl_reply_new();
 		cJSON_AddBoolToObject(r, CTL_KEY_RELOADED, false);
 		cJSON_AddNullToObject(r, CTL_KEY_CONFIG_PATH);
+		add_text_or_null(r, CTL_KEY_DEFAULT_CONFIG_PATH, config_default_path(&d->cfg));
 		return r;
 	}
 	log_info("control: reload requested");
@@ -499,12 +531,13 @@ cJSON *ctl_req_reload(struct daemon *d, const cJSON *req)
 	if (daemon_reload(d, &why) < 0) {
 		/* why names the file ("PATH: KEY: reason") */
 		r = ctl_error(-GARUDA_E_BAD_ARGUMENT, "%s; the running configuration is kept",
-			      why ? why : d->cfg.config_path);
+			      why ? why : "the config file");
 		free(why);
 		return r;
 	}
 	r = ctl_reply_new();
 	cJSON_AddBoolToObject(r, CTL_KEY_RELOADED, true);
-	add_string_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
+	add_text_or_null(r, CTL_KEY_CONFIG_PATH, d->cfg.config_path);
+	add_text_or_null(r, CTL_KEY_DEFAULT_CONFIG_PATH, config_default_path(&d->cfg));
 	return r;
 }

@@ -101,8 +101,10 @@ int daemon_reload(struct daemon *d, char **why)
 	char *err = NULL;
 	if (why)
 		*why = NULL;
-	if (!d->cfg.config_path) {
-		log_notice("reload: no config file to reload");
+	if (!config_reloadable(&d->cfg)) {
+		const char *def = config_default_path(&d->cfg);
+		log_notice("reload: no config file to reload%s%s%s", def ? " (none at " : "", def ? def : "",
+			   def ? ")" : "");
 		return 0;
 	}
 	service_notify(d, "RELOADING=1");
@@ -126,7 +128,9 @@ int daemon_reload(struct daemon *d, char **why)
 	config_free(&d->cfg);
 	d->cfg = next;
 	service_apply_tuning(d);
-	log_info("configuration reloaded from %s: %u key(s) changed", d->cfg.config_path, changed);
+	log_info("configuration reloaded from %s: %u key(s) changed",
+		 d->cfg.config_path ? d->cfg.config_path : "the defaults and flags (the default file is gone)",
+		 changed);
 	reload_done(d, true);
 	service_notify(d, "READY=1");
 	return 0;

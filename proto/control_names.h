@@ -42,6 +42,7 @@
 #define CTL_KEY_COUNT "count"
 #define CTL_KEY_CPU_S "cpu_s"
 #define CTL_KEY_DAEMON_VERSION "daemon_version"
+#define CTL_KEY_DEFAULT_CONFIG_PATH "default_config_path"
 #define CTL_KEY_DISCONNECTED "disconnected"
 #define CTL_KEY_DOORBELL "doorbell"
 #define CTL_KEY_ERROR "error"

@@ -15,13 +15,17 @@
 #include "counters.h"
 #include "garctl.h"
 
-bool parse_id(const char *what, const char *s, uint64_t max, uint64_t *out)
+bool parse_id(char kind, const char *s, uint64_t *out)
 {
+	/* as garudad's request table: sessions are numbered from 1, segments from 0 */
+	const char *what = kind == 'c' ? "CLIENT" : "SEGMENT";
+	uint64_t min = kind == 'c' ? 1 : 0, max = kind == 'c' ? GARCTL_MAX_ID : UINT32_MAX;
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || !*s || *end || s[0] == '-' || s[0] == '+' || v > max) {
-		fprintf(stderr, "garctl: %s must be a number in [0, %" PRIu64 "], not \"%s\"\n", what, max, s);
+	if (errno || !*s || *end || s[0] == '-' || s[0] == '+' || v < min || v > max) {
+		fprintf(stderr, "garctl: %s must be a number in [%" PRIu64 ", %" PRIu64 "], not \"%s\"\n",
+			what, min, max, s);
 		return false;
 	}
 	*out = v;
@@ -213,7 +217,7 @@ int cmd_clients(struct conn *c, const struct options *o, char **args)
 int cmd_segments(struct conn *c, const struct options *o, char **args)
 {
 	uint64_t client;
-	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
+	if (!parse_id('c', args[0], &client))
 		return 2;
 	cJSON *req = request_new(CTL_REQ_SEGMENTS), *r = NULL;
 	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
@@ -275,8 +279,8 @@ static char *armed_text(const cJSON *word)
 int cmd_lines(struct conn *c, const struct options *o, char **args)
 {
 	uint64_t client, segment;
-	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client) ||
-	    !parse_id("SEGMENT", args[1], UINT32_MAX, &segment))
+	if (!parse_id('c', args[0], &client) ||
+	    !parse_id('s', args[1], &segment))
 		return 2;
 	cJSON *req = request_new(CTL_REQ_LINES), *r = NULL;
 	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
@@ -385,7 +389,7 @@ int cmd_scanners(struct conn *c, const struct options *o, char **args)
 int cmd_points(struct conn *c, const struct options *o, char **args)
 {
 	uint64_t client;
-	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
+	if (!parse_id('c', args[0], &client))
 		return 2;
 	cJSON *req = request_new(CTL_REQ_POINTS), *r = NULL;
 	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
@@ -521,7 +525,7 @@ int cmd_metrics(struct conn *c, const struct options *o, char **args)
 int cmd_disconnect(struct conn *c, const struct options *o, char **args)
 {
 	uint64_t client;
-	if (!parse_id("CLIENT", args[0], GARCTL_MAX_ID, &client))
+	if (!parse_id('c', args[0], &client))
 		return 2;
 	cJSON *req = request_new(CTL_REQ_DISCONNECT), *r = NULL;
 	cJSON_AddNumberToObject(req, CTL_KEY_CLIENT, (double)client);
@@ -557,8 +561,25 @@ int cmd_reload(struct conn *c, const struct options *o, char **args)
 	cJSON_Delete(req);
 	if (rc)
 		return rc;
-	if (!maybe_json(o, r) && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_RELOADED)))
-		fprintf(stderr, "garctl: garudad runs without a config file; nothing to reload\n");
+	maybe_json(o, r);
+	/* nothing read: say where garudad looks. Not a failure: with no file, the
+	 * defaults are the config (systemctl reload succeeds on a host that has none) */
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_RELOADED))) {
+		const cJSON *def = cJSON_GetObjectItemCaseSensitive(r, CTL_KEY_DEFAULT_CONFIG_PATH);
+		if (cJSON_IsString(def)) {
+			char *path = strdup(def->valuestring);
+			if (path)
+				sanitize(path);
+			fprintf(stderr, "garctl: nothing reloaded: garudad runs without a config file and "
+				"there is none at %s, where it looks (write it, then reload)\n",
+				path ? path : "-");
+			free(path);
+		} else {
+			fprintf(stderr, "garctl: nothing reloaded: garudad was started with --no-config (or "
+				"--config=), so it reads no config file; restart it with --config=FILE, or "
+				"without either to use the default file\n");
+		}
+	}
 	cJSON_Delete(r);
-	return 0;
+	return rc;
 }

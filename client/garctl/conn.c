@@ -4,7 +4,9 @@
  * Promises: every failure is reported once, in words an operator can act on: no
  * daemon (the socket path and how to point garctl elsewhere), permission (the socket
  * path and what admits a peer: root, or the group named by the daemon's config key
- * control_group), a daemon error (its message and registry name), or a timeout. */
+ * control_group), a daemon error (its message and registry name), or a timeout. A
+ * connection garudad refuses at accept (a peer not admitted, its connection limit)
+ * gets one error reply and is closed: that reply is read and printed all the same. */
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -141,6 +143,9 @@ static char *receive(struct conn *c)
 		return NULL;
 	}
 	ssize_t n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	if (n < 0 && errno == ECONNRESET) /* garudad closed with our request unread (it refused
+					    * us at accept): said once, before its reply */
+		n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 	if (n > 0) {
 		char *buf = malloc((size_t)n + 1);
 		if (!buf) {
@@ -163,6 +168,15 @@ static char *receive(struct conn *c)
 	} else
 		fprintf(stderr, "garctl: receiving from %s: %s\n", c->o->socket, strerror(errno));
 	return NULL;
+}
+
+/* Whether a reply datagram is queued for us now (past a reset, said once first). */
+static bool reply_waiting(struct conn *c)
+{
+	ssize_t n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0 && errno == ECONNRESET)
+		n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	return n > 0;
 }
 
 /* Print a daemon error reply; always returns 1. */
@@ -188,11 +202,13 @@ int conn_call(struct conn *c, const cJSON *req, cJSON **reply)
 		return 1;
 	ssize_t n = send(c->fd, text, strlen(text), MSG_NOSIGNAL);
 	free(text);
-	if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+	/* garudad answers a connection it refuses at accept (ACCESS_DENIED, BUSY) with one
+	 * error and closes it: that reply waits to be read though the send failed */
+	if (n < 0 && (errno == EPIPE || errno == ECONNRESET) && !reply_waiting(c)) {
 		fprintf(stderr, "garctl: garudad went away (connection on %s closed)\n", c->o->socket);
 		return 1;
 	}
-	if (n < 0) {
+	if (n < 0 && errno != EPIPE && errno != ECONNRESET) {
 		fprintf(stderr, "garctl: sending to %s: %s\n", c->o->socket, strerror(errno));
 		return 1;
 	}

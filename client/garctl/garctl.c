@@ -3,6 +3,7 @@
  * garctl talks to garudad's control socket only (one JSON object per datagram) and
  * never links libgaruda. Exit codes: 0 ok, 1 a daemon error or no daemon (a message
  * says which, naming the socket path and what admits a peer), 2 usage. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,8 +270,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nargs; i++) {
 		uint64_t id;
 		const char *arg = argv[optind + 1 + i];
-		if ((cmd->ids[i] == 'c' && !parse_id("CLIENT", arg, GARCTL_MAX_ID, &id)) ||
-		    (cmd->ids[i] == 's' && !parse_id("SEGMENT", arg, UINT32_MAX, &id)))
+		if ((cmd->ids[i] == 'c' || cmd->ids[i] == 's') && !parse_id(cmd->ids[i], arg, &id))
 			return 2;
 	}
 
@@ -298,7 +298,14 @@ int main(int argc, char **argv)
 		args[i] = argv[optind + 1 + i];
 	rc = cmd->fn(&conn, &o, args);
 	conn_close(&conn);
-	if (fflush(stdout) != 0 && rc == 0)
+	/* a write that failed earlier (a full disk, a closed pipe) left its mark in
+	 * ferror(): fflush() alone sees only what was still buffered */
+	errno = 0;
+	bool flushed = fflush(stdout) == 0;
+	if ((!flushed || ferror(stdout)) && rc == 0) {
+		fprintf(stderr, "garctl: writing the output failed%s%s\n", !flushed && errno ? ": " : "",
+			!flushed && errno ? strerror(errno) : "");
 		rc = 1;
+	}
 	return rc;
 }

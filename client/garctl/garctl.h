@@ -106,5 +106,6 @@ int cmd_log_level(struct conn *c, const struct options *o, char **args);
 int cmd_reload(struct conn *c, const struct options *o, char **args);
 int cmd_top(struct conn *c, const struct options *o, char **args);
 
-/* Parse a client or segment id argument; prints a usage error and returns false. */
-bool parse_id(const char *what, const char *s, uint64_t max, uint64_t *out);
+/* Parse an id argument of kind 'c' (CLIENT: 1 to 2^53 - 1) or 's' (SEGMENT: 0 to
+ * 2^32 - 1), the ranges garudad takes; prints a usage error and returns false. */
+bool parse_id(char kind, const char *s, uint64_t *out);

@@ -292,8 +292,28 @@ static void peer_garctl_remove(const char *dir, const char *copy)
 	rmdir(dir);
 }
 
-void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
-		   const char *const *env, const char *const *args)
+bool ctl_valid_utf8(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	for (size_t i = 0; i < n;) {
+		unsigned c = s[i], len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+				      : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		if (!len || i + len > n)
+			return false;
+		for (unsigned k = 1; k < len; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+		if ((len == 3 && ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f))) ||
+		    (len == 4 && ((c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+/* ctl_garctl_as(), with stdout into the file out_path instead when it is not NULL. */
+static void run_garctl(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+		       const char *const *env, const char *out_path, const char *const *args)
 {
 	const char *bin = getenv("GARCTL");
 	cr_assert(bin && *bin, "GARCTL (path of garctl) is not set");
@@ -318,7 +338,12 @@ void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups,
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		dup2(null, 0);
-		dup2(out[1], 1);
+		int to = out_path ? open(out_path, O_WRONLY | O_CLOEXEC) : out[1];
+		if (to < 0) {
+			dprintf(err[1], "%s: %s\n", out_path, strerror(errno));
+			_exit(126);
+		}
+		dup2(to, 1);
 		dup2(err[1], 2);
 		/* garctl finds its socket from these (proto/paths.c): only what the test
 		 * passes in env may point it anywhere */
@@ -351,6 +376,17 @@ void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups,
 	if (peer_dir[0])
 		peer_garctl_remove(peer_dir, peer_bin);
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+		   const char *const *env, const char *const *args)
+{
+	run_garctl(r, uid, gid, groups, ngroups, env, NULL, args);
+}
+
+void ctl_garctl_to(struct ctl_run *r, const char *out_path, const char *const *args)
+{
+	run_garctl(r, (uid_t)-1, 0, NULL, 0, NULL, out_path, args);
 }
 
 void ctl_garctl(struct ctl_run *r, const char *const *args)

@@ -40,6 +40,9 @@ char *ctl_raw(const char *ctl_path, const void *req, size_t len);
 cJSON *ctl_json(const char *ctl_path, const char *req);
 /* Assert reply is {"version":1,"error":{"code":code,"name":NAME,"message":"..."}}. */
 void ctl_assert_error(const cJSON *reply, int code, const char *what);
+/* Whether the n bytes at s are valid UTF-8 (no overlong form, surrogate or code point
+ * past U+10FFFF). */
+bool ctl_valid_utf8(const char *s, size_t n);
 /* Number under key of {"request":"status"}. */
 double ctl_status_num(const char *ctl_path, const char *key);
 /* Wait until status key == v (deadline); returns the last value. */
@@ -107,6 +110,8 @@ struct ctl_run {
 void ctl_garctl_as(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
 		   const char *const *env, const char *const *args);
 void ctl_garctl(struct ctl_run *r, const char *const *args);
+/* ctl_garctl with garctl's stdout opened on out_path (such as /dev/full); r->out is "". */
+void ctl_garctl_to(struct ctl_run *r, const char *out_path, const char *const *args);
 void ctl_run_free(struct ctl_run *r);
 /* Parse r->out as JSON (asserts exit 0 and an object with "version": 1). */
 cJSON *ctl_run_json(const struct ctl_run *r);

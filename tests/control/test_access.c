@@ -1,12 +1,16 @@
 /* test_access.c — who may use the control socket. Peers run as nobody (65534) in a
- * forked child: refused with ACCESS_DENIED for every request, read-only ones
- * included, when the socket is reachable but the peer is not admitted; admitted by
- * control_group through the primary or a supplementary group; garctl names the
- * socket and the permission needed both when connect() fails (0600) and when the
- * daemon refuses. Needs root (to change uid); skipped otherwise. */
+ * forked child: refused with one ACCESS_DENIED, as they connect, for every request,
+ * read-only ones included, when the socket is reachable but the peer is not
+ * admitted, and the connection closed, so refused peers hold none of the 64 control
+ * connections; admitted by control_group through the primary or a supplementary
+ * group, and closed after its next request once a reload takes the group away;
+ * garctl names the socket and the permission needed both when connect() fails (0600)
+ * and when the daemon refuses, and says BUSY past the connection limit. Needs root
+ * (to change uid); skipped otherwise, but for the limit. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,9 +42,43 @@ static const char *nogroup(void)
 	return g->gr_name;
 }
 
-/* In a child running as uid/gid/groups: send each request on one connection and
- * write each reply (one line each) to the pipe. Returns the replies, one per line;
- * a connect failure comes back as "connect: <errno>". */
+/* Connect to ctl; the fd, or -errno. */
+static int peer_connect(const char *ctl)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", ctl);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* The next datagram on fd into buf (NUL-terminated): its length, 0 at end of file, or
+ * -errno (-ETIMEDOUT: none within the deadline). Where garudad closed the connection
+ * with our request unread, the reset is said once, before the reply it queued: read
+ * past it. */
+static ssize_t peer_recv(int fd, char *buf, size_t cap)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	if (poll(&pf, 1, CTL_DEADLINE_MS) != 1)
+		return -ETIMEDOUT;
+	ssize_t n = recv(fd, buf, cap - 1, 0);
+	if (n < 0 && errno == ECONNRESET)
+		n = recv(fd, buf, cap - 1, MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+/* In a child running as uid/gid/groups: send each request on a connection of its own
+ * (garudad closes a refused one after its one reply) and write each reply (one line
+ * each) to the pipe. Returns the replies, one per line; a connect failure comes back
+ * as "connect: <errno>". */
 static char *as_peer(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
 		     const char *const *reqs)
 {
@@ -52,25 +90,21 @@ static char *as_peer(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups,
 		close(p[0]);
 		if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
 			_exit(126);
-		struct sockaddr_un a = { .sun_family = AF_UNIX };
-		snprintf(a.sun_path, sizeof(a.sun_path), "%s", ctl);
-		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-			dprintf(p[1], "connect: %d\n", errno);
-			_exit(0);
-		}
 		for (int i = 0; reqs[i]; i++) {
+			int fd = peer_connect(ctl);
+			if (fd < 0) {
+				dprintf(p[1], "connect: %d\n", -fd);
+				_exit(0);
+			}
 			char buf[65536];
-			if (send(fd, reqs[i], strlen(reqs[i]), MSG_NOSIGNAL) < 0)
+			/* a refused peer's send may find the connection closed already */
+			if (send(fd, reqs[i], strlen(reqs[i]), MSG_NOSIGNAL) < 0 && errno != EPIPE &&
+			    errno != ECONNRESET)
 				_exit(1);
-			struct pollfd pf = { .fd = fd, .events = POLLIN };
-			if (poll(&pf, 1, CTL_DEADLINE_MS) != 1)
-				_exit(2);
-			ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
-			if (n <= 0)
+			if (peer_recv(fd, buf, sizeof(buf)) <= 0)
 				_exit(3);
-			buf[n] = '\0';
 			dprintf(p[1], "%s\n", buf);
+			close(fd);
 		}
 		_exit(0);
 	}
@@ -269,5 +303,179 @@ Test(access, reload_changes_the_admin_group)
 	out = as_peer(d.ctl, NOBODY, NOBODY, NULL, 0, reqs);
 	cr_assert_null(strstr(out, "\"error\":{"), "still refused after the reload: %s", out);
 	free(out);
+	ctl_stop(&d);
+}
+
+/* A peer that is not admitted gets its one ACCESS_DENIED at accept, before it sends
+ * anything, and the connection is closed: it holds none of the 64 control
+ * connections, so 70 of them held open by nobody do not lock root out (garctl, and
+ * with it systemctl reload). The child keeps its connections until the parent is done
+ * (it reads the pipe to its end). */
+Test(access, refused_peers_are_closed_and_do_not_count)
+{
+	need_root();
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	chmod(d.ctl, 0666);
+	int up[2], hold[2];
+	cr_assert_eq(pipe(up), 0);
+	cr_assert_eq(pipe(hold), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(up[0]);
+		close(hold[1]);
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+			_exit(126);
+		enum { N = 70 };
+		int fds[N], denied = 0, closed = 0, n = 0;
+		for (; n < N; n++) {
+			char buf[4096];
+			fds[n] = peer_connect(d.ctl);
+			if (fds[n] < 0)
+				_exit(1);
+			/* the reply comes unasked, then the end of the connection (the first
+			 * one that does not ends the count) */
+			bool d1 = peer_recv(fds[n], buf, sizeof(buf)) > 0 && strstr(buf, "\"ACCESS_DENIED\"");
+			bool c1 = d1 && peer_recv(fds[n], buf, sizeof(buf)) == 0;
+			denied += d1;
+			closed += c1;
+			if (!c1) {
+				n++;
+				break;
+			}
+		}
+		dprintf(up[1], "%d %d\n", denied, closed);
+		close(up[1]);
+		char c;
+		while (read(hold[0], &c, 1) > 0)
+			;
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		_exit(0);
+	}
+	close(up[1]);
+	close(hold[0]);
+	char line[64] = "";
+	ssize_t n = read(up[0], line, sizeof(line) - 1);
+	close(up[0]);
+	int denied = -1, closed = -1;
+	cr_assert(n > 0 && sscanf(line, "%d %d", &denied, &closed) == 2, "the peer child said nothing");
+	cr_assert_eq(denied, 70, "%d of 70 refused connections got ACCESS_DENIED unasked", denied);
+	cr_assert_eq(closed, 70, "%d of 70 refused connections were closed", closed);
+	/* nobody still holds its 70 sockets: root gets in */
+	char sock[160];
+	snprintf(sock, sizeof(sock), "--socket=%s", d.ctl);
+	const char *args[] = { sock, "-j", "status", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, args);
+	cJSON *j = ctl_run_json(&r);
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+	close(hold[1]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "peer child failed: status 0x%x", st);
+	ctl_stop(&d);
+}
+
+/* Past the limit of 64 control connections, garudad says so (BUSY) before closing
+ * the one it refuses, and garctl prints it: not "closed the connection without a
+ * reply", which reads as a daemon that stopped. Once one closes, garctl gets in. */
+Test(access, garctl_says_when_the_connection_limit_refuses)
+{
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	enum { N = 64 };
+	int fds[N];
+	for (int i = 0; i < N; i++) {
+		fds[i] = peer_connect(d.ctl);
+		cr_assert_geq(fds[i], 0, "connect: %s", strerror(-fds[i]));
+		/* answered: accepted and counted */
+		static const char req[] = "{\"request\":\"log_level\"}";
+		char buf[4096];
+		cr_assert_eq(send(fds[i], req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(req) - 1);
+		cr_assert_gt(peer_recv(fds[i], buf, sizeof(buf)), 0, "connection %d got no reply", i);
+	}
+	char sock[160];
+	snprintf(sock, sizeof(sock), "--socket=%s", d.ctl);
+	const char *args[] = { sock, "status", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, args);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "BUSY"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "64 control connections open, its limit"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "without a reply"), "%s", r.err);
+	ctl_run_free(&r);
+	close(fds[0]);
+	/* the daemon sees the close in its own time: ask until it has */
+	bool in = false;
+	for (int i = 0; i < CTL_DEADLINE_MS / 20 && !in; i++) {
+		ctl_garctl(&r, args);
+		in = r.status == 0;
+		ctl_run_free(&r);
+		if (!in)
+			poll(NULL, 0, 20);
+	}
+	cr_assert(in, "garctl still refused after a connection closed");
+	for (int i = 1; i < N; i++)
+		close(fds[i]);
+	ctl_stop(&d);
+}
+
+/* A reload that takes the admin group away answers an admitted connection's next
+ * request with ACCESS_DENIED and closes it: no peer outside the group keeps one. */
+Test(access, a_reload_closes_a_connection_no_longer_admitted)
+{
+	need_root();
+	char config[256];
+	snprintf(config, sizeof(config), "{\"control_group\": \"%s\"}", nogroup());
+	struct gd_daemon d;
+	ctl_start(&d, config);
+	chmod(d.ctl, 0666);
+	int go[2], back[2];
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(back), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(go[1]);
+		close(back[0]);
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+			_exit(126);
+		static const char req[] = "{\"request\":\"status\"}";
+		char buf[65536], c;
+		int fd = peer_connect(d.ctl);
+		if (fd < 0 || send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) < 0 || peer_recv(fd, buf, sizeof(buf)) <= 0)
+			_exit(1);
+		dprintf(back[1], "%s\n", strstr(buf, "\"error\"") ? "refused" : "admitted");
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) < 0 || peer_recv(fd, buf, sizeof(buf)) <= 0)
+			_exit(3);
+		bool denied = strstr(buf, "\"ACCESS_DENIED\"") != NULL;
+		dprintf(back[1], "%s %s\n", denied ? "denied" : "answered",
+			peer_recv(fd, buf, sizeof(buf)) == 0 ? "closed" : "open");
+		_exit(0);
+	}
+	close(go[0]);
+	close(back[1]);
+	FILE *f = fdopen(back[0], "r");
+	cr_assert_not_null(f);
+	char line[128] = "";
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_assert_str_eq(line, "admitted\n");
+	ctl_write_config(&d, "{}");
+	cJSON *j = ctl_json(d.ctl, "{\"request\":\"reload\"}");
+	cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "reloaded")));
+	cJSON_Delete(j);
+	cr_assert_eq(write(go[1], "x", 1), 1);
+	close(go[1]);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	cr_assert_str_eq(line, "denied closed\n");
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "peer child failed: status 0x%x", st);
 	ctl_stop(&d);
 }

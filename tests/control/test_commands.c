@@ -1084,6 +1084,11 @@ Test(garctl, usage_errors_exit_2)
 		{ "-n", "0", "top", NULL },
 		{ "-t", "x", "status", NULL },
 		{ "log-level", "a", "b", NULL },
+		/* garudad numbers sessions from 1: garctl refuses client 0 itself */
+		{ "segments", "0", NULL },
+		{ "lines", "0", "1", NULL },
+		{ "points", "0", NULL },
+		{ "disconnect", "0", NULL },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *args[8] = { "--socket=/nonexistent/garuda/control.sock" };
@@ -1098,6 +1103,27 @@ Test(garctl, usage_errors_exit_2)
 		cr_assert_gt(strlen(r.err), 0, "case %zu: no message", i);
 		ctl_run_free(&r);
 	}
+}
+
+/* Output that could not be written is a failure (exit 1, said on stderr), also when
+ * the write that failed was one of stdio's own, before the last flush: the metrics
+ * text is larger than stdout's buffer. */
+Test(garctl, a_failed_write_exits_1)
+{
+	struct ctl_fixture f;
+	ctl_fixture_up(&f);
+	char sock[160];
+	snprintf(sock, sizeof(sock), "--socket=%s", f.d.ctl);
+	static const char *const cmds[][2] = { { "metrics", NULL }, { "-j", "clients" }, { "status", NULL } };
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		const char *args[] = { sock, "--no-pager", cmds[i][0], cmds[i][1], NULL };
+		struct ctl_run r;
+		ctl_garctl_to(&r, "/dev/full", args);
+		cr_assert_eq(r.status, 1, "garctl %s > /dev/full: exit %d: %s", cmds[i][0], r.status, r.err);
+		cr_assert_not_null(strstr(r.err, "writing the output failed"), "%s", r.err);
+		ctl_run_free(&r);
+	}
+	ctl_fixture_down(&f);
 }
 
 Test(garctl, no_daemon_exit_1)

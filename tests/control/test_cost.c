@@ -11,14 +11,20 @@
  * cgroup's sessions, read between two clients replies; garuda_quota_refusals_total
  * by uid, cgroup and quota key; garuda_quota_limit equal to `config`; the process
  * series; the wake-latency family's help and top's legend say what GAP50/GAP99
- * measure; and `promtool check metrics` accepts the text where promtool is installed.
+ * measure; cgroup names of any bytes as valid, printable, distinct labels (and comm
+ * and cgroup in the clients reply); the metrics reply fitting with many long cgroup
+ * paths (labels cut with a hash, keys past 16 summed in "(other)"); and `promtool
+ * check metrics` accepts the text where promtool is installed.
  * No timing is asserted: counts are compared with counts read before and after. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,9 +33,44 @@
 
 static struct cg_group cg_t;
 
+/* The groups of the label tests: odd names, and a chain of long ones (removed leaves
+ * first: unlinkat() on each one's parent directory fd, as the chain is too long for
+ * one path) */
+#define ODD_GROUPS 6
+#define LONG_LEVELS 13
+#define LONG_LEAVES 20
+static struct cg_group cg_odd[ODD_GROUPS];
+static int long_fd[LONG_LEVELS + 1]; /* [0]: the base group, then the chain; 0: none */
+static int leaf_fd[LONG_LEAVES];
+static char long_name[LONG_LEVELS + 1][256];
+
+static void long_groups_remove(void)
+{
+	for (int i = 0; i < LONG_LEAVES; i++)
+		if (leaf_fd[i] > 0) {
+			char name[32];
+			snprintf(name, sizeof(name), "leaf-%02d", i);
+			close(leaf_fd[i]);
+			leaf_fd[i] = 0;
+			unlinkat(long_fd[LONG_LEVELS], name, AT_REMOVEDIR);
+		}
+	for (int i = LONG_LEVELS; i > 0; i--)
+		if (long_fd[i] > 0) {
+			close(long_fd[i]);
+			long_fd[i] = 0;
+			unlinkat(long_fd[i - 1], long_name[i], AT_REMOVEDIR);
+		}
+	if (long_fd[0] > 0)
+		close(long_fd[0]);
+	long_fd[0] = 0;
+}
+
 static void cost_fini(void)
 {
+	long_groups_remove(); /* under cg_t in metrics_fit_with_many_long_cgroup_paths */
 	cg_remove(&cg_t); /* empty: cg_open_in()'s children have exited */
+	for (int i = 0; i < ODD_GROUPS; i++)
+		cg_remove(&cg_odd[i]);
 	ctl_test_fini();
 }
 
@@ -52,17 +93,23 @@ static void tenant_group(void)
 		cr_skip_test("no writable cgroup2 to make a test group in: %s", why);
 }
 
-/* A client connected from the tenant's group (accepted). */
-static void tenant_client(const char *sock, struct ctl_client *c)
+/* A client connected from group g (accepted). */
+static void group_client(const struct cg_group *g, const char *sock, struct ctl_client *c)
 {
 	memset(c, 0, sizeof(*c));
 	bool refused = false;
-	int r = cg_open_in(&cg_t, sock, &c->raw, &refused, NULL, 0);
+	int r = cg_open_in(g, sock, &c->raw, &refused, NULL, 0);
 	if (r == -EACCES || r == -EPERM || r == -EROFS || r == -EOPNOTSUPP || r == -EBUSY)
-		cr_skip_test("cannot move a process into %s: %s", cg_t.dir, strerror(-r));
-	cr_assert_eq(r, 0, "client from cgroup %s: %s", cg_t.path, gd_strerr(r));
-	cr_assert(!refused, "the tenant's client was refused at accept");
+		cr_skip_test("cannot move a process into %s: %s", g->dir, strerror(-r));
+	cr_assert_eq(r, 0, "client from cgroup %s: %s", g->dir, gd_strerr(r));
+	cr_assert(!refused, "the client from %s was refused at accept", g->dir);
 	c->session_id = c->raw.welcome.session_id;
+}
+
+/* A client connected from the tenant's group (accepted). */
+static void tenant_client(const char *sock, struct ctl_client *c)
+{
+	group_client(&cg_t, sock, c);
 }
 
 /* The `clients` entry of session id in reply j. */
@@ -441,4 +488,201 @@ Test(cost, reload_status)
 	free(m);
 	ctl_write_config(&d, "{}");
 	ctl_stop(&d);
+}
+
+/* The reply to req, raw: asserted valid UTF-8, then parsed (no "error"). */
+static cJSON *utf8_reply(const char *ctl, const char *req)
+{
+	char *text = ctl_raw(ctl, req, strlen(req));
+	cr_assert(ctl_valid_utf8(text, strlen(text)), "the %s reply is not UTF-8: %s", req, text);
+	cJSON *j = cJSON_Parse(text);
+	cr_assert(cJSON_IsObject(j), "%s", text);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "error"), "%s", text);
+	free(text);
+	return j;
+}
+
+/* Cgroup names may hold any byte but '/' and NUL, comm any but NUL. In the replies
+ * they are valid UTF-8 and reversible: a byte that is not UTF-8, a control byte (C0,
+ * DEL, C1) as \xHH, a backslash as \\. So two names differing in bytes that are not
+ * UTF-8 keep two series (a node_exporter drops duplicates), and no escape byte of a
+ * name reaches a terminal through garctl metrics. */
+Test(cost, odd_names_keep_distinct_printable_labels)
+{
+	static const struct {
+		const char *name;  /* the group's name after "garuda-test-PID-" */
+		const char *json;  /* its escaped form: the clients reply's cgroup */
+		const char *label; /* ... as the exposition text writes the label */
+	} odd[ODD_GROUPS] = {
+		{ "u\xff", "u\\xFF", "u\\\\xFF" },
+		{ "u\xfe", "u\\xFE", "u\\\\xFE" },
+		{ "e\x1b[31m", "e\\x1B[31m", "e\\\\x1B[31m" },
+		{ "c\xc2\x9b" "1m", "c\\xC2\\x9B1m", "c\\\\xC2\\\\x9B1m" },
+		{ "b\\s", "b\\\\s", "b\\\\\\\\s" },
+		{ "q\"t\xc3\xa9", "q\"t\xc3\xa9", "q\\\"t\xc3\xa9" },
+	};
+	char why[300];
+	for (int i = 0; i < ODD_GROUPS; i++)
+		if (cg_make(&cg_odd[i], odd[i].name, why, sizeof(why)))
+			cr_skip_test("no cgroup group named %s: %s", odd[i].json, why);
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	struct ctl_client c[ODD_GROUPS], self;
+	for (int i = 0; i < ODD_GROUPS; i++)
+		group_client(&cg_odd[i], d.sock, &c[i]);
+	/* a comm of odd bytes: ours, while we connect (garudad reads /proc/PID/comm) */
+	char comm[17] = "", back[32] = "";
+	cr_assert_eq(prctl(PR_GET_NAME, comm), 0);
+	cr_assert_eq(prctl(PR_SET_NAME, "\xff\xfe\"A\\\x1b"), 0);
+	FILE *f = fopen("/proc/self/comm", "re");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(back, sizeof(back), f));
+	fclose(f);
+	ctl_client_open(&self, d.sock);
+	prctl(PR_SET_NAME, comm);
+	cr_assert_str_eq(back, "\xff\xfe\"A\\\x1b\n", "the test does not run on its process's main thread");
+
+	cJSON *cl = utf8_reply(d.ctl, "{\"request\":\"clients\"}");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(client_of(cl, self.session_id), "comm")),
+			 "\\xFF\\xFE\"A\\\\\\x1B");
+	for (int i = 0; i < ODD_GROUPS; i++) {
+		const char *got = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(client_of(cl, c[i].session_id),
+											 "cgroup"));
+		cr_assert_not_null(got);
+		size_t plen = strlen(cg_odd[i].path) - strlen(odd[i].name); /* ".../garuda-test-PID-" */
+		cr_assert(strncmp(got, cg_odd[i].path, plen) == 0 && strcmp(got + plen, odd[i].json) == 0,
+			  "cgroup %s, expected the prefix %.*s and %s", got, (int)plen, cg_odd[i].path, odd[i].json);
+	}
+	cJSON_Delete(cl);
+
+	cJSON *mj = utf8_reply(d.ctl, "{\"request\":\"metrics\"}");
+	const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mj, "text"));
+	cr_assert_not_null(m);
+	char *e = prom_check(m);
+	cr_assert_null(e, "%s\n%s", e, m);
+	for (const char *p = m; *p; p++)
+		cr_assert((unsigned char)*p >= 0x20 || *p == '\n', "a control byte 0x%02x in the metrics text",
+			  (unsigned)*p);
+	for (int i = 0; i < ODD_GROUPS; i++) {
+		size_t plen = strlen(cg_odd[i].path) - strlen(odd[i].name);
+		char series[512];
+		snprintf(series, sizeof(series), "garuda_cgroup_clients{cgroup=\"%.*s%s\"}", (int)plen, cg_odd[i].path,
+			 odd[i].label);
+		cr_assert_eq(prom_value(m, series), 1, "no %s 1:\n%s", series, m);
+		snprintf(series, sizeof(series), "garuda_quota_cgroup_used{cgroup=\"%.*s%s\",quota=\"connections\"}",
+			 (int)plen, cg_odd[i].path, odd[i].label);
+		cr_assert_eq(prom_value(m, series), 1, "no %s 1:\n%s", series, m);
+	}
+	cr_assert_eq(prom_sum(m, "garuda_cgroup_clients"), ODD_GROUPS + 1);
+	promtool_check(m);
+	cJSON_Delete(mj);
+
+	for (int i = 0; i < ODD_GROUPS; i++)
+		ctl_client_close(&c[i]);
+	ctl_client_close(&self);
+	cr_assert_eq(ctl_wait_status(d.ctl, "clients", 0), 0);
+	ctl_stop(&d);
+}
+
+/* The label value of a series line (its first label), unescaped from the exposition
+ * format, into out. */
+static void first_label(const char *line, char *out, size_t cap)
+{
+	const char *p = strchr(line, '"');
+	cr_assert_not_null(p, "%s", line);
+	size_t n = 0;
+	for (p++; *p && *p != '"'; p++) {
+		if (*p == '\\')
+			p++;
+		cr_assert_lt(n + 1, cap, "a label longer than %zu bytes: %s", cap, line);
+		out[n++] = *p;
+	}
+	out[n] = '\0';
+}
+
+/* Many cgroups with long paths (20 clients, each in a group 3.4 KB deep: a container
+ * runtime's, or a tenant's hostile names) do not make the metrics reply too long for
+ * the control socket (garctl metrics failed with TOO_LONG and garuda-textfile wrote
+ * garuda_up 0): a label is at most 128 bytes, a cut path keeps its own label (a hash of
+ * the whole path after "\#"), and the 16 cgroup keys with the most lines keep series
+ * of their own, the rest are summed in cgroup="(other)". */
+Test(cost, metrics_fit_with_many_long_cgroup_paths)
+{
+	char why[300];
+	struct cg_group base;
+	if (cg_make(&base, "long", why, sizeof(why)))
+		cr_skip_test("no writable cgroup2 to make a test group in: %s", why);
+	long_fd[0] = open(base.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(long_fd[0], 0);
+	snprintf(cg_t.dir, sizeof(cg_t.dir), "%s", base.dir); /* cost_fini removes it */
+	char path[8192];
+	size_t at = (size_t)snprintf(path, sizeof(path), "%s", base.path);
+	for (int i = 1; i <= LONG_LEVELS; i++) {
+		/* 253 bytes, a quote and a backslash in each: escaping doubles them */
+		snprintf(long_name[i], sizeof(long_name[i]), "q\"\\%0250d", i);
+		cr_assert_eq(mkdirat(long_fd[i - 1], long_name[i], 0755), 0, "mkdir: %s", strerror(errno));
+		long_fd[i] = openat(long_fd[i - 1], long_name[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		cr_assert_geq(long_fd[i], 0);
+		at += (size_t)snprintf(path + at, sizeof(path) - at, "/%s", long_name[i]);
+	}
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	struct ctl_client c[LONG_LEAVES];
+	for (int i = 0; i < LONG_LEAVES; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "leaf-%02d", i);
+		cr_assert_eq(mkdirat(long_fd[LONG_LEVELS], name, 0755), 0, "mkdir: %s", strerror(errno));
+		leaf_fd[i] = openat(long_fd[LONG_LEVELS], name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		cr_assert_geq(leaf_fd[i], 0);
+		struct cg_group leaf; /* too deep for a path: the child reaches it by our fd */
+		memset(&leaf, 0, sizeof(leaf));
+		snprintf(leaf.dir, sizeof(leaf.dir), "/proc/self/fd/%d", leaf_fd[i]);
+		group_client(&leaf, d.sock, &c[i]);
+	}
+	/* the daemon keys them by the whole path */
+	cJSON *cl = ctl_json(d.ctl, "{\"request\":\"clients\"}");
+	const char *got = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(client_of(cl, c[0].session_id), "cgroup"));
+	cr_assert(got && strlen(got) > 3300, "the leaf's cgroup key: %s", got ? got : "null");
+	cJSON_Delete(cl);
+
+	char *m = metrics_text(d.ctl); /* asserts a reply, not TOO_LONG */
+	char labels[LONG_LEAVES + 1][256];
+	int n = 0;
+	for (const char *p = m; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, "garuda_cgroup_clients{", 22) != 0)
+			continue;
+		cr_assert_lt(n, LONG_LEAVES + 1, "more series than keys:\n%s", m);
+		first_label(p, labels[n], sizeof(labels[n]));
+		size_t len = strlen(labels[n]);
+		cr_assert_leq(len, 128, "a label of %zu bytes: %s", len, labels[n]);
+		if (strcmp(labels[n], "(other)") != 0)
+			cr_assert_not_null(strstr(labels[n], "\\#"), "a long path's label lacks its hash: %s", labels[n]);
+		for (int k = 0; k < n; k++)
+			cr_assert_str_neq(labels[k], labels[n], "two series with one label:\n%s", m);
+		n++;
+	}
+	cr_assert_eq(n, 17, "%d cgroup series, expected 16 and (other):\n%s", n, m);
+	cr_assert_eq(prom_value(m, "garuda_cgroup_clients{cgroup=\"(other)\"}"), LONG_LEAVES - 16, "%s", m);
+	cr_assert_eq(prom_sum(m, "garuda_cgroup_clients"), LONG_LEAVES);
+	cr_assert_eq(prom_value(m, "garuda_quota_cgroup_used{cgroup=\"(other)\",quota=\"connections\"}"),
+		     LONG_LEAVES - 16);
+	cr_assert_eq(prom_value(m, "garuda_metrics_folded{keys=\"cgroup\"}"), LONG_LEAVES - 16, "%s", m);
+	free(m);
+
+	/* garctl metrics, as garuda-textfile runs it */
+	char sockarg[160];
+	snprintf(sockarg, sizeof(sockarg), "--socket=%s", d.ctl);
+	const char *args[] = { sockarg, "metrics", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, args);
+	cr_assert_eq(r.status, 0, "garctl metrics: exit %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.out, "garuda_cgroup_clients{cgroup=\"(other)\"} 4\n"));
+	ctl_run_free(&r);
+
+	for (int i = 0; i < LONG_LEAVES; i++)
+		ctl_client_close(&c[i]);
+	cr_assert_eq(ctl_wait_status(d.ctl, "clients", 0), 0);
+	ctl_stop(&d);
+	long_groups_remove();
+	cg_remove(&cg_t);
 }

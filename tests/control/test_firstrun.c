@@ -2,8 +2,10 @@
  * no socket flags and it listens in $XDG_RUNTIME_DIR/garuda, where garctl (same
  * resolver as libgaruda, proto/paths.c) finds it and is admitted as the daemon's own
  * uid; --check-config exits 0 or 2 naming the key; a bad option says "Try 'garudad
- * --help'" instead of printing the whole help. The non-root test needs root (to become
- * uid 65534) and is skipped otherwise, saying so. */
+ * --help'" instead of printing the whole help; one config file (a second --config, a
+ * key given twice, a NUL byte refused); a reload finds the default file written after
+ * the start. The non-root test needs root (to become uid 65534) and is skipped
+ * otherwise, saying so. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +27,9 @@
 
 #define NOBODY 65534
 
-/* The garudad a test forked as uid NOBODY (not through tests/common's launcher, so not
- * in its registry), 0 once reaped: the suite's fini kills what a failed test left. */
+/* The garudad a test forked itself (as uid NOBODY, or without --config: not through
+ * tests/common's launcher, so not in its registry), 0 once reaped: the suite's fini
+ * kills what a failed test left. */
 static pid_t nobody_pid;
 
 static void firstrun_fini(void)
@@ -679,5 +682,171 @@ Test(firstrun, default_config_file)
 	cr_assert_neq(stat("/tmp/nowhere-garuda", &sb), 0, "a bad default file still created the runtime directory");
 	unsetenv("GARUDAD_DEFAULT_CONFIG");
 	unlink(path);
+	rmdir(dir);
+}
+
+/* garudad reads one config file: a second --config (or --config with --no-config)
+ * is refused, naming both, instead of the first being read and the second read over
+ * it at start and alone at each reload (which silently dropped the first's keys). */
+Test(firstrun, a_second_config_is_refused)
+{
+	char dir[] = "/tmp/garuda-twocfg.XXXXXX", a[96], b[96], ca[128], cb[128], out[8192];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a.json", dir);
+	snprintf(b, sizeof(b), "%s/b.json", dir);
+	FILE *f = fopen(a, "we");
+	fputs("{\"quota\": {\"uid\": {\"armed\": 1111}}}", f);
+	fclose(f);
+	f = fopen(b, "we");
+	fputs("{\"log_level\": \"notice\"}", f);
+	fclose(f);
+	snprintf(ca, sizeof(ca), "--config=%s", a);
+	snprintf(cb, sizeof(cb), "--config=%s", b);
+	const char *const cases[][5] = {
+		{ "--check-config", ca, cb, "--runtime-dir=/tmp/nowhere-garuda", NULL },
+		{ "--check-config", ca, "--no-config", "--runtime-dir=/tmp/nowhere-garuda", NULL },
+		{ "--check-config", "--config=", cb, "--runtime-dir=/tmp/nowhere-garuda", NULL },
+	};
+	static const char *const named[][2] = { { "a.json", "b.json" }, { "a.json", "--no-config" },
+						{ "--config=", "b.json" } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int st = run_garudad(cases[i], out, sizeof(out));
+		cr_assert_eq(st, 2, "case %zu: exit %d: %s", i, st, out);
+		cr_assert_not_null(strstr(out, "reads one config file"), "case %zu: %s", i, out);
+		for (int k = 0; k < 2; k++)
+			cr_assert_not_null(strstr(out, named[i][k]), "case %zu does not name %s: %s", i, named[i][k], out);
+	}
+	const char *one[] = { "--check-config", cb, "--runtime-dir=/tmp/nowhere-garuda", NULL };
+	int st = run_garudad(one, out, sizeof(out));
+	cr_assert_eq(st, 0, "exit %d: %s", st, out);
+	unlink(a);
+	unlink(b);
+	rmdir(dir);
+}
+
+/* The config file is JSON text, each key once: a key given twice (which one won was
+ * cJSON's order) and anything after a NUL byte (cJSON stopped reading there, unseen)
+ * are refused, naming the key, or the offset of the NUL. */
+Test(firstrun, config_duplicate_key_and_nul_are_refused)
+{
+	char dir[] = "/tmp/garuda-dupcfg.XXXXXX", path[96], carg[128], out[8192];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/garudad.json", dir);
+	snprintf(carg, sizeof(carg), "--config=%s", path);
+	static const struct {
+		const char *text;
+		size_t len; /* 0: strlen */
+		const char *error;
+	} cases[] = {
+		{ "{\"log_level\": \"debug\", \"log_level\": \"info\"}", 0, ": log_level: given twice" },
+		{ "{\"quota\": {\"uid\": {\"armed\": 5, \"segments\": 2, \"armed\": 6}}}", 0,
+		  ": quota.uid.armed: given twice" },
+		{ "{\"quota\": {\"uid\": {}}, \"quota\": {\"cgroup\": {}}}", 0, ": quota: given twice" },
+		{ "{\"log_level\": \"debug\"}\0{\"bogus\": 1}", sizeof("{\"log_level\": \"debug\"}\0{\"bogus\": 1}") - 1,
+		  ": a NUL byte at offset 22" },
+	};
+	const char *args[] = { "--check-config", carg, "--runtime-dir=/tmp/nowhere-garuda", NULL };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = fopen(path, "we");
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].text);
+		cr_assert_eq(fwrite(cases[i].text, 1, len, f), len);
+		fclose(f);
+		int st = run_garudad(args, out, sizeof(out));
+		cr_assert_eq(st, 2, "case %zu: exit %d: %s", i, st, out);
+		cr_assert_not_null(strstr(out, cases[i].error), "case %zu: %s", i, out);
+		cr_assert_not_null(strstr(out, path), "case %zu does not name the file: %s", i, out);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Started with neither --config nor --no-config and no default file (the packages
+ * ship none), garudad reloads the default file once it is written: the usual first
+ * edit, /etc/garuda/garudad.json then systemctl reload ($GARUDAD_DEFAULT_CONFIG stands
+ * in for the path). Before it exists, garctl reload says where it looked and exits 1
+ * (systemctl reload fails), not 0; once it is gone again, a reload returns to the
+ * defaults, as a restart would. */
+Test(firstrun, reload_finds_the_default_file_created_after_start)
+{
+	char dir[] = "/tmp/garuda-reldef.XXXXXX", path[96], rundir[96], ctl[128], log[96], sockarg[160];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/garudad.json", dir);
+	snprintf(rundir, sizeof(rundir), "%s/rt", dir);
+	snprintf(ctl, sizeof(ctl), "%s/control.sock", rundir);
+	snprintf(log, sizeof(log), "%s/garudad.log", dir);
+	snprintf(sockarg, sizeof(sockarg), "--socket=%s", ctl);
+	const char *bin = getenv("GARUDAD");
+	cr_assert(bin && *bin, "GARUDAD is not set");
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		dup2(lf, 1);
+		dup2(lf, 2);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(126);
+		unsetenv("GARUDA_SOCKET");
+		unsetenv("GARUDA_CONTROL_SOCKET");
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("LISTEN_FDS");
+		setenv("GARUDAD_DEFAULT_CONFIG", path, 1);
+		char rd[128];
+		snprintf(rd, sizeof(rd), "--runtime-dir=%s", rundir);
+		execl(bin, "garudad", "--scanners=1", rd, (char *)NULL);
+		_exit(127);
+	}
+	nobody_pid = pid; /* killed by the fini when the test fails */
+	bool up = false;
+	for (int i = 0; i < CTL_DEADLINE_MS / 20 && !up; i++) {
+		struct stat st;
+		up = stat(ctl, &st) == 0 && ctl_status_num(ctl, "clients") == 0;
+		if (!up) {
+			cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "garudad exited; see %s", log);
+			struct timespec ts = { .tv_nsec = 20000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
+	cr_assert(up, "no control socket %s; see %s", ctl, log);
+
+	const char *reload[] = { sockarg, "reload", NULL };
+	struct ctl_run r;
+	ctl_garctl(&r, reload);
+	cr_assert_eq(r.status, 0, "a reload with no file to read (the defaults stand): exit %d: %s",
+		     r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "nothing reloaded"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, path), "garctl does not say where garudad looked: %s", r.err);
+	ctl_run_free(&r);
+
+	FILE *f = fopen(path, "we");
+	fputs("{\"log_level\": \"debug\"}", f);
+	fclose(f);
+	ctl_garctl(&r, reload);
+	cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+	ctl_run_free(&r);
+	cJSON *j = ctl_json(ctl, "{\"request\":\"status\"}");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "log_level")), "debug");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "config_path")), path);
+	cJSON_Delete(j);
+
+	unlink(path);
+	const char *reload_j[] = { sockarg, "-j", "reload", NULL };
+	ctl_garctl(&r, reload_j);
+	j = ctl_run_json(&r);
+	cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "reloaded")), "%s", r.out);
+	cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "config_path")), "%s", r.out);
+	cJSON_Delete(j);
+	ctl_run_free(&r);
+	j = ctl_json(ctl, "{\"request\":\"status\"}");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "log_level")), "info");
+	cJSON_Delete(j);
+
+	cr_assert_eq(kill(pid, SIGTERM), 0);
+	int ws;
+	cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	nobody_pid = 0;
+	cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "garudad status 0x%x; see %s", ws, log);
+	unlink(log);
+	rmdir(rundir);
 	rmdir(dir);
 }

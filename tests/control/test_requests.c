@@ -1,5 +1,7 @@
 /* test_requests.c — the control socket's request layer, raw (no garctl): each
- * malformed-request class gets its registry code and the connection carries on;
+ * malformed-request class (an empty datagram and a string holding U+0000 among them)
+ * gets its registry code and the connection carries on; names an error quotes stay
+ * valid UTF-8;
  * argument checks; the 4096-byte limit; paging of long lists (start/next), with
  * garctl joining the pages; 64-bit values as exact decimal strings. */
 #include <criterion/criterion.h>
@@ -115,6 +117,101 @@ Test(requests, each_malformed_class_gets_its_code)
 	cr_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "clients")));
 	cJSON_Delete(j);
 	close(fd);
+	ctl_stop(&d);
+}
+
+/* An empty datagram is a request like any other (BAD_JSON), not the end of the
+ * connection: on SOCK_SEQPACKET recv() returns 0 for both, and the connection stays
+ * open after an error (garctl(1)). */
+Test(requests, an_empty_datagram_is_answered_and_the_connection_stays)
+{
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	int fd = ctl_connect(d.ctl);
+	for (int i = 0; i < 2; i++) {
+		cJSON *j = exchange(fd, "", 0);
+		ctl_assert_error(j, GARUDA_E_BAD_JSON, "an empty datagram");
+		cJSON_Delete(j);
+	}
+	cJSON *j = exchange_s(fd, "{\"request\":\"status\"}");
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "error"));
+	cJSON_Delete(j);
+	close(fd);
+	ctl_stop(&d);
+}
+
+/* U+0000 in a string (the escape \u0000, or a raw NUL byte inside the string) would
+ * end cJSON's C string there: "debug\u0000x" would set the level debug, and a name
+ * would be taken for its start. Refused as BAD_ARGUMENT; nothing is done. */
+Test(requests, a_string_holding_nul_is_refused)
+{
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	int fd = ctl_connect(d.ctl);
+	static const char *const reqs[] = {
+		"{\"request\":\"log_level\",\"level\":\"debug\\u0000x\"}",
+		"{\"request\":\"sta\\u0000tus\"}",
+		"{\"request\":\"status\",\"\\u0000\":1}",
+	};
+	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		cJSON *j = exchange_s(fd, reqs[i]);
+		ctl_assert_error(j, GARUDA_E_BAD_ARGUMENT, reqs[i]);
+		const char *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "error"),
+								   "message")->valuestring;
+		cr_assert_not_null(strstr(msg, "U+0000"), "%s: %s", reqs[i], msg);
+		cJSON_Delete(j);
+	}
+	static const char raw[] = "{\"request\":\"log_level\",\"level\":\"debug\0x\"}";
+	cJSON *j = exchange(fd, raw, sizeof(raw) - 1);
+	ctl_assert_error(j, GARUDA_E_BAD_ARGUMENT, "a raw NUL inside a string");
+	cJSON_Delete(j);
+	/* an escaped backslash before u0000 is no NUL */
+	j = exchange_s(fd, "{\"request\":\"log_level\",\"level\":\"\\\\u0000\"}");
+	ctl_assert_error(j, GARUDA_E_BAD_ARGUMENT, "level \\u0000");
+	const char *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "error"),
+							   "message")->valuestring;
+	cr_assert_not_null(strstr(msg, "not \"\\\\u0000\""), "%s", msg); /* its backslash as \\ */
+	cJSON_Delete(j);
+	j = exchange_s(fd, "{\"request\":\"log_level\"}");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "log_level")->valuestring, "info",
+			 "a refused request changed the log level");
+	cJSON_Delete(j);
+	close(fd);
+	ctl_stop(&d);
+}
+
+/* Names a request echoes in its error (the request, an argument) reach the reply as
+ * valid UTF-8: a byte that is not UTF-8 or a control byte as \xHH, a backslash as
+ * \\, and a long name cut at a character, not inside one. */
+Test(requests, echoed_names_are_valid_utf8)
+{
+	struct gd_daemon d;
+	ctl_start(&d, NULL);
+	char cut[160];
+	snprintf(cut, sizeof(cut), "{\"request\":\"%s\xc3\xa9\"}",
+		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"); /* 63 + a 2-byte é */
+	const struct {
+		const char *req, *message;
+	} cases[] = {
+		{ "{\"request\":\"st\xff\xfe" "atus\"}", "unknown request \"st\\xFF\\xFEatus\"" },
+		{ "{\"request\":\"status\",\"\xff\x1b[31m\\\\\":1}",
+		  "request \"status\" takes no argument \"\\xFF\\x1B[31m\\\\\"" },
+		{ "{\"request\":\"status\",\"\xe2\x82\":1}", "takes no argument \"\\xE2\\x82\"" }, /* cut short */
+		{ "{\"request\":\"log_level\",\"level\":\"\xc0\xaf\"}", "not \"\\xC0\\xAF\"" },
+		{ cut, "unknown request \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = ctl_raw(d.ctl, cases[i].req, strlen(cases[i].req));
+		cr_assert(ctl_valid_utf8(text, strlen(text)), "case %zu: not UTF-8: %s", i, text);
+		cJSON *j = cJSON_Parse(text);
+		cr_assert_not_null(j, "case %zu: %s", i, text);
+		const char *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "error"),
+								   "message")->valuestring;
+		cr_assert_not_null(strstr(msg, cases[i].message), "case %zu: \"%s\" lacks \"%s\"", i, msg,
+				   cases[i].message);
+		cJSON_Delete(j);
+		free(text);
+	}
 	ctl_stop(&d);
 }
 

@@ -55,8 +55,9 @@ for _ in $(seq 100); do "$garctl" metrics | grep -qx 'garuda_clients 1' && break
 grep -q '^garuda_quota_uid_used{uid="'"$(id -u)"'",quota="connections"} 1$' "$work/metrics.prom" ||
 	{ grep garuda_quota "$work/metrics.prom"; echo "no garuda_quota_uid_used series for the held client"; exit 1; }
 if [[ -n $cgdir ]]; then
-	# " and \ escaped, the \xff as U+FFFD (the format is UTF-8)
-	want='garuda_quota_cgroup_used{cgroup="'/garuda-prom-$$-q'\"b\\s'$'\xef\xbf\xbd''",quota="connections"} 1'
+	# the path's \ as \\ and its \xff as the text \xFF (garctl.1: reversible, valid
+	# UTF-8), then the exposition format's escaping of " and \
+	want='garuda_quota_cgroup_used{cgroup="'/garuda-prom-$$-q'\"b\\\\s\\xFF",quota="connections"} 1'
 	LC_ALL=C grep -qxF "$want" "$work/metrics.prom" ||
 		{ grep garuda_quota "$work/metrics.prom"; echo "no escaped garuda_quota_cgroup_used series: $want"; exit 1; }
 	echo "cgroup label escaped: $want"
