@@ -146,6 +146,14 @@ grep -q '^ExecStart=/usr/libexec/garuda/garuda-textfile ' "$root/lib/systemd/sys
 	{ echo "garuda-metrics.service does not run the installed garuda-textfile"; exit 1; }
 [[ ! -e $root/etc/systemd/system/timers.target.wants/garuda-metrics.timer ]] ||
 	{ echo "garuda-metrics.timer was enabled by the install"; exit 1; }
+# removal stops the metrics timer (dh_installsystemd --no-start writes no stop: a timer
+# whose units are gone stays "failed" and the system "degraded"); configure reloads
+mkdir "$work/fleet-control"
+dpkg-deb -e "$(ls "$work"/pkg/garuda-fleet_*.deb)" "$work/fleet-control"
+grep -q 'deb-systemd-invoke stop garuda-metrics.timer' "$work/fleet-control/prerm" 2>/dev/null ||
+	{ echo "garuda-fleet: no prerm that stops garuda-metrics.timer on removal"; exit 1; }
+grep -q 'daemon-reload' "$work/fleet-control/postinst" 2>/dev/null ||
+	{ echo "garuda-fleet: its postinst does not reload systemd"; exit 1; }
 grep -q '^#GARCTL=/usr/bin/garctl$' "$root/etc/default/garuda" ||
 	{ echo "/etc/default/garuda does not document the prolog's settings"; exit 1; }
 echo "garuda-fleet: scripts in /usr/libexec/garuda, units in /lib/systemd/system (timer not enabled), rules, enroot, kubernetes in /usr/share/garuda"
