@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh — build garuda (installing dependencies with scripts/deps.sh) and run the
+# bench.sh — build garuda (installing its build dependencies, scripts/deps.sh --build) and run the
 # full benchmark suite of tests/bench (latency, CPU, throughput, scale against
 # per-process baselines, wait plans, tenants, in one run). Prints the table; writes JSON.
 #   BUILD_DIR   build directory, relative to the repository root (default build-bench)
@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build=${BUILD_DIR:-build-bench}
 
-bash scripts/deps.sh
+bash scripts/deps.sh --build
 
 if [[ -f $build/meson-private/coredata.dat ]]; then
 	meson setup --reconfigure "$build" --buildtype=debugoptimized >/dev/null

@@ -26,7 +26,7 @@ seconds=${DEMO_SECONDS:-}
 [[ -t 1 ]] || seconds=${seconds:-20}
 
 if [[ -z ${DEMO_NO_BUILD:-} ]]; then
-	bash scripts/deps.sh
+	bash scripts/deps.sh --build
 	if [[ -f $build/meson-private/coredata.dat ]]; then
 		meson setup --reconfigure "$build" >/dev/null
 	else
@@ -150,7 +150,9 @@ cleanup() {
 	echo "  - write a client: docs/client.md, examples/minimal.c (pkg-config --cflags --libs garuda;"
 	echo "    against this build tree: PKG_CONFIG_PATH=$build/meson-uninstalled, docs/client.md)"
 	echo "  - inspect: $build/client/garctl/garctl status | clients | top   (garctl help COMMAND)"
-	echo "  - system service: systemctl enable --now garuda.socket garuda-control.socket"
+	echo "  - system service: install the Debian packages (docs/deploy.md: dpkg-buildpackage -b;"
+	echo "    garuda.socket starts with them), or meson install, systemd-sysusers, then"
+	echo "    systemctl enable --now garuda.socket garuda-control.socket"
 }
 # Ctrl-C (SIGINT) or SIGTERM: the demo's end, not a failure (a failure already
 # recorded in demo_failed still counts). The trap runs once garctl top, which the

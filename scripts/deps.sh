@@ -2,12 +2,16 @@
 # deps.sh — install what garuda's build, tests, sanitizer and fuzz builds need
 # (Debian 12). Does nothing when every package is already installed; otherwise runs
 # apt-get update, then apt-get install -y. Needs root (uses sudo when not root).
+#   --build  only what building garuda (and its Criterion tests) needs: the demo's and
+#            the bench's, which must not install the test suites' services
+#            (Prometheus, node_exporter, munge start with their packages)
 set -euo pipefail
 
+build=(meson ninja-build pkg-config gcc libsystemd-dev liburing-dev libcjson-dev libcriterion-dev)
+
 packages=(
-	meson ninja-build pkg-config gcc
+	"${build[@]}"
 	clang libclang-rt-14-dev
-	libsystemd-dev liburing-dev libcjson-dev libcriterion-dev
 	systemd valgrind
 	spin # the models suite (tests/models)
 	python3-pytest python3-pytest-asyncio python3-uvloop
@@ -35,6 +39,12 @@ lean=(
 	# containernetworking-plugins 43.7 MiB, iptables, containers-common/-image, ...)
 	podman runc catatonit
 )
+
+case ${1:-} in
+--build) packages=("${build[@]}") lean=() ;;
+"") ;;
+*) echo "usage: deps.sh [--build]" >&2; exit 2 ;;
+esac
 
 missing=() missing_lean=()
 for p in "${packages[@]}"; do
