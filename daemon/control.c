@@ -587,8 +587,11 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 		int fd = server_accept(d, d->control_fd);
 		if (fd < 0 && errno == ECONNABORTED)
 			continue; /* refused one for want of fds (server.c) */
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				server_accept_failed(d, w); /* look again next iteration */
 			return;
+		}
 		struct control_conn *c = conn_new(d, fd);
 		if (!c) {
 			close(fd);
