@@ -63,8 +63,9 @@ void numa_discover(struct numa_topology *t)
 		if (strncmp(e->d_name, "node", 4) != 0 || !isdigit((unsigned char)e->d_name[4]))
 			continue;
 		long id = strtol(e->d_name + 4, &end, 10);
-		if (*end || id < 0 || id > 1023)
+		if (*end || id < 0 || id > NUMA_MAX_ID)
 			continue;
+		t->present[id / (8 * sizeof(unsigned long))] |= 1ul << (id % (8 * sizeof(unsigned long)));
 		char path[800], buf[4096];
 		snprintf(path, sizeof(path), "%s/%s/cpulist", dir, e->d_name);
 		FILE *f = fopen(path, "re");
@@ -84,6 +85,7 @@ void numa_discover(struct numa_topology *t)
 	if (d)
 		closedir(d);
 	if (t->nnodes == 0) {
+		t->present[0] |= 1ul; /* the one node of a machine without NUMA */
 		t->nnodes = 1;
 		t->node[0].id = 0;
 		sched_getaffinity(0, sizeof(t->node[0].cpus), &t->node[0].cpus);
@@ -98,6 +100,12 @@ int numa_index(const struct numa_topology *t, int id)
 		if (t->node[i].id == id)
 			return i;
 	return -1;
+}
+
+int numa_present(const struct numa_topology *t, int id)
+{
+	return id >= 0 && id <= NUMA_MAX_ID &&
+	       (t->present[id / (8 * sizeof(unsigned long))] >> (id % (8 * sizeof(unsigned long))) & 1);
 }
 
 int numa_place(void *addr, size_t len, int id)

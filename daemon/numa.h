@@ -15,9 +15,14 @@ struct numa_node {
 	int ncpus;
 };
 
+#define NUMA_MAX_ID 1023 /* the protocol's numa_node range */
+
 struct numa_topology {
-	int nnodes;
+	int nnodes; /* the nodes with CPUs (a scanner can run there) */
 	struct numa_node node[NUMA_MAX_NODES];
+	/* every node sysfs lists, memory-only ones (no CPUs: CXL memory, a GPU's memory
+	 * exposed as a node) too: a bit per id */
+	unsigned long present[(NUMA_MAX_ID + 1) / (8 * sizeof(unsigned long))];
 };
 
 /* Discover nodes; always yields at least one node. */
@@ -26,8 +31,11 @@ void numa_discover(struct numa_topology *t);
 /* Parse a sysfs cpulist ("0-3,8,10-11") into set; returns CPUs set or -1. */
 int numa_parse_cpulist(const char *s, cpu_set_t *set);
 
-/* Index into t->node[] of node id, or -1. */
+/* Index into t->node[] of node id, or -1 (none, or one without CPUs). */
 int numa_index(const struct numa_topology *t, int id);
+
+/* Whether node id exists on the host, with CPUs or without. */
+int numa_present(const struct numa_topology *t, int id);
 
 /* Prefer node `id` for the pages of [addr, addr+len) before first touch.
  * Returns 0 or -errno (-ENOSYS where the kernel has no NUMA). */

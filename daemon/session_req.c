@@ -56,14 +56,16 @@ static void on_hello(struct session *s, const struct garuda_msg *m, int *fds)
 }
 
 
-/* Scanner for a requested NUMA node (-1: round robin). Returns -1 if no such node. */
+/* Scanner for a requested NUMA node (-1: round robin). Returns -1 if no such node. A
+ * node without CPUs (memory-only) has no scanner: round robin, as for -1 (the segment
+ * is placed on that scanner's node: protocol.md §4.3). */
 static int pick_scanner(struct daemon *d, int node)
 {
-	if (node < 0)
-		return (int)(d->next_scanner++ % d->nscanners);
-	int idx = numa_index(&d->topo, node);
-	if (idx < 0)
+	int idx = node < 0 ? -1 : numa_index(&d->topo, node);
+	if (node >= 0 && idx < 0 && !numa_present(&d->topo, node))
 		return -1;
+	if (idx < 0)
+		return (int)(d->next_scanner++ % d->nscanners);
 	for (unsigned i = 0; i < d->nscanners; i++)
 		if (d->scanner_node[i] == node)
 			return (int)i;

@@ -998,3 +998,41 @@ Test(lifecycle, no_write_guard_timer_no_start)
 	cr_assert_not_null(strstr(out, "no write guard timer"), "%s", out);
 	gd_cleanup(&d);
 }
+
+/* A NUMA node with memory and no CPUs (its cpulist empty: CXL memory, a GPU's memory
+ * as a node) exists: a segment asked there is served by a scanner garudad picks, and
+ * SEGMENT says where it went. It was refused BAD_VALUE "no such NUMA node", as a node
+ * that does not exist (node 5 here) still is. */
+Test(lifecycle, a_memory_only_numa_node_is_served_not_refused)
+{
+	struct gd_daemon d = { 0 };
+	gd_prepare(&d);
+	char path[256], cmd[700], f[600];
+	snprintf(path, sizeof(path), "%s/devices/system/node", d.sysfs);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/node0 %s/node1", path, path);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(f, sizeof(f), "%s/node0/cpulist", path);
+	write_file(f, "0\n");
+	snprintf(f, sizeof(f), "%s/node1/cpulist", path);
+	write_file(f, "\n"); /* memory only */
+	char env[256];
+	snprintf(env, sizeof(env), "GARUDA_SYSFS_ROOT=%s", d.sysfs);
+	const char *envs[] = { env, NULL };
+	gd_start(&d, &(struct gd_opts){ .env = envs });
+	struct gd_client c;
+	gd_ok(gd_open(&c, d.sock));
+	struct gd_seg s;
+	int r = gd_segment_open(&c, 1, 1, &s);
+	cr_assert_eq(r, 0, "SEGMENT_OPEN on the memory-only node 1: %s", gd_strerr(r));
+	cr_assert_eq(s.numa_node, 0, "placed on node %d, not the scanner's node 0", s.numa_node);
+	gd_ok(gd_arm(&c, gd_slot(&s, 0), 1, 7, GARUDA_FORM_MESSAGE));
+	gd_store(&s, 0, 1);
+	struct garuda_ready rd;
+	cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+	cr_assert_eq(rd.token, 7);
+	struct gd_seg x;
+	cr_assert_eq(gd_segment_open(&c, 1, 5, &x), GARUDA_E_BAD_VALUE, "node 5 does not exist");
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
