@@ -441,8 +441,8 @@ cJSON *ctl_req_points(struct daemon *d, const cJSON *req)
 		if (v[i].key & POINT_KEY_NAMED) {
 			ctl_add_uint(o, CTL_KEY_POINT, v[i].key & ~POINT_KEY_NAMED);
 		} else {
-			ctl_add_uint(o, CTL_KEY_SEGMENT, v[i].key >> 32);
-			ctl_add_uint(o, CTL_KEY_INDEX, v[i].key & 0xffffffffu);
+			ctl_add_uint(o, CTL_KEY_SEGMENT, point_key_segment(v[i].key));
+			ctl_add_uint(o, CTL_KEY_INDEX, point_key_index(v[i].key));
 		}
 		if (v[i].predicted)
 			ctl_add_uint(o, CTL_KEY_PREDICTION_NS, v[i].prediction_ns);

@@ -35,9 +35,21 @@
 #include "quota.h"
 
 #define POINT_KEY_NAMED (1ull << 63)
+/* A word's own point: its segment id above its index (below 2^19: protocol.md's
+ * SLOT_RANGE), in bits 0..51, never POINT_KEY_NAMED (a segment id of 2^31 or more
+ * once set it, and that word's key met a named point's) */
+#define POINT_KEY_INDEX_BITS 20
 static inline uint64_t point_key_word(uint32_t segment_id, uint32_t index)
 {
-	return (uint64_t)segment_id << 32 | index;
+	return (uint64_t)segment_id << POINT_KEY_INDEX_BITS | index;
+}
+static inline uint32_t point_key_segment(uint64_t key)
+{
+	return (uint32_t)(key >> POINT_KEY_INDEX_BITS);
+}
+static inline uint32_t point_key_index(uint64_t key)
+{
+	return (uint32_t)(key & ((1u << POINT_KEY_INDEX_BITS) - 1));
 }
 
 #define POINT_NONE UINT32_MAX /* no point: the arm is cold */

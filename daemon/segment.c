@@ -195,8 +195,9 @@ int segment_create(uint32_t id, uint32_t lines, int numa_node, pid_t pid, struct
 int segment_attach(int fd, uint32_t id, uint32_t lines, int numa_node, struct segment **out)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0)
-		return errno == EINVAL ? -GARUDA_E_BAD_SEGMENT : -errno; /* not a memfd */
+	if (seals < 0) /* not a memfd (EINVAL), or an fd that is no file to read (an O_PATH
+			* one: EBADF) */
+		return -GARUDA_E_BAD_SEGMENT;
 	if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS)
 		return -GARUDA_E_BAD_SEGMENT;
 	/* the daemon writes the header and its stores must never fault */

@@ -444,6 +444,12 @@ Test(hostile, attach_refusals)
 		cr_assert_eq(r, GARUDA_E_BAD_SEGMENT, "SEGMENT_ATTACH, %s: %s", bad[i].what, gd_strerr(r));
 		close(fd);
 	}
+	/* an O_PATH fd (no file to read: F_GET_SEALS fails EBADF) is not a memfd either: it
+	 * got ERROR{-EBADF} instead of the BAD_SEGMENT protocol.md §7.3 lists */
+	int op = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+	cr_assert_geq(op, 0);
+	cr_assert_eq(attach(&b, op, 4), GARUDA_E_BAD_SEGMENT, "SEGMENT_ATTACH of an O_PATH fd");
+	close(op);
 	/* a good one is accepted once; again (same session or another) it is refused */
 	int fd = make_memfd(4, 4, 0, 0);
 	cr_assert_geq(fd, 0);
