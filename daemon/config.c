@@ -18,6 +18,7 @@
 #include "config_keys.h"
 #include "errcode.h"
 
+#include "jsontext.h"
 #include "log.h"
 #include "paths.h"
 #include "wordwait.h"
@@ -512,6 +513,11 @@ int config_load_file(struct config *c, const char *path, char **err)
 		free(buf);
 		return fail(err, "config file %s: a NUL byte at offset %zu (a config file is JSON text)",
 			    path, off);
+	}
+	/* and a string's \u0000 would end its C string: a plan or a path cut short */
+	if (json_text_holds_nul(buf, len)) {
+		free(buf);
+		return fail(err, "config file %s: a string holds \\u0000 (NUL), which no value may", path);
 	}
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);

@@ -42,6 +42,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "control_names.h"
+#include "jsontext.h"
 #include "log.h"
 #include "server.h"
 
@@ -308,28 +309,6 @@ static bool only_space(const char *p, const char *end)
 	return true;
 }
 
-/* Whether a string of the well-formed JSON text buf holds U+0000, as the escape
- * \u0000 or as a raw byte: cJSON's C string would end there, and a name or an
- * argument would be taken for its start. */
-static bool holds_nul(const char *buf, size_t len)
-{
-	bool in_string = false;
-	for (size_t i = 0; i < len; i++) {
-		if (!in_string) {
-			in_string = buf[i] == '"';
-		} else if (buf[i] == '"') {
-			in_string = false;
-		} else if (buf[i] == '\0') {
-			return true;
-		} else if (buf[i] == '\\' && i + 1 < len) {
-			if (buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0)
-				return true;
-			i++; /* the escaped character: \" does not end the string */
-		}
-	}
-	return false;
-}
-
 static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 {
 	if (len == 0)
@@ -344,7 +323,7 @@ static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 		cJSON_Delete(req);
 		return ctl_error(-GARUDA_E_BAD_JSON, "request must be a JSON object");
 	}
-	if (holds_nul(buf, len)) {
+	if (json_text_holds_nul(buf, len)) {
 		cJSON_Delete(req);
 		return ctl_error(-GARUDA_E_BAD_ARGUMENT,
 				 "a string of the request holds U+0000 (NUL), which no name or argument may");

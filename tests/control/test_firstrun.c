@@ -744,6 +744,8 @@ Test(firstrun, config_duplicate_key_and_nul_are_refused)
 		{ "{\"quota\": {\"uid\": {}}, \"quota\": {\"cgroup\": {}}}", 0, ": quota: given twice" },
 		{ "{\"log_level\": \"debug\"}\0{\"bogus\": 1}", sizeof("{\"log_level\": \"debug\"}\0{\"bogus\": 1}") - 1,
 		  ": a NUL byte at offset 22" },
+		/* the escape: cJSON's C string ends there, and the plan was taken for "poll" */
+		{ "{\"plan\": \"poll\\u0000junk\"}", 0, ": a string holds \\u0000" },
 	};
 	const char *args[] = { "--check-config", carg, "--runtime-dir=/tmp/nowhere-garuda", NULL };
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -763,9 +765,9 @@ Test(firstrun, config_duplicate_key_and_nul_are_refused)
 /* Started with neither --config nor --no-config and no default file (the packages
  * ship none), garudad reloads the default file once it is written: the usual first
  * edit, /etc/garuda/garudad.json then systemctl reload ($GARUDAD_DEFAULT_CONFIG stands
- * in for the path). Before it exists, garctl reload says where it looked and exits 1
- * (systemctl reload fails), not 0; once it is gone again, a reload returns to the
- * defaults, as a restart would. */
+ * in for the path). Before it exists, garctl reload says where it looked (and exits 0:
+ * the defaults stand); once it is gone again, a reload returns to the defaults, as a
+ * restart would. */
 Test(firstrun, reload_finds_the_default_file_created_after_start)
 {
 	char dir[] = "/tmp/garuda-reldef.XXXXXX", path[96], rundir[96], ctl[128], log[96], sockarg[160];
