@@ -51,7 +51,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Literal, Optional, Protocol, T
                     Union)
 
 from . import _lib
-from .errors import (BusyError, ClosedError, Error, GarudaWarning, StreamFaultError,
+from .errors import (BadPlanError, BusyError, ClosedError, Error, GarudaWarning, StreamFaultError,
                      TimeoutError as GTimeoutError, from_code)
 
 if TYPE_CHECKING:
@@ -566,6 +566,9 @@ class HostStream(_Owned):
         while not done.wait(_SLICE):
             if not self._busy():
                 return
+        # the marker ran, but its item is finished only once the callback returned:
+        # the C drain for that last step (a query right after would still say busy)
+        self._lib.garuda_host_stream_drain(self)
 
 
 class CudaStreamLike(Protocol):
@@ -721,6 +724,10 @@ class Stream(_Owned):
         self._as_parameter_  # a closed stream raises ClosedError first
         if not _lib.has("garuda_stream_set_plan"):
             raise NotImplementedError("garuda: this libgaruda has no garuda_stream_set_plan")
+        # a NUL would end the C string: "poll\0junk" taken for "poll"
+        if "\0" in text:
+            raise from_code(BadPlanError.code, what="garuda_stream_set_plan",
+                            detail="the plan text holds a NUL character")
         # a refusal's detail is the offending key, as libgaruda words it
         # (garuda_plan_message(): "window: 17 exceeds 16")
         self._lib.garuda_stream_set_plan(self, text.encode())

@@ -375,6 +375,10 @@ def test_set_plan(client):
             with pytest.raises(garuda.BadPlanError, match=key + ":"):
                 s.set_plan(bad)
             assert s.plan == "flag:park_us=10000,backstop_us=5000"
+        # a NUL would end the C string: "poll" would be set
+        with pytest.raises(garuda.BadPlanError, match="NUL"):
+            s.set_plan("poll\0junk")
+        assert s.plan == "flag:park_us=10000,backstop_us=5000"
     hs.close()
 
 
