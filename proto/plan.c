@@ -22,7 +22,7 @@ enum section { SEC_FLAG, SEC_PREDICT, SEC_COUNT_ };
 
 static const char *const section_name[SEC_COUNT_] = { "flag", "predict" };
 static const char *const section_keys[SEC_COUNT_] = {
-	"park_us, backstop_us",
+	"park_us, backstop_us[, backoff_div]",
 	"margin_us, min_sleep_us, max_sleep_us, window",
 };
 
@@ -196,9 +196,8 @@ static int parse_params(struct parse *ps, enum section sec, const char *s, size_
 		int r = parse_number(ps, k, eq + 1, (size_t)(item_end - eq - 1), &v);
 		if (r < 0)
 			return r;
-		if (k->optional && v < k->min) /* given: 0 would read as left out */
-			return refuse(ps->msg, ps->cap, "%s: %" PRIu64 " is below %" PRIu64, k->name,
-				      v, k->min);
+		/* (an optional key given 0, which would read as left out, is refused with
+		 * the bounds, after every syntax fault: check_bounds()) */
 		*field(&ps->plan, k) = v;
 		ps->seen |= 1u << row;
 		ps->order[ps->norder++] = (int)row;
@@ -246,7 +245,7 @@ static int parse_kind(struct parse *ps, const char *s, size_t n)
 	ps->plan.kind = kind;
 	if (kind != GARUDA_PLAN_FLAG) {
 		if (colon)
-			return refuse(ps->msg, ps->cap, "%s: takes no parameters", kind_names[kind]);
+			return refuse(ps->msg, ps->cap, "kind: %s takes no parameters", kind_names[kind]);
 		return 0;
 	}
 	if (!colon)
@@ -273,6 +272,8 @@ static int parse_modifier(struct parse *ps, const char *s, size_t n)
 	return parse_params(ps, SEC_PREDICT, colon + 1, (size_t)(s + n - colon - 1));
 }
 
+static int check_bounds(const struct garuda_plan *p, unsigned given, char *msg, size_t msg_cap);
+
 int garuda_plan_parse_n(const char *text, size_t len, struct garuda_plan *out, char *msg,
 			size_t msg_cap)
 {
@@ -290,7 +291,7 @@ int garuda_plan_parse_n(const char *text, size_t len, struct garuda_plan *out, c
 	if (r == 0)
 		r = check_complete(&ps);
 	if (r == 0)
-		r = garuda_plan_check(&ps.plan, msg, msg_cap);
+		r = check_bounds(&ps.plan, ps.seen, msg, msg_cap);
 	if (r < 0) {
 		memset(out, 0, sizeof(*out));
 		return r;
@@ -306,7 +307,9 @@ int garuda_plan_parse(const char *text, struct garuda_plan *out, char *msg, size
 
 /* ---- check, format, equal ---- */
 
-int garuda_plan_check(const struct garuda_plan *p, char *msg, size_t msg_cap)
+/* The bounds of every key, in table order. given: a bit per row, whether an optional
+ * key was given (0 in the struct reads as left out; given, it is a value like any) */
+static int check_bounds(const struct garuda_plan *p, unsigned given, char *msg, size_t msg_cap)
 {
 	const char *kind = garuda_plan_kind_name(p->kind);
 	if (!kind)
@@ -324,7 +327,7 @@ int garuda_plan_check(const struct garuda_plan *p, char *msg, size_t msg_cap)
 					      k->name, section_name[k->sec]);
 			continue;
 		}
-		if (k->optional && v == 0)
+		if (k->optional && !(given & (1u << row)))
 			continue; /* left out: the default */
 		if (v > k->max)
 			return refuse(msg, msg_cap, "%s: %" PRIu64 " exceeds %" PRIu64, k->name, v,
@@ -339,6 +342,15 @@ int garuda_plan_check(const struct garuda_plan *p, char *msg, size_t msg_cap)
 	if (msg && msg_cap)
 		msg[0] = '\0';
 	return 0;
+}
+
+int garuda_plan_check(const struct garuda_plan *p, char *msg, size_t msg_cap)
+{
+	unsigned given = 0;
+	for (unsigned row = 0; row < NKEYS; row++)
+		if (value(p, &keys[row]) != 0)
+			given |= 1u << row;
+	return check_bounds(p, given, msg, msg_cap);
 }
 
 int garuda_plan_format(const struct garuda_plan *p, char *buf, size_t cap)

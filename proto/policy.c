@@ -130,7 +130,9 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	uint64_t start = garuda_policy_start(w);
 	bool lower = seen && (slept ? given_up(w, t, prev_pass) : !close);
 	bool exact = seen && (!slept || lower);
-	if (!exact && slept && w->sleep_ns && now > garuda_policy_resume(w))
+	/* (a window that opens past its start: sleep_ns, or the exact records' sleep alone
+	 * when a small censored record took the sleep to 0) */
+	if (!exact && slept && garuda_policy_resume(w) > start && now > garuda_policy_resume(w))
 		return (struct garuda_find){ GARUDA_FIND_LATE, now > start ? now - start : 0 };
 	uint64_t at = lower ? max_u64(prev_pass, start) : now;
 	enum garuda_find_kind kind = lower ? GARUDA_FIND_LOWER

@@ -130,8 +130,8 @@ Test(plan, kind_refusals)
 	refuse("block ", "kind: unknown 'block\\x20'");
 	refuse("block\n", "kind: unknown 'block\\x0a'");
 	refuse_n("block\0", 6, "kind: unknown 'block\\x00'");
-	refuse("block:", "block: takes no parameters");
-	refuse("poll:park_us=1", "poll: takes no parameters");
+	refuse("block:", "kind: block takes no parameters");
+	refuse("poll:park_us=1", "kind: poll takes no parameters");
 }
 
 Test(plan, modifier_refusals)
@@ -219,6 +219,13 @@ Test(plan, backoff_div_is_optional_and_bounded)
 	accept("flag:park_us=1,backstop_us=2,backoff_div=1024");
 	refuse("flag:park_us=1,backstop_us=2,backoff_div=1025", "backoff_div: 1025 exceeds 1024");
 	refuse("flag:park_us=1,backstop_us=2,backoff_div=0", "backoff_div: 0 is below 1");
+	/* a given 0 is a bound fault: after every syntax fault, missing key and order
+	 * (plans.md: "When several faults are present"); it was reported as it was read */
+	refuse("flag:backoff_div=0", "park_us: missing");
+	refuse("flag:park_us=1,backstop_us=2,backoff_div=0,bogus=1",
+	       "bogus: unknown key for flag (park_us, backstop_us[, backoff_div])");
+	refuse("flag:park_us=20000,backstop_us=1,backoff_div=0", "park_us: 20000 exceeds 10000");
+	refuse("flag:park_us=1,backoff_div=0,backstop_us=2", "backoff_div: out of order (flag: park_us, backstop_us[, backoff_div])");
 	refuse("flag:park_us=1,backoff_div=3,backstop_us=2", "backoff_div: out of order");
 	refuse("flag:backoff_div=3,park_us=1,backstop_us=2", "backoff_div: out of order");
 	refuse("flag:park_us=1,backstop_us=2,backoff_div=3,backoff_div=3", "backoff_div: given twice");
@@ -360,7 +367,8 @@ Test(plan, documented_messages)
 		{ "flag:park_us=01,backstop_us=2", "park_us: '01' has a leading zero" },
 		{ "poll+predict:margin_us=99999999999999999999,min_sleep_us=1,max_sleep_us=1,window=1",
 		  "margin_us: '99999999999999999999' overflows 64 bits" },
-		{ "flag:backstop_us=2,park_us=1", "backstop_us: out of order (flag: park_us, backstop_us)" },
+		{ "flag:backstop_us=2,park_us=1",
+		  "backstop_us: out of order (flag: park_us, backstop_us[, backoff_div])" },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct garuda_plan p;

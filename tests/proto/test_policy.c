@@ -103,6 +103,20 @@ Test(policy, a_wake_at_a_later_window_is_measured_from_the_window)
 	cr_assert_eq(f.kind, GARUDA_FIND_LATE);
 }
 
+/* The same where the sleep is 0 and the exact records' alone open the window (a small
+ * censored record took the sleep to 0): a wake past that opening is late too. It was
+ * taken for a censored find (the window was looked for in sleep_ns only), and halved
+ * the prediction. */
+Test(policy, a_wake_past_a_window_the_exact_sleep_alone_opens_is_late)
+{
+	struct garuda_policy_wait w;
+	garuda_policy_wait_init(&w, 1, 1, 0, 0, 0, 800 * US);
+	/* the last look at 1700 us, inside the window (not given up); woke at 2000 us */
+	struct garuda_find f = garuda_policy_find(&w, &tune, 2000 * US, 1700 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_LATE, "kind %d", f.kind);
+	cr_assert_eq(f.ns, 2000 * US);
+}
+
 Test(policy, a_wait_given_up_records_its_lower_bound_after_a_sleep)
 {
 	/* sleep 100 us: its window [100 us, 100 + 1000 + 200 us) is over at 2 ms */
