@@ -311,6 +311,37 @@ int seg_present(struct garuda_seg *seg, uint64_t gen)
 	return 0;
 }
 
+/* Segments given up with a store still to land (seg_close_all): kept mapped and
+ * registered until the process exits, reachable from here. */
+static struct garuda_seg *abandoned;
+static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Unlink seg from the client (reg_lock held, released), forget it daemon-side, and
+ * keep its mapping, registration and backend: a store queued on a native stream may
+ * still land in it, and would fault in an unmapped segment (or, on a GPU, write
+ * memory no longer registered). Its memfd goes. */
+static void seg_abandon(struct garuda_seg *seg)
+{
+	struct garuda_client *c = seg->client;
+	pthread_mutex_lock(&c->lock);
+	for (struct garuda_seg **pp = &c->segs; *pp; pp = &(*pp)->next) {
+		if (*pp == seg) {
+			*pp = seg->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->reg_lock);
+	if (seg->memfd >= 0)
+		close(seg->memfd);
+	seg->memfd = -1;
+	seg->client = NULL;
+	pthread_mutex_lock(&abandoned_lock);
+	seg->next = abandoned;
+	abandoned = seg;
+	pthread_mutex_unlock(&abandoned_lock);
+}
+
 void seg_close_all(struct garuda_client *c)
 {
 	/* streams first: they hold words of the segments */
@@ -331,6 +362,9 @@ void seg_close_all(struct garuda_client *c)
 			pthread_mutex_unlock(&c->reg_lock);
 			break;
 		}
-		seg_unlink_and_close(seg, false); /* unlocks reg_lock */
+		if (seg_stores_pending(seg))
+			seg_abandon(seg); /* unlocks reg_lock */
+		else
+			seg_unlink_and_close(seg, false); /* unlocks reg_lock */
 	}
 }

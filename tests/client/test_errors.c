@@ -965,3 +965,29 @@ Test(errors, a_segment_open_that_timed_out_leaves_no_segment)
 	ok(garuda_segment_close(seg));
 	fx_down(&f);
 }
+
+/* garuda_disconnect() with a store still to land in a segment (a freed stream's, held
+ * on its native stream) leaves that segment mapped: it unmapped it, and the store,
+ * when it came, faulted (SIGSEGV in the host stream's worker). */
+Test(errors, disconnect_leaves_a_segment_a_store_will_land_in_mapped)
+{
+	struct fixture f = { 0 };
+	fx_up(&f, NULL, 1);
+	struct garuda_host_stream *hs;
+	ok(garuda_host_stream_new(NULL, &hs));
+	struct gate g;
+	gate_init(&g);
+	gate_enqueue(&g, hs);
+	struct garuda_stream *s;
+	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	uint64_t seq;
+	ok(garuda_stream_signal(s, &seq));
+	garuda_stream_free(s);
+	fails(garuda_segment_close(f.seg), -GARUDA_E_BUSY);
+	garuda_disconnect(f.c);
+	gate_open(&g);
+	ok(garuda_host_stream_drain(hs)); /* the store lands */
+	garuda_host_stream_free(hs);
+	gate_destroy(&g);
+	td_stop(&f.d);
+}
