@@ -91,6 +91,33 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* The wakes were garudad's: the same session all along, and garudad counts count
+ * completions for it (QUERY). libgaruda makes a wait ready by itself where garudad
+ * cannot (it refused the arm: a quota; it went away), so a wake alone proves nothing;
+ * a refusal would be reported only by a next signal, which the last ping has not. */
+static int check_delivered(struct garuda_client *client, uint64_t session, long count)
+{
+	if (garuda_client_session(client) != session) {
+		fprintf(stderr, "garuda-ping: garudad's session %llu ended during the run (garudad "
+				"restarted or closed it); see garctl status and garudad's log\n",
+			(unsigned long long)session);
+		return 1;
+	}
+	char q[1024];
+	int r = garuda_client_query(client, q, sizeof(q));
+	if (r < 0)
+		return fail("query", r);
+	const char *c = strstr(q, "\"completions\":");
+	unsigned long long done = c ? strtoull(c + strlen("\"completions\":"), NULL, 10) : 0;
+	if (!c || done < (unsigned long long)count) {
+		fprintf(stderr, "garuda-ping: garudad completed %llu of the %ld wait(s): libgaruda "
+				"woke the rest by itself (garudad refused an arm: a quota? see garctl "
+				"status and garudad's log)\n", done, count);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -232,6 +259,8 @@ int main(int argc, char **argv)
 		if (rc == 0 && !json)
 			printf("sequence %ld: store -> wake %.1f us\n", i + 1, wake[i] / 1000.0);
 	}
+	if (rc == 0)
+		rc = check_delivered(client, session, count);
 	garuda_stream_free(stream);
 	garuda_host_stream_free(gpu);
 	garuda_disconnect(client); /* closes the segment */

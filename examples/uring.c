@@ -48,7 +48,9 @@ static bool futex_wait_supported(struct io_uring *ring)
 
 static int fail(const char *what, int r)
 {
-	fprintf(stderr, "uring: %s: %s\n", what, r < 0 ? strerror(-r) : garuda_strerror(r));
+	/* garuda_strerror() words errno values too, and garuda's codes (-GARUDA_E_QUOTA:
+	 * strerror said "Unknown error 1016") */
+	fprintf(stderr, "uring: %s: %s\n", what, garuda_strerror(r < 0 ? r : -r));
 	return 1;
 }
 

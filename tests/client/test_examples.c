@@ -95,6 +95,20 @@ Test(examples, garuda_ping)
 	td_stop(&d);
 }
 
+/* garudad refusing the arm (armed quota 0): libgaruda wakes the wait by itself, and
+ * garuda-ping exited 0 ("woken through garudad") for one ping; it now asks garudad how
+ * many it completed */
+Test(examples, garuda_ping_fails_when_garudad_delivered_nothing)
+{
+	struct gd_daemon d;
+	char out[4096];
+	td_start(&d, "\"quota\":{\"connection\":{\"armed\":0}}");
+	const char *argv[] = { GARUDA_PING, "-n", "1", NULL };
+	cr_assert_eq(run(&d, argv, out, sizeof(out)), 1, "garuda-ping passed with every arm refused:\n%s", out);
+	cr_assert_not_null(strstr(out, "garudad completed 0 of the 1 wait(s)"), "%s", out);
+	td_stop(&d);
+}
+
 /* no garudad: exit 1 with the no-socket hint (which socket, start garudad); a bad
  * count is a usage error */
 Test(examples, garuda_ping_without_daemon)
