@@ -436,10 +436,21 @@ static int map_stream_error(CUresult r)
 	}
 }
 
+/* CU_STREAM_LEGACY (0x1) and CU_STREAM_PER_THREAD (0x2) name "the legacy stream of
+ * the context current to the calling thread" and "the calling thread's per-thread
+ * stream" (cuStreamGetCtx; the driver API's stream synchronization behavior): the
+ * store, and the queries libgaruda makes on other threads (the I/O thread's fault
+ * watch, waits), would each mean another stream. Refused; NULL is the primary
+ * context's legacy stream (pushed around every call). */
+static bool special_stream(const void *stream)
+{
+	return (uintptr_t)stream == 0x1 || (uintptr_t)stream == 0x2;
+}
+
 static int cuda_enqueue_store(struct garuda_backend *b, void *stream,
 			      struct garuda_backend_reg *reg, uint64_t *word, uint64_t value)
 {
-	if (!b || !reg || reg->b != b)
+	if (!b || !reg || reg->b != b || special_stream(stream))
 		return -EINVAL;
 	int r = gbk_word_check(reg->addr, reg->bytes, word);
 	if (r < 0)
@@ -455,7 +466,7 @@ static int cuda_enqueue_store(struct garuda_backend *b, void *stream,
 
 static int cuda_query(struct garuda_backend *b, void *stream)
 {
-	if (!b)
+	if (!b || special_stream(stream))
 		return -EINVAL;
 	if (!ctx_push(b))
 		return -GARUDA_E_STREAM_FAULT;

@@ -402,6 +402,12 @@ Test(cuda, null_stream_and_word_checks)
 	cr_assert_eq(ops->enqueue_store(b, NULL, reg, &area[7], 4), -EINVAL);
 	cr_assert_eq(ops->enqueue_store(b, NULL, reg, (uint64_t *)((char *)&area[9] + 1), 4), -EINVAL);
 	cr_assert_eq(ops->enqueue_store(b, NULL, NULL, &area[9], 4), -EINVAL);
+	/* CU_STREAM_LEGACY, CU_STREAM_PER_THREAD: the calling thread's streams, each thread
+	 * another one (the fake would have dereferenced them) */
+	for (uintptr_t special = 1; special <= 2; special++) {
+		cr_assert_eq(ops->enqueue_store(b, (void *)special, reg, &area[9], 4), -EINVAL);
+		cr_assert_eq(ops->query(b, (void *)special), -EINVAL);
+	}
 	cr_assert_eq(fk_stats(&f).writes, 1, "rejected words never reach the driver");
 	cr_assert_eq(ops->unregister_memory(b, reg), 0);
 	ops->close(b);
