@@ -147,7 +147,10 @@ static void explain_connect(int r, const char *path, const char *why)
 	}
 }
 
-static int connect_once(const char *path, struct garuda_client **out);
+/* One attempt at path. local: under GARUDA_FALLBACK=reactor, an unreachable garudad
+ * gives a client running on its reactor (the I/O thread keeps trying path); without
+ * it, the attempt fails (a search goes on to the next place, a wait tries again). */
+static int connect_once(const char *path, bool local, struct garuda_client **out);
 
 /* GARUDA_FALLBACK, resolved once per connect: 0 strict (unset, empty, "strict"), 1
  * reactor, -EINVAL anything else. */
@@ -200,7 +203,7 @@ static bool unreachable(int err)
 
 int garuda_connect_to(const char *path, struct garuda_client **out)
 {
-	int r = connect_once(path, out);
+	int r = connect_once(path, true, out);
 	if (r < 0) {
 		explain_connect(r, path ? path : "(null)", "the path given");
 		return client_fail(r);
@@ -220,7 +223,7 @@ static int connect_wait(const char *path, const char *why, int timeout_ms,
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		int r = connect_once(path, out);
+		int r = connect_once(path, false, out);
 		if (r >= 0) {
 			client_clear_error();
 			return r;
@@ -276,12 +279,37 @@ static int connect_search(const char *path, int timeout_ms, struct garuda_client
 	return r;
 }
 
-int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out)
+/* The search (and the wait) with garudad alone; then, where nothing answered anywhere
+ * and GARUDA_FALLBACK=reactor, a client on its reactor, retrying the last place tried:
+ * a stale socket of the user's own garudad no longer hides the system one, and
+ * GARUDA_CONNECT_TIMEOUT waits before the fallback is taken. */
+static int connect_search_or_local(const char *path, int timeout_ms, struct garuda_client **out)
 {
-	return client_return(connect_search(path, timeout_ms, out));
+	int r = connect_search(path, timeout_ms, out);
+	if (r >= 0 || !unreachable(r) || fallback_policy() != 1)
+		return r;
+	char buf[108], next[108];
+	const char *why = "the path given", *next_why;
+	const char *last = path;
+	if (!last) {
+		if (garuda_socket_path(GARUDA_SOCKET_CLIENT, buf, sizeof(buf), &why) < 0)
+			return r;
+		last = garuda_socket_path_next(GARUDA_SOCKET_CLIENT, why, next, sizeof(next), &next_why) == 0
+			       ? next
+			       : buf;
+	}
+	r = connect_once(last, true, out);
+	if (r >= 0)
+		client_debug("garudad not reachable: running on the fallback reactor, retrying %s", last);
+	return r;
 }
 
-static int connect_once(const char *path, struct garuda_client **out)
+int garuda_connect_wait(const char *path, int timeout_ms, struct garuda_client **out)
+{
+	return client_return(connect_search_or_local(path, timeout_ms, out));
+}
+
+static int connect_once(const char *path, bool local, struct garuda_client **out)
 {
 	if (out)
 		*out = NULL;
@@ -334,7 +362,7 @@ static int connect_once(const char *path, struct garuda_client **out)
 		return r;
 	}
 	int sock = conn_handshake(path, &c->welcome);
-	if (sock < 0 && !(c->fallback && unreachable(sock))) {
+	if (sock < 0 && !(c->fallback && local && unreachable(sock))) {
 		client_free(c);
 		return sock;
 	}

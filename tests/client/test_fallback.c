@@ -632,3 +632,27 @@ Test(fallback, forked_child_has_no_reactor_until_it_needs_one)
 	garuda_disconnect(c);
 	eventually(reactor_threads(NULL) == 0, "the reactor joined");
 }
+
+/* GARUDA_FALLBACK=reactor falls back only once the connect's search and wait found no
+ * garudad: GARUDA_CONNECT_TIMEOUT is waited out first (it took the reactor at the
+ * first refusal, and the search stopped there: a stale socket of the user's own garudad
+ * hid the system one). At least the timeout passes before the reactor is taken (a
+ * lower bound: a loaded machine only makes it longer). */
+Test(fallback, reactor_mode_waits_out_the_connect_timeout)
+{
+	setenv("GARUDA_FALLBACK", "reactor", 1);
+	setenv("GARUDA_SOCKET", no_daemon_path(), 1);
+	setenv("GARUDA_CONNECT_TIMEOUT", "300", 1);
+	struct garuda_client *c = NULL;
+	uint64_t t0 = garuda_now_ns();
+	int r = garuda_connect(&c);
+	uint64_t spent = garuda_now_ns() - t0;
+	unsetenv("GARUDA_CONNECT_TIMEOUT");
+	unsetenv("GARUDA_SOCKET");
+	unsetenv("GARUDA_FALLBACK");
+	cr_assert_eq(r, 0, "garuda_connect: %s", garuda_strerror(r));
+	cr_assert_geq(spent, 300 * NS_PER_MS, "the reactor taken after %llu us, before the 300 ms "
+		      "GARUDA_CONNECT_TIMEOUT was waited out", (unsigned long long)(spent / 1000));
+	warning_is(c, no_daemon_path());
+	garuda_disconnect(c);
+}
