@@ -436,9 +436,14 @@ Test(plans, a_wait_in_slices_keeps_its_backstop)
 	ok(garuda_host_stream_new(NULL, &hs));
 	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_POLL, &s));
 	ok(garuda_stream_set_plan(s, "flag:park_us=0,backstop_us=2000"));
+	/* the fault behind a gate: a signal on a stream that faulted already is refused */
+	struct gate g;
+	gate_init(&g);
+	gate_enqueue(&g, hs);
 	ok(garuda_host_stream_enqueue_fault(hs));
 	uint64_t seq;
 	ok(garuda_stream_signal(s, &seq));
+	gate_open(&g);
 	int r = -GARUDA_E_TIMEOUT;
 	unsigned slices = 0;
 	for (; slices < 2000 && r == -GARUDA_E_TIMEOUT; slices++)
@@ -447,5 +452,6 @@ Test(plans, a_wait_in_slices_keeps_its_backstop)
 		     garuda_strerror(r));
 	garuda_stream_free(s);
 	garuda_host_stream_free(hs);
+	gate_destroy(&g);
 	fx_down(&f);
 }
