@@ -106,7 +106,7 @@ static int recv_one(int sock, struct garuda_msg *m, int *fd, int timeout_ms)
 	return 0;
 }
 
-int conn_handshake(const char *path, struct garuda_welcome *w)
+int conn_hello(const char *path, bool *closed)
 {
 	if (!path)
 		return -EINVAL;
@@ -115,8 +115,6 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 		return -EINVAL;
 	if (sock < 0)
 		return sock;
-	int r;
-
 	struct garuda_msg m;
 	uint8_t buf[GARUDA_MSG_MAX];
 	garuda_msg_init(&m, GARUDA_MSG_HELLO, 1);
@@ -126,18 +124,26 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 	if (n < 0)
 		return (int)n;
 	n = fdio_send(sock, buf, (size_t)n, NULL, 0, 0);
-	bool closed = n == -EPIPE || n == -ECONNRESET;
-	if (n < 0 && !closed)
+	*closed = n == -EPIPE || n == -ECONNRESET;
+	if (n < 0 && !*closed)
 		return (int)n;
+	return TAKE_FD(sock);
+}
+
+int conn_welcome(int sock, bool closed, int timeout_ms, struct garuda_welcome *w)
+{
+	struct garuda_msg m;
 	/* a daemon that refuses the connection (a connections quota) sends its ERROR and
 	 * closes before our HELLO: the ERROR is still queued for us */
-	r = recv_one(sock, &m, NULL, closed ? 0 : HANDSHAKE_TIMEOUT_MS);
+	int r = recv_one(sock, &m, NULL, closed ? 0 : timeout_ms);
 	/* a socket closed with our HELLO unread reports ECONNRESET once, before the
 	 * datagrams queued ahead of the reset: the refusal's ERROR may come next */
 	if (r == -GARUDA_E_DISCONNECTED) {
 		closed = true;
 		r = recv_one(sock, &m, NULL, 0);
 	}
+	if (r == -GARUDA_E_TIMEOUT && !closed)
+		return -EAGAIN;
 	if (r < 0)
 		return closed ? -GARUDA_E_DISCONNECTED : r;
 	if (m.type == GARUDA_MSG_ERROR) {
@@ -148,7 +154,21 @@ int conn_handshake(const char *path, struct garuda_welcome *w)
 	if (m.type != GARUDA_MSG_WELCOME || m.cookie != 1)
 		return -GARUDA_E_PROTOCOL;
 	*w = m.welcome;
-	return TAKE_FD(sock);
+	return 0;
+}
+
+int conn_handshake(const char *path, struct garuda_welcome *w)
+{
+	bool closed = false;
+	int sock = conn_hello(path, &closed);
+	if (sock < 0)
+		return sock;
+	int r = conn_welcome(sock, closed, HANDSHAKE_TIMEOUT_MS, w);
+	if (r < 0) {
+		close(sock);
+		return r == -EAGAIN ? -GARUDA_E_TIMEOUT : r;
+	}
+	return sock;
 }
 
 void conn_end_socket(struct garuda_client *c, int sock)
@@ -543,6 +563,11 @@ static void *io_main(void *arg)
 	struct garuda_client *c = arg;
 	uint64_t backoff = RECONNECT_MIN_NS, next_try = 0;
 	int lost_step = LOST_POLL_MIN_MS;
+	/* a reconnect's handshake in flight: its socket (HELLO sent), whether the peer
+	 * had closed already, and when it is given up */
+	int hs_sock = -1;
+	bool hs_closed = false;
+	uint64_t hs_until = 0;
 
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
@@ -586,12 +611,28 @@ static void *io_main(void *arg)
 			continue;
 		}
 
-		/* down: try a new session when the backoff says so */
+		/* down: try a new session when the backoff says so. The HELLO goes out
+		 * at once; its answer is waited for in this loop, beside the words and
+		 * the fault watch (a listener that accepts and never answers, systemd's
+		 * socket while garudad starts or a stopped garudad, held the thread
+		 * HANDSHAKE_TIMEOUT_MS per try, every wait's readiness with it) */
 		uint64_t now = garuda_now_ns();
-		if (now >= next_try) {
+		if (hs_sock < 0 && now >= next_try) {
+			bool closed = false;
+			hs_sock = conn_hello(c->path, &closed);
+			hs_closed = closed;
+			hs_until = now + (uint64_t)HANDSHAKE_TIMEOUT_MS * 1000000ull;
+			if (hs_sock < 0) {
+				next_try = now + backoff;
+				backoff = backoff * 2 > RECONNECT_MAX_NS ? RECONNECT_MAX_NS : backoff * 2;
+			}
+		}
+		if (hs_sock >= 0) {
 			struct garuda_welcome w;
-			int fd = conn_handshake(c->path, &w);
-			if (fd >= 0) {
+			int r = conn_welcome(hs_sock, hs_closed, 0, &w);
+			if (r == 0) {
+				int fd = hs_sock;
+				hs_sock = -1;
 				backoff = RECONNECT_MIN_NS, next_try = 0;
 				lost_step = LOST_POLL_MIN_MS;
 				if (start_session(c, fd, &w) < 0)
@@ -599,21 +640,29 @@ static void *io_main(void *arg)
 				continue;
 			}
 			now = garuda_now_ns();
-			next_try = now + backoff;
-			backoff = backoff * 2 > RECONNECT_MAX_NS ? RECONNECT_MAX_NS : backoff * 2;
+			if (r != -EAGAIN || now >= hs_until) { /* refused, gone, or no answer in time */
+				close(hs_sock);
+				hs_sock = -1;
+				next_try = now + backoff;
+				backoff = backoff * 2 > RECONNECT_MAX_NS ? RECONNECT_MAX_NS : backoff * 2;
+			}
 		}
 		/* meanwhile the words, on their own schedule (lost_step, as while_lost) */
 		if (c->router->while_down(c))
 			lost_step = LOST_POLL_MIN_MS;
 		else if (lost_step < LOST_POLL_MAX_MS)
 			lost_step *= 2;
-		uint64_t to_try = next_try > now ? (next_try - now + 999999) / 1000000ull : 0;
-		struct pollfd p = { .fd = c->wake_efd, .events = POLLIN };
+		uint64_t until = hs_sock >= 0 ? hs_until : next_try;
+		uint64_t to_try = until > now ? (until - now + 999999) / 1000000ull : 0;
+		struct pollfd p[2] = { { .fd = c->wake_efd, .events = POLLIN },
+				       { .fd = hs_sock, .events = POLLIN } };
 		int to = (int)(to_try < (uint64_t)lost_step ? to_try : (uint64_t)lost_step);
-		if (poll(&p, 1, fault_timeout_ms(fault_due, to)) > 0)
+		if (poll(p, hs_sock >= 0 ? 2 : 1, fault_timeout_ms(fault_due, to)) > 0 && p[0].revents)
 			drain_efd(c->wake_efd);
 		fault_check(c, fault_due);
 	}
+	if (hs_sock >= 0)
+		close(hs_sock);
 	join_presenter(c);
 	return NULL;
 }

@@ -359,6 +359,12 @@ bool conn_complete_locked(struct garuda_client *c, const struct garuda_msg *m, i
 /* connect + HELLO/WELCOME on a fresh socket (blocking, bounded). Returns the socket
  * or a negative code; fills *w. */
 int conn_handshake(const char *path, struct garuda_welcome *w);
+/* The handshake in two halves, for the I/O thread (it must not block in it): connect
+ * and send HELLO (the socket, *closed when the peer had closed already, or -errno);
+ * then the answer, waiting at most timeout_ms: 0 with *w, -EAGAIN while none came,
+ * or the error (the refusal's code, -GARUDA_E_DISCONNECTED, -GARUDA_E_PROTOCOL). */
+int conn_hello(const char *path, bool *closed);
+int conn_welcome(int sock, bool closed, int timeout_ms, struct garuda_welcome *w);
 /* End the session on sock (a session socket of c) and close it: shutdown(2) first, so
  * that garudad sees the session end now even where a fork()'s child holds a copy of
  * the fd (close() alone ends it only with the last copy: the child's exit), then

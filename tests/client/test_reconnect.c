@@ -9,6 +9,10 @@
  * without overlap), twice over; and readiness really comes from the new daemon again
  * (re-armed descriptors fire, new arms fire). Outstanding work is held by gates. */
 #include <poll.h>
+#include <stdio.h>
+#include <errno.h>
+#include <sys/un.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,6 +515,58 @@ Test(reconnect, eventfd_readiness_while_daemon_is_away)
 	cr_assert_eq(garuda_client_connected(f.c), 0);
 	garuda_stream_free(s);
 	garuda_host_stream_free(hs);
+	gd_restart(&f.d);
+	eventually(garuda_client_connected(f.c) == 1, "session up");
+	fx_down(&f);
+}
+
+/* While a reconnect's handshake waits for an answer that does not come (systemd's
+ * socket accepting while garudad starts, or a stopped garudad), the I/O thread goes
+ * on watching the words: an eventfd stream's readiness comes while that handshake is
+ * still pending. The thread blocked in it for 5 s a try, every eventfd wake with it.
+ * Ordering, not timing: once the readiness came, the handshake's connection must still
+ * be open (a thread that had blocked in it would have given it up first). */
+Test(reconnect, readiness_while_a_handshake_goes_unanswered)
+{
+	struct fixture f = { 0 };
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	uint64_t seq, v;
+	fx_up(&f, NULL, 1);
+	ok(garuda_host_stream_new(NULL, &hs));
+	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
+	gd_kill(&f.d);
+	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
+	struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
+	garuda_stream_drain(s, NULL); /* the going-down nudge */
+	/* a listener at garudad's path that takes the client's HELLO and never answers */
+	unlink(f.d.sock);
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f.d.sock);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind: %s", strerror(errno));
+	cr_assert_eq(listen(lfd, 4), 0);
+	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC); /* the reconnect's; its HELLO sent */
+	cr_assert_geq(conn, 0);
+	struct gate g;
+	gate_init(&g);
+	gate_enqueue(&g, hs);
+	ok(garuda_stream_signal(s, &seq));
+	gate_open(&g);
+	do
+		cr_assert_eq(poll(&p, 1, 30000), 1, "no readiness while the handshake is pending");
+	while (garuda_stream_drain(s, &v) == 0 || !garuda_stream_reached(s, seq));
+	struct pollfd c = { .fd = conn, .events = POLLIN | POLLRDHUP };
+	cr_assert_eq(poll(&c, 1, 0), 1);
+	cr_assert(c.revents & POLLIN, "no HELLO");
+	cr_assert(!(c.revents & (POLLRDHUP | POLLHUP)),
+		  "the handshake was given up before the readiness came: the I/O thread waited in it");
+	close(conn);
+	close(lfd);
+	unlink(f.d.sock);
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	gate_destroy(&g);
 	gd_restart(&f.d);
 	eventually(garuda_client_connected(f.c) == 1, "session up");
 	fx_down(&f);
