@@ -484,19 +484,28 @@ Test(reconnect, rearm_count_is_the_waits_presented_again)
  * from the reconnect backoff's 100 ms). Each completion after a quiet spell longer than
  * the backoff's cap is asserted to arrive; how late is logged, not asserted (a loaded
  * machine decides it). */
+/* An EVENTFD stream on a host stream, then garudad killed: the client has noticed,
+ * and the going-down nudge is drained. *p polls the stream's eventfd. */
+static void eventfd_stream_then_away(struct fixture *f, struct garuda_host_stream **hs,
+				     struct garuda_stream **s, struct pollfd *p)
+{
+	fx_up(f, NULL, 1);
+	ok(garuda_host_stream_new(NULL, hs));
+	ok(garuda_stream_new(f->seg, *hs, GARUDA_READINESS_EVENTFD, s));
+	gd_kill(&f->d);
+	eventually(garuda_client_connected(f->c) == 0, "the client noticed");
+	*p = (struct pollfd){ .fd = garuda_stream_fd(*s), .events = POLLIN };
+	garuda_stream_drain(*s, NULL); /* the going-down nudge */
+}
+
 Test(reconnect, eventfd_readiness_while_daemon_is_away)
 {
 	struct fixture f = { 0 };
 	struct garuda_host_stream *hs;
 	struct garuda_stream *s;
+	struct pollfd p;
 	uint64_t seq, v, late[5];
-	fx_up(&f, NULL, 1);
-	ok(garuda_host_stream_new(NULL, &hs));
-	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
-	gd_kill(&f.d);
-	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
-	struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
-	garuda_stream_drain(s, NULL); /* the going-down nudge */
+	eventfd_stream_then_away(&f, &hs, &s, &p);
 	for (int i = 0; i < 5; i++) {
 		/* the 20 ms kernel lets the away-backoff climb to its 16 ms cap; no sleep:
 		 * readiness is what is asserted, the delay is only logged */
@@ -531,14 +540,9 @@ Test(reconnect, readiness_while_a_handshake_goes_unanswered)
 	struct fixture f = { 0 };
 	struct garuda_host_stream *hs;
 	struct garuda_stream *s;
+	struct pollfd p;
 	uint64_t seq, v;
-	fx_up(&f, NULL, 1);
-	ok(garuda_host_stream_new(NULL, &hs));
-	ok(garuda_stream_new(f.seg, hs, GARUDA_READINESS_EVENTFD, &s));
-	gd_kill(&f.d);
-	eventually(garuda_client_connected(f.c) == 0, "the client noticed");
-	struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
-	garuda_stream_drain(s, NULL); /* the going-down nudge */
+	eventfd_stream_then_away(&f, &hs, &s, &p);
 	/* a listener at garudad's path that takes the client's HELLO and never answers */
 	unlink(f.d.sock);
 	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
