@@ -81,15 +81,21 @@ int garuda_replay_cost_parse(struct garuda_replay_cost *cost, const char *text, 
 			return -EINVAL;
 		}
 		for (; d < end; d++) {
-			if (*d < '0' || *d > '9' || v > (UINT64_MAX - 9) / 10) {
+			unsigned dig = (unsigned)(*d - '0');
+			if (*d < '0' || *d > '9' || v > (UINT64_MAX - dig) / 10) {
 				if (msg && len)
 					snprintf(msg, len, "%s: '%.*s' is not nanoseconds", cost_keys[k].key,
 						 (int)(end - eq - 1), eq + 1);
 				return -EINVAL;
 			}
-			v = v * 10 + (uint64_t)(*d - '0');
+			v = v * 10 + dig;
 		}
 		memcpy((char *)&c + cost_keys[k].off, &v, sizeof(v));
+		if (*end && !end[1]) { /* KEY=NS[,KEY=NS]...: no ',' at the end */
+			if (msg && len)
+				snprintf(msg, len, "a trailing ','");
+			return -EINVAL;
+		}
 		p = *end ? end + 1 : end;
 	}
 	*cost = c;
