@@ -526,13 +526,16 @@ int garuda_replay_run(const struct garuda_plan *plan, const struct garuda_replay
 			w.t.pol.early_ns = garuda_watch_early_ns(&w);
 			for (; next < n && add_sat(rows[s.by_arm[next]].arm_ns, cost->arm_wake_ns) <= now; next++) {
 				size_t row = s.by_arm[next];
-				uint32_t owner = garuda_watch_owner(&w, rows[row].word);
+				/* keyed by its dense word, 1 up: a trace's word may be any 64-bit
+				 * value, UINT64_MAX too, which the watcher's maps reserve */
+				uint64_t key = (uint64_t)s.word_of[row] + 1;
+				uint32_t owner = garuda_watch_owner(&w, key);
 				if ((r = room(&s, &w)) < 0 || owner == GARUDA_WATCH_NONE) {
 					r = -ENOMEM;
 					goto out;
 				}
 				struct garuda_policy_wait pw;
-				garuda_policy_wait_init(&pw, rows[row].word, s.target_of[row],
+				garuda_policy_wait_init(&pw, key, s.target_of[row],
 							rows[row].arm_ns, rows[row].arm_ns,
 							horizon_of(&s, plan, row, false),
 							horizon_of(&s, plan, row, true));
