@@ -6,12 +6,11 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "errcode.h"
+#include "corpus_dir.h"
 #include "fdcheck.h"
 #include "plan.h"
 
@@ -19,40 +18,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 TestSuite(fuzz_plan, .init = fdcheck_begin, .fini = fdcheck_end);
 
-#define SEED_MAX 1024
-
-struct seed {
-	char name[256];
-	uint8_t bytes[SEED_MAX];
-	size_t len;
-};
-
-static size_t load_seeds(struct seed *seeds, size_t cap)
+static size_t load_seeds(struct corpus_seed *seeds, size_t cap)
 {
-	DIR *d = opendir(FUZZ_PLAN_CORPUS_DIR);
-	cr_assert_not_null(d, "%s: %s", FUZZ_PLAN_CORPUS_DIR, strerror(errno));
-	size_t n = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		cr_assert_lt(n, cap);
-		snprintf(seeds[n].name, sizeof(seeds[n].name), "%s", e->d_name);
-		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-		cr_assert_geq(fd, 0, "%s: %s", e->d_name, strerror(errno));
-		ssize_t r = read(fd, seeds[n].bytes, SEED_MAX);
-		close(fd);
-		cr_assert_geq(r, 0);
-		seeds[n].len = (size_t)r;
-		n++;
-	}
-	closedir(d);
-	return n;
+	return corpus_load(FUZZ_PLAN_CORPUS_DIR, seeds, cap);
 }
 
 Test(fuzz_plan, every_seed_replays)
 {
-	static struct seed seeds[64];
+	static struct corpus_seed seeds[64];
 	size_t n = load_seeds(seeds, 64);
 	unsigned ok = 0, bad = 0, est = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -79,7 +52,7 @@ Test(fuzz_plan, every_seed_replays)
 
 Test(fuzz_plan, prefixes_and_byte_values_replay)
 {
-	static struct seed seeds[64];
+	static struct corpus_seed seeds[64];
 	size_t n = load_seeds(seeds, 64);
 	for (size_t i = 0; i < n; i++)
 		for (size_t len = 0; len <= seeds[i].len; len++)
