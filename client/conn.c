@@ -79,10 +79,17 @@ static int recv_one(int sock, struct garuda_msg *m, int *fd, int timeout_ms)
 	int fds[FDIO_MAX_FDS];
 	unsigned nfds = 0;
 	struct pollfd p = { .fd = sock, .events = POLLIN };
+	/* a signal cuts the wait short, not longer: a process with a periodic signal (a
+	 * profiler's SIGPROF) must still see the timeout */
+	uint64_t until = garuda_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int r;
-	do
+	for (;;) {
 		r = poll(&p, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
+		if (r >= 0 || errno != EINTR)
+			break;
+		uint64_t now = garuda_now_ns();
+		timeout_ms = now >= until ? 0 : (int)((until - now + 999999) / 1000000ull);
+	}
 	if (r < 0)
 		return -errno;
 	if (r == 0)
@@ -157,13 +164,28 @@ int conn_welcome(int sock, bool closed, int timeout_ms, struct garuda_welcome *w
 	return 0;
 }
 
+/* how often a connect that found garudad's backlog full is tried again */
+#define BACKLOG_RETRY_NS 10000000ull /* 10 ms */
+
 int conn_handshake(const char *path, struct garuda_welcome *w)
 {
 	bool closed = false;
-	int sock = conn_hello(path, &closed);
+	/* a full backlog (-EAGAIN) is a garudad that does not accept yet: tried again
+	 * within the handshake's time, as a blocking connect would have waited in it */
+	uint64_t until = garuda_now_ns() + (uint64_t)HANDSHAKE_TIMEOUT_MS * 1000000ull;
+	int sock;
+	while ((sock = conn_hello(path, &closed)) == -EAGAIN) {
+		uint64_t now = garuda_now_ns();
+		if (now >= until)
+			return -GARUDA_E_TIMEOUT;
+		uint64_t nap = until - now < BACKLOG_RETRY_NS ? until - now : BACKLOG_RETRY_NS;
+		nanosleep(&(struct timespec){ .tv_nsec = (long)nap }, NULL);
+	}
 	if (sock < 0)
 		return sock;
-	int r = conn_welcome(sock, closed, HANDSHAKE_TIMEOUT_MS, w);
+	uint64_t now = garuda_now_ns();
+	int left_ms = now >= until ? 0 : (int)((until - now + 999999) / 1000000ull);
+	int r = conn_welcome(sock, closed, left_ms, w);
 	if (r < 0) {
 		close(sock);
 		return r == -EAGAIN ? -GARUDA_E_TIMEOUT : r;

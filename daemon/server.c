@@ -70,6 +70,8 @@ static pid_t socket_listener(const char *path)
 	_cleanup_close_ int fd = fdio_connect(path);
 	struct ucred uc = { 0 };
 	socklen_t len = sizeof(uc);
+	if (fd == -EAGAIN)
+		return -1; /* a listener whose backlog is full (stopped or hung): still there */
 	if (fd < 0)
 		return 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 || uc.pid <= 0)

@@ -49,13 +49,18 @@ int fdio_connect(const char *path)
 	if (n >= sizeof(a.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(a.sun_path, path, n + 1);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* non-blocking for the connect alone: a listener whose backlog is full (a stopped
+	 * or hung garudad) makes a blocking connect() wait until it accepts, maybe never;
+	 * an AF_UNIX connect completes or fails at once, EAGAIN for that full backlog */
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	int r;
 	do
 		r = connect(fd, (struct sockaddr *)&a, sizeof(a));
 	while (r < 0 && errno == EINTR);
+	if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		r = -1;
 	if (r < 0) {
 		r = -errno;
 		close(fd);

@@ -63,9 +63,11 @@ int fdio_stamp_sends(int sock);
  * it in the future); now_mono itself for no stamp (0). */
 uint64_t fdio_sent_mono_ns(uint64_t sent_ns, uint64_t now_real, uint64_t now_mono, uint64_t max_age_ns);
 
-/* Connect a new AF_UNIX SOCK_SEQPACKET socket (close-on-exec, blocking) to path.
- * Returns the fd, or -ENAMETOOLONG (path does not fit sun_path), or connect's -errno
- * (-ENOENT: nothing there; -ECONNREFUSED: nobody listening; -EACCES). */
+/* Connect a new AF_UNIX SOCK_SEQPACKET socket (close-on-exec, blocking) to path,
+ * without ever blocking in the connect. Returns the fd, or -ENAMETOOLONG (path does
+ * not fit sun_path), or connect's -errno (-ENOENT: nothing there; -ECONNREFUSED:
+ * nobody listening; -EACCES; -EAGAIN: a listener whose backlog is full, one that has
+ * not accepted for a while: stopped, hung or swamped). */
 int fdio_connect(const char *path);
 
 /* Close n fds of an array (ignores -1). */

@@ -83,6 +83,12 @@ int conn_open(struct conn *c, struct options *o)
 				"name another socket with --socket=PATH or GARUDA_CONTROL_SOCKET\n",
 				o->socket, o->socket_why ? o->socket_why : "default");
 		break;
+	case EAGAIN:
+		fprintf(stderr,
+			"garctl: garudad at %s (%s) does not accept connections: its backlog is "
+			"full (garudad is stopped, hung or swamped)\n",
+			o->socket, o->socket_why ? o->socket_why : "default");
+		break;
 	case EACCES:
 	case EPERM:
 		fprintf(stderr, "garctl: permission denied connecting to %s (%s)\ngarctl: %s%s\n",

@@ -529,6 +529,91 @@ Test(reconnect, eventfd_readiness_while_daemon_is_away)
 	fx_down(&f);
 }
 
+/* A listening socket at path that nobody accepts from (what garudad's path holds when
+ * it is stopped, hung, or systemd's socket while it starts) */
+static int listener_at(const char *path, int backlog)
+{
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind: %s", strerror(errno));
+	cr_assert_eq(listen(lfd, backlog), 0);
+	return lfd;
+}
+
+/* Fill a listener's backlog (listen(fd, 0)) with connections of our own, until the
+ * next connect would wait: n of them are left in fds (closed by the caller). */
+static int fill_backlog(const char *path, int *fds, int max)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int n = 0;
+	for (; n < max; n++) {
+		fds[n] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		cr_assert_geq(fds[n], 0);
+		if (connect(fds[n], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			cr_assert_eq(errno, EAGAIN, "connect: %s", strerror(errno));
+			close(fds[n]);
+			return n;
+		}
+	}
+	cr_assert_fail("the backlog took %d connections", max);
+	return n;
+}
+
+/* garudad's path holds a listener whose backlog is full: a connect() there would wait
+ * until it accepts, and the I/O thread's reconnect did, for good. Readiness must still
+ * come while garudad is away, and garuda_disconnect() (it joins that thread) return.
+ * Ordering, not timing: a blocked thread delivers neither, and the poll fails. */
+Test(reconnect, readiness_while_garudads_backlog_is_full)
+{
+	struct fixture f = { 0 };
+	struct garuda_host_stream *hs;
+	struct garuda_stream *s;
+	struct pollfd p;
+	uint64_t seq, v;
+	eventfd_stream_then_away(&f, &hs, &s, &p);
+	unlink(f.d.sock);
+	int lfd = listener_at(f.d.sock, 0), held[8];
+	int n = fill_backlog(f.d.sock, held, 8);
+	ok(garuda_host_stream_enqueue_work(hs, 20 * NS_PER_MS)); /* spans some reconnect tries */
+	ok(garuda_stream_signal(s, &seq));
+	do
+		cr_assert_eq(poll(&p, 1, 30000), 1, "no readiness while garudad's backlog is full");
+	while (garuda_stream_drain(s, &v) == 0 || !garuda_stream_reached(s, seq));
+	garuda_stream_free(s);
+	garuda_host_stream_free(hs);
+	ok(garuda_segment_close(f.seg));
+	f.seg = NULL;
+	garuda_disconnect(f.c); /* hangs if the I/O thread is stuck in connect() */
+	f.c = NULL;
+	for (int i = 0; i < n; i++)
+		close(held[i]);
+	close(lfd);
+	unlink(f.d.sock);
+	gd_restart(&f.d);
+	fx_down(&f);
+}
+
+/* A new connect to such a listener ends in -GARUDA_E_TIMEOUT after the handshake's
+ * time (5 s, docs/client.md), not in a connect() that never returns. */
+Test(reconnect, connect_to_a_full_backlog_times_out)
+{
+	char dir[] = "/tmp/garuda-backlog-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/garuda.sock", dir);
+	int lfd = listener_at(path, 0), held[8];
+	int n = fill_backlog(path, held, 8);
+	struct garuda_client *c = NULL;
+	cr_assert_eq(garuda_connect_to(path, &c), -GARUDA_E_TIMEOUT, "%s", garuda_last_error());
+	cr_assert_null(c);
+	for (int i = 0; i < n; i++)
+		close(held[i]);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* While a reconnect's handshake waits for an answer that does not come (systemd's
  * socket accepting while garudad starts, or a stopped garudad), the I/O thread goes
  * on watching the words: an eventfd stream's readiness comes while that handshake is
@@ -545,11 +630,7 @@ Test(reconnect, readiness_while_a_handshake_goes_unanswered)
 	eventfd_stream_then_away(&f, &hs, &s, &p);
 	/* a listener at garudad's path that takes the client's HELLO and never answers */
 	unlink(f.d.sock);
-	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f.d.sock);
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind: %s", strerror(errno));
-	cr_assert_eq(listen(lfd, 4), 0);
+	int lfd = listener_at(f.d.sock, 4);
 	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC); /* the reconnect's; its HELLO sent */
 	cr_assert_geq(conn, 0);
 	struct gate g;
