@@ -178,6 +178,35 @@ class _Owned:
     def close(self) -> None:
         raise NotImplementedError
 
+    # Calls that block (Stream.wait, HostStream.drain) count themselves in _inflight,
+    # under _calls; close() first sets _closing, then waits for them to return before
+    # the free (a free under a thread still inside the C call was a use after free:
+    # the interpreter crashed). A wait returns within a slice (_SLICE) and then sees
+    # _closing: it raises ClosedError.
+    _inflight = 0
+    _closing = False
+
+    def _enter(self) -> None:
+        with _calls:
+            if self._closing:
+                raise ClosedError(what=f"{self._kind} closed while in use")
+            self._as_parameter_  # closed (or inherited): raises ClosedError
+            self._inflight += 1
+
+    def _leave(self) -> None:
+        with _calls:
+            self._inflight -= 1
+            if self._inflight == 0 and self._closing:
+                _calls.notify_all()
+
+    def _quiesce(self) -> None:
+        """close()'s first step: no blocking call starts any more; wait for those that
+        run to return (not from one of them: close() in a callback of its own wait
+        cannot happen, libgaruda runs none there)."""
+        with _calls:
+            self._closing = True
+            _calls.wait_for(lambda: self._inflight == 0)
+
     def __enter__(self: _O) -> _O:
         return self
 
@@ -188,6 +217,8 @@ class _Owned:
 
 # Every open object, for a fork()'s child to forget (_forget_inherited).
 _live: "weakref.WeakSet[_Owned]" = weakref.WeakSet()
+# Guards every object's _inflight and _closing (_Owned._enter); held only briefly.
+_calls = threading.Condition()
 
 
 def _forget_inherited() -> None:
@@ -198,6 +229,8 @@ def _forget_inherited() -> None:
     each is closed here without being freed (ClosedError naming fork() on use); its
     memory and fds are the child's to leave to its exit. No lock is taken: another
     thread of the parent may have held one at the fork."""
+    global _calls
+    _calls = threading.Condition()  # another thread may have held it at the fork
     for o in list(_live):
         if o._forget() is not None:
             o.__dict__["_inherited"] = True
@@ -434,6 +467,7 @@ class HostStream(_Owned):
             return
         if any(not s.closed for s in self._users):
             raise BusyError(what="host stream still used by garuda streams")
+        self._quiesce()  # drains in other threads end with the items close waits for
         h = self._forget()
         if h is not None:
             _free_host_stream(self._lib, h)
@@ -524,6 +558,7 @@ class HostStream(_Owned):
         thread it waits in slices of 0.1 s, so that Ctrl-C (KeyboardInterrupt) and other
         signal handlers run between them."""
         mark = self._kept
+        self._enter()  # a close() meanwhile frees only after this returns
         try:
             if _in_main_thread():
                 self._drain_in_slices()
@@ -532,6 +567,8 @@ class HostStream(_Owned):
         except StreamFaultError:
             self._drop_finished(mark)
             raise
+        finally:
+            self._leave()
         self._drop_finished(mark)
 
     def _busy(self) -> bool:
@@ -632,6 +669,7 @@ class Stream(_Owned):
         disarm, unbind, close the eventfd, give the word back."""
         if self.closed:
             return
+        self._quiesce()  # threads in wait() see ClosedError within a slice
         w, self._waiters = self._waiters, None
         try:
             if w is not None:
@@ -666,29 +704,37 @@ class Stream(_Owned):
 
     def wait(self, seq: Optional[int] = None, timeout: Optional[float] = None) -> None:
         """Block until the word reaches seq (default: the last signalled); raises
-        garuda.TimeoutError, StreamFaultError. timeout 0 only checks. In the main thread
-        a wait longer than 0.1 s waits in slices of 0.1 s, so that Ctrl-C
-        (KeyboardInterrupt) and other signal handlers run between them."""
+        garuda.TimeoutError, StreamFaultError, and ClosedError when another thread
+        closes the stream (or its segment or client) meanwhile. timeout 0 only checks.
+        A wait longer than 0.1 s waits in slices of 0.1 s: in the main thread Ctrl-C
+        (KeyboardInterrupt) and other signal handlers run between them, and in any
+        thread a close() from another thread is seen there."""
         if seq is None:
             seq = self._lib.garuda_stream_last(self)
         seq = int(seq)
         ns = _ns(timeout, "timeout")
         wait = self._lib.garuda_stream_wait
-        if (timeout is not None and timeout <= _SLICE) or not _in_main_thread():
-            wait(self, seq, ns)
-            return
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= _SLICE:  # the last slice: its TimeoutError is the wait's
-                    wait(self, seq, max(0, int(left * 1e9)))
-                    return
-            try:
-                wait(self, seq, int(_SLICE * 1e9))
+        self._enter()
+        try:
+            if timeout is not None and timeout <= _SLICE:
+                wait(self, seq, ns)
                 return
-            except GTimeoutError:
-                pass  # a slice ran out: signal handlers run here, then the next slice
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= _SLICE:  # the last slice: its TimeoutError is the wait's
+                        wait(self, seq, max(0, int(left * 1e9)))
+                        return
+                try:
+                    wait(self, seq, int(_SLICE * 1e9))
+                    return
+                except GTimeoutError:
+                    pass  # a slice ran out: signal handlers run here, then the next slice
+                if self._closing:
+                    raise ClosedError(what="stream closed while waited on")
+        finally:
+            self._leave()
 
     def synchronize(self, timeout: Optional[float] = None) -> int:
         """signal() then wait() for that sequence; returns it."""

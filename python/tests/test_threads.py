@@ -113,3 +113,51 @@ def test_threads_make_streams_on_host_streams_through_one_client(daemon):
     finally:
         sys.setswitchinterval(switch)
     assert not errors, errors
+
+
+import pytest
+
+
+@pytest.mark.parametrize("closer", ["stream", "segment", "client"])
+@pytest.mark.parametrize("form", [garuda.Readiness.EVENTFD, garuda.Readiness.MESSAGE,
+                                  garuda.Readiness.DOORBELL, garuda.Readiness.POLL])
+def test_close_from_another_thread_fails_the_wait(daemon, gate, closer, form):
+    """A thread blocks in wait() while another closes the stream, its segment or its
+    client (a shutdown path): the wait raises ClosedError and close() returns. The free
+    ran under the waiting thread's C call, and the interpreter crashed."""
+    c = garuda.Client()
+    seg = c.segment()
+    hs = garuda.HostStream()
+    s = seg.stream(hs, form)
+    held = gate(hs)  # the work is not done until the test ends
+    seq = s.signal()
+    res = {}
+    inside = threading.Event()
+
+    def waiter():
+        inside.set()
+        try:
+            s.wait(seq)
+            res["r"] = "returned"
+        except garuda.ClosedError as e:
+            res["r"] = e
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    inside.wait(60)
+    while not s._inflight:  # in the wait's call (a free before it is no race)
+        threading.Event().wait(0.001)
+    # a segment's or client's close() then waits for the host stream's queued store
+    # (it must land before the mapping goes): the gate opens once the wait has ended
+    def opener():
+        t.join(60)
+        held.set()
+    o = threading.Thread(target=opener)
+    o.start()
+    {"stream": s, "segment": seg, "client": c}[closer].close()
+    o.join(60)
+    assert not t.is_alive()
+    assert isinstance(res.get("r"), garuda.ClosedError), res
+    for o in (s, seg, c):
+        o.close()
+    hs.close()
