@@ -458,6 +458,10 @@ static int apply_json(struct config *c, const cJSON *obj, const char *prefix, co
 				return fail(err, "%s: %s: given twice (a key may appear once)", path, key);
 		const struct row *r = row_named(key);
 		if (r) {
+			/* spelled another way ({"quota.uid.segments": 1} beside "quota": {"uid":
+			 * {"segments": 2}}), a key is given twice all the same */
+			if (c->keys_set & bit(r))
+				return fail(err, "%s: %s: given twice (a key may appear once)", path, key);
 			if (parse_json(c, r, it, msg, sizeof(msg)) < 0)
 				return fail(err, "%s: %s: %s", path, key, msg);
 			c->keys_set |= bit(r);
@@ -519,6 +523,15 @@ int config_load_file(struct config *c, const char *path, char **err)
 		free(buf);
 		return fail(err, "config file %s: a string holds \\u0000 (NUL), which no value may", path);
 	}
+	/* a raw control character, which cJSON would take */
+	size_t ctl = json_text_control_at(buf, len);
+	if (ctl < len) {
+		unsigned byte = (unsigned char)buf[ctl];
+		free(buf);
+		return fail(err, "config file %s: invalid JSON: a control character (byte 0x%02x) at "
+			    "offset %zu (none may stand in a string, only tab, newline and carriage "
+			    "return between values)", path, byte, ctl);
+	}
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
 	if (!root) {
@@ -527,8 +540,13 @@ int config_load_file(struct config *c, const char *path, char **err)
 		return fail(err, "config file %s: invalid JSON near byte %zu", path, off);
 	}
 	free(buf);
+	/* while the file is applied, keys_set holds its keys alone (a key given twice), then
+	 * what c held before as well */
+	uint64_t before = c->keys_set;
+	c->keys_set = 0;
 	int r = cJSON_IsObject(root) ? apply_json(c, root, "", path, err)
 				      : fail(err, "%s: the top level must be a JSON object", path);
+	c->keys_set |= before;
 	cJSON_Delete(root);
 	if (r == 0)
 		set_str(&c->config_path, path);

@@ -313,6 +313,10 @@ static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 {
 	if (len == 0)
 		return ctl_error(-GARUDA_E_BAD_JSON, "empty request: send one JSON object per datagram");
+	size_t ctl = json_text_control_at(buf, len);
+	if (ctl < len)
+		return ctl_error(-GARUDA_E_BAD_JSON, "request is not valid JSON: a control "
+				 "character (byte 0x%02x) at offset %zu", (unsigned char)buf[ctl], ctl);
 	const char *end = NULL;
 	cJSON *req = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
 	if (!req || !end || !only_space(end, buf + len)) {

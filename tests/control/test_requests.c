@@ -194,7 +194,7 @@ Test(requests, echoed_names_are_valid_utf8)
 		const char *req, *message;
 	} cases[] = {
 		{ "{\"request\":\"st\xff\xfe" "atus\"}", "unknown request \"st\\xFF\\xFEatus\"" },
-		{ "{\"request\":\"status\",\"\xff\x1b[31m\\\\\":1}",
+		{ "{\"request\":\"status\",\"\xff\\u001b[31m\\\\\":1}", /* ESC, escaped: raw is BAD_JSON */
 		  "request \"status\" takes no argument \"\\xFF\\x1B[31m\\\\\"" },
 		{ "{\"request\":\"status\",\"\xe2\x82\":1}", "takes no argument \"\\xE2\\x82\"" }, /* cut short */
 		{ "{\"request\":\"log_level\",\"level\":\"\xc0\xaf\"}", "not \"\\xC0\\xAF\"" },
