@@ -64,17 +64,32 @@ const char *log_level_to_string(int level)
 	return level_names[level];
 }
 
+/* text with each control character (C0, DEL) as \xHH: a client's comm or cgroup path
+ * in a line must not move the terminal's cursor, colour it or end the line */
+static void escape_controls(const char *in, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (; *in && o + 5 <= cap; in++) {
+		unsigned char c = (unsigned char)*in;
+		if (c < 0x20 || c == 0x7f)
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02X", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = '\0';
+}
+
 static void vlog(int level, const char *fmt, va_list ap)
 {
 	if (level > atomic_load(&log_level))
 		return;
-	if (to_journal) {
-		sd_journal_printv(level, fmt, ap);
-		return;
-	}
-	char buf[1024];
+	char buf[1024], line[4 * sizeof(buf) + 1];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "garudad[%s]: %s\n", log_level_to_string(level), buf);
+	escape_controls(buf, line, sizeof(line));
+	if (to_journal)
+		sd_journal_print(level, "%s", line);
+	else
+		fprintf(stderr, "garudad[%s]: %s\n", log_level_to_string(level), line);
 }
 
 void log_msg(int level, const char *fmt, ...)

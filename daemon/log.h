@@ -1,7 +1,9 @@
 /* log.h — garudad's logging: the journal when stderr is connected to journald
  * (JOURNAL_STREAM matches), else stderr with a level prefix. Messages a client can
  * trigger go through log_client(), which is rate-limited so a hostile peer cannot
- * flood the journal; suppressed messages are counted and reported. Thread-safe. */
+ * flood the journal; suppressed messages are counted and reported. Every line has its
+ * control characters (C0 and DEL: a client's comm, a cgroup path) written as \xHH, and
+ * is cut at 1023 bytes before that. Thread-safe. */
 #pragma once
 
 #include <stdarg.h>

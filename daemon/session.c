@@ -456,7 +456,7 @@ static void release_holdings(struct session *s)
 void session_log_reattached(struct session *s, const char *how)
 {
 	uint64_t ms = (garuda_now_ns() - s->connected_ns) / 1000000u;
-	log_info("session %llu (pid %d uid %u %s): re-attached %u segment(s), %u eventfd "
+	log_client(LOG_INFO, "session %llu (pid %d uid %u %s): re-attached %u segment(s), %u eventfd "
 		 "binding(s), %u wait(s) re-armed, %llu ms after connecting%s (a reconnect after "
 		 "a garudad restart, or a hand-over from its fallback reactor)",
 		 (unsigned long long)s->id, (int)s->pid, (unsigned)s->uid, s->comm,

@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -300,6 +301,26 @@ Test(badinput, empty_datagram)
 	}
 	fds_back(&bench, "empty datagrams, with and without fds");
 	good_served(&bench, "empty datagrams");
+}
+
+/* A client's comm is its own to choose: control characters in it (a terminal's escape
+ * sequences, a carriage return that hides the start of the line) reach garudad's log
+ * as \xHH, never raw. The session ended for an empty datagram logs its comm. */
+Test(badinput, control_characters_of_a_comm_are_logged_escaped)
+{
+	char old[16] = "";
+	prctl(PR_GET_NAME, old);
+	prctl(PR_SET_NAME, "x\033[31m\rFAKE\a");
+	struct gd_client c;
+	int r = gd_open(&c, bench.d.sock);
+	prctl(PR_SET_NAME, old);
+	cr_assert_eq(r, 0, "offender connect: %s", gd_strerr(r));
+	gd_ok(gd_send_raw(&c, "", 0, NULL, 0));
+	expect_close(&c, GARUDA_E_TOO_SHORT, 0, "empty datagram");
+	gd_close(&c);
+	cr_assert(gd_wait_log(&bench.d, "x\\x1B[31m\\x0DFAKE\\x07): "), "the comm is not escaped: %s",
+		  bench.d.log);
+	good_served(&bench, "a comm with control characters");
 }
 
 Test(badinput, truncated_messages)
