@@ -303,7 +303,10 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 		bool numeric = config_numeric_gid(group, &gid); /* socket_group "2046": no lookup */
 		struct group *g = numeric ? NULL : getgrnam(group);
 		if (g || numeric) {
-			int cr = chown(path, (uid_t)-1, numeric ? (gid_t)gid : g->gr_gid) < 0 ? errno : 0;
+			/* never through a symlink: one renamed over the socket after the bind
+			 * (a directory others can write) would hand its target to the group */
+			int cr = fchownat(AT_FDCWD, path, (uid_t)-1, numeric ? (gid_t)gid : g->gr_gid,
+					  AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
 			if (cr == EPERM && geteuid() != 0)
 				log_notice("%s socket %s: you are not in group %s, so the socket keeps your own "
 					   "group", what, path, group);
@@ -318,7 +321,7 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 				   "and root can connect", what, path, group, (unsigned)geteuid());
 		}
 	}
-	if (chmod(path, mode) < 0)
+	if (fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) < 0) /* a symlink: EOPNOTSUPP */
 		log_warning("%s socket %s: chmod: %s", what, path, strerror(errno));
 	if (listen(fd, 128) < 0)
 		return -errno;
