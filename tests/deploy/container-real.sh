@@ -102,8 +102,10 @@ pod_gid=$(python3 -c 'import sys, yaml
 print(*yaml.safe_load(open(sys.argv[1]))["spec"]["securityContext"]["supplementalGroups"])' "$k8s/example-pod.yaml")
 [[ $gid == "$pod_gid" ]] || fail "ConfigMap socket_group $gid, example pod supplementalGroups $pod_gid"
 pm kube play --network none --configmap "$k8s/garudad-configmap.yaml" "$work/pod.yaml" >/dev/null
-for _ in $(seq 100); do [[ -S /run/garuda/garuda.sock && -S /run/garuda/control.sock ]] && break; sleep 0.1; done
+for _ in $(seq 100); do [[ -S /run/garuda/garuda.sock && -S /run/garuda-control/control.sock ]] && break; sleep 0.1; done
 [[ -S /run/garuda/garuda.sock ]] || fail "no client socket in the hostPath /run/garuda"
+[[ -S /run/garuda-control/control.sock && ! -e /run/garuda/control.sock ]] ||
+	fail "the control socket is not in /run/garuda-control alone (workload pods mount /run/garuda)"
 echo "pod up after $((SECONDS - start)) s"
 
 ctr=garudad-garudad
@@ -150,7 +152,7 @@ echo "client: $out"
 echo "--- the pod restarted (pod stop + pod start)"
 pm pod stop -t 5 garudad >/dev/null
 pm pod start garudad >/dev/null
-for _ in $(seq 100); do GARUDA_CONTROL_SOCKET=/run/garuda/control.sock "$garctl" --timeout=1 status >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 100); do GARUDA_CONTROL_SOCKET=/run/garuda-control/control.sock "$garctl" --timeout=1 status >/dev/null 2>&1 && break; sleep 0.1; done
 [[ $(pm inspect -f '{{.State.Pid}}' "$ctr") != "$pid" ]] || fail "garudad was not restarted"
 out=$(client 2>&1) || { echo "$out"; fail "the client container did not reach the restarted garudad"; }
 echo "client after the restart: $out"

@@ -73,7 +73,14 @@ const edits = cdi.devices[0].containerEdits;
 if (!(edits.env || []).some((e) => e.startsWith('GARUDA_SOCKET=/run/garuda/'))) fail('CDI spec sets no GARUDA_SOCKET');
 if (!(edits.mounts || []).some((m) => m.hostPath === '/run/garuda' && m.containerPath === '/run/garuda'))
   fail('CDI spec does not mount the socket directory');
-console.log('deployment rules: hostPath directory, IPC_LOCK+SYS_NICE, system-node-critical, node selector, CDI socket dir + GARUDA_SOCKET');
+// what workload pods get must not hold the control socket (a root pod would be garudad's
+// admin), and must not let them replace garudad's socket
+const ctl = (c.command || []).find((a) => a.startsWith('--control-socket=')) || fail('garudad has no --control-socket');
+if (ctl.slice('--control-socket='.length).startsWith('/run/garuda/'))
+  fail(`the control socket ${ctl} is in /run/garuda, which workload pods mount`);
+if (!(edits.mounts || []).some((m) => m.hostPath === '/run/garuda' && (m.options || []).includes('ro')))
+  fail('CDI spec mounts /run/garuda writable: a pod could unlink or replace the socket');
+console.log('deployment rules: hostPath directory, IPC_LOCK+SYS_NICE, system-node-critical, node selector, CDI socket dir (read-only, no control socket) + GARUDA_SOCKET');
 
 // the socket's gid by construction: the ConfigMap's socket_group (numeric) is the gid
 // the example pod names in supplementalGroups, and the DaemonSet mounts that ConfigMap
