@@ -27,17 +27,18 @@ static const struct quota_limits default_quota_connection = {
 	.segments = 16, .lines = 4096, .bindings = 1024, .armed = 65536, .outbox_bytes = 262144, .points = 64,
 	.connections = 1,
 };
-/* sized so that one uid at its defaults costs garudad at most 64 MiB: ~118 B of RSS an
- * armed wait (262,144: ~30 MiB), 4 MiB of lines, 4 MiB of outbox, and the kernel's
+/* sized so that one uid at its defaults costs garudad at most 64 MiB, whatever the
+ * layout: up to ~190 B of RSS an armed wait, one per word (131,072: ~24 MiB; ~118 B at
+ * four a word), 5 MiB of lines (256 segments' pages), 4 MiB of outbox, and the kernel's
  * send buffer of each connection whose client stops reading (~208 KiB: 64 of them,
- * 13 MiB) (docs/deploy.md, "Sizing") */
+ * 13 MiB) (docs/deploy.md, "Sizing"). 262,144 arms one a word measured 75 MiB. */
 static const struct quota_limits default_quota_uid = {
-	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 262144,
+	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 131072,
 	.outbox_bytes = 4194304, .connections = 64, .points = 4096,
 };
 /* a cgroup (pod, container, Slurm job, systemd unit) may hold what one uid may */
 static const struct quota_limits default_quota_cgroup = {
-	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 262144,
+	.segments = 256, .lines = 65536, .bindings = 16384, .armed = 131072,
 	.outbox_bytes = 4194304, .connections = 64, .points = 4096,
 };
 

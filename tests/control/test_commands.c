@@ -678,7 +678,7 @@ Test(garctl, config_json_and_table)
 	char ***t = ctl_table(r.out);
 	cr_assert_str_eq(cell(t, "socket", "VALUE"), f.d.sock);
 	cr_assert_str_eq(cell(t, "quota.connection.segments", "VALUE"), "2");
-	cr_assert_str_eq(cell(t, "quota.uid.armed", "VALUE"), "262144");
+	cr_assert_str_eq(cell(t, "quota.uid.armed", "VALUE"), "131072");
 	cr_assert_str_eq(cell(t, "config_path", "VALUE"), f.d.config);
 	/* its keys are garudad's, in the order of garudad --list-config-keys, but the
 	 * legacy ones (not set here): one table makes both */
