@@ -286,8 +286,8 @@ static void take_all(uint64_t now)
 	}
 }
 
-/* Room for one word's fires. false: out of memory (the word is not looked at; its
- * waits stay where they were due, and the next step gives it out again). */
+/* Room for one word's fires. false: out of memory (the word is not looked at: the
+ * caller pokes it, so that the next step gives it out again). */
 static bool fires_room(uint32_t n)
 {
 	uint32_t cap = reactor.firescap ? reactor.firescap : REACTOR_AHEAD;
@@ -303,8 +303,12 @@ static bool fires_room(uint32_t n)
 static unsigned look_locked(uint32_t wi, struct garuda_stream *s, uint64_t now)
 {
 	struct garuda_watch *w = &reactor.watch;
-	if (!fires_room(garuda_watch_word_waits(w, wi)))
+	if (!fires_room(garuda_watch_word_waits(w, wi))) {
+		/* due() took it off its timer: unreported, it would be looked at by no one
+		 * (a wait left in silence); due at once instead */
+		garuda_watch_poke(w, (uintptr_t)s->word, now);
 		return 0;
+	}
 	uint64_t v = word_load(s->word);
 	unsigned k = garuda_watch_found(w, wi, v, now, reactor.fires);
 	if (!k)
