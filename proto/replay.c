@@ -15,8 +15,8 @@
 #include "seq.h"
 #include "watch.h"
 
-/* daemon/scanner.c's SCANNER_STEP_MAX: words looked at per step, at most */
-#define REPLAY_STEP_MAX 4096u
+/* daemon/scanner.c's SCANNER_STEP_MAX (512): words looked at per step, at most */
+#define REPLAY_STEP_MAX 512u
 
 struct garuda_replay_cost garuda_replay_default_cost(void)
 {
