@@ -1598,7 +1598,11 @@ unsigned garuda_watch_found(struct garuda_watch *w, uint32_t wi, uint64_t v, uin
 	/* wide, or a word half the range from its head (a hostile store: its head not
 	 * reached, a wait behind it reached): reached waits behind an unreached head fire
 	 * too (nothing to learn) */
-	bool whole = d->wide || (d->head != GARUDA_WATCH_NONE && far(v, w->waits[d->head].target));
+	bool whole = d->wide || (d->head != GARUDA_WATCH_NONE && far(v, w->waits[d->head].target) &&
+				 /* not wide: the reached ones are a suffix of the ascending
+				  * targets, so none is when the tail is not (a look at such a
+				  * word was a walk of all its waits, every time) */
+				 garuda_reached(v, w->waits[d->tail].target));
 	for (uint32_t id = whole ? d->head : GARUDA_WATCH_NONE, next; id != GARUDA_WATCH_NONE; id = next) {
 		next = w->waits[id].next;
 		if (!garuda_reached(v, w->waits[id].target))
