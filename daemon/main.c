@@ -1,6 +1,8 @@
 /* main.c — garudad: configuration, start-up order, the loop, systemd glue
  * (READY=1 once sockets and scanners are up, STATUS=, WATCHDOG=1), signals
- * (SIGTERM/SIGINT stop, SIGHUP reloads), and an orderly shutdown. */
+ * (SIGTERM/SIGINT stop, SIGHUP reloads), and an orderly shutdown. The closer thread
+ * (closer.h: closes the fds clients sent that nobody took) starts before the first
+ * session can exist and stops after the last one is gone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "closer.h"
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
@@ -169,6 +172,9 @@ static void shutdown_daemon(struct daemon *d)
 		close(d->notify_fd);
 	if (d->spare_fd >= 0)
 		close(d->spare_fd);
+	/* after the last session: what they sent is queued by now. A close still blocked
+	 * after CLOSER_STOP_WAIT_MS is left to the process's exit (closer.h) */
+	closer_stop();
 	notice_queue_destroy(&d->notices);
 	quota_table_free(&d->quotas);
 	config_free(&d->cfg);
@@ -226,6 +232,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	log_info("event loop: %s", event_loop_name(loop_kind(d.loop)));
+	/* before any session: the loop thread never closes an fd a client sent */
+	r = closer_start();
+	if (r < 0) {
+		log_err("cannot start the closer thread: %s", strerror(-r));
+		shutdown_daemon(&d);
+		return 1;
+	}
 	if (start_scanners(&d) < 0 || server_open_sockets(&d) < 0) {
 		shutdown_daemon(&d);
 		return 1;

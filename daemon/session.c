@@ -475,7 +475,8 @@ void session_close(struct session *s)
 	shutdown(s->fd, SHUT_RDWR); /* scanners still holding the sink now fail fast */
 	/* what the client sent that was never read: discarded now, so the close does
 	 * not reset the client's socket (its next read would fail with ECONNRESET
-	 * ahead of the ERROR that says why; protocol.md §6.2) */
+	 * ahead of the ERROR that says why; protocol.md §6.2); the fds that came with
+	 * it go to the closer thread (fdio_set_closer(): closer.h), never closed here */
 	fdio_discard(s->fd);
 	if (!hold_after_end(s)) /* held: its connection too, until its replies are read */
 		session_release_quota(s, Q_CONNECTIONS, 1);

@@ -24,6 +24,7 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "closer.h"
 #include "fdio.h"
 #include "log.h"
 #include "points.h"
@@ -173,7 +174,12 @@ static bool take_datagram(struct session *s, struct fdio_dgram *g)
 	s->rx_sent_ns = g->sent_ns;
 	handle_datagram(s, g->buf, (size_t)g->n, g->fds, g->nfds);
 	s->rx_sent_ns = 0;
-	fdio_close_all(g->fds, g->nfds); /* whatever a handler did not take */
+	/* whatever a handler did not take: to the closer thread (a close may block for
+	 * as long as the fd's owner likes); past its bound, the sender is stopped */
+	if (closer_close_all(g->fds, g->nfds) == -ENOSPC && !s->closed && !s->lingering)
+		fail_session(s, 0, -GARUDA_E_BAD_FD,
+			     "garudad has too many fds that clients sent still to close; "
+			     "a session that sends one it cannot use is ended");
 	return !s->closed && !s->lingering;
 }
 
@@ -200,9 +206,9 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 			if (!take_datagram(s, &g[i])) {
 				/* its own fds too (an empty datagram's, refused before any
 				 * handler: they leaked), and those read, never to be handled;
-				 * fdio_close_all() leaves -1 where it closed */
+				 * closer_close_all() leaves -1 where it took one */
 				for (int j = i; j < k; j++)
-					fdio_close_all(g[j].fds, g[j].nfds);
+					(void)closer_close_all(g[j].fds, g[j].nfds);
 				return;
 			}
 		}
@@ -216,7 +222,10 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 /* ---------------- lifetime ---------------- */
 
 /* Refused before HELLO with ERROR{code}: say why (a quota: quota_charge_explain()'s
- * words), best effort (the caller closes fd). */
+ * words), best effort (the caller closes fd). What the peer sent before it was
+ * accepted is read and thrown away first, nothing more can come (SHUT_RD): the fds it
+ * carries go to the closer thread (fdio_set_closer(): closer.h), where the close of
+ * the socket would have dropped them on this thread. */
 static void refuse_connection(struct daemon *d, int fd, pid_t pid, uid_t uid, int code,
 			      const char *why)
 {
@@ -226,6 +235,8 @@ static void refuse_connection(struct daemon *d, int fd, pid_t pid, uid_t uid, in
 	ssize_t len = garuda_msg_encode(&m, buf, sizeof(buf));
 	if (len > 0)
 		fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
+	shutdown(fd, SHUT_RD);
+	fdio_discard(fd);
 	log_client(code == -GARUDA_E_QUOTA ? LOG_NOTICE : LOG_WARNING,
 		   "pid %d uid %d: connection refused: %s", (int)pid, (int)uid, why);
 	session_count_error(d, code);

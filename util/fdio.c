@@ -2,6 +2,7 @@
 #include "fdio.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,11 +12,43 @@
 #include <time.h>
 #include <unistd.h>
 
-/* room for one message's fds and its send time, aligned for cmsghdr */
+/* The most fds one datagram can carry (the kernel's SCM_MAX_FD). */
+#define FDIO_KERNEL_MAX_FDS 253
+
+/* room for every fd one message can carry and its send time, aligned for cmsghdr: a
+ * message whose fds do not fit is cut short (MSG_CTRUNC), and the kernel closes the
+ * fds it cut on this thread, on the way out of recvmsg, bypassing the hook below */
 typedef union {
 	struct cmsghdr align;
-	char buf[CMSG_SPACE(sizeof(int) * FDIO_MAX_FDS) + CMSG_SPACE(sizeof(struct timespec))];
+	char buf[CMSG_SPACE(sizeof(int) * FDIO_KERNEL_MAX_FDS) + CMSG_SPACE(sizeof(struct timespec))];
 } fdio_control;
+
+typedef void (*fdio_closer_fn)(int fd);
+static _Atomic(fdio_closer_fn) peer_closer; /* NULL: close() */
+
+void fdio_set_closer(void (*close_fn)(int fd))
+{
+	atomic_store_explicit(&peer_closer, close_fn, memory_order_release);
+}
+
+/* Close an fd a peer sent that nobody took: through the hook */
+static void close_peer_fd(int fd)
+{
+	fdio_closer_fn f = atomic_load_explicit(&peer_closer, memory_order_acquire);
+	if (f)
+		f(fd);
+	else
+		close(fd);
+}
+
+static void close_peer_fds(int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close_peer_fd(fds[i]);
+		fds[i] = -1;
+	}
+}
 
 ssize_t fdio_send(int sock, const void *buf, size_t len, const int *fds, unsigned nfds, int flags)
 {
@@ -88,7 +121,7 @@ void fdio_discard(int sock)
 		unsigned n = 0;
 		ssize_t r = fdio_recv(sock, &b, 1, fds, FDIO_MAX_FDS, &n, MSG_DONTWAIT);
 		if (r > 0)
-			fdio_close_all(fds, n);
+			close_peer_fds(fds, n);
 		else if (r != -EMSGSIZE && r != -EMFILE && r != -EINTR)
 			return; /* drained (-EAGAIN), end of file, or the socket is gone */
 	}
@@ -121,8 +154,8 @@ static int take_fds(int sock, struct msghdr *mh, int *fds, unsigned max)
 {
 	int got[FDIO_MAX_FDS];
 	unsigned ngot = 0;
-	bool over = false; /* more than FDIO_MAX_FDS came (a control buffer with room for
-			    * more: no SO_TIMESTAMPNS record beside them, no MSG_CTRUNC) */
+	bool over = false; /* more than FDIO_MAX_FDS came (the control buffer has room for
+			    * every fd a message can carry) */
 	/* collect every fd first, whatever else is wrong, so none can leak */
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -134,13 +167,13 @@ static int take_fds(int sock, struct msghdr *mh, int *fds, unsigned max)
 			if (ngot < FDIO_MAX_FDS) {
 				got[ngot++] = fd;
 			} else {
-				close(fd);
+				close_peer_fd(fd);
 				over = true;
 			}
 		}
 	}
 	if ((mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || over || ngot > max) {
-		fdio_close_all(got, ngot);
+		close_peer_fds(got, ngot);
 		if ((mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == MSG_CTRUNC && !over && ngot <= max &&
 		    out_of_fds(sock))
 			return -EMFILE;

@@ -2,7 +2,8 @@
  * (one per call, or several per recvmmsg: fdio_recv_many).
  *
  * Shared by garudad and libgaruda. Receiving never leaks an fd: every fd the kernel
- * passed is either handed to the caller or closed, including on truncation
+ * passed is either handed to the caller or closed (through fdio_set_closer()'s hook,
+ * so that a daemon's event loop never closes a peer's fd itself), including on truncation
  * (MSG_TRUNC/MSG_CTRUNC), which is reported as -EMSGSIZE, or as -EMFILE when the
  * kernel cut the fds short because this process has no fd left. All fds arrive
  * CLOEXEC.
@@ -70,14 +71,32 @@ uint64_t fdio_sent_mono_ns(uint64_t sent_ns, uint64_t now_real, uint64_t now_mon
  * not accepted for a while: stopped, hung or swamped). */
 int fdio_connect(const char *path);
 
-/* Close n fds of an array (ignores -1). */
+/* Close n fds of an array (ignores -1; sets each to -1), with close() itself: for the
+ * caller's own fds. The fds a peer sent that the caller does not take go to
+ * whatever fdio_set_closer() installed instead (garudad: daemon/closer.h). */
 void fdio_close_all(int *fds, unsigned n);
 
+/* How fdio closes the fds a peer sent that nobody took: those of a datagram it
+ * refuses (-EMSGSIZE, -EMFILE: take_fds), more than FDIO_MAX_FDS with one datagram,
+ * and every fd fdio_discard() reads. Such a close can block for as long as the fd's
+ * owner likes (a FUSE file whose server never answers the FLUSH of each close; a TCP
+ * socket with SO_LINGER and unsent data: its last close waits up to the linger time),
+ * so a daemon hands them to a thread of its own (garudad's closer thread) rather than
+ * closing them on its event loop. close_fn takes the fd over (it must close it, now or
+ * later, and must not fail); NULL restores the default, close(). Process-wide; set it
+ * before the threads that receive start and reset it after they stop (the pointer is
+ * read atomically, so a change is safe, only not ordered with a receive in flight).
+ * libgaruda never sets it: a client closes what it is sent itself. Receiving makes
+ * room for the most fds one datagram can carry (SCM_MAX_FD, 253), so that the kernel
+ * never drops the surplus itself, which would close them on the receiving thread
+ * (MSG_CTRUNC); it still does when this process is out of fds (-EMFILE). */
+void fdio_set_closer(void (*close_fn)(int fd));
+
 /* Read and throw away what sock has received (MSG_DONTWAIT), closing every fd that
- * came with it, until nothing is left. Before closing a socket its peer still sends
- * on (after shutdown(SHUT_RD), so nothing more comes): a socket closed with datagrams
- * unread makes the peer's next read fail with ECONNRESET, ahead of what it had not
- * read yet. */
+ * came with it (through fdio_set_closer()'s hook), until nothing is left. Before
+ * closing a socket its peer still sends on (after shutdown(SHUT_RD), so nothing more
+ * comes): a socket closed with datagrams unread makes the peer's next read fail with
+ * ECONNRESET, ahead of what it had not read yet. */
 void fdio_discard(int sock);
 
 /* A memfd of `bytes` bytes sealed against shrink and grow (and further sealing), for a
