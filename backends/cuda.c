@@ -246,7 +246,7 @@ static int cuda_setup(struct garuda_backend *b, int device)
 	b->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!b->lib) {
 		gbk_set_why("cannot load CUDA's library %s (%s; %s): install the NVIDIA driver, or set GARUDA_CUDA_LIBRARY to the "
-			    "library's path", path, dlerror(), getenv("GARUDA_CUDA_LIBRARY") ? "from $GARUDA_CUDA_LIBRARY" : "the default");
+			    "library's path", path, dlerror(), gbk_library_path("GARUDA_CUDA_LIBRARY", NULL) ? "from $GARUDA_CUDA_LIBRARY" : "the default");
 		return -GARUDA_E_NO_DRIVER;
 	}
 

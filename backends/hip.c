@@ -141,7 +141,7 @@ static int hip_setup(struct garuda_backend *b, int device)
 	b->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!b->lib) {
 		gbk_set_why("cannot load HIP's library %s (%s; %s): install ROCm, or set GARUDA_HIP_LIBRARY to the "
-			    "library's path", path, dlerror(), getenv("GARUDA_HIP_LIBRARY") ? "from $GARUDA_HIP_LIBRARY" : "the default");
+			    "library's path", path, dlerror(), gbk_library_path("GARUDA_HIP_LIBRARY", NULL) ? "from $GARUDA_HIP_LIBRARY" : "the default");
 		return -GARUDA_E_NO_DRIVER;
 	}
 	void *fn;

@@ -18,7 +18,7 @@ from daemon import Daemon
 # (monkeypatch.setenv, undone after it), and the daemon fixture exports GARUDA_SOCKET.
 HOST_ENVIRONMENT = ("GARUDA_FALLBACK", "GARUDA_WAIT_PLAN", "GARUDA_WORDWAIT",
                     "GARUDA_CONNECT_TIMEOUT", "GARUDA_SOCKET", "GARUDA_CONTROL_SOCKET",
-                    "XDG_RUNTIME_DIR")
+                    "XDG_RUNTIME_DIR", "GARUDA_DEBUG", "GARUDA_HOST_NUMA_NODE")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -519,30 +519,19 @@ Test(ready, bind_errors)
 	env_down(&e);
 }
 
-/* A blocking (not O_NONBLOCK) eventfd: the contract only requires an eventfd, so
- * either BIND takes it and it is served, or BIND refuses it with BAD_FD (garudad's
- * policy: it writes only to non-blocking eventfds) and the connection stays. */
+/* A blocking (not O_NONBLOCK) eventfd: BIND refuses it with BAD_FD (protocol.md §10:
+ * garudad writes only to non-blocking eventfds) and the connection stays. */
 Test(ready, blocking_eventfd_bind)
 {
 	struct env e;
 	env_up(&e, 1);
 	int efd = eventfd(0, EFD_CLOEXEC);
-	int r = gd_bind(&e.c, gd_slot(&e.s, 0), efd);
-	cr_assert(r == 0 || r == GARUDA_E_BAD_FD, "BIND of a blocking eventfd: %s", gd_strerr(r));
-	if (r == 0) {
-		gd_ok(gd_arm(&e.c, gd_slot(&e.s, 0), 1, 1, GARUDA_FORM_EVENTFD));
-		gd_store(&e.s, 0, 1);
-		long long n = gd_eventfd_read(efd, GD_DEADLINE_MS);
-		cr_assert_eq(n, 1, "blocking eventfd: %lld", n);
-	} else {
-		cr_log_info("garudad refuses blocking eventfds at BIND (BAD_FD)");
-		gd_refused(gd_arm(&e.c, gd_slot(&e.s, 0), 1, 1, GARUDA_FORM_EVENTFD),
-			   GARUDA_E_NOT_BOUND);
-		gd_ok(gd_arm(&e.c, gd_slot(&e.s, 1), 1, 2, GARUDA_FORM_MESSAGE));
-		gd_store(&e.s, 1, 1);
-		struct garuda_ready rd = expect_ready(&e.c, "after a refused BIND");
-		cr_assert_eq(rd.token, 2);
-	}
+	gd_refused(gd_bind(&e.c, gd_slot(&e.s, 0), efd), GARUDA_E_BAD_FD);
+	gd_refused(gd_arm(&e.c, gd_slot(&e.s, 0), 1, 1, GARUDA_FORM_EVENTFD), GARUDA_E_NOT_BOUND);
+	gd_ok(gd_arm(&e.c, gd_slot(&e.s, 1), 1, 2, GARUDA_FORM_MESSAGE));
+	gd_store(&e.s, 1, 1);
+	struct garuda_ready rd = expect_ready(&e.c, "after a refused BIND");
+	cr_assert_eq(rd.token, 2);
 	expect_quiet(&e.c, "blocking eventfd");
 	close(efd);
 	env_down(&e);
