@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "closer.h"
 #include "control.h"
 #include "control_internal.h"
 #include "control_names.h"
@@ -512,13 +513,42 @@ static bool empty_datagram(int fd)
 	return poll(&p, 1, 0) == 0;
 }
 
+/* recv() of one request, with room for the most fds a datagram may carry (SCM_MAX_FD,
+ * 253): a request takes none, and those that come are handed to the closer thread
+ * (closer.h). A plain recv() let the kernel drop them, closing each on this thread: a
+ * close that can block (a FUSE file, a lingering TCP socket) would have held the
+ * loop. */
+static ssize_t recv_request(int fd, char *buf, size_t cap)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(253 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+			     .msg_controllen = sizeof(ctl.b) };
+	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			(void)closer_close(f);
+		}
+	}
+	return n;
+}
+
 static void on_request(struct loop_watch *w, void *data, uint32_t events)
 {
 	struct control_conn *c = data;
 	(void)events;
 	char buf[CONTROL_MAX_REQUEST];
 	for (int i = 0; i < CONTROL_BATCH; i++) {
-		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n = recv_request(c->fd, buf, sizeof(buf));
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n < 0 || (n == 0 && !empty_datagram(c->fd))) {

@@ -22,6 +22,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/un.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,4 +457,38 @@ Test(closer, exit_does_not_wait_for_a_blocked_close)
 	gd_cleanup(&d);
 	close(t.peer);
 	gd_check_fds();
+}
+
+/* The control socket takes no fds: one sent with a request is closed by the closer
+ * thread too (a plain recv() let the kernel drop it, closing it on the loop thread).
+ * The request is answered, and the client socket goes on being served. */
+Test(closer, fd_sent_to_the_control_socket_does_not_block_the_loop)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	gd_baseline(&d);
+	struct gd_client victim;
+	gd_ok(gd_open(&victim, d.sock));
+	struct lingerer t;
+	lingerer_open(&t);
+	int cfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.ctl);
+	cr_assert_eq(connect(cfd, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect: %s", strerror(errno));
+	daemon_stop_signal(&d);
+	static const char req[] = "{\"request\":\"status\"}";
+	send_fds(cfd, req, sizeof(req) - 1, &t.client, 1);
+	close(t.client); /* garudad's copy is the last one now */
+	t.client = -1;
+	daemon_cont_signal(&d);
+	struct pollfd p = { .fd = cfd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, SERVED_MS), 1, "the status request was not answered");
+	char reply[65536];
+	ssize_t n = recv(cfd, reply, sizeof(reply) - 1, 0);
+	cr_assert_gt(n, 0);
+	reply[n] = '\0';
+	cr_assert_not_null(strstr(reply, "\"version\":1"), "%s", reply);
+	close(cfd);
+	expect_served_while_lingering(&d, &victim, &t);
+	gd_stop(&d);
 }
