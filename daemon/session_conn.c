@@ -320,7 +320,9 @@ static bool out_of_resources(int r)
 
 /* The peer's cgroup quota record, or NULL (no cgroup key: logged, rate-limited);
  * *fail: -ENOMEM, -EMFILE or -ENFILE when garudad ran out of them finding it out (then
- * the connection is refused: accepted without its key it would escape quota.cgroup).
+ * the connection is refused: accepted without its key it would escape quota.cgroup),
+ * or -ESRCH when the peer is gone (exited before the accept: refused for the same
+ * reason).
  * path and r: what quota_peer_cgroup() gave (path taken); exited: peer_exited() after
  * the reads from /proc. */
 static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, int exited,
@@ -355,6 +357,13 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 	}
 	if (r == -ENOENT && exited < 0 && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM))
 		why = "hidden from garudad (ProtectProc=?); no pidfd to ask (Linux 6.5)";
+	if (r == -ENOENT && !why && pid > 0) {
+		/* the process is gone: connected, then exited (or handed its socket on)
+		 * before the accept. Taken without a key, such connections escaped
+		 * quota.cgroup (a tenant's launcher could open any number): refused */
+		*fail = -ESRCH;
+		return NULL;
+	}
 	*fail = out_of_resources(r) ? r : 0;
 	if (r < 0) {
 		if (!*fail)
@@ -420,6 +429,13 @@ void session_accept(struct daemon *d, int accepted_fd)
 	if (fail == -EMFILE || fail == -ENFILE) {
 		refuse_connection(d, fd, cred.pid, cred.uid, -EMFILE,
 				  "garudad is out of file descriptors (raise its LimitNOFILE)");
+		return;
+	}
+	if (fail == -ESRCH) {
+		char why[128];
+		snprintf(why, sizeof(why), "the connecting process (pid %d) exited before garudad "
+			 "accepted it: its cgroup quota key cannot be known", (int)cred.pid);
+		refuse_connection(d, fd, cred.pid, cred.uid, -ESRCH, why);
 		return;
 	}
 	_cleanup_free_ struct session *s = fail ? NULL : calloc(1, sizeof(*s));
