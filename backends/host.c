@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -177,7 +178,15 @@ static int stream_new(const struct garuda_host_stream_config *cfg,
 	pthread_cond_init(&s->room, &ca);
 	pthread_cond_init(&s->idle, &ca);
 	pthread_condattr_destroy(&ca);
-	if ((r = pthread_create(&s->worker, NULL, worker_main, s)))
+	/* the worker runs with every signal blocked, as libgaruda's own threads do
+	 * (garuda.h): a process-directed signal (a SIGTERM the program reads from a
+	 * signalfd, with it blocked in its own threads) must never land here */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&s->worker, NULL, worker_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r)
 		goto fail_sync;
 	*out = s;
 	return 0;

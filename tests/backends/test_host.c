@@ -9,9 +9,13 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "clock.h"
@@ -432,4 +436,35 @@ Test(host, stream_argument_checks)
 	cr_assert_eq(garuda_host_stream_query(NULL), -EINVAL);
 	cr_assert_eq(garuda_host_stream_drain(NULL), -EINVAL);
 	garuda_host_stream_free(s);
+}
+
+/* A program that takes its signals from a signalfd blocks them in its own threads; a
+ * host stream's worker, a thread libgaruda started, must not take them either: its
+ * signals all stay blocked (garuda.h), so a SIGTERM sent to the process waits in the
+ * signalfd instead of killing it there. */
+Test(host, the_worker_takes_no_process_signal)
+{
+	struct garuda_host_stream *s;
+	sigset_t none, m;
+	sigemptyset(&none);
+	/* the worker is made while this thread takes every signal (what it would inherit) */
+	cr_assert_eq(pthread_sigmask(SIG_SETMASK, &none, NULL), 0);
+	cr_assert_eq(garuda_host_stream_new(NULL, &s), 0);
+	sigemptyset(&m);
+	sigaddset(&m, SIGTERM);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &m, NULL), 0);
+	int sfd = signalfd(-1, &m, SFD_CLOEXEC);
+	cr_assert_geq(sfd, 0);
+	cr_assert_eq(kill(getpid(), SIGTERM), 0);
+	/* a worker that takes it (woken for it) ends the process meanwhile; the signal stays
+	 * pending when no thread takes it, however long this lasts (no false failure) */
+	usleep(200000);
+	struct pollfd p = { .fd = sfd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 10000), 1, "SIGTERM did not reach the signalfd");
+	struct signalfd_siginfo si;
+	cr_assert_eq(read(sfd, &si, sizeof(si)), (ssize_t)sizeof(si));
+	cr_assert_eq(si.ssi_signo, (uint32_t)SIGTERM);
+	close(sfd);
+	garuda_host_stream_free(s);
+	cr_assert_eq(pthread_sigmask(SIG_UNBLOCK, &m, NULL), 0);
 }

@@ -34,9 +34,10 @@
  *
  * The library starts one background thread per client (it reads the socket, routes
  * replies and READY messages, and reconnects), and one reactor thread per process
- * while it has GARUDA_FALLBACK=reactor clients. They block all signals. Do not use a
- * client in a child after fork(); connect again there (the child has no reactor
- * thread until it connects a fallback client).
+ * while it has GARUDA_FALLBACK=reactor clients, and one worker thread per host
+ * stream. They block all signals. Do not use a client in a child after fork();
+ * connect again there (the child has no reactor thread until it connects a fallback
+ * client). The library is never unloaded: dlclose() leaves it mapped.
  */
 #ifndef GARUDA_GARUDA_H
 #define GARUDA_GARUDA_H
