@@ -163,6 +163,8 @@ struct garuda_stream {
 		uint64_t ready_count;/* READY messages/nudges seen (message form waiters) */
 		pthread_cond_t ready_cond;
 		uint64_t polled;     /* word value the I/O thread or reactor saw last while down */
+		uint64_t readied;    /* the highest value a READY for it carried (fault_watch:
+				      * a landed sequence no READY came for gets a nudge) */
 	} ses;
 
 	/* the in-process reactor (reactor.c), c->lock's: its estimator for this stream

@@ -175,6 +175,12 @@ static void fault_watch(struct garuda_client *c)
 		uint64_t v = word_load(s->word);
 		if (s->ses.dying || garuda_reached(v, sig) ||
 		    atomic_load_explicit(&s->faulted, memory_order_relaxed)) {
+			/* everything landed and no READY said so (a garudad that hangs, stopped
+			 * or stuck, but keeps its socket): the stream's readiness form is nudged
+			 * here, a fault interval late at most, so its waiter is not left in
+			 * silence (a READY still in flight only makes one spare wake) */
+			if (!s->ses.dying && garuda_reached(v, sig) && !garuda_reached(s->ses.readied, sig))
+				stream_nudge_locked(s);
 			s->fx.since = 0; /* nothing outstanding: no more work for it */
 			continue;
 		}

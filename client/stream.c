@@ -88,10 +88,14 @@ struct garuda_stream *stream_lookup_locked(struct garuda_client *c, uint64_t tok
 
 void stream_ready_locked(struct garuda_client *c, uint64_t token, uint64_t value)
 {
-	(void)value; /* memory is the truth: the word is read again where it matters */
+	/* memory is the truth: the word is read again where it matters; the value is kept
+	 * for the fault watch's liveness check (router.c) */
 	struct garuda_stream *s = stream_lookup_locked(c, token);
-	if (s)
-		stream_nudge_locked(s);
+	if (!s)
+		return;
+	if (garuda_reached(value, s->ses.readied))
+		s->ses.readied = value;
+	stream_nudge_locked(s);
 }
 
 /* The live stream with this serial, or NULL. Errors are rare (quota refusals, a

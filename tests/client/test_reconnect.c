@@ -9,6 +9,7 @@
  * without overlap), twice over; and readiness really comes from the new daemon again
  * (re-armed descriptors fire, new arms fire). Outstanding work is held by gates. */
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <errno.h>
 #include <sys/un.h>
@@ -874,4 +875,48 @@ Test(reconnect, free_while_presenting_forgets_the_stream_in_garudad)
 	gate_destroy(&gs);
 	gate_destroy(&gt);
 	fx_down(&f);
+}
+
+/* A garudad that hangs (stopped, or stuck) keeps its socket: no session loss is seen,
+ * and no READY comes. Each form's readiness must still come once the word has landed
+ * (the fault watch nudges a landed sequence no READY came for): every wait ends in
+ * readiness or an error, never in silence. Ordering, not timing: garudad stays
+ * stopped until the readiness came (a generous poll fails the test otherwise). */
+Test(reconnect, readiness_while_garudad_hangs)
+{
+	static const enum garuda_readiness forms[] = { GARUDA_READINESS_EVENTFD,
+						       GARUDA_READINESS_DOORBELL };
+	for (size_t k = 0; k < sizeof(forms) / sizeof(forms[0]); k++) {
+		struct fixture f = { 0 };
+		fx_up(&f, NULL, 1);
+		struct garuda_host_stream *hs;
+		struct garuda_stream *s;
+		ok(garuda_host_stream_new(NULL, &hs));
+		ok(garuda_stream_new(f.seg, hs, forms[k], &s));
+		uint64_t seq, v;
+		ok(garuda_host_stream_enqueue_work(hs, 20 * NS_PER_MS));
+		ok(garuda_stream_signal(s, &seq));
+		cr_assert_eq(kill(f.d.pid, SIGSTOP), 0);
+		if (forms[k] == GARUDA_READINESS_EVENTFD) {
+			struct pollfd p = { .fd = garuda_stream_fd(s), .events = POLLIN };
+			do
+				cr_assert_eq(poll(&p, 1, 30000), 1, "no eventfd readiness while garudad hangs");
+			while (garuda_stream_drain(s, &v) == 0 || !garuda_stream_reached(s, seq));
+		} else {
+			uint32_t *word, bell;
+			ok(garuda_segment_doorbell(f.seg, &word, &bell));
+			while (!garuda_stream_reached(s, seq)) /* the store lands */
+				ok(garuda_host_stream_drain(hs));
+			/* the doorbell must move: a futex wait on it would sleep for good */
+			uint64_t until = garuda_now_ns() + 30 * NS_PER_S;
+			while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == bell) {
+				cr_assert_lt(garuda_now_ns(), until, "no doorbell while garudad hangs");
+				usleep(1000);
+			}
+		}
+		cr_assert_eq(kill(f.d.pid, SIGCONT), 0);
+		garuda_stream_free(s);
+		garuda_host_stream_free(hs);
+		fx_down(&f);
+	}
 }
