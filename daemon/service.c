@@ -179,7 +179,8 @@ void service_check_nofile(struct daemon *d)
 	if (rl.rlim_cur == RLIM_INFINITY)
 		return;
 	const struct quota_limits *q = &d->cfg.quota_uid;
-	uint64_t one = (uint64_t)q->connections + q->bindings + (uint64_t)q->segments * 2;
+	/* a connection: its socket and its process's pidfd (session.h) */
+	uint64_t one = (uint64_t)q->connections * 2 + q->bindings + (uint64_t)q->segments * 2;
 	uint64_t need = one * SERVICE_NOFILE_UIDS + 64; /* and garudad's own */
 	if ((uint64_t)rl.rlim_cur < need)
 		service_warn(d, "RLIMIT_NOFILE is %llu, below the %llu fds %d uids at full quota hold "

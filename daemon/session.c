@@ -430,6 +430,12 @@ static void drop_outbox(struct session *s)
 static void release_holdings(struct session *s)
 {
 	struct daemon *d = s->d;
+	if (s->w_pid) {
+		loop_remove(d->loop, s->w_pid);
+		s->w_pid = NULL;
+		close(s->pidfd);
+		s->pidfd = -1;
+	}
 	if (s->w_in) {
 		loop_remove(d->loop, s->w_in);
 		s->w_in = NULL;

@@ -54,6 +54,11 @@ struct session {
 	struct sink *sink; /* owns the socket */
 	int fd;            /* = sink->fd */
 	struct loop_watch *w_in, *w_out;
+	/* the connecting process's pidfd (SO_PEERPIDFD, Linux 6.5; -1: none) and its
+	 * watch: the session ends when that process exits, whoever else holds the socket
+	 * (a fork()ed child) */
+	int pidfd;
+	struct loop_watch *w_pid;
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;

@@ -403,6 +403,8 @@ static void read_comm(pid_t pid, char comm[17])
 	fclose(f);
 }
 
+static void on_peer_exit(struct loop_watch *w, void *data, uint32_t events);
+
 void session_accept(struct daemon *d, int accepted_fd)
 {
 	_cleanup_close_ int fd = accepted_fd;
@@ -476,6 +478,12 @@ void session_accept(struct daemon *d, int accepted_fd)
 							     : "garudad is out of memory");
 		return;
 	}
+	/* the connecting process's exit ends the session, though a child it forked still
+	 * holds the socket (its copy kept the parent's segments, bindings and quota for as
+	 * long as it lived). Best effort: without a pidfd or a watch, end of file alone */
+	s->pidfd = -1;
+	if (pidfd >= 0 && (s->w_pid = loop_add(d->loop, pidfd, POLLIN, on_peer_exit, s)))
+		s->pidfd = TAKE_FD(pidfd);
 	/* from here nothing fails: the session owns the sink, the daemon the session */
 	TAKE_PTR(sink);
 	d->next_session_id++;
@@ -488,6 +496,16 @@ void session_accept(struct daemon *d, int accepted_fd)
 		  (int)s->pid, (int)s->uid, s->comm, qc ? qc->path : "(none)");
 	d->status_dirty = true;
 	TAKE_PTR(s);
+}
+
+/* The process that connected has exited: the session ends (as at end of file) */
+static void on_peer_exit(struct loop_watch *w, void *data, uint32_t events)
+{
+	struct session *s = data;
+	(void)w, (void)events;
+	log_debug("session %llu: its process (pid %d) exited; ending it (a process it forked "
+		  "may still hold the socket)", (unsigned long long)s->id, (int)s->pid);
+	session_close(s);
 }
 
 /* A READY lost to the client's full socket: one OVERFLOW queued (docs/protocol.md §9.4) */

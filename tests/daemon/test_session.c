@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fdio.h"
@@ -588,5 +589,53 @@ Test(session, unbind_and_segment_close_keep_the_other_bindings)
 	gd_seg_unmap(&a);
 	gd_seg_unmap(&b);
 	gd_close(&c);
+	gd_stop(&d);
+}
+
+/* The session ends when the process that connected exits, though a child it forked
+ * still holds the socket: the child's copy kept the parent's session (segments,
+ * bindings, quota) for as long as the child lived, e.g. in a prefork server whose
+ * master crashed. Needs the peer's pidfd (SO_PEERPIDFD, Linux 6.5). */
+Test(session, ends_when_its_process_exits_though_a_child_holds_the_socket)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	int hold[2], ready[2];
+	cr_assert_eq(pipe2(hold, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) { /* connect, fork a holder of the socket, exit without closing it */
+		struct gd_client c;
+		if (gd_open(&c, d.sock) != 0)
+			_exit(1);
+		pid_t g = fork();
+		if (g == 0) { /* the holder: until the test closes hold[1] */
+			char b;
+			close(hold[1]);
+			(void)!write(ready[1], "r", 1);
+			(void)!read(hold[0], &b, 1);
+			_exit(0);
+		}
+		_exit(g > 0 ? 0 : 1);
+	}
+	close(hold[0]);
+	close(ready[1]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child did not connect and fork");
+	char b;
+	cr_assert_eq(read(ready[0], &b, 1), 1, "the holder did not start");
+	close(ready[0]);
+	struct gd_client probe;
+	gd_ok(gd_open(&probe, d.sock)); /* ordering: its session is listed after the other */
+	struct garuda_msg q, rep;
+	garuda_msg_init(&q, GARUDA_MSG_QUERY, 9);
+	gd_ok(gd_request(&probe, &q, NULL, 0, &rep, NULL));
+	long long n = gd_wait_status(&d, "clients", 1);
+	cr_assert_eq(n, 1, "%lld sessions while the holder lives: the exited process's session "
+		     "was kept by the socket's copy in its child", n);
+	gd_close(&probe);
+	close(hold[1]); /* the holder exits (not our child: the one it had exited first) */
 	gd_stop(&d);
 }
