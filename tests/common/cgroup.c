@@ -83,8 +83,10 @@ struct handover {
 	char text[GARUDA_ERROR_TEXT_MAX + 1]; /* the ERROR{QUOTA}'s, when refused */
 };
 
-static void child(const struct cg_group *g, const char *sock, bool expect_refusal, int back)
+static void child(const struct cg_group *g, const char *sock, bool expect_refusal, int back,
+		  int keep)
 {
+	gd_keepers_close_inherited(); /* other clients' keepers must see their end */
 	struct handover h = { 0 };
 	char procs[300];
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", g->dir);
@@ -119,37 +121,58 @@ static void child(const struct cg_group *g, const char *sock, bool expect_refusa
 		h.cookie = c.cookie;
 	}
 	int n = c.fd >= 0 ? 1 : 0;
-	_exit(fdio_send(back, &h, sizeof(h), &c.fd, (unsigned)n, 0) == (ssize_t)sizeof(h) ? 0 : 1);
+	bool sent = fdio_send(back, &h, sizeof(h), &c.fd, (unsigned)n, 0) == (ssize_t)sizeof(h);
+	/* a session belongs to the process that connected (garudad ends it when that
+	 * process exits, protocol.md §6.1 item 7): live on, without a copy of the socket,
+	 * until the test closes the client (gd_close: end of file on keep) */
+	if (c.fd >= 0)
+		close(c.fd);
+	char b;
+	while (read(keep, &b, 1) > 0)
+		;
+	_exit(sent ? 0 : 1);
 }
 
 int cg_open_in(const struct cg_group *g, const char *sock, struct gd_client *c, bool *refused,
 	       char *text, size_t tcap)
 {
-	int sv[2];
+	int sv[2], keep[2];
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
+	if (pipe2(keep, O_CLOEXEC) < 0) {
 		int e = errno;
 		close(sv[0]);
 		close(sv[1]);
 		return -e;
 	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		close(keep[0]);
+		close(keep[1]);
+		return -e;
+	}
 	if (pid == 0) {
 		close(sv[0]);
-		child(g, sock, *refused, sv[1]);
+		close(keep[1]);
+		child(g, sock, *refused, sv[1], keep[0]);
 	}
 	close(sv[1]);
+	close(keep[0]);
 	struct handover h;
 	int fds[1] = { -1 };
 	unsigned nfds = 0;
 	ssize_t n = fdio_recv(sv[0], &h, sizeof(h), fds, 1, &nfds, 0);
 	close(sv[0]);
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	/* the child lives while the client is used (gd_close() ends it): a refused or
+	 * failed one is ended here */
+	gd_keeper_set(c, pid, keep[1]);
+	if (n != (ssize_t)sizeof(h) || h.err || h.refused || nfds != 1)
+		gd_keeper_end(c);
 	if (n != (ssize_t)sizeof(h)) {
 		fdio_close_all(fds, nfds);
 		return n < 0 ? (int)n : -EPROTO;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -168,11 +169,47 @@ int gd_open_features(struct gd_client *c, const char *path, uint32_t features)
 	return r;
 }
 
+/* the keepers' pipe ends this process holds (a test's clients: a few) */
+#define GD_KEEPERS_MAX 256
+static int keepers[GD_KEEPERS_MAX];
+static unsigned nkeepers;
+
+void gd_keeper_set(struct gd_client *c, pid_t pid, int fd)
+{
+	c->keeper_pid = pid;
+	c->keeper_fd = fd;
+	if (nkeepers < GD_KEEPERS_MAX)
+		keepers[nkeepers++] = fd;
+}
+
+void gd_keepers_close_inherited(void)
+{
+	for (unsigned i = 0; i < nkeepers; i++)
+		close(keepers[i]);
+	nkeepers = 0;
+}
+
+void gd_keeper_end(struct gd_client *c)
+{
+	if (c->keeper_pid <= 0)
+		return;
+	for (unsigned i = 0; i < nkeepers; i++)
+		if (keepers[i] == c->keeper_fd) {
+			keepers[i] = keepers[--nkeepers];
+			break;
+		}
+	close(c->keeper_fd);
+	while (waitpid(c->keeper_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	c->keeper_pid = 0;
+}
+
 void gd_close(struct gd_client *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	gd_keeper_end(c);
 	free(c->q);
 	c->q = NULL;
 	c->qhead = c->qlen = c->qcap = 0;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "errcode.h"
 #include "segment_layout.h"
@@ -37,7 +38,19 @@ struct gd_client {
 	struct gd_rx *q; /* messages that arrived while waiting for a reply, in order */
 	size_t qhead, qlen, qcap;
 	bool eof;
+	/* a process that connected it and lives while it is used (cgroup.h cg_open_in:
+	 * garudad ends a session when its connecting process exits); keeper_pid 0: none */
+	pid_t keeper_pid;
+	int keeper_fd; /* its pipe: closing it ends the process */
 };
+
+/* Give c a keeper process, pid, ended by closing fd (registered: see below); end it,
+ * if any (gd_close() does). A process forked while keepers live holds copies of their
+ * pipes, so a keeper would not see its end: such a child (cgroup.c's, before it
+ * connects) closes them with gd_keepers_close_inherited(). */
+void gd_keeper_set(struct gd_client *c, pid_t pid, int fd);
+void gd_keeper_end(struct gd_client *c);
+void gd_keepers_close_inherited(void);
 
 struct gd_seg {
 	uint32_t id;
