@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "closer.h"
 #include "control_internal.h"
 #include "control_names.h"
 #include "log.h"
@@ -161,6 +162,12 @@ cJSON *ctl_req_status(struct daemon *d, const cJSON *req)
 	ctl_add_uint(r, CTL_KEY_ERRORS, errors);
 	ctl_add_uint(r, CTL_KEY_QUOTA_REFUSALS, d->quota_refusals);
 	ctl_add_uint(r, CTL_KEY_SCANNERS, d->nscanners);
+	/* fds clients sent that nobody took, handed to the closer thread, and those it has
+	 * not closed yet (one stuck: a FUSE file, a lingering socket; closer.h) */
+	struct closer_stats cs;
+	closer_stats(&cs);
+	ctl_add_uint(r, CTL_KEY_CLOSER_HANDED, cs.handed);
+	ctl_add_uint(r, CTL_KEY_CLOSER_PENDING, cs.pending);
 	return r;
 }
 

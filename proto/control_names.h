@@ -72,6 +72,8 @@
 #define CTL_KEY_PREDICTION_NS "prediction_ns"
 #define CTL_KEY_PREVIOUS "previous"
 #define CTL_KEY_QUOTA_REFUSALS "quota_refusals"
+#define CTL_KEY_CLOSER_HANDED "closer_handed"
+#define CTL_KEY_CLOSER_PENDING "closer_pending"
 #define CTL_KEY_READINESS "readiness"
 #define CTL_KEY_RELOADED "reloaded"
 #define CTL_KEY_REQUEST "request"
