@@ -25,13 +25,16 @@ struct garuda_watch_word {
 	uint32_t head, tail; /* waits, ascending target (GARUDA_WATCH_NONE: none) */
 	uint32_t nwaits;
 	uint32_t owner;
-	uint32_t pos;       /* index in the spin array, the heap, or its level's entries */
+	uint32_t pos;       /* index in its owner's timers (alone: the heap), or its level's
+			     * entries */
 	uint8_t place, level;
 	bool spun : 1;      /* its last look was a spin step (not a timed one) */
 	bool fine : 1;      /* on a timer of GARUDA_WATCH_FINE_NS (place_for): its owner's nfine */
 	bool done : 1;      /* its head run had landed when an arm on it was taken (an add
 			     * with pw->done): spun on at once, its finds record nothing;
 			     * until the next run starts */
+	bool alone : 1;     /* P_AT on a timer of its own in the watcher's heap, not in its
+			     * owner's timers (that array could not grow: timer_push) */
 	bool wide : 1;      /* its targets once spanned GARUDA_WATCH_WIDE or more (far()):
 			     * no wrapping order holds them all, so a reached wait may queue
 			     * behind one that is not: found() looks at every wait, and it
@@ -93,6 +96,20 @@ struct garuda_watch_level {
 };
 #define LV_NONE ((uint8_t)GARUDA_WATCH_LEVELS)
 
+/* a heap entry, 16 bytes: in the watcher's heap, a word (tag 0: an alone one) or one
+ * of an owner's slots (tag 1: a level, or its timers' earliest, SLOT_AT); in an
+ * owner's timers, its words (tag 0) */
+struct garuda_watch_timer {
+	uint64_t due;
+	uint32_t what : 31; /* word index, or owner * SLOTS + slot (reserve(): < 2^31) */
+	uint32_t tag : 1;
+	uint32_t seq;  /* when its time was set: equal times leave the heap first in, first out */
+};
+_Static_assert(sizeof(struct garuda_watch_timer) == 16, "a timer is 16 bytes (watch.h, Memory)");
+/* an owner's entries in the watcher's heap: one per level, and its timers' (SLOT_AT) */
+#define SLOTS (GARUDA_WATCH_LEVELS + 1u)
+#define SLOT_AT GARUDA_WATCH_LEVELS
+
 struct garuda_watch_ownerrec {
 	uint64_t key;
 	uint32_t nwords;
@@ -107,20 +124,18 @@ struct garuda_watch_ownerrec {
 	 * step (spin_step) took so far: a step takes each at most once */
 	uint32_t spin_head, nspin, spin_opos, spin_taken;
 	uint64_t spin_step;
+	/* its P_AT words' timers (but the alone ones): a min-heap of its own, its earliest
+	 * one entry (at_hpos; GARUDA_WATCH_NONE: none) in the watcher's heap, so that a
+	 * step serves them GARUDA_WATCH_CHUNK a turn, as its levels (timers_sync). The
+	 * array grows by doubling and is kept while small, freed once empty */
+	struct garuda_watch_timer *at;
+	uint32_t nat, atcap, at_hpos;
 	struct garuda_watch_level lv[GARUDA_WATCH_LEVELS];
 };
 
 /* a SPIN word's links on its owner's circular list (by word index) */
 struct garuda_watch_slink {
 	uint32_t next, prev;
-};
-
-/* a heap entry: a word (tag 0) or an owner's level (tag 1), 16 bytes */
-struct garuda_watch_timer {
-	uint64_t due;
-	uint32_t what : 31; /* word index, or owner * LEVELS + level (reserve(): < 2^31) */
-	uint32_t tag : 1;
-	uint32_t seq;  /* when its time was set: equal times leave the heap first in, first out */
 };
 
 garuda_watch_sleep garuda_watch_sleep_pack(uint64_t ns)
@@ -220,9 +235,11 @@ static void level_free(struct garuda_watch_level *lv);
 
 void garuda_watch_fini(struct garuda_watch *w)
 {
-	for (uint32_t o = 0; o < w->nowners; o++)
+	for (uint32_t o = 0; o < w->nowners; o++) {
 		for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 			level_free(&w->owners[o].lv[l]);
+		free(w->owners[o].at);
+	}
 	free(w->owners);
 	garuda_keymap_free(&w->owner_index);
 	free(w->touched);
@@ -258,13 +275,23 @@ struct garuda_policy_wait garuda_watch_policy_wait(const struct garuda_watch *w,
 
 /* ---------------------------------------------------------------- the heap */
 
-static void heap_set(struct garuda_watch *w, uint32_t i, struct garuda_watch_timer e)
+/* Two kinds of min-heap of timers, one code: the watcher's heap (levels, owners'
+ * earliest timers, alone words) and each owner's timers (its P_AT words). e goes to
+ * h[i]; its word, level or owner learns where. */
+static inline void heap_set(struct garuda_watch *w, struct garuda_watch_timer *h, uint32_t i,
+			    struct garuda_watch_timer e)
 {
-	w->heap[i] = e;
-	if (e.tag == 0)
+	h[i] = e;
+	if (e.tag == 0) {
 		w->words[e.what].pos = i;
-	else
-		w->owners[e.what / GARUDA_WATCH_LEVELS].lv[e.what % GARUDA_WATCH_LEVELS].hpos = i;
+	} else {
+		struct garuda_watch_ownerrec *o = &w->owners[e.what / SLOTS];
+		uint32_t slot = e.what % SLOTS;
+		if (slot == SLOT_AT)
+			o->at_hpos = i;
+		else
+			o->lv[slot].hpos = i;
+	}
 }
 
 /* a leaves the heap before b: the earlier time, or the same time set earlier */
@@ -273,28 +300,34 @@ static bool heap_before(const struct garuda_watch_timer *a, const struct garuda_
 	return a->due < b->due || (a->due == b->due && (int32_t)(a->seq - b->seq) < 0);
 }
 
-static void heap_sift(struct garuda_watch *w, uint32_t i)
+/* h[i] (of n) to its place */
+static void tsift(struct garuda_watch *w, struct garuda_watch_timer *h, uint32_t n, uint32_t i)
 {
-	struct garuda_watch_timer e = w->heap[i];
-	while (i > 0 && heap_before(&e, &w->heap[(i - 1) / 2])) { /* up */
-		heap_set(w, i, w->heap[(i - 1) / 2]);
+	struct garuda_watch_timer e = h[i];
+	while (i > 0 && heap_before(&e, &h[(i - 1) / 2])) { /* up */
+		heap_set(w, h, i, h[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
 	for (;;) { /* down */
 		uint32_t c = 2 * i + 1;
-		if (c >= w->nheap)
+		if (c >= n)
 			break;
-		if (c + 1 < w->nheap && heap_before(&w->heap[c + 1], &w->heap[c]))
+		if (c + 1 < n && heap_before(&h[c + 1], &h[c]))
 			c++;
-		if (!heap_before(&w->heap[c], &e))
+		if (!heap_before(&h[c], &e))
 			break;
-		heap_set(w, i, w->heap[c]);
+		heap_set(w, h, i, h[c]);
 		i = c;
 	}
-	heap_set(w, i, e);
+	heap_set(w, h, i, e);
 }
 
-/* room: reserve() keeps heapcap >= words + owners x levels */
+static void heap_sift(struct garuda_watch *w, uint32_t i)
+{
+	tsift(w, w->heap, w->nheap, i);
+}
+
+/* room: reserve() keeps heapcap >= words + owners x SLOTS */
 static void heap_push(struct garuda_watch *w, uint64_t due, uint32_t what, uint32_t tag)
 {
 	uint32_t i = w->nheap++;
@@ -314,9 +347,107 @@ static void heap_del(struct garuda_watch *w, uint32_t i)
 {
 	uint32_t last = --w->nheap;
 	if (i != last) {
-		heap_set(w, i, w->heap[last]);
+		heap_set(w, w->heap, i, w->heap[last]);
 		heap_sift(w, i);
 	}
+}
+
+/* ---------------------------------------------------------------- timers
+ *
+ * A word on a timer (P_AT: asleep toward its deadline, a window ahead, a fine look)
+ * waits in its owner's timers, a min-heap of their own, and the owner's earliest
+ * timer is one entry in the watcher's heap (SLOT_AT), as each of its levels is: a
+ * step serves an owner's due timers GARUDA_WATCH_CHUNK a turn, then that entry goes
+ * behind every other timer due in the step (due()), so one session's thousands of
+ * words due together stand in front of another's due word for a chunk at most (a
+ * heap of every word served them in due order: 65,536 words on one prediction put
+ * another session's word due 1 us later 256 steps of 512 looks behind). O(log n) a
+ * timer set, as before, and O(log owners) more when it changes its owner's earliest. */
+
+/* the owner's entry in the watcher's heap follows its earliest timer (none: none) */
+static void timers_sync(struct garuda_watch *w, uint32_t oi)
+{
+	struct garuda_watch_ownerrec *o = &w->owners[oi];
+	if (!o->nat) {
+		if (o->at_hpos != GARUDA_WATCH_NONE) {
+			heap_del(w, o->at_hpos);
+			o->at_hpos = GARUDA_WATCH_NONE;
+		}
+		return;
+	}
+	uint64_t due = o->at[0].due;
+	if (o->at_hpos == GARUDA_WATCH_NONE)
+		heap_push(w, due, oi * SLOTS + SLOT_AT, 1);
+	else if (w->heap[o->at_hpos].due != due)
+		heap_retime(w, o->at_hpos, due);
+}
+
+/* a new time for the owner's timer i (the owner's entry is the caller's: timers_sync) */
+static void at_retime(struct garuda_watch *w, struct garuda_watch_ownerrec *o, uint32_t i,
+		      uint64_t due)
+{
+	o->at[i].due = due;
+	o->at[i].seq = w->heap_seq++;
+	tsift(w, o->at, o->nat, i);
+}
+
+/* word wi (not placed) onto a timer at due: its owner's, or, when that array cannot
+ * grow, one of its own in the watcher's heap (alone; reserve() keeps room there for
+ * every word) */
+static void timer_push(struct garuda_watch *w, uint32_t wi, uint64_t due)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	struct garuda_watch_ownerrec *o = &w->owners[d->owner];
+	if (o->nat == o->atcap) {
+		uint32_t cap = o->atcap ? 2 * o->atcap : 16;
+		struct garuda_watch_timer *a = realloc(o->at, (size_t)cap * sizeof(*a));
+		if (!a) {
+			d->alone = true;
+			heap_push(w, due, wi, 0);
+			return;
+		}
+		o->at = a;
+		o->atcap = cap;
+	}
+	uint32_t i = o->nat++;
+	o->at[i] = (struct garuda_watch_timer){ due, wi, 0, w->heap_seq++ };
+	tsift(w, o->at, o->nat, i);
+	timers_sync(w, d->owner);
+}
+
+/* a new time for P_AT word wi */
+static void timer_retime(struct garuda_watch *w, uint32_t wi, uint64_t due)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	if (d->alone) {
+		heap_retime(w, d->pos, due);
+		return;
+	}
+	at_retime(w, &w->owners[d->owner], d->pos, due);
+	timers_sync(w, d->owner);
+}
+
+/* P_AT word wi off its timer; an owner left with none frees a big array */
+static void timer_del(struct garuda_watch *w, uint32_t wi)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	if (d->alone) {
+		heap_del(w, d->pos);
+		d->alone = false;
+		return;
+	}
+	struct garuda_watch_ownerrec *o = &w->owners[d->owner];
+	uint32_t i = d->pos, last = --o->nat;
+	if (i != last) {
+		heap_set(w, o->at, i, o->at[last]);
+		tsift(w, o->at, o->nat, i);
+	}
+	if (!o->nat && o->atcap > GARUDA_WATCH_CHUNK) {
+		free(o->at);
+		o->at = NULL;
+		o->atcap = 0;
+	}
+	timers_sync(w, d->owner);
 }
 
 /* ---------------------------------------------------------------- places */
@@ -600,7 +731,7 @@ static void unplace(struct garuda_watch *w, uint32_t wi)
 		spin_unlink(w, wi);
 		break;
 	case P_AT:
-		heap_del(w, d->pos);
+		timer_del(w, wi);
 		set_fine(w, d, false);
 		break;
 	case P_LEVEL: { /* its entry dies */
@@ -789,7 +920,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 	if (p == d->place && p == P_SPIN)
 		return;
 	if (p == P_AT && d->place == P_AT) {
-		heap_retime(w, d->pos, due);
+		timer_retime(w, wi, due);
 		set_fine(w, d, fine);
 		return;
 	}
@@ -800,16 +931,16 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		spin_link(w, wi);
 		break;
 	case P_AT:
-		heap_push(w, due, wi, 0);
+		timer_push(w, wi, due);
 		set_fine(w, d, fine);
 		break;
 	default: {
 		struct garuda_watch_level *lv = level_of(w, d->owner, level);
 		if (level_room(w, d->owner, lv) < 0) {
-			/* no room for its entry: a timer of its own instead, one period on
-			 * (the heap always has room for every word) */
+			/* no room for its entry: a timer instead, one period on (the heap
+			 * always has room for every word) */
 			d->place = P_AT;
-			heap_push(w, add_sat(now, GARUDA_WATCH_PERIOD_NS(level)), wi, 0);
+			timer_push(w, wi, add_sat(now, GARUDA_WATCH_PERIOD_NS(level)));
 			break;
 		}
 		d->level = (uint8_t)level;
@@ -822,7 +953,7 @@ static void place(struct garuda_watch *w, uint32_t wi, uint64_t now)
 			/* a new level's first sweep: one period from now */
 			lv->next = level_next(w, now, level, UINT64_MAX);
 			lv->sweeping = false;
-			heap_push(w, lv->next, d->owner * GARUDA_WATCH_LEVELS + level, 1);
+			heap_push(w, lv->next, d->owner * SLOTS + level, 1);
 		}
 		level_join(w, lv, level, hold_from(w, due, level), now);
 		break;
@@ -916,7 +1047,7 @@ int garuda_watch_reserve(struct garuda_watch *w, uint32_t n)
 			return -ENOMEM;
 	}
 	if (grow((void **)&w->slink, &w->slinkcap, w->wcap, sizeof(*w->slink)) ||
-	    grow((void **)&w->heap, &w->heapcap, w->nwords + n + w->ocap * GARUDA_WATCH_LEVELS,
+	    grow((void **)&w->heap, &w->heapcap, w->nwords + n + w->ocap * SLOTS,
 		 sizeof(*w->heap)))
 		return -ENOMEM;
 	return 0;
@@ -934,10 +1065,11 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	if (found != GARUDA_WATCH_NONE)
 		return found;
 	uint32_t tcap = w->ocap;
-	if (grow((void **)&w->owners, &w->ocap, w->nowners + 1, sizeof(*w->owners)) ||
+	if (w->nowners >= (1u << 31) / SLOTS || /* (a heap entry's what: < 2^31) */
+	    grow((void **)&w->owners, &w->ocap, w->nowners + 1, sizeof(*w->owners)) ||
 	    grow((void **)&w->touched, &tcap, w->ocap, sizeof(*w->touched)) ||
 	    grow((void **)&w->spin_own, &w->spin_owncap, w->ocap, sizeof(*w->spin_own)) ||
-	    grow((void **)&w->heap, &w->heapcap, w->wcap + w->ocap * GARUDA_WATCH_LEVELS,
+	    grow((void **)&w->heap, &w->heapcap, w->wcap + w->ocap * SLOTS,
 		 sizeof(*w->heap)) ||
 	    garuda_keymap_put(&w->owner_index, key, w->nowners))
 		return GARUDA_WATCH_NONE;
@@ -945,7 +1077,8 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key, .last_step = UINT64_MAX,
 						       .first_word = GARUDA_WATCH_NONE,
 						       .spin_head = GARUDA_WATCH_NONE,
-						       .spin_step = UINT64_MAX };
+						       .spin_step = UINT64_MAX,
+						       .at_hpos = GARUDA_WATCH_NONE };
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		w->owners[o].lv[l] = (struct garuda_watch_level){ .cursor = GARUDA_WATCH_NONE,
 								  .limit = GARUDA_WATCH_NONE,
@@ -1007,13 +1140,14 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 		return;
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		level_free(&w->owners[o].lv[l]);
+	free(w->owners[o].at); /* (no words: no timers, no entry) */
 	garuda_keymap_del(&w->owner_index, key);
 	uint32_t last = --w->nowners;
 	w->ntouched = 0; /* (between steps: the last step's owners are read) */
 	if (o == last)
 		return;
 	/* the last owner takes its index: its key's entry (a replace: never fails), words
-	 * and level timers follow */
+	 * and level and timers' entries follow */
 	garuda_keymap_put(&w->owner_index, w->owners[last].key, o);
 	w->owners[o] = w->owners[last];
 	for (uint32_t i = w->owners[o].first_word; i != GARUDA_WATCH_NONE; i = w->words[i].onext)
@@ -1022,7 +1156,9 @@ void garuda_watch_owner_drop(struct garuda_watch *w, uint64_t key)
 		w->spin_own[w->owners[o].spin_opos] = o;
 	for (unsigned l = 0; l < GARUDA_WATCH_LEVELS; l++)
 		if (w->owners[o].lv[l].hpos != GARUDA_WATCH_NONE)
-			w->heap[w->owners[o].lv[l].hpos].what = o * GARUDA_WATCH_LEVELS + l;
+			w->heap[w->owners[o].lv[l].hpos].what = o * SLOTS + l;
+	if (w->owners[o].at_hpos != GARUDA_WATCH_NONE)
+		w->heap[w->owners[o].at_hpos].what = o * SLOTS + SLOT_AT;
 }
 
 /* ---------------------------------------------------------------- waits */
@@ -1253,13 +1389,12 @@ static void poke_word(struct garuda_watch *w, uint32_t wi, uint64_t now)
 		return; /* looked at every step anyway */
 	struct garuda_watch_word *d = &w->words[wi];
 	if (d->place == P_AT) {
-		w->heap[d->pos].due = now;
-		heap_sift(w, d->pos);
+		timer_retime(w, wi, now);
 		return;
 	}
-	unplace(w, wi); /* off its level: its own timer, due now (room: reserve()) */
+	unplace(w, wi); /* off its level: a timer, due now */
 	d->place = P_AT;
-	heap_push(w, now, wi, 0);
+	timer_push(w, wi, now);
 }
 
 /* ---------------------------------------------------------------- a step */
@@ -1370,7 +1505,7 @@ static bool promote(struct garuda_watch *w, uint32_t owner, struct garuda_watch_
 					      * being served) */
 		nl->next = level_next(w, now, l, UINT64_MAX);
 		nl->sweeping = false;
-		heap_push(w, nl->next, owner * GARUDA_WATCH_LEVELS + l, 1);
+		heap_push(w, nl->next, owner * SLOTS + l, 1);
 	}
 	level_join(w, nl, l, dl, now);
 	return true;
@@ -1425,10 +1560,11 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 	bool timers = w->nheap && w->heap[0].due <= add_sat(now, lead);
 	unsigned spun = take_spin(w, words, 0, timers && max > 1 ? max / 2 : max);
 	n = looks = spun;
-	/* the due timers, in due order; a level gives at most a chunk per turn */
+	/* the due timers, in due order; a level, or an owner's timers, gives at most a
+	 * chunk per turn */
 	while (looks < max && w->nheap && w->heap[0].due <= add_sat(now, lead)) {
 		struct garuda_watch_timer e = w->heap[0];
-		if (e.tag == 0) {
+		if (e.tag == 0) { /* an alone word (timer_push) */
 			w->words[e.what].step = (uint32_t)w->steps;
 			words[n++] = e.what;
 			looks++;
@@ -1437,8 +1573,27 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			heap_retime(w, 0, UINT64_MAX);
 			continue;
 		}
-		uint32_t owner = e.what / GARUDA_WATCH_LEVELS;
-		struct garuda_watch_level *lv = level_of(w, owner, e.what % GARUDA_WATCH_LEVELS);
+		uint32_t owner = e.what / SLOTS, slot = e.what % SLOTS;
+		uint64_t horizon = add_sat(now, lead);
+		if (slot == SLOT_AT) {
+			/* an owner's due timers: a chunk a turn, in due order; each word given
+			 * out stays there until found() places it again, out of the way */
+			struct garuda_watch_ownerrec *o = &w->owners[owner];
+			for (unsigned c = 0; c < GARUDA_WATCH_CHUNK && looks < max && o->at[0].due <= horizon; c++) {
+				uint32_t wi = o->at[0].what;
+				w->words[wi].step = (uint32_t)w->steps;
+				words[n++] = wi;
+				looks++;
+				at_retime(w, o, 0, UINT64_MAX);
+			}
+			/* more due: behind every timer due in this step (the same time, set
+			 * later: first in, first out), as a level half swept; found() puts
+			 * it back at its earliest (timers_sync) */
+			uint64_t top = o->at[0].due;
+			heap_retime(w, o->at_hpos, top <= horizon ? horizon : top);
+			continue;
+		}
+		struct garuda_watch_level *lv = level_of(w, owner, slot);
 		if (!lv->sweeping) { /* a new period: every word it holds now */
 			lv->sweeping = true;
 			w->nsweeping++;
@@ -1447,7 +1602,7 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 			lv->limit = lv->fresh_step == w->steps ? lv->fresh_from : lv->len;
 			lv->prev_began = lv->began;
 			lv->began = now;
-			lv->next = level_next(w, now, e.what % GARUDA_WATCH_LEVELS, lv->young);
+			lv->next = level_next(w, now, slot, lv->young);
 		}
 		/* a chunk of its live entries: the idle held ones looked at here (with a
 		 * load), the rest given out */
@@ -1541,7 +1696,6 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 		 * later: first in, first out), so a long sweep goes on in this step, a
 		 * chunk per turn, up to max looks, and a step never ends with due work left
 		 * for a sleep of a few us (a futex wait each chunk) */
-		uint64_t horizon = add_sat(now, lead);
 		if (lv->cursor == GARUDA_WATCH_NONE) {
 			lv->sweeping = false;
 			w->nsweeping--;
@@ -1693,7 +1847,7 @@ uint64_t garuda_watch_early_ns(const struct garuda_watch *w)
 
 int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 {
-	uint32_t live = 0, at = 0, timers = 0, onlevel = 0, entries = 0, sweeping = 0;
+	uint32_t live = 0, at = 0, owned = 0, timers = 0, onlevel = 0, entries = 0, sweeping = 0;
 	for (uint32_t i = 0; i < w->wtop; i++) {
 		const struct garuda_watch_word *d = &w->words[i];
 		if (d->head == GARUDA_WATCH_NONE)
@@ -1705,11 +1859,18 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 					   w->slink[w->slink[i].next].prev != i ||
 					   !w->owners[d->owner].nspin))
 			return snprintf(why, cap, "word %u: not on its owner's spin list", i), -1;
-		if (d->place == P_AT && (d->pos >= w->nheap || w->heap[d->pos].tag || w->heap[d->pos].what != i))
+		if (d->place == P_AT && d->alone &&
+		    (d->pos >= w->nheap || w->heap[d->pos].tag || w->heap[d->pos].what != i))
 			return snprintf(why, cap, "word %u: not at its heap position", i), -1;
+		if (d->place == P_AT && !d->alone &&
+		    (d->pos >= w->owners[d->owner].nat || w->owners[d->owner].at[d->pos].what != i))
+			return snprintf(why, cap, "word %u: not at its place in its owner's timers", i), -1;
+		if (d->alone && d->place != P_AT)
+			return snprintf(why, cap, "word %u: alone, not on a timer", i), -1;
 		if (d->place == P_NONE)
 			return snprintf(why, cap, "word %u: has waits and no place", i), -1;
-		at += d->place == P_AT;
+		at += d->place == P_AT && d->alone;
+		owned += d->place == P_AT && !d->alone;
 		onlevel += d->place == P_LEVEL;
 	}
 	if (live != w->nwords)
@@ -1817,7 +1978,49 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 		return snprintf(why, cap, "%u levels sweeping, %u counted", sweeping, w->nsweeping), -1;
 	if (entries != onlevel)
 		return snprintf(why, cap, "%u words on levels, %u live entries", onlevel, entries), -1;
-	if (w->nheap != at + timers)
-		return snprintf(why, cap, "heap %u entries, %u words and %u levels", w->nheap, at, timers), -1;
+	/* the owners' timers: each a heap of its P_AT words (not alone), its earliest one
+	 * entry in the watcher's heap, at its earliest's time, or later while a step that
+	 * served a chunk of them left the rest behind the other timers due in it (due()) */
+	uint32_t in_owners = 0, with_at = 0;
+	uint64_t horizon = add_sat(w->step_ns, GARUDA_POLICY_SPIN_AHEAD_NS);
+	for (uint32_t o = 0; o < w->nowners; o++) {
+		const struct garuda_watch_ownerrec *r = &w->owners[o];
+		if (r->nat > r->atcap)
+			return snprintf(why, cap, "owner %u: %u timers in room for %u", o, r->nat, r->atcap), -1;
+		for (uint32_t i = 0; i < r->nat; i++) {
+			uint32_t x = r->at[i].what;
+			if (r->at[i].tag || x >= w->wtop || w->words[x].owner != o || w->words[x].place != P_AT ||
+			    w->words[x].alone || w->words[x].pos != i)
+				return snprintf(why, cap, "owner %u: timer %u (word %u) does not belong", o, i, x), -1;
+			if (i && heap_before(&r->at[i], &r->at[(i - 1) / 2]))
+				return snprintf(why, cap, "owner %u: timer %u before its parent", o, i), -1;
+		}
+		in_owners += r->nat;
+		if ((r->at_hpos != GARUDA_WATCH_NONE) != (r->nat != 0))
+			return snprintf(why, cap, "owner %u: %u timers, heap entry %u", o, r->nat, r->at_hpos), -1;
+		if (!r->nat)
+			continue;
+		with_at++;
+		const struct garuda_watch_timer *e = &w->heap[r->at_hpos];
+		if (r->at_hpos >= w->nheap || !e->tag || e->what != o * SLOTS + SLOT_AT)
+			return snprintf(why, cap, "owner %u: its timers' heap entry is not at %u", o, r->at_hpos), -1;
+		if (e->due != r->at[0].due && (e->due < r->at[0].due || r->at[0].due > horizon))
+			return snprintf(why, cap, "owner %u: its timers' entry due at %llu, its earliest at %llu",
+					o, (unsigned long long)e->due, (unsigned long long)r->at[0].due), -1;
+	}
+	if (in_owners != owned)
+		return snprintf(why, cap, "%u owners' timers, %u words on them", in_owners, owned), -1;
+	for (uint32_t i = 0; i < w->nheap; i++) {
+		const struct garuda_watch_timer *e = &w->heap[i];
+		if (i && heap_before(e, &w->heap[(i - 1) / 2]))
+			return snprintf(why, cap, "heap entry %u before its parent", i), -1;
+		uint32_t o = e->what / SLOTS, slot = e->what % SLOTS;
+		if (e->tag && (o >= w->nowners || (slot == SLOT_AT ? w->owners[o].at_hpos
+								   : w->owners[o].lv[slot].hpos) != i))
+			return snprintf(why, cap, "heap entry %u names owner %u slot %u, not there", i, o, slot), -1;
+	}
+	if (w->nheap != at + timers + with_at)
+		return snprintf(why, cap, "heap %u entries, %u words alone, %u levels and %u owners' timers",
+				w->nheap, at, timers, with_at), -1;
 	return 0;
 }

@@ -10,8 +10,9 @@
  * address of it); a word is looked at for its head wait (the lowest target; the others
  * are queued behind it, stream order), and waits in one of three places:
  *   - SPIN: its head is in its spin window: looked at every step;
- *   - AT: its head's deadline (or window) is ahead: a min-heap of times, O(log n);
- *     or (+predict) its window has closed less than its prediction's uncertainty
+ *   - AT: its head's deadline (or window) is ahead: a timer, in its owner's min-heap
+ *     of times (its earliest one entry in the watcher's heap), O(log n); or
+ *     (+predict) its window has closed less than its prediction's uncertainty
  *     (sleep/backoff_div) ago: a timer every GARUDA_WATCH_FINE_NS, for at most
  *     GARUDA_WATCH_FINE_WORDS words of a session at once (the rest: LEVEL);
  *   - LEVEL L of its owner: its head is overdue by t (past its deadline, outside its
@@ -26,9 +27,9 @@
  *     come its youngest word's backoff apart (at least P_L, at most P_L+1), so a
  *     tenant's idle words, of one age, are looked at by their bound itself, and a
  *     word whose hold ran out waits on its level, held, while its level's youngest's
- *     runs out within P_L+1 (the level moves on whole). Each
- *     owner's levels are one timer each in the heap (periods fall on a 1/16 grid of
- *     absolute time, so the levels of one period share a wake); a level's sweep is a
+ *     runs out within P_L+1 (the level moves on whole). Each owner's levels are one
+ *     timer each in the heap, as its timers' earliest is (periods fall on a 1/16 grid
+ *     of absolute time, so the levels of one period share a wake); a level's sweep is a
  *     walk in order of its array of entries, one per word, each with what an idle
  *     look needs (key, head target, hold). With the driver's load
  *     (garuda_watch_set_load) the sweep looks at idle words itself: one found idle
@@ -38,29 +39,36 @@
  *     levels and a heap, not a heap of every word: the overdue words of a tenant can
  *     be hundreds of thousands, and a level costs one heap entry and a sequential walk
  *     per period, where a heap would cost O(log n) per word per look; the few words
- *     that sleep toward a predicted deadline keep an exact time.
+ *     that sleep toward a predicted deadline keep an exact time. Why a heap of timers
+ *     per owner: a tenant's words on one prediction fall due together, thousands at
+ *     once, and a heap of every word served them in due order before another
+ *     session's word due a microsecond later (65,536 of them: 256 steps of 512 looks).
  * A step looks at the SPIN words, a session at a time (each owner's SPIN words are a
  * circular list; GARUDA_WATCH_CHUNK of one owner per turn, the first owner rotating
  * step to step; half the step at most while a timer is due, the rest after the
  * timers), and at the heap's due timers, in due order, at most
  * max words in all (given out or looked at idle), GARUDA_WATCH_CHUNK of one level per turn
- * (or GARUDA_WATCH_IDLE_PER_WORD times as many idle looks; a level left half-swept is due again
- * within the step, behind every timer due in it: equal times leave first in, first
- * out): every owner's due words are served in turn, and a
+ * (or GARUDA_WATCH_IDLE_PER_WORD times as many idle looks), or of one owner's due timers,
+ * earliest first (a level left half-swept, or an owner's timers with more due, is due
+ * again within the step, behind every timer due in it: equal times leave first in,
+ * first out): every owner's due words are served in turn, and a
  * session's backlog never stands in front of another session's due word for more than
  * a chunk. Words that are not due are never loaded.
  *
  * Promises:
  *   - Pure: no clock, no atomics, no I/O; libc only (but for GARUDA_WATCH_LOAD_ADDRESS,
- *     the driver's own words loaded for it). Allocation only in
- *     garuda_watch_reserve() and owner creation (the driver calls them off its hot
- *     path; every other call is allocation-free). Deterministic.
+ *     the driver's own words loaded for it). Allocation in garuda_watch_reserve() and
+ *     owner creation (the driver calls them off its hot path), and else only as an
+ *     owner's level arrays and timers' heap grow (doubling, their room kept while in
+ *     use; rare): out of memory there, a word takes a timer of its own in the
+ *     watcher's heap, where reserve() keeps room for every word (served in due order,
+ *     outside its owner's turn). Deterministic.
  *   - Every wait that is added is either fired (its word read at or past its target
  *     by garuda_watch_found()) or removed by the driver: never lost, never twice.
  *   - A wait whose word the driver reports reached fires in that same call, with
  *     every lower wait on the word (a word that jumped fires them all), whatever the
  *     targets: a word whose targets once spanned 2^62 or more (no one wrapping order
- *     holds them) is looked at whole, and on a timer of its own, never on a level; a
+ *     holds them) is looked at whole, and on a timer (its own), never on a level; a
  *     word read half the range (2^62 or more) from its head's target is looked at
  *     whole in that look, a sweep's too.
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
@@ -71,7 +79,8 @@
  *     idle looks of a sweep too (garuda_watch_step_owners: a step's, per owner).
  *   - A sweep with a load fires, records and charges exactly as one without (the
  *     idle words it keeps are the ones garuda_watch_found() would keep).
- *   - Memory: a wait is 40 bytes, a word 64 and its spin links 8, a level entry 32
+ *   - Memory: a wait is 40 bytes, a word 64 and its spin links 8, a level entry 32, a
+ *     timer 16 (in its owner's heap: the watcher's holds an owner's earliest alone)
  *     (garudad adds a 48-byte payload per wait: ~117 B of RSS per armed wait at 4
  *     waits a word).
  *
@@ -197,6 +206,8 @@ struct garuda_watch {
 	struct garuda_watch_slink *slink;
 	uint32_t slinkcap, nspin;
 	uint32_t *spin_own, nspin_own, spin_owncap, spin_orr;
+	/* the timers: each owner's levels and its timers' earliest (its words' own timers
+	 * are its heap: watch.c), and words whose owner's heap could not grow (alone) */
 	struct garuda_watch_timer *heap;
 	uint32_t nheap, heapcap, heap_seq;
 	/* owners, dense (a drop moves the last into the hole), and key -> index

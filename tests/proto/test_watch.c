@@ -10,7 +10,8 @@
  *     bound; the plan's backoff_div sets the 32 (garuda_watch_tuning_of);
  *   - fairness: a session with 65,536 overdue words and one with 1, all due together:
  *     the second's word is in the first step, and no step looks at more than a chunk of
- *     the first's words per turn;
+ *     the first's words per turn; likewise with 65,536 words on timers (+predict, one
+ *     prediction) and another's word due 1 us later, every word still given out once;
  *   - work is counted in word loads, per owner, and a wait not due costs none;
  *   - the walk over words with waits gives just those, whatever was armed before;
  *   - owners are found by key through thousands of random makes and drops;
@@ -400,6 +401,64 @@ Test(watch, a_session_backlog_does_not_delay_another_session)
 	cr_assert(garuda_watch_owner_stats(&s.w, 200, &sb));
 	cr_assert_gt(sa.loads, sb.loads);
 	cr_assert_eq(sa.loads + sb.loads, s.loads, "every look is charged to an owner");
+	sim_fini(&s);
+}
+
+/* Fairness with timers (+predict: each word sleeping toward its deadline has a timer
+ * of its own). The timers were one heap served in due order: a session's 65,536 words
+ * on one 10 ms prediction stood in front of another session's word due 1 us later for
+ * 256 steps of 512 looks. Now each session's timers are one entry in the heap, served
+ * a chunk a turn: the other's word is in the first step, behind one chunk at most,
+ * and every one of the first session's words is still given out (and fires) once. */
+Test(watch, one_sessions_due_timers_never_stand_before_another_sessions_due_word)
+{
+	enum { N = 65536 };
+	static struct sim s;
+	static bool seen[N];
+	memset(seen, 0, sizeof(seen));
+	sim_init(&s, true, N + 1);
+	uint32_t a = garuda_watch_owner(&s.w, 100), b = garuda_watch_owner(&s.w, 200);
+	cr_assert_eq(garuda_watch_reserve(&s.w, N + 1), 0);
+	for (uint64_t k = 0; k < N; k++)
+		arm(&s, a, k, 1, 10 * MS);
+	s.now += 1 * US;
+	arm(&s, b, N, 1, 10 * MS);
+	for (uint64_t k = 0; k <= N; k++)
+		s.value[k] = 1; /* every one landed (before its deadline): one look fires it */
+	char why[200];
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	uint64_t first = garuda_watch_next(&s.w, s.now), b_due = first + 1 * US;
+	cr_assert_gt(first, s.now, "nothing due before the prediction");
+	s.now = first;
+	unsigned steps = 0, given = 0, b_step = 0;
+	while (given < N + 1 && steps < 4 * (N / 512)) {
+		unsigned n = garuda_watch_due(&s.w, s.now, s.due, 512);
+		steps++;
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t k = garuda_watch_word_key(&s.w, s.due[i]) - 1;
+			if (k == N) {
+				cr_assert_eq(b_step, 0, "b's word given out twice");
+				b_step = steps;
+				cr_assert_leq(i, GARUDA_WATCH_CHUNK, "b's word behind %u of a's", i);
+			} else {
+				cr_assert_not(seen[k], "a's word %llu given out twice", (unsigned long long)k);
+				seen[k] = true;
+			}
+			given++;
+			s.fired_total += garuda_watch_found(&s.w, s.due[i], s.value[k], s.now, s.fire);
+		}
+		if (steps % 16 == 1)
+			cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "step %u: %s", steps, why);
+		advance(&s, UINT64_MAX);
+	}
+	cr_assert_eq(b_step, 1, "b's word, due %llu us after a's, was given out in step %u",
+		     (unsigned long long)((b_due - first) / US), b_step);
+	for (unsigned k = 0; k < N; k++)
+		cr_assert(seen[k], "a's word %u was never given out", k);
+	cr_assert_eq(s.fired_total, N + 1, "%u of %u fired", s.fired_total, N + 1);
+	cr_assert_eq(garuda_watch_count(&s.w), 0);
+	cr_assert_leq(steps, N / 512 + 2, "%u steps of 512 looks for %u words", steps, N + 1);
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
 	sim_fini(&s);
 }
 
