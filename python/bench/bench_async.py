@@ -15,7 +15,8 @@ eventfd row's p50, both from this run.
     python3 python/bench/bench_async.py --bench build/tests/bench/garuda-bench \\
         --garudad build/daemon/garudad [--samples 20000] [--json out.json]
 
-Exit status: 0 when every row ran (timings never fail), 1 on a broken run.
+Exit status: 0 when every row ran (timings never fail), 1 on a broken run (one that
+leaked an fd among them).
 """
 import argparse
 import asyncio
@@ -33,6 +34,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 import garuda  # noqa: E402
 from daemon import Daemon  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "common"))
+from fdleak import leaked_fds, open_fds  # noqa: E402  (the fd-leak check)
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -125,6 +128,9 @@ def main():
         kinds.append("uvloop")
     except ImportError:
         print("(uvloop not installed: its row is left out)")
+    if "uvloop" in kinds:  # libuv's first loop opens its signal pipe, open until exit
+        uvloop.new_event_loop().close()
+    fds_before = open_fds()
     c_ids = {"garuda_eventfd": "C: garuda eventfd (raw protocol, epoll-style)",
              "libgaruda_wait": "C: libgaruda spin-then-block wait"}
     rounds = []  # per round: {label: row}
@@ -175,6 +181,9 @@ def main():
             json.dump({"gap_us": a.gap_us, "rounds": a.rounds, "samples_per_round": per_round,
                        "rows": summary, "per_round": rounds,
                        "ratios_p50_vs_c_eventfd": ratios}, f, indent=1)
+    leaked = leaked_fds(fds_before)
+    if leaked:
+        raise RuntimeError(f"leaked fds: {', '.join(leaked)}")
     return 0
 
 

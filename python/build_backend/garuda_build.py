@@ -9,6 +9,7 @@ definition: it is setuptools' as it is, in place."""
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 
 from setuptools import build_meta as _setuptools
@@ -24,6 +25,11 @@ def _in_a_copy():
     with tempfile.TemporaryDirectory(prefix="garuda-build.") as tmp:
         copy = os.path.join(tmp, "python")
         shutil.copytree(here, copy, ignore=_LEFT_OUT)
+        # copytree keeps the modes of a read-only checkout (0555 directories, 0444
+        # files): make the copy its owner's to write, or setuptools cannot create build/
+        for d, _dirs, files in os.walk(copy):
+            for p in [d] + [os.path.join(d, n) for n in files]:
+                os.chmod(p, stat.S_IMODE(os.lstat(p).st_mode) | stat.S_IWUSR)
         os.chdir(copy)
         try:
             yield

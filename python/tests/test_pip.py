@@ -10,9 +10,11 @@ this test starts. The install runs on a read-only copy of python/ in a temporary
 directory, and writes nothing into it (the build backend, build_backend/
 garuda_build.py, runs setuptools on a copy of its own: setuptools writes build/ and
 garuda.egg-info/ into the tree it builds, which failed in a checkout the user cannot
-write). Skips, saying why, without the venv module or ensurepip (Debian
-python3-venv) or without the wheel package (python3-wheel: Debian 12's setuptools
-needs it to build and its venvs carry none)."""
+write). Root writes into a read-only tree anyway: run as root, the test makes the
+venv and runs pip as an unprivileged uid (nobody, 65534), whom the 0555 tree stops.
+Skips, saying why, without the venv module or ensurepip (Debian python3-venv) or
+without the wheel package (python3-wheel: Debian 12's setuptools needs it to build
+and its venvs carry none)."""
 import importlib.util
 import os
 import shutil
@@ -24,6 +26,7 @@ import pytest
 
 PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LIBRARY = os.environ.get("GARUDA_LIBRARY")
+NOBODY = 65534  # the uid (and gid) the venv and pip run as when the test runs as root
 
 PROBE = r"""
 import os, sys, garuda
@@ -63,14 +66,37 @@ def test_pip_install_into_venv(make_daemon):
     why = _missing()
     if why:
         pytest.skip(why)
+    as_root = os.geteuid() == 0
+    if as_root and not shutil.which("setpriv"):
+        pytest.skip("run as root, the test runs pip as uid 65534 with setpriv (util-linux), "
+                    "which is not on PATH")
     d = make_daemon()
-    with tempfile.TemporaryDirectory(prefix="garuda-py-pip.") as tmp:
+    base = None
+    if as_root:  # a directory nobody can reach (TMPDIR under /root, say) would not do
+        base = next((b for b in (tempfile.gettempdir(), "/tmp", "/var/tmp")
+                     if subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                                        "--clear-groups", "test", "-x", b]).returncode == 0),
+                    None)
+        if base is None:
+            pytest.skip(f"uid {NOBODY} can reach none of {tempfile.gettempdir()}, /tmp, "
+                        "/var/tmp to run pip in")
+    with tempfile.TemporaryDirectory(prefix="garuda-py-pip.", dir=base) as tmp:
         shutil.copytree(PYTHON_DIR, os.path.join(tmp, "python"),
                         ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__",
                                                       "tests", "bench"))
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
         env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        user = []  # the venv and pip: as nobody when run as root (root writes a 0555 tree)
+        user_env = env
+        if as_root:
+            home, utmp = os.path.join(tmp, "home"), os.path.join(tmp, "tmp")
+            os.mkdir(home)
+            os.mkdir(utmp)
+            for p in (tmp, home, utmp):
+                os.chown(p, NOBODY, NOBODY)
+            user = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+            user_env = dict(env, HOME=home, TMPDIR=utmp, PIP_NO_CACHE_DIR="1")
 
         def run(*cmd, **kw):
             r = subprocess.run(cmd, cwd=tmp, env=kw.pop("env", env), capture_output=True,
@@ -78,8 +104,8 @@ def test_pip_install_into_venv(make_daemon):
             assert r.returncode == 0, f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}"
             return r
 
-        r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "v"],
-                           cwd=tmp, env=env, capture_output=True, text=True, timeout=240)
+        r = subprocess.run(user + [sys.executable, "-m", "venv", "--system-site-packages", "v"],
+                           cwd=tmp, env=user_env, capture_output=True, text=True, timeout=240)
         if r.returncode != 0 and "ensurepip" in r.stdout + r.stderr:
             pytest.skip(f"{sys.executable} -m venv cannot install pip (python3-venv's "
                         f"ensurepip): {(r.stdout + r.stderr).strip()[-300:]}")
@@ -87,9 +113,10 @@ def test_pip_install_into_venv(make_daemon):
         pip = os.path.join(tmp, "v", "bin", "pip")
         src = os.path.join(tmp, "python")
         before = _tree(src)
-        _chmod_tree(src, 0o555, 0o444)  # as a checkout the user cannot write (root still can)
+        _chmod_tree(src, 0o555, 0o444)  # as a checkout the user cannot write
         try:
-            run(pip, "install", "--no-build-isolation", "--no-index", "./python")
+            run(*user, pip, "install", "--no-build-isolation", "--no-index", "./python",
+                env=user_env)
         finally:
             _chmod_tree(src, 0o755, 0o644)
         assert _tree(src) == before, f"the build wrote into the source tree: {_tree(src) - before}"

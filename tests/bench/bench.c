@@ -13,8 +13,9 @@
  *
  * Exit status: 0 when every measurement ran (whatever the timings), 1 when a run was
  * broken (a daemon that did not start or exit cleanly, a readiness that never came or
- * came before its store, a count that does not add up), 2 on a usage error. So the
- * quick mode can run as a test on a noisy machine: it fails only on a broken run.
+ * came before its store, a count that does not add up, or an fd open at the end that
+ * was not at the start: a leak), 2 on a usage error. So the quick mode can run as a
+ * test on a noisy machine: it fails only on a broken run.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdscan.h"
 #include "bench.h"
 #include "wordwait.h"
 
@@ -226,6 +228,12 @@ int main(int argc, char **argv)
 		.idle_cpu_s = NAN, .idle_ctxt = NAN,
 	};
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* the fd-leak check of every test (tests/common/fdscan.h) */
+	static unsigned char fds_before[FDSCAN_MAX];
+	if (fdscan(0, fds_before) < 0) {
+		fprintf(stderr, "garuda-bench: cannot list /proc/self/fd\n");
+		return 1;
+	}
 
 	struct utsname u;
 	uname(&u);
@@ -290,7 +298,10 @@ int main(int argc, char **argv)
 	}
 	free(text);
 	cJSON_Delete(b.json);
-	printf("\n%s in %.0f s; JSON: %s%s\n", b.failures ? "BROKEN RUN" : "done", secs, b.o.json_path,
-	       b.failures ? " (see the messages above)" : "");
+	bool leaked = fdscan_report_new(fds_before, "garuda-bench", NULL) > 0;
+	if (leaked)
+		rc = 1;
+	printf("\n%s in %.0f s; JSON: %s%s\n", b.failures || leaked ? "BROKEN RUN" : "done", secs,
+	       b.o.json_path, b.failures || leaked ? " (see the messages above)" : "");
 	return rc;
 }

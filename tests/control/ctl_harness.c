@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -260,16 +262,26 @@ static char *slurp_two(int a, int b, char **out_b, pid_t pid)
 }
 
 /* A copy of garctl that uid 65534 can execute: the build tree may lie under a 0700
- * home directory. A fresh 0755 directory under /tmp holds a 0755 copy of the binary
- * (garctl needs no library from the build tree: only libc and libcjson). The path goes
- * to out; the directory is removed by peer_garctl_remove. Skips, saying why, when
- * /tmp offers no such place. */
+ * home directory. A fresh 0755 directory under $TMPDIR (else /tmp) holds a 0755 copy
+ * of the binary (garctl needs no library from the build tree: only libc and
+ * libcjson). The path goes to out; the directory is removed by peer_garctl_remove.
+ * Skips, saying why, when $TMPDIR offers no such place (none made, or a noexec mount). */
 static void peer_garctl_copy(const char *bin, char *dir, size_t dcap, char *out, size_t ocap)
 {
-	snprintf(dir, dcap, "/tmp/garctl-peer.XXXXXX");
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	cr_assert_lt((size_t)snprintf(dir, dcap, "%s/garctl-peer.XXXXXX", tmp), dcap,
+		     "TMPDIR %s: too long", tmp);
 	if (!mkdtemp(dir))
 		cr_skip_test("no directory for a copy of garctl that uid %d can run (mkdtemp "
-			     "under /tmp: %s)", 65534, strerror(errno));
+			     "under %s: %s)", 65534, tmp, strerror(errno));
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC)) {
+		rmdir(dir);
+		cr_skip_test("no directory for a copy of garctl that uid %d can run: %s is "
+			     "mounted noexec (set TMPDIR)", 65534, tmp);
+	}
 	cr_assert_eq(chmod(dir, 0755), 0, "chmod %s: %s", dir, strerror(errno));
 	snprintf(out, ocap, "%s/garctl", dir);
 	int in = open(bin, O_RDONLY | O_CLOEXEC);
@@ -317,7 +329,7 @@ static void run_garctl(struct ctl_run *r, uid_t uid, gid_t gid, const gid_t *gro
 {
 	const char *bin = getenv("GARCTL");
 	cr_assert(bin && *bin, "GARCTL (path of garctl) is not set");
-	char peer_dir[64] = "", peer_bin[96];
+	char peer_dir[PATH_MAX] = "", peer_bin[PATH_MAX + 16];
 	if (uid != (uid_t)-1) {
 		peer_garctl_copy(bin, peer_dir, sizeof(peer_dir), peer_bin, sizeof(peer_bin));
 		bin = peer_bin;

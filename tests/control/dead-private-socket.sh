@@ -6,7 +6,8 @@
 # say which socket they used (GARUDA_DEBUG=1's line, garctl status's Socket: row).
 # Runs in a private mount namespace with a tmpfs on /run/garuda, so the host's own
 # /run/garuda is never touched; what the user runs is copied into a 0755 directory
-# (the build may live under a 0700 home). Needs root and unshare: skips (77) otherwise.
+# under $TMPDIR, else /tmp (the build may live under a 0700 home). Needs root and
+# unshare, and that directory not mounted noexec: skips (77) otherwise.
 #   dead-private-socket.sh GARUDAD GARCTL MINIMAL LIBGARUDA_DIR
 set -euo pipefail
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (a mount namespace and another uid)"; exit 77; }
@@ -19,9 +20,11 @@ shift
 garudad=$1 garctl=$2 minimal=$3 libdir=$4
 user=nobody group=nogroup
 
-work=$(mktemp -d /tmp/garuda-deadsock.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/garuda-deadsock.XXXXXX")
 pid=
 trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+python3 -c 'import os, sys; sys.exit(os.statvfs(sys.argv[1]).f_flag & os.ST_NOEXEC)' "$work" ||
+	{ echo "SKIP: ${TMPDIR:-/tmp} is mounted noexec: no place for the programs the user runs (set TMPDIR)"; exit 77; }
 chmod 0755 "$work"
 mkdir -p "$work/bin" "$work/xdg/garuda" /run/garuda
 mount -t tmpfs -o mode=0755 tmpfs /run/garuda

@@ -16,6 +16,7 @@ After the last frame of top come the legend and the load average (issue 30, item
 printed only before top cleared the screen, they were left in scrollback). Then the
 bounded run (no terminal, DEMO_SECONDS) on a busy machine (DEMO_LOADAVG: a load above
 the CPUs): after its last frame, the legend, the load and the note that it is busy.
+Last, that this process leaked no fd (its fds at the end are those at the start).
 
     demo_ctrl_c.py SOURCE_ROOT BUILD_ROOT
 """
@@ -32,6 +33,8 @@ import sys
 import tempfile
 import termios
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from fdleak import leaked_fds, open_fds  # noqa: E402  (tests/common)
 
 DEADLINE_UP_S = 60  # garudad up, a first frame of top
 DEADLINE_END_S = 60  # after ^C: the demo's cleanup done
@@ -50,6 +53,7 @@ def fail(msg, out):
 
 
 def main():
+    fds_before = open_fds()
     src, build = sys.argv[1], sys.argv[2]
     env = {k: v for k, v in os.environ.items()
            if k not in ("DEMO_SECONDS", "GARUDA_SOCKET", "GARUDA_CONTROL_SOCKET",
@@ -158,6 +162,10 @@ def main():
         pass
     print("ok: Ctrl-C ended the demo with exit 0, figures printed, %s removed" % rt)
     bounded(src, env)
+    leaked = leaked_fds(fds_before)
+    if leaked:
+        fail("this process leaked fds: %s" % ", ".join(leaked), "")
+    print("ok: no fd leaked")
 
 
 def bounded(src, env):

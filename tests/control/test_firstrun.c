@@ -10,14 +10,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +57,70 @@ static void become_nobody(pid_t parent)
 		_exit(126);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(126);
+}
+
+/* A fresh 0755 directory for a copy of garudad that uid NOBODY runs (the build may lie
+ * under a 0700 home), under $TMPDIR (else /tmp), into dir (PATH_MAX bytes). Skips,
+ * saying why, where that is a noexec mount (the copy could not run). */
+static void exec_dir(char *dir, const char *prefix)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	cr_assert_lt((size_t)snprintf(dir, PATH_MAX, "%s/%sXXXXXX", tmp, prefix), (size_t)PATH_MAX);
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp under %s: %s", tmp, strerror(errno));
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC)) {
+		rmdir(dir);
+		cr_skip_test("%s is mounted noexec: no place for a copy of garudad that uid %d "
+			     "can run (set TMPDIR)", tmp, NOBODY);
+	}
+	cr_assert_eq(chmod(dir, 0755), 0);
+}
+
+/* The mount namespace (and cwd) the test goes back to from a private /run/garuda */
+struct private_run {
+	int ns, cwd;
+};
+
+/* Hide the host's /run/garuda (a system garudad, or something that never answers, may
+ * listen there) from this test process and the programs it starts: a private mount
+ * namespace with an empty tmpfs on /run/garuda, where that directory exists (where it
+ * does not, nothing listens there). Returns 0 (leave_private_run() goes back to the
+ * namespace the test started in), -2 (nothing to hide) or -1 (no namespace can be made
+ * here: logged why, and the caller leaves its step out). */
+static int enter_private_run(struct private_run *p)
+{
+	struct stat st;
+	p->ns = p->cwd = -1;
+	if (stat(GARUDA_SOCKET_DIR, &st) != 0)
+		return -2;
+	p->ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	p->cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert(p->ns >= 0 && p->cwd >= 0, "/proc/self/ns/mnt, .: %s", strerror(errno));
+	if (unshare(CLONE_NEWNS) < 0) {
+		cr_log_warn("cannot hide the host's %s (unshare: %s)", GARUDA_SOCKET_DIR, strerror(errno));
+		close(p->ns);
+		close(p->cwd);
+		return -1;
+	}
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "mount --make-rprivate /: %s",
+		     strerror(errno));
+	cr_assert_eq(mount("tmpfs", GARUDA_SOCKET_DIR, "tmpfs", 0, "mode=0755"), 0,
+		     "mount tmpfs on %s: %s", GARUDA_SOCKET_DIR, strerror(errno));
+	return 0;
+}
+
+static void leave_private_run(struct private_run *p)
+{
+	if (p->ns < 0)
+		return;
+	/* setns() moves the cwd to the namespace's root: back to where the test was */
+	cr_assert_eq(setns(p->ns, CLONE_NEWNS), 0, "setns: %s", strerror(errno));
+	cr_assert_eq(fchdir(p->cwd), 0);
+	close(p->ns);
+	close(p->cwd);
+	p->ns = p->cwd = -1;
 }
 
 static void copy_file(const char *from, const char *to)
@@ -176,10 +244,10 @@ Test(firstrun, nonroot_default_runtime_dir)
 		cr_skip_test("needs root to run garudad as uid %d", NOBODY);
 	if (!getgrgid(NOBODY))
 		cr_skip_test("no group with gid %d", NOBODY);
-	char dir[] = "/tmp/garuda-first.XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_eq(chmod(dir, 0755), 0);
-	char xdg[64], bin[96], sock[160], ctl[160], rundir[96], env[128], log[96];
+	char dir[PATH_MAX];
+	exec_dir(dir, "garuda-first.");
+	char xdg[PATH_MAX + 8], bin[PATH_MAX + 16], sock[PATH_MAX + 48], ctl[PATH_MAX + 48],
+		rundir[PATH_MAX + 32], env[PATH_MAX + 32], log[PATH_MAX + 16];
 	snprintf(xdg, sizeof(xdg), "%s/xdg", dir);
 	snprintf(bin, sizeof(bin), "%s/garudad", dir);
 	snprintf(log, sizeof(log), "%s/garudad.log", dir);
@@ -250,14 +318,19 @@ Test(firstrun, nonroot_default_runtime_dir)
 	cr_assert_not_null(strstr(r.out, "RLIMIT_MEMLOCK"), "%s", r.out);
 	ctl_run_free(&r);
 
-	/* the same uid without XDG_RUNTIME_DIR looks at the system path and says so */
-	const char *args2[] = { "status", NULL };
-	const char *env_none[] = { "XDG_RUNTIME_DIR=", NULL };
-	ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, env_none, args2);
-	cr_assert_neq(r.status, 0);
-	cr_assert_not_null(strstr(r.err, "/run/garuda/control.sock"), "%s", r.err);
-	cr_assert_not_null(strstr(r.err, "XDG_RUNTIME_DIR"), "%s", r.err);
-	ctl_run_free(&r);
+	/* the same uid without XDG_RUNTIME_DIR looks at the system path and says so:
+	 * nothing listens there (the host's /run/garuda out of sight) */
+	struct private_run pr;
+	if (enter_private_run(&pr) != -1) {
+		const char *args2[] = { "status", NULL };
+		const char *env_none[] = { "XDG_RUNTIME_DIR=", NULL };
+		ctl_garctl_as(&r, NOBODY, NOBODY, NULL, 0, env_none, args2);
+		leave_private_run(&pr);
+		cr_assert_neq(r.status, 0);
+		cr_assert_not_null(strstr(r.err, "/run/garuda/control.sock"), "%s", r.err);
+		cr_assert_not_null(strstr(r.err, "XDG_RUNTIME_DIR"), "%s", r.err);
+		ctl_run_free(&r);
+	}
 
 	cr_assert_eq(kill(pid, SIGTERM), 0);
 	int ws;
@@ -353,9 +426,8 @@ Test(firstrun, nonroot_without_xdg_runtime_dir_hints)
 		if ((rs.st_mode & S_IWOTH) || rs.st_uid == (uid_t)NOBODY)
 			cr_skip_test("uid %d may write /run here", NOBODY);
 	}
-	char dir[] = "/tmp/garuda-noxdg.XXXXXX", bin[96], out[8192];
-	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_eq(chmod(dir, 0755), 0);
+	char dir[PATH_MAX], bin[PATH_MAX + 16], out[8192];
+	exec_dir(dir, "garuda-noxdg.");
 	snprintf(bin, sizeof(bin), "%s/garudad", dir);
 	copy_file(getenv("GARUDAD"), bin);
 

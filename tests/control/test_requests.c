@@ -6,12 +6,14 @@
  * garctl joining the pages; 64-bit values as exact decimal strings. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -381,8 +383,18 @@ Test(requests, a_low_nofile_limit_is_raised_and_warned_of)
 	cr_assert_not_null(real, "GARUDAD is not set");
 	if (access("/usr/bin/prlimit", X_OK) != 0)
 		cr_skip_test("no /usr/bin/prlimit (util-linux) to start garudad under");
-	char dir[] = "/tmp/garuda-nofile-XXXXXX", wrapper[64];
-	cr_assert_not_null(mkdtemp(dir));
+	/* the wrapper is a program: its directory ($TMPDIR, else /tmp) must allow exec */
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	char dir[PATH_MAX], wrapper[PATH_MAX + 16];
+	cr_assert_lt((size_t)snprintf(dir, sizeof(dir), "%s/garuda-nofile-XXXXXX", tmp), sizeof(dir));
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp under %s: %s", tmp, strerror(errno));
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC)) {
+		rmdir(dir);
+		cr_skip_test("%s is mounted noexec: no place for the garudad wrapper (set TMPDIR)", tmp);
+	}
 	snprintf(wrapper, sizeof(wrapper), "%s/garudad", dir);
 	FILE *f = fopen(wrapper, "we");
 	cr_assert_not_null(f);

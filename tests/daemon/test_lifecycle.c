@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -376,10 +378,47 @@ Test(lifecycle, control_status_fields)
 	gd_stop(&d);
 }
 
+/* Put an empty /run/garuda (garudad's default runtime directory) in front of this test
+ * and the daemons it starts, whatever the host has there: a private mount namespace
+ * (of this test's worker process) with an empty tmpfs on /run/garuda, or, where the
+ * host has no /run/garuda, on /run with an empty garuda directory in it. false (logged
+ * why) where no mount namespace can be made here. */
+static bool private_run_garuda(void)
+{
+	if (unshare(CLONE_NEWNS) < 0) {
+		cr_log_warn("no private mount namespace (unshare: %s): /run/garuda is not checked",
+			    strerror(errno));
+		return false;
+	}
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0,
+		     "mount --make-rprivate /: %s", strerror(errno));
+	struct stat sb;
+	const char *on = stat("/run/garuda", &sb) == 0 ? "/run/garuda" : "/run";
+	cr_assert_eq(mount("tmpfs", on, "tmpfs", 0, "mode=0755"), 0, "mount tmpfs on %s: %s", on,
+		     strerror(errno));
+	if (strcmp(on, "/run") == 0)
+		cr_assert_eq(mkdir("/run/garuda", 0755), 0, "mkdir /run/garuda: %s", strerror(errno));
+	return true;
+}
+
+/* The first entry of directory path into name (empty when there is none). */
+static void first_entry(const char *path, char *name, size_t cap)
+{
+	DIR *dir = opendir(path);
+	cr_assert_not_null(dir, "%s: %s", path, strerror(errno));
+	struct dirent *e;
+	name[0] = '\0';
+	while ((e = readdir(dir)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(name, cap, "%s", e->d_name);
+			break;
+		}
+	closedir(dir);
+}
+
 static void activation(bool reverse)
 {
-	struct stat sb;
-	bool run_garuda_existed = stat("/run/garuda", &sb) == 0;
+	bool check_run = private_run_garuda();
 	struct gd_daemon d = { 0 };
 	gd_start(&d, &(struct gd_opts){ .socket_activation = true,
 					.activation_reverse = reverse });
@@ -395,9 +434,18 @@ static void activation(bool reverse)
 	/* a second client on the inherited socket */
 	serves(&d);
 	gd_close(&c);
-	cr_assert_eq(stat("/run/garuda/garuda.sock", &sb) == 0 && !run_garuda_existed, false,
-		     "garudad created /run/garuda/garuda.sock despite socket activation");
+	/* its sockets are the inherited ones: nothing in the default runtime directory */
+	char name[256];
+	if (check_run) {
+		first_entry("/run/garuda", name, sizeof(name));
+		cr_assert_str_empty(name, "garudad created /run/garuda/%s despite socket activation",
+				    name);
+	}
 	gd_stop(&d);
+	if (check_run) {
+		first_entry("/run/garuda", name, sizeof(name));
+		cr_assert_str_empty(name, "/run/garuda/%s after garudad stopped", name);
+	}
 }
 
 Test(lifecycle, socket_activation)

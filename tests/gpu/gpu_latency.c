@@ -14,7 +14,8 @@
  *
  * "Kernel end" is when the store becomes visible to the host: a reference thread,
  * alone on the last CPU (pin()), spins on the word with acquire loads and stamps each new
- * value. The latency of an iteration is the waiter's wake time minus that stamp (the
+ * value, and every value it passed over between two loads (a pipeline stores several
+ * back to back), with the time of the load that showed it. The latency of an iteration is the waiter's wake time minus that stamp (the
  * same store and the same observer for every mode, so the modes compare fairly). A
  * sample where the waiter woke more than OBSERVER_SLACK_NS before the observer saw the
  * store means the observer was descheduled: it is left out and counted as "late".
@@ -40,7 +41,9 @@
  * every store. Without it such a run fails: its table would mean nothing.
  *
  * Promises: never hangs (every wait has a timeout); exits non-zero with the failing
- * call named. Built by meson (tests/gpu/meson.build): with nvcc against
+ * call named, or when the run leaked an fd (every fd open at the end was open at the
+ * start, but those the CUDA driver opens for its context, kept until the process
+ * exits). Built by meson (tests/gpu/meson.build): with nvcc against
  * gpu_kernel.cu (the real check), and always against gpu_stub.c and gpu_fake.c.
  */
 #include <dirent.h>
@@ -59,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdscan.h"
 #include "gpu_kernel.h"
 
 #define WAIT_TIMEOUT_NS 5000000000ll /* 5 s: far beyond any kernel we launch */
@@ -105,7 +109,19 @@ static uint64_t now_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
-/* The reference observer: stamps[v] = when the word was first seen at v. */
+/* ---- the fd-leak check (tests/common/fdscan.h) ---------------------------------- */
+
+static unsigned char fds_allowed[FDSCAN_MAX]; /* open at the start, or the CUDA driver's */
+
+/* the driver's device files, opened as it needs them */
+static bool driver_fd(const char *target)
+{
+	return strncmp(target, "/dev/nvidia", 11) == 0;
+}
+
+/* The reference observer: stamps[v] = when the word was first seen at v or beyond (a
+ * value the observer did not see itself, passed over between two loads, is stamped
+ * with the load that first showed it reached: what a waiter for v waits for). */
 struct observer {
 	struct garuda_stream *stream;
 	uint64_t *stamps;
@@ -142,7 +158,10 @@ static void *observe(void *arg)
 		uint64_t v = garuda_stream_value(o->stream);
 		if (v != last) {
 			uint64_t t = now_ns();
-			if (v <= o->max_seq)
+			for (uint64_t s = last + 1; s <= v && s <= o->max_seq; s++)
+				if (!o->stamps[s])
+					o->stamps[s] = t;
+			if (v <= o->max_seq && !o->stamps[v])
 				o->stamps[v] = t;
 			last = v;
 			atomic_store_explicit(&o->seen, v, memory_order_release);
@@ -201,6 +220,7 @@ static int waiter_open(struct waiter *w, const struct mode *m, int device, uint6
 	int r = gk_init(device, m->sched);
 	if (r)
 		FAIL("CUDA init (primary context flags)", r, gk_error_string(r));
+	fdscan(0, fds_allowed); /* the driver's, for its context: open until we exit */
 	if ((r = garuda_connect(&w->client)) < 0)
 		FAIL("garuda_connect ($GARUDA_SOCKET)", r, garuda_strerror(r));
 	if ((r = garuda_segment_open(w->client, "cuda", device, 1, &w->seg)) < 0)
@@ -350,8 +370,10 @@ static int run_single(const struct opts *o)
 			status = 1;
 		}
 	}
+	uint64_t t0 = now_ns(); /* the run's wall time bounds every latency in it */
 	for (size_t i = 0; status == 0 && i < total; i++)
 		status = iterate(&w, o->kernel_us, o->queued, i >= (size_t)o->warmup);
+	double wall = (double)(now_ns() - t0) / 1e9;
 	if (status == 0 && w.kept == 0 && !o->check) {
 		fprintf(stderr, "gpu_latency: every sample had a late observer\n");
 		status = 1;
@@ -365,9 +387,9 @@ static int run_single(const struct opts *o)
 			fprintf(f,
 				"{\"kind\":\"single\",\"mode\":\"%s\",\"kernel_us\":%ld,\"queued\":%ld,\"n\":%zu,"
 				"\"late\":%zu,\"p50_us\":%.3f,\"p99_us\":%.3f,\"mean_us\":%.3f,"
-				"\"min_us\":%.3f,\"max_us\":%.3f}\n",
+				"\"min_us\":%.3f,\"max_us\":%.3f,\"wall_s\":%.6f}\n",
 				o->m->name, o->kernel_us, o->queued, w.kept, w.late, s.p50, s.p99, s.mean,
-				s.min, s.max);
+				s.min, s.max, wall);
 			status = fclose(f) ? 1 : 0;
 		} else if (o->json) {
 			status = 1;
@@ -682,5 +704,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpu_latency: --procs needs --kernel-us of at least 10\n");
 		return 2;
 	}
-	return o.procs ? run_multi(&o) : run_single(&o);
+	if (fdscan(0, fds_allowed) < 0) {
+		fprintf(stderr, "gpu_latency: cannot list /proc/self/fd\n");
+		return 1;
+	}
+	int status = o.procs ? run_multi(&o) : run_single(&o);
+	return fdscan_report_new(fds_allowed, "gpu_latency", driver_fd) ? 1 : status;
 }

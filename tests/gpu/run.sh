@@ -255,7 +255,8 @@ if [[ -s $tmp/garudad.log ]]; then
 fi
 
 # every run must have left one well-formed JSON line with sane numbers
-# (a wake may precede the observer's stamp by its slack, 5 us: see gpu_latency.c);
+# (a wake may precede the observer's stamp by its slack, 5 us: see gpu_latency.c; no
+# latency can exceed the run's wall time: wall_s, multi's seconds);
 # under --check every sample may be late, but there must be samples
 python3 - "$out" "${#modes[@]}" "$((${#modes[@]} * ${#kernels[@]}))" "$procs" "$check" "$((${#modes[@]} * ${#depths[@]}))" <<'EOF' || status=1
 import json, sys
@@ -272,10 +273,12 @@ if len(single) != n_single or len(multi) != n_multi or len(pipe) != n_pipe:
     sys.exit(f"run.sh: expected {n_single} single, {n_multi} multi and {n_pipe} pipelined results, "
              f"got {len(single)}, {len(multi)} and {len(pipe)}")
 for r in single + pipe:
-    if not sampled(r) or (r["n"] and not -5 <= r["min_us"] <= r["p50_us"] <= r["max_us"]):
+    if not sampled(r) or (r["n"] and not -5 <= r["min_us"] <= r["p50_us"] <= r["p99_us"]
+                          <= r["max_us"] <= r["wall_s"] * 1e6):
         sys.exit(f"run.sh: implausible single result {r}")
 for r in multi:
     if (r["procs"] != procs or r["completions"] < procs or not sampled(r)
+            or (r["n"] and not r["p50_us"] <= r["p99_us"] <= r["max_us"] <= r["seconds"] * 1e6)
             or r["client_cpu_s"] <= 0 or r["garudad_cpu_s"] < 0):
         sys.exit(f"run.sh: implausible multi result {r}")
 print(f"results: {out}/tables.txt, single.jsonl, multi.jsonl, pipelined.jsonl", file=sys.stderr)
