@@ -31,3 +31,21 @@ size_t corpus_load(const char *dir, struct corpus_seed *seeds, size_t cap)
 	closedir(d);
 	return n;
 }
+
+void corpus_replay_prefixes_and_bytes(const char *dir, int (*target)(const uint8_t *, size_t),
+				      size_t run_max, size_t step)
+{
+	static struct corpus_seed seeds[128];
+	size_t n = corpus_load(dir, seeds, 128);
+	for (size_t i = 0; i < n; i++)
+		for (size_t len = 0; len <= seeds[i].len; len++)
+			cr_assert_eq(target(seeds[i].bytes, len), 0, "%s, its first %zu bytes",
+				     seeds[i].name, len);
+	uint8_t buf[1024];
+	cr_assert_leq(run_max, sizeof(buf));
+	for (unsigned v = 0; v < 256; v++) {
+		memset(buf, (int)v, run_max);
+		for (size_t len = 0; len <= run_max; len += step)
+			cr_assert_eq(target(buf, len), 0, "%zu bytes of %#x", len, v);
+	}
+}

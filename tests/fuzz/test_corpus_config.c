@@ -66,17 +66,7 @@ Test(fuzz_config, every_seed_replays)
 
 Test(fuzz_config, prefixes_and_byte_values_replay)
 {
-	static struct corpus_seed seeds[64];
-	size_t n = load_seeds(seeds, 64);
-	for (size_t i = 0; i < n; i++)
-		for (size_t len = 0; len <= seeds[i].len; len++)
-			cr_assert_eq(LLVMFuzzerTestOneInput(seeds[i].bytes, len), 0);
-	uint8_t buf[64];
-	for (unsigned v = 0; v < 256; v++) {
-		memset(buf, (int)v, sizeof(buf));
-		for (size_t len = 0; len <= sizeof(buf); len += 7)
-			cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
-	}
+	corpus_replay_prefixes_and_bytes(FUZZ_CONFIG_CORPUS_DIR, LLVMFuzzerTestOneInput, 64, 7);
 }
 
 /* {   ...   } of 1 MiB - 4096 - 1 bytes loads; one byte more is "larger than 1 MiB"

@@ -54,17 +54,7 @@ Test(fuzz_control, every_seed_replays)
 
 Test(fuzz_control, prefixes_and_byte_values_replay)
 {
-	static struct corpus_seed seeds[96];
-	size_t n = load_seeds(seeds, 96);
-	for (size_t i = 0; i < n; i++)
-		for (size_t len = 0; len <= seeds[i].len; len++)
-			cr_assert_eq(LLVMFuzzerTestOneInput(seeds[i].bytes, len), 0);
-	uint8_t buf[64];
-	for (unsigned v = 0; v < 256; v++) {
-		memset(buf, (int)v, sizeof(buf));
-		for (size_t len = 0; len <= sizeof(buf); len += 7)
-			cr_assert_eq(LLVMFuzzerTestOneInput(buf, len), 0);
-	}
+	corpus_replay_prefixes_and_bytes(FUZZ_CONTROL_CORPUS_DIR, LLVMFuzzerTestOneInput, 64, 7);
 }
 
 /* {"request":"status"} padded with spaces to 4096 bytes is a request; 4097: TOO_LONG */
