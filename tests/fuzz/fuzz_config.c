@@ -39,17 +39,10 @@
 #include "config_keys.h"
 #include "plan.h"
 #include "jsontext.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_config: check failed: %s (line %d)\n", #cond,        \
-				__LINE__);                                                         \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 #define FILE_REFUSED_AT ((1u << 20) - 4096u) /* bytes: config_load_file's buffer bound */
 #define KEY_CUT		127u		     /* bytes of a key the loader's messages keep */

@@ -41,18 +41,11 @@
 #include "session.h"
 #include "wordwait.h"
 #include "jsontext.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_control_reply_code(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_control: check failed: %s (line %d)\n", #cond,       \
-				__LINE__);                                                         \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 #define UNREACHED(what)                                                                            \
 	do {                                                                                       \
 		fprintf(stderr, "fuzz_control: %s reached with no sessions or scanners\n", what);  \

@@ -20,17 +20,10 @@
 
 #include "errcode.h"
 #include "wire.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                     \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "fuzz_decode: check failed: %s (line %d)\n", #cond, \
-				__LINE__);                                              \
-			abort();                                                        \
-		}                                                                       \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -24,17 +24,10 @@
 #include "errcode.h"
 #include "estimator.h"
 #include "plan.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                     \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "fuzz_plan: check failed: %s (line %d)\n", #cond, \
-				__LINE__);                                              \
-			abort();                                                        \
-		}                                                                       \
-	} while (0)
 
 #define MAX_RECORDS 256u
 

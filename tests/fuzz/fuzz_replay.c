@@ -43,18 +43,11 @@
 
 #include "plan.h"
 #include "replay.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 bool fuzz_replay_split(const uint8_t *data, size_t size, size_t *cost_len, size_t *trace_off);
 
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_replay: check failed: %s (line %d)\n", #cond,        \
-				__LINE__);                                                         \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 #define COST_LINE_MAX	256u	     /* the cost line's bytes, at most */
 #define COST_MSG_LEN	128u	     /* garuda-replay's --cost message buffer */
