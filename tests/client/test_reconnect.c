@@ -562,6 +562,28 @@ static int fill_backlog(const char *path, int *fds, int max)
 	return n;
 }
 
+/* A listener at path whose backlog is full (listen(fd, 0), then filled): what a stopped
+ * or hung garudad's path holds once clients queue on it */
+struct full_listener {
+	int lfd, held[8], n;
+	char path[108];
+};
+
+static void full_listener_open(struct full_listener *l, const char *path)
+{
+	snprintf(l->path, sizeof(l->path), "%s", path);
+	l->lfd = listener_at(path, 0);
+	l->n = fill_backlog(path, l->held, 8);
+}
+
+static void full_listener_close(struct full_listener *l)
+{
+	for (int i = 0; i < l->n; i++)
+		close(l->held[i]);
+	close(l->lfd);
+	unlink(l->path);
+}
+
 /* garudad's path holds a listener whose backlog is full: a connect() there would wait
  * until it accepts, and the I/O thread's reconnect did, for good. Readiness must still
  * come while garudad is away, and garuda_disconnect() (it joins that thread) return.
@@ -575,8 +597,8 @@ Test(reconnect, readiness_while_garudads_backlog_is_full)
 	uint64_t seq, v;
 	eventfd_stream_then_away(&f, &hs, &s, &p);
 	unlink(f.d.sock);
-	int lfd = listener_at(f.d.sock, 0), held[8];
-	int n = fill_backlog(f.d.sock, held, 8);
+	struct full_listener l;
+	full_listener_open(&l, f.d.sock);
 	ok(garuda_host_stream_enqueue_work(hs, 20 * NS_PER_MS)); /* spans some reconnect tries */
 	ok(garuda_stream_signal(s, &seq));
 	do
@@ -588,10 +610,7 @@ Test(reconnect, readiness_while_garudads_backlog_is_full)
 	f.seg = NULL;
 	garuda_disconnect(f.c); /* hangs if the I/O thread is stuck in connect() */
 	f.c = NULL;
-	for (int i = 0; i < n; i++)
-		close(held[i]);
-	close(lfd);
-	unlink(f.d.sock);
+	full_listener_close(&l);
 	gd_restart(&f.d);
 	fx_down(&f);
 }
@@ -603,15 +622,12 @@ Test(reconnect, connect_to_a_full_backlog_times_out)
 	char dir[] = "/tmp/garuda-backlog-XXXXXX", path[64];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/garuda.sock", dir);
-	int lfd = listener_at(path, 0), held[8];
-	int n = fill_backlog(path, held, 8);
+	struct full_listener l;
+	full_listener_open(&l, path);
 	struct garuda_client *c = NULL;
 	cr_assert_eq(garuda_connect_to(path, &c), -GARUDA_E_TIMEOUT, "%s", garuda_last_error());
 	cr_assert_null(c);
-	for (int i = 0; i < n; i++)
-		close(held[i]);
-	close(lfd);
-	unlink(path);
+	full_listener_close(&l);
 	rmdir(dir);
 }
 
