@@ -163,13 +163,15 @@ static void send_fds(int sock, const void *buf, size_t len, const int *fds, unsi
 	cr_assert_leq(n, 32);
 	memset(&ctl, 0, sizeof(ctl));
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = n ? ctl.buf : NULL,
+			     .msg_controllen = n ? CMSG_SPACE(sizeof(int) * n) : 0 };
+	if (n) {
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	}
 	cr_assert_eq(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t)len, "sendmsg: %s", strerror(errno));
 }
 
