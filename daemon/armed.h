@@ -31,7 +31,8 @@ struct armed {           /* 48 bytes: one per armed descriptor (RSS per armed wa
 			       * batch (1..); after, 0: older than every later removal */
 	uint32_t point_slot;  /* POINT_NONE: no point */
 	uint32_t index : 24;  /* its slot (< GARUDA_SEGMENT_MAX_LINES x 8 = 2^19) */
-	uint32_t form : 8;
+	uint32_t form : 7;
+	uint32_t indexed : 1; /* in the scanner's armed_index (armed_index.h) */
 	uint32_t point;       /* the point the client named; 0: its word's own (armed_point_key) */
 };
 

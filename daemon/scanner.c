@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "armed.h"
+#include "armed_index.h"
 #include "clock.h"
 #include "cpu.h"
 #include "errcode.h"
@@ -117,6 +118,7 @@ struct scanner {
 	 * schedule, the owners: sessions by id) and the payload of each wait by its id */
 	struct garuda_watch watch;
 	struct armed *pay;       /* [paycap >= garuda_watch_capacity()] */
+	struct armed_index deep; /* the waits on deep words, for their DISARMs */
 	uint32_t paycap;
 	uint32_t *due;           /* a step's due words [SCANNER_STEP_MAX] */
 	struct garuda_watch_fire *fires; /* one word's fires [firescap] */
@@ -302,8 +304,31 @@ static void remove_if_taken(struct scanner *s, const struct removal_table *t, ui
 {
 	if (!armed_removals_takes(t, &s->pay[id]))
 		return;
+	armed_index_del(&s->deep, s->pay, id);
 	armed_release(&s->pay[id], s->notices);
 	garuda_watch_remove(&s->watch, id, now);
+}
+
+/* A wait just added: on a word now deep (armed_index.h), index it, and the word's
+ * other waits too when it just became deep. */
+static void index_if_deep(struct scanner *s, uint32_t id)
+{
+	uint32_t wi = garuda_watch_get(&s->watch, id)->word;
+	uint32_t n = garuda_watch_word_waits(&s->watch, wi);
+	if (n < ARMED_INDEX_DEEP)
+		return;
+	if (armed_index_reserve(&s->deep, s->pay, n == ARMED_INDEX_DEEP ? n : 1) < 0) {
+		log_err("scanner %u: out of memory for a deep word's index", s->index);
+		abort(); /* a DISARM would miss what it should take */
+	}
+	if (n > ARMED_INDEX_DEEP) {
+		armed_index_add(&s->deep, s->pay, id);
+		return;
+	}
+	for (uint32_t w = garuda_watch_first_on(&s->watch, garuda_watch_word_key(&s->watch, wi));
+	     w != GARUDA_WATCH_NONE; w = garuda_watch_next_on(&s->watch, w))
+		if (!s->pay[w].indexed)
+			armed_index_add(&s->deep, s->pay, w);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -312,11 +337,21 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Charge a removal's walk since t0 to the session of the word with this key (its
+ * scan_ns, as a step's looks are), while the word keeps waits, whose sink is then
+ * alive. */
+static void charge_removal(struct scanner *s, uint64_t key, uint64_t t0)
+{
+	uint32_t id = garuda_watch_first_on(&s->watch, key);
+	if (id != GARUDA_WATCH_NONE)
+		sink_count(s->pay[id].sink, SN_scan_ns, garuda_now_ns() - t0);
+}
+
 /* Take out the waits on one word that a removal of t takes; returns how many it
- * looked at. The walk's time is charged to the word's session (its scan_ns, as a
- * step's looks are) while the word keeps waits, whose sink is then alive: a DISARM
- * that matches nothing costs a walk of every wait on the word, and a session that
- * sends such DISARMs pays for them in `garctl clients`. */
+ * looked at. The walk's time is charged to the word's session (charge_removal): a
+ * DISARM that matches nothing on a shallow word costs a walk of its waits (fewer than
+ * ARMED_INDEX_DEEP), and a session that sends such DISARMs pays for them in `garctl
+ * clients`. */
 static uint64_t remove_on_word(struct scanner *s, const struct removal_table *t, uint64_t key,
 			       uint64_t now)
 {
@@ -328,9 +363,43 @@ static uint64_t remove_on_word(struct scanner *s, const struct removal_table *t,
 		looked++;
 		id = next;
 	}
-	if ((id = garuda_watch_first_on(&s->watch, key)) != GARUDA_WATCH_NONE)
-		sink_count(s->pay[id].sink, SN_scan_ns, garuda_now_ns() - t0);
+	charge_removal(s, key, t0);
 	return looked;
+}
+
+/* Is the word with this key deep: are its waits in the index (armed_index.h)? */
+static bool word_is_deep(const struct scanner *s, uint64_t key)
+{
+	uint32_t id = garuda_watch_first_on(&s->watch, key);
+	return id != GARUDA_WATCH_NONE &&
+	       garuda_watch_word_waits(&s->watch, garuda_watch_get(&s->watch, id)->word) >= ARMED_INDEX_DEEP;
+}
+
+/* The DISARMs rem[ix[0..n)] on one deep word (key): each looks at the arms with its
+ * sink, slot and token alone. Returns how many it looked at. */
+static uint64_t disarm_on_deep_word(struct scanner *s, const struct removal_table *t,
+				    const struct removal *rem, const unsigned *ix, unsigned n,
+				    uint64_t key, uint64_t now)
+{
+	uint64_t looked = 0, t0 = garuda_now_ns();
+	for (unsigned k = 0; k < n; k++) {
+		const struct removal *r = &rem[ix[k]];
+		struct armed_index_key q = armed_index_key(&s->deep, s->pay, r->obj, r->segment_id, r->index, r->token);
+		for (uint32_t id; (id = armed_index_next(&s->deep, &q)) != ARMED_INDEX_NONE; looked++)
+			remove_if_taken(s, t, id, now);
+	}
+	charge_removal(s, key, t0);
+	return looked;
+}
+
+/* cmp_by_word's removals: qsort takes no context (qsort_r would; glibc's and BSD's
+ * argument orders differ), and each scanner thread sorts its own */
+static _Thread_local const struct removal *by_word_rem;
+static int cmp_by_word(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)by_word_rem[*(const unsigned *)a].word,
+		  y = (uintptr_t)by_word_rem[*(const unsigned *)b].word;
+	return x < y ? -1 : x > y;
 }
 
 /* Apply a batch's removals; every DISARM and every answered drop is answered through
@@ -347,26 +416,32 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	armed_removals_index(&t, rem, n, s->index);
 	/* the drops' sessions and the DISARMs' words, each walked once: the table t takes
 	 * every removal of the batch in one walk of a word (64 DISARMs on one word of
-	 * 65,536 waits were 64 walks, 163 ms of the scanner; now one, ~2 ms) */
+	 * 65,536 waits were 64 walks, 163 ms of the scanner; then one, ~2 ms); a deep
+	 * word's DISARMs are looked up instead, each finding its own arms */
 	uint64_t *sessions = malloc((n ? n : 1) * sizeof(*sessions));
-	uint64_t *words = malloc((n ? n : 1) * sizeof(*words));
-	if (!sessions || !words) {
+	unsigned *disarms = malloc((n ? n : 1) * sizeof(*disarms));
+	if (!sessions || !disarms) {
 		log_err("scanner %u: out of memory for removals", s->index);
 		abort();
 	}
-	unsigned nsessions = 0, nwords = 0;
+	unsigned nsessions = 0, ndisarms = 0;
 	uint64_t looked = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (rem[i].kind == RM_DISARM)
-			words[nwords++] = (uintptr_t)rem[i].word;
+			disarms[ndisarms++] = i;
 		else
 			sessions[nsessions++] = c[i]->session_id;
 	}
-	qsort(words, nwords, sizeof(*words), cmp_u64);
-	for (unsigned k = 0; k < nwords; k++)
-		if (!k || words[k] != words[k - 1])
-			looked += remove_on_word(s, &t, words[k], now);
-	free(words);
+	by_word_rem = rem;
+	qsort(disarms, ndisarms, sizeof(*disarms), cmp_by_word);
+	for (unsigned k = 0, e; k < ndisarms; k = e) {
+		uint64_t key = (uintptr_t)rem[disarms[k]].word;
+		for (e = k + 1; e < ndisarms && (uintptr_t)rem[disarms[e]].word == key; e++)
+			;
+		looked += word_is_deep(s, key) ? disarm_on_deep_word(s, &t, rem, &disarms[k], e - k, key, now)
+					       : remove_on_word(s, &t, key, now);
+	}
+	free(disarms);
 	qsort(sessions, nsessions, sizeof(*sessions), cmp_u64);
 	for (unsigned k = 0; k < nsessions; k++) {
 		uint32_t o = k && sessions[k] == sessions[k - 1] ? GARUDA_WATCH_NONE
@@ -553,6 +628,7 @@ static bool take_commands(struct scanner *s)
 			take_ns += now > c->pw.arm_ns ? now - c->pw.arm_ns : 0;
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
 			s->pay[id] = c->a;
+			index_if_deep(s, id);
 			c->id = id;
 			armed = true;
 			break;
@@ -705,6 +781,7 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 			continue;
 		grow_for(s, (void **)&s->fired, &s->firedcap, nf + k, sizeof(*s->fired));
 		for (unsigned j = 0; j < k; j++) {
+			armed_index_del(&s->deep, s->pay, s->fires[j].id);
 			s->fired[nf + j] = (struct fired){ s->pay[s->fires[j].id], v };
 		}
 		count_fired(s, &s->fired[nf], s->fires, k);
@@ -941,6 +1018,7 @@ void scanner_stop(struct scanner *s)
 		if (garuda_watch_live(&s->watch, id))
 			armed_release(&s->pay[id], NULL); /* the loop thread: last references */
 	garuda_watch_fini(&s->watch);
+	armed_index_free(&s->deep);
 	free(s->pay);
 	free(s->due);
 	free(s->fires);

@@ -164,12 +164,24 @@ static inline uint64_t garuda_watch_sleep_ns(garuda_watch_sleep s)
 struct garuda_watch_wait {
 	uint64_t target;         /* the sequence it waits for */
 	uint64_t arm_ns;         /* when the waiter armed */
-	uint64_t taken_ns;       /* the watcher's first look at it */
 	garuda_watch_sleep sleep;       /* its point's sleep (0: cold), packed */
 	garuda_watch_sleep exact_sleep; /* its point's exact sleep, packed */
+	uint32_t taken_after;    /* the watcher's first look at it (its take), ns after
+				  * arm_ns, at most UINT32_MAX: a take 4.3 s or more after
+				  * its arm counts as taken then (garuda_watch_taken_ns) */
 	uint32_t word;           /* its word's index; GARUDA_WATCH_NONE while the id is free */
 	uint32_t next;           /* private: the next wait on the word (ascending target) */
+	uint32_t prev;           /* private: the one before (a removal is O(1), not a walk) */
 };
+
+/* A wait's take as the watcher keeps it (taken_after). A take 4.3 s or more after its
+ * arm (a client's +predict wait on work submitted long before) counted earlier only
+ * widens what its first find brackets: a wait taken unfinished lands after its take,
+ * so a look between the two times (policy.h, seen) is still before the landing. */
+static inline uint64_t garuda_watch_taken_ns(const struct garuda_watch_wait *a)
+{
+	return a->arm_ns + a->taken_after;
+}
 
 /* What the watcher keeps per owner (garudad: a session). */
 struct garuda_watch_owner_stats {

@@ -27,7 +27,10 @@
  * section's garudad streams, plans.c: eventfd form over the raw protocol, a producer
  * process stores after the kernel; store -> wake), with A none (connected, no arms:
  * the baseline), A loaded (A holding 65,536 idle arms; full mode also 1,048,576) and A
- * churning (holding 65,536, plus the churn). Rows: B's p50 and p99 and their deltas
+ * churning (holding 65,536, plus the churn), and A churning on one deep word (the same, with
+ * TA_DEEP more arms on word 0 of its first connection, one token for them all, and
+ * the churn's 15 arms on that word too: each DISARM names a word of TA_DEEP + 19
+ * arms; the extra arms go with one DISARM when the churn ends). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
  * baseline's; each figure is the best of B_RUNS (3) runs, taken after the idle rungs
  * in B_RUNS rounds of every row once (A drops its arms, closing its connections,
@@ -62,6 +65,8 @@
 #define TA_CHURN 15u         /* one ARM_BATCH: GARUDA_BATCH_MAX */
 #define TA_CHURN_TARGET 1000000ull
 #define TA_CHURN_TOKEN (1ull << 62)
+#define TA_DEEP 32768u       /* deep churn: arms held on word 0 besides A's hold */
+#define TA_DEEP_TOKEN (1ull << 61)
 #define TA_QUOTA_ARMED 2000000u
 #define TA_IDLE_MS (20u * 60u * 1000u) /* A waits this long for a command at most */
 #define B_STREAMS 2u
@@ -70,7 +75,7 @@
 _Static_assert(TA_CHURN <= GARUDA_BATCH_MAX, "one churn batch is one ARM_BATCH");
 _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
 
-enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_DROP, TA_EXIT };
+enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_DROP, TA_EXIT };
 
 /* shared between A and the bench */
 struct ta_shm {
@@ -145,16 +150,27 @@ static void ta_drop(struct ta_shm *sh, struct rc *c, unsigned conns, const char 
 	sh->held = 0;
 }
 
-/* 15 fresh arms and their 15 DISARMs on A's first connection, until told to stop */
-static void ta_churn(struct ta_shm *sh, struct rc *c)
+/* 15 fresh arms and their 15 DISARMs on A's first connection, until told to stop;
+ * deep: on word 0 alone, which holds TA_DEEP more arms meanwhile (deep_reqs) */
+static void ta_churn(struct ta_shm *sh, struct rc *c, bool deep, struct rc_arm_req *deep_reqs)
 {
 	struct rc_arm_req reqs[TA_CHURN];
 	uint64_t t0 = now_ns(), cyc = 0;
+	if (deep) {
+		for (unsigned i = 0; i < TA_DEEP; i++)
+			deep_reqs[i] = (struct rc_arm_req){ .index = 0, .target = TA_CHURN_TARGET,
+							    .token = TA_DEEP_TOKEN, .form = GARUDA_FORM_DOORBELL };
+		int r = rc_arm_batched(c, deep_reqs, TA_DEEP);
+		if (r < 0) {
+			ta_fail(sh, "A deep churn: ARM_BATCH of the deep word failed", r);
+			return;
+		}
+	}
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t tok = TA_CHURN_TOKEN + cyc * TA_CHURN;
 		for (unsigned i = 0; i < TA_CHURN; i++)
-			reqs[i] = (struct rc_arm_req){ .index = i, .target = TA_CHURN_TARGET, .token = tok + i,
-						       .form = GARUDA_FORM_DOORBELL };
+			reqs[i] = (struct rc_arm_req){ .index = deep ? 0 : i, .target = TA_CHURN_TARGET,
+						       .token = tok + i, .form = GARUDA_FORM_DOORBELL };
 		int r = rc_arm_batched(c, reqs, TA_CHURN); /* TA_CHURN sent, or -errno */
 		if (r < 0) {
 			ta_fail(sh, "A churn: ARM_BATCH failed", r);
@@ -165,13 +181,13 @@ static void ta_churn(struct ta_shm *sh, struct rc *c)
 			struct garuda_msg m;
 			garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
 			m.flags = GARUDA_F_NOREPLY;
-			m.disarm.slot = gd_slot(&c->seg, i);
+			m.disarm.slot = gd_slot(&c->seg, deep ? 0 : i);
 			m.disarm.token = tok + i;
 			r = gd_request(&c->raw, &m, NULL, 0, NULL, NULL);
 		}
 		/* the last one answered: every DISARM before it is done (one scanner, in order) */
 		if (!r)
-			r = gd_disarm(&c->raw, gd_slot(&c->seg, TA_CHURN - 1), tok + TA_CHURN - 1);
+			r = gd_disarm(&c->raw, gd_slot(&c->seg, deep ? 0 : TA_CHURN - 1), tok + TA_CHURN - 1);
 		if (!r && c->raw.qlen) /* an ERROR for a NOREPLY request came meanwhile */
 			r = c->raw.q[c->raw.qhead].m.type == GARUDA_MSG_ERROR ? c->raw.q[c->raw.qhead].m.error.code
 									     : -EPROTO;
@@ -182,6 +198,9 @@ static void ta_churn(struct ta_shm *sh, struct rc *c)
 		__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
 	}
 	sh->churn_ns = now_ns() - t0;
+	int r;
+	if (deep && !sh->err && (r = gd_disarm(&c->raw, gd_slot(&c->seg, 0), TA_DEEP_TOKEN)))
+		ta_fail(sh, "A deep churn: DISARM of the deep word's arms failed", r);
 }
 
 static int ta_main(void *arg)
@@ -241,8 +260,8 @@ static int ta_main(void *arg)
 		enum ta_cmd cmd = (enum ta_cmd)sh->cmd;
 		if (cmd == TA_ARM)
 			ta_arm_to(sh, c, t->conns, reqs, sh->arg);
-		else if (cmd == TA_CHURN_RUN)
-			ta_churn(sh, &c[0]);
+		else if (cmd == TA_CHURN_RUN || cmd == TA_CHURN_DEEP_RUN)
+			ta_churn(sh, &c[0], cmd == TA_CHURN_DEEP_RUN, reqs);
 		else if (cmd == TA_DROP)
 			ta_drop(sh, c, t->conns, t->sock);
 		futex_set(&sh->ack_seq, seen);
@@ -330,7 +349,7 @@ static void loadavg(char *buf, size_t cap)
 }
 
 struct b_row {
-	const char *state; /* "none", "loaded", "churning" */
+	const char *state; /* "none", "loaded", "churning", "deepchurn" */
 	uint64_t armed;    /* A's held arms */
 	struct plans_streams_result r;
 	uint64_t churn_cycles, churn_ns; /* A's churn batches and their time, over the row's runs */
@@ -429,12 +448,14 @@ static void run_b(struct bench *b, struct gd_daemon *d, unsigned n, struct b_row
 	x->r.total_us = fmin(x->r.total_us, r.total_us);
 }
 
-/* B while A churns: start the churn, see it going, run B, stop it */
-static int run_b_churning(struct bench *b, struct gd_daemon *d, struct tenant_a *a, unsigned n, struct b_row *x)
+/* B while A churns (deep: on one deep word): start the churn, see it going, run B,
+ * stop it */
+static int run_b_churning(struct bench *b, struct gd_daemon *d, struct tenant_a *a, unsigned n, struct b_row *x,
+			  bool deep)
 {
 	__atomic_store_n(&a->sh->stop, 0, __ATOMIC_RELEASE);
 	a->sh->churn_cycles = 0;
-	if (ta_cmd(b, a, TA_CHURN_RUN, 0, false) < 0)
+	if (ta_cmd(b, a, deep ? TA_CHURN_DEEP_RUN : TA_CHURN_RUN, 0, false) < 0)
 		return -1;
 	uint64_t dl = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
 	while (__atomic_load_n(&a->sh->churn_cycles, __ATOMIC_RELAXED) < 10 && !a->sh->err && now_ns() < dl)
@@ -509,7 +530,7 @@ int bench_tenants(struct bench *b)
 	snprintf(cfg, sizeof(cfg),
 		 "{\"scanners\":1,%s\"quota\":{\"connection\":{\"armed\":%u},\"uid\":{\"armed\":%u},"
 		 "\"cgroup\":{\"armed\":%u}}}",
-		 root ? "\"socket_group\":65534," : "", TA_PER_CONN + 1024, TA_QUOTA_ARMED, TA_QUOTA_ARMED);
+		 root ? "\"socket_group\":65534," : "", TA_PER_CONN + TA_DEEP + 1024, TA_QUOTA_ARMED, TA_QUOTA_ARMED);
 	cJSON_AddStringToObject(sec, "garudad_config", cfg);
 
 	printf("\n7. Tenants (issue 29): tenant A holds idle arms (doorbell form, words that never move, up to\n"
@@ -519,7 +540,7 @@ int bench_tenants(struct bench *b)
 
 	struct gd_daemon d;
 	struct tenant_a a = { .pid = -1 };
-	struct b_row rows[4];
+	struct b_row rows[5];
 	unsigned nrows = 0;
 	int rcode = -1;
 	memset(rows, 0, sizeof(rows));
@@ -634,8 +655,10 @@ int bench_tenants(struct bench *b)
 		 * 1,048,576 garudad 85e4664 took minutes for B's row) */
 		if (n == 65536 || n == 1048576)
 			rows[nrows++] = (struct b_row){ .state = "loaded", .armed = n };
-		if (n == 65536)
+		if (n == 65536) {
 			rows[nrows++] = (struct b_row){ .state = "churning", .armed = n };
+			rows[nrows++] = (struct b_row){ .state = "deepchurn", .armed = n };
+		}
 	}
 
 	/* B's rows in B_RUNS rounds, every row once a round: A drops its arms W before the
@@ -661,8 +684,8 @@ int bench_tenants(struct bench *b)
 					goto out;
 				sleep_ns((uint64_t)win_s * 1000000000ull);
 			}
-			if (strcmp(x->state, "churning") == 0) {
-				if (run_b_churning(b, &d, &a, nb, x) < 0)
+			if (strcmp(x->state, "loaded") != 0) {
+				if (run_b_churning(b, &d, &a, nb, x, strcmp(x->state, "deepchurn") == 0) < 0)
 					goto out;
 			} else
 				run_b(b, &d, nb, x);
@@ -685,8 +708,9 @@ int bench_tenants(struct bench *b)
 		if (rows[i].ran)
 			emit_b(jb, &rows[i], i ? &rows[0] : NULL);
 	printf("   (churning: A's first connection, holding its arms, sends an ARM_BATCH of %u fresh arms and\n"
-	       "    their %u DISARMs, the last acknowledged, again and again)\n",
-	       TA_CHURN, TA_CHURN);
+	       "    their %u DISARMs, the last acknowledged, again and again; deepchurn: the same, all on\n"
+	       "    word 0, which holds %u more arms of A meanwhile: each DISARM names a word of %u arms)\n",
+	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN);
 
 	printf("\n   Issue 29's targets (this run; A's largest hold here is %u arms)\n", max_n);
 	cJSON *tg = cJSON_AddArrayToObject(sec, "targets");
@@ -697,14 +721,16 @@ int bench_tenants(struct bench *b)
 	}
 	snprintf(what, sizeof(what), "garudad RSS per armed wait, %u arms", max_n);
 	verdict(tg, what, per_arm_last, " B", 128);
-	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL;
+	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL;
 	for (unsigned i = 1; i < nrows; i++) {
 		if (!rows[i].r.ok)
 			continue;
 		if (strcmp(rows[i].state, "loaded") == 0)
 			ld = &rows[i];
-		else
+		else if (strcmp(rows[i].state, "churning") == 0)
 			ch = &rows[i];
+		else
+			dc = &rows[i];
 	}
 	if (base->r.ok && ld) {
 		snprintf(what, sizeof(what), "B p50 delta, A holding %llu idle arms", (unsigned long long)ld->armed);
@@ -717,6 +743,10 @@ int bench_tenants(struct bench *b)
 	if (base->r.ok && ch) {
 		snprintf(what, sizeof(what), "B p99 delta, A churning over %llu", (unsigned long long)ch->armed);
 		verdict(tg, what, (ch->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
+	}
+	if (base->r.ok && dc) {
+		snprintf(what, sizeof(what), "B p99 delta, A churning on a word of %u arms", TA_DEEP + TA_TPW + TA_CHURN);
+		verdict(tg, what, (dc->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
 	}
 	rcode = 0;
 out:

@@ -717,6 +717,57 @@ Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
 	gd_stop(&d);
 }
 
+/* One session holds 32,768 arms on one word (a deep queue: targets 1..32,768, tokens
+ * 0..32,767 in pairs), and DISARMs some. A DISARM looks at the arms with its slot and
+ * token alone, however many wait on the word: before, each walked every wait on its word
+ * (65,536 of them: ~2 ms of the scanner, during which no other tenant's word was looked
+ * at). Counted by garudad itself (removal_looks), so no timing is asserted. Both arms of
+ * a token go (DISARM takes all of them), a missing token answers NOT_ARMED, and the
+ * word's other arms all stay, and fire. */
+Test(plan, a_disarm_on_a_deep_word_looks_at_its_own_arms_only)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a;
+	struct gd_seg sa;
+	enum { N = 32768, GONE = 64 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":40000}}}" });
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &sa));
+	static struct gd_arm_req reqs[N];
+	for (uint32_t i = 0; i < N; i++)
+		reqs[i] = (struct gd_arm_req){ .index = 0, .target = 1 + i, .token = i / 2,
+					       .form = GARUDA_FORM_MESSAGE };
+	cr_assert_eq(gd_arm_batched(&a, sa.id, reqs, N), N);
+	cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	double r0 = gd_scanner_sum(d.ctl, "removal_looks");
+	for (uint64_t t = 0; t < GONE; t++) /* tokens 0..63: targets 1..128, the head */
+		gd_ok(gd_disarm(&a, gd_slot(&sa, 0), t));
+	gd_refused(gd_disarm(&a, gd_slot(&sa, 0), N), GARUDA_E_NOT_ARMED);
+	gd_refused(gd_disarm(&a, gd_slot(&sa, 0), 0), GARUDA_E_NOT_ARMED); /* gone */
+	double looked = gd_scanner_sum(d.ctl, "removal_looks") - r0;
+	cr_log_info("%d DISARMs on a word of %d arms: %.0f armed descriptors looked at", GONE + 2, N, looked);
+	cr_assert_geq(looked, 2 * GONE, "each DISARM looked at the arms it took");
+	cr_assert_leq(looked, 4 * GONE + 8, "%.0f looked at: the DISARMs walked the word", looked);
+	cr_assert_eq(gd_status_num(&d, "armed"), N - 2 * GONE);
+	/* the rest still fire (in no promised order: protocol.md 9.3), each once; the
+	 * word jumps past the disarmed ones */
+	enum { TO = 200 }; /* targets 129..200 fire: tokens 64..99, twice each */
+	gd_store(&sa, 0, TO);
+	uint8_t seen[TO / 2] = { 0 };
+	struct garuda_ready rd;
+	for (unsigned k = 0; k < TO - 2 * GONE; k++) {
+		cr_assert_eq(gd_wait_ready(&a, &rd, GD_DEADLINE_MS), 1, "ready %u of %d", k, TO - 2 * GONE);
+		cr_assert(rd.token >= GONE && rd.token < TO / 2, "token %llu fired", (unsigned long long)rd.token);
+		seen[rd.token]++;
+	}
+	for (unsigned t = GONE; t < TO / 2; t++)
+		cr_assert_eq(seen[t], 2, "token %u fired %u times", t, seen[t]);
+	cr_assert_eq(gd_wait_status(&d, "armed", N - TO), N - TO);
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	gd_stop(&d);
+}
+
 /* One session holds 65,536 arms; other sessions come, arm, and go, half of them
  * closing their segment first (DROP_SEGMENT, answered), the rest just closing their
  * socket (DROP_SINK). A drop looks at its own session's armed descriptors alone: the

@@ -576,6 +576,49 @@ Test(watch, stream_order_starts_the_successor_at_the_find)
 	sim_fini(&s);
 }
 
+/* A wait keeps its take as a distance from its arm (40 bytes a wait): exact up to
+ * 4.3 s, a later take counted as taken then, and a take stamped before its arm (a
+ * driver's clocks) as taken at the arm. Its removal from the middle of a deep word
+ * leaves the rest linked both ways (garuda_watch_check walks them). */
+Test(watch, a_waits_take_is_kept_to_the_nanosecond_up_to_four_seconds_after_its_arm)
+{
+	static struct sim s;
+	sim_init(&s, true, 1);
+	uint32_t owner = garuda_watch_owner(&s.w, 1);
+	const uint64_t arm_at = s.now, takes[] = { 0, 1, 4294967295ull, 4294967296ull, 10 * S };
+	uint32_t ids[5];
+	for (unsigned i = 0; i < 5; i++) {
+		struct garuda_policy_wait pw;
+		garuda_policy_wait_init(&pw, 1, 10 + i, arm_at, arm_at + takes[i], 0, 0);
+		cr_assert_eq(garuda_watch_reserve(&s.w, 1), 0);
+		ids[i] = garuda_watch_add(&s.w, &pw, owner, s.now);
+	}
+	for (unsigned i = 0; i < 5; i++) {
+		uint64_t want = arm_at + (takes[i] > 4294967295ull ? 4294967295ull : takes[i]);
+		cr_assert_eq(garuda_watch_policy_wait(&s.w, ids[i]).taken_ns, want, "take %u: %llu after its arm", i,
+			     (unsigned long long)takes[i]);
+	}
+	struct garuda_policy_wait early;
+	garuda_policy_wait_init(&early, 1, 20, arm_at, arm_at - 5, 0, 0);
+	cr_assert_eq(garuda_watch_reserve(&s.w, 1), 0);
+	uint32_t e = garuda_watch_add(&s.w, &early, owner, s.now);
+	cr_assert_eq(garuda_watch_policy_wait(&s.w, e).taken_ns, arm_at);
+	char why[160];
+	const uint32_t gone[] = { ids[2], e, ids[0] }; /* the middle, the tail, the head */
+	for (unsigned i = 0; i < 3; i++) {
+		garuda_watch_remove(&s.w, gone[i], s.now);
+		cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "after removal %u: %s", i, why);
+	}
+	cr_assert_eq(garuda_watch_count(&s.w), 3);
+	s.value[0] = 14; /* the rest fire, in stream order */
+	uint32_t wi = garuda_watch_get(&s.w, ids[1])->word;
+	cr_assert_eq(garuda_watch_found(&s.w, wi, s.value[0], s.now, s.fire), 3);
+	cr_assert(s.fire[0].id == ids[1] && s.fire[1].id == ids[3] && s.fire[2].id == ids[4]);
+	cr_assert_eq(garuda_watch_count(&s.w), 0);
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	sim_fini(&s);
+}
+
 static uint64_t deadline_of(const struct garuda_watch *w, uint32_t id)
 {
 	struct garuda_policy_wait pw = garuda_watch_policy_wait(w, id);
