@@ -36,10 +36,12 @@ struct garuda_watch_word {
 	bool alone : 1;     /* P_AT on a timer of its own in the watcher's heap, not in its
 			     * owner's timers (that array could not grow: timer_push) */
 	bool wide : 1;      /* its targets once spanned GARUDA_WATCH_WIDE or more (far()):
-			     * no wrapping order holds them all, so a reached wait may queue
-			     * behind one that is not: found() looks at every wait, and it
-			     * never waits on a level (a sweep looks at its head alone).
-			     * Until its last wait goes */
+			     * no wrapping order holds them all; or an ARM's place in its
+			     * queue was deeper than GARUDA_WATCH_ORDER_WALK from both ends
+			     * (garuda_watch_add): its waits are in no order from then on. A
+			     * reached wait may queue behind one that is not: found() looks
+			     * at every wait, and it never waits on a level (a sweep looks
+			     * at its head alone). Until its last wait goes */
 	uint32_t step;      /* the step that last gave it out, mod 2^32 (due(): once per
 			     * step; a word looked at again exactly 2^32 steps later waits one) */
 	uint32_t onext, oprev; /* its owner's words (GARUDA_WATCH_NONE ends): a drop of a
@@ -1197,6 +1199,32 @@ static uint32_t new_word(struct garuda_watch *w)
 	return wi;
 }
 
+/* Put wait id (target t) after the last wait of its word at or below t, found within
+ * GARUDA_WATCH_ORDER_WALK steps from either end of the word's queue (the word is not
+ * wide, its head's target is at or below t and its tail's above: the place is there,
+ * and neither walk passes an end); false: not that close to either end. */
+static bool insert_between(struct garuda_watch *w, struct garuda_watch_word *d, uint32_t id,
+			   uint64_t t)
+{
+	uint32_t f = d->head, b = w->waits[d->tail].prev, p = GARUDA_WATCH_NONE;
+	for (unsigned k = 0; k < GARUDA_WATCH_ORDER_WALK && p == GARUDA_WATCH_NONE; k++) {
+		if (before(t, w->waits[w->waits[f].next].target))
+			p = f;
+		else if (!before(t, w->waits[b].target))
+			p = b;
+		f = w->waits[f].next;
+		b = w->waits[b].prev;
+	}
+	if (p == GARUDA_WATCH_NONE)
+		return false;
+	struct garuda_watch_wait *a = &w->waits[id];
+	a->next = w->waits[p].next;
+	a->prev = p;
+	w->waits[a->next].prev = id;
+	w->waits[p].next = id;
+	return true;
+}
+
 uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wait *pw,
 			  uint32_t owner, uint64_t now)
 {
@@ -1246,14 +1274,16 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		a->next = d->head;
 		w->waits[d->head].prev = id;
 		d->head = id;
-	} else { /* between two: the tail's target is above t, so a next is found */
-		uint32_t p = d->head;
-		while (!before(t, w->waits[w->waits[p].next].target))
-			p = w->waits[p].next;
-		a->next = w->waits[p].next;
-		a->prev = p;
-		w->waits[a->next].prev = id;
-		w->waits[p].next = id;
+	} else if (d->wide || !insert_between(w, d, id, t)) {
+		/* a wide word keeps no order (found() looks at every wait): behind the
+		 * rest; and one whose place is deeper than GARUDA_WATCH_ORDER_WALK from
+		 * both ends of its queue becomes wide (its ARMs came out of order: each
+		 * walk to its place cost O(waits), 32,768 such ARMs 1.4 s of the scanner) */
+		widened |= !d->wide;
+		d->wide = true;
+		w->waits[d->tail].next = id;
+		a->prev = d->tail;
+		d->tail = id;
 	}
 	if (widened)
 		place(w, wi, now); /* off its level (place) */

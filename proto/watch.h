@@ -63,12 +63,16 @@
  *     use; rare): out of memory there, a word takes a timer of its own in the
  *     watcher's heap, where reserve() keeps room for every word (served in due order,
  *     outside its owner's turn). Deterministic.
+ *   - An add and a removal are O(1) whatever the waits on the word and their order
+ *     (a wait's place in its queue is looked for at most GARUDA_WATCH_ORDER_WALK from
+ *     each end).
  *   - Every wait that is added is either fired (its word read at or past its target
  *     by garuda_watch_found()) or removed by the driver: never lost, never twice.
  *   - A wait whose word the driver reports reached fires in that same call, with
  *     every lower wait on the word (a word that jumped fires them all), whatever the
  *     targets: a word whose targets once spanned 2^62 or more (no one wrapping order
- *     holds them) is looked at whole, and on a timer (its own), never on a level; a
+ *     holds them), or whose ARMs came out of order deeper than GARUDA_WATCH_ORDER_WALK
+ *     into its queue, is looked at whole, and on a timer (its own), never on a level; a
  *     word read half the range (2^62 or more) from its head's target is looked at
  *     whole in that look, a sweep's too.
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
@@ -107,6 +111,10 @@
 #define GARUDA_WATCH_IDLE_PER_WORD 4u   /* idle looks (a sweep's own) a turn takes per word
 					 * given out: 256 a turn */
 #define GARUDA_WATCH_NONE         UINT32_MAX
+/* an ARM whose target belongs deeper than this in its word's queue, from both ends, makes
+ * the word wide (unordered) instead of walking there: a tenant's ARMs in a hostile order
+ * cost the scanner O(1) each, not O(waits on the word) */
+#define GARUDA_WATCH_ORDER_WALK   64u
 /* Level l's period: STEP_MIN x 2^(l/2), x 3/2 on the odd levels (32, 48, 64, 96, ...
  * us; the top one, l = 28, is 524 ms). Half an octave apart, a wait's period is at
  * least 2/3 of its bound (a whole octave: 1/2), which cuts an idle word's looks by a

@@ -30,7 +30,11 @@
  * churning (holding 65,536, plus the churn), and A churning on one deep word (the same, with
  * TA_DEEP more arms on word 0 of its first connection, one token for them all, and
  * the churn's 15 arms on that word too: each DISARM names a word of TA_DEEP + 19
- * arms; the extra arms go with one DISARM when the churn ends). Rows: B's p50 and p99 and their deltas
+ * arms; the extra arms go with one DISARM when the churn ends), and A arming out of
+ * order (the same hold; on word 1 of its first connection, again and again, an
+ * ARM_BATCH of TA_DISORDER arms of one token whose targets alternate low and high, so
+ * that each one's place is in the middle of the word's queue, then one DISARM of
+ * them all, acknowledged). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
  * baseline's; each figure is the best of B_RUNS (3) runs, taken after the idle rungs
  * in B_RUNS rounds of every row once (A drops its arms, closing its connections,
@@ -67,6 +71,8 @@
 #define TA_CHURN_TOKEN (1ull << 62)
 #define TA_DEEP 32768u       /* deep churn: arms held on word 0 besides A's hold */
 #define TA_DEEP_TOKEN (1ull << 61)
+#define TA_DISORDER 4096u    /* out-of-order arms per cycle */
+#define TA_DISORDER_TOKEN (1ull << 60)
 #define TA_QUOTA_ARMED 2000000u
 #define TA_IDLE_MS (20u * 60u * 1000u) /* A waits this long for a command at most */
 #define B_STREAMS 2u
@@ -75,7 +81,7 @@
 _Static_assert(TA_CHURN <= GARUDA_BATCH_MAX, "one churn batch is one ARM_BATCH");
 _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
 
-enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_DROP, TA_EXIT };
+enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_DISORDER_RUN, TA_DROP, TA_EXIT };
 
 /* shared between A and the bench */
 struct ta_shm {
@@ -203,6 +209,30 @@ static void ta_churn(struct ta_shm *sh, struct rc *c, bool deep, struct rc_arm_r
 		ta_fail(sh, "A deep churn: DISARM of the deep word's arms failed", r);
 }
 
+/* TA_DISORDER arms on word 1, their targets alternating low and high (each one's place
+ * in the middle of the queue), and one DISARM of them all, until told to stop */
+static void ta_disorder(struct ta_shm *sh, struct rc *c, struct rc_arm_req *reqs)
+{
+	uint64_t t0 = now_ns(), cyc = 0;
+	const uint64_t lo = TA_CHURN_TARGET, hi = TA_CHURN_TARGET + 2 * TA_DISORDER;
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+		for (unsigned i = 0; i < TA_DISORDER; i++)
+			reqs[i] = (struct rc_arm_req){ .index = 1, .target = i % 2 ? hi - i : lo + i,
+						       .token = TA_DISORDER_TOKEN, .form = GARUDA_FORM_DOORBELL };
+		int r = rc_arm_batched(c, reqs, TA_DISORDER);
+		if (r < 0) {
+			ta_fail(sh, "A disorder: ARM_BATCH failed", r);
+			break;
+		}
+		if ((r = gd_disarm(&c->raw, gd_slot(&c->seg, 1), TA_DISORDER_TOKEN))) {
+			ta_fail(sh, "A disorder: DISARM failed", r);
+			break;
+		}
+		__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
+	}
+	sh->churn_ns = now_ns() - t0;
+}
+
 static int ta_main(void *arg)
 {
 	struct ta_ctx *t = arg;
@@ -262,6 +292,8 @@ static int ta_main(void *arg)
 			ta_arm_to(sh, c, t->conns, reqs, sh->arg);
 		else if (cmd == TA_CHURN_RUN || cmd == TA_CHURN_DEEP_RUN)
 			ta_churn(sh, &c[0], cmd == TA_CHURN_DEEP_RUN, reqs);
+		else if (cmd == TA_DISORDER_RUN)
+			ta_disorder(sh, &c[0], reqs);
 		else if (cmd == TA_DROP)
 			ta_drop(sh, c, t->conns, t->sock);
 		futex_set(&sh->ack_seq, seen);
@@ -349,7 +381,7 @@ static void loadavg(char *buf, size_t cap)
 }
 
 struct b_row {
-	const char *state; /* "none", "loaded", "churning", "deepchurn" */
+	const char *state; /* "none", "loaded", "churning", "deepchurn", "disorder" */
 	uint64_t armed;    /* A's held arms */
 	struct plans_streams_result r;
 	uint64_t churn_cycles, churn_ns; /* A's churn batches and their time, over the row's runs */
@@ -448,14 +480,14 @@ static void run_b(struct bench *b, struct gd_daemon *d, unsigned n, struct b_row
 	x->r.total_us = fmin(x->r.total_us, r.total_us);
 }
 
-/* B while A churns (deep: on one deep word): start the churn, see it going, run B,
- * stop it */
+/* B while A churns (TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_DISORDER_RUN): start the
+ * churn, see it going, run B, stop it */
 static int run_b_churning(struct bench *b, struct gd_daemon *d, struct tenant_a *a, unsigned n, struct b_row *x,
-			  bool deep)
+			  enum ta_cmd how)
 {
 	__atomic_store_n(&a->sh->stop, 0, __ATOMIC_RELEASE);
 	a->sh->churn_cycles = 0;
-	if (ta_cmd(b, a, deep ? TA_CHURN_DEEP_RUN : TA_CHURN_RUN, 0, false) < 0)
+	if (ta_cmd(b, a, how, 0, false) < 0)
 		return -1;
 	uint64_t dl = now_ns() + (uint64_t)BENCH_HANG_MS * 1000000ull;
 	while (__atomic_load_n(&a->sh->churn_cycles, __ATOMIC_RELAXED) < 10 && !a->sh->err && now_ns() < dl)
@@ -540,7 +572,7 @@ int bench_tenants(struct bench *b)
 
 	struct gd_daemon d;
 	struct tenant_a a = { .pid = -1 };
-	struct b_row rows[5];
+	struct b_row rows[6];
 	unsigned nrows = 0;
 	int rcode = -1;
 	memset(rows, 0, sizeof(rows));
@@ -658,6 +690,7 @@ int bench_tenants(struct bench *b)
 		if (n == 65536) {
 			rows[nrows++] = (struct b_row){ .state = "churning", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "deepchurn", .armed = n };
+			rows[nrows++] = (struct b_row){ .state = "disorder", .armed = n };
 		}
 	}
 
@@ -685,7 +718,10 @@ int bench_tenants(struct bench *b)
 				sleep_ns((uint64_t)win_s * 1000000000ull);
 			}
 			if (strcmp(x->state, "loaded") != 0) {
-				if (run_b_churning(b, &d, &a, nb, x, strcmp(x->state, "deepchurn") == 0) < 0)
+				enum ta_cmd how = strcmp(x->state, "deepchurn") == 0  ? TA_CHURN_DEEP_RUN
+						  : strcmp(x->state, "disorder") == 0 ? TA_DISORDER_RUN
+										      : TA_CHURN_RUN;
+				if (run_b_churning(b, &d, &a, nb, x, how) < 0)
 					goto out;
 			} else
 				run_b(b, &d, nb, x);
@@ -709,8 +745,10 @@ int bench_tenants(struct bench *b)
 			emit_b(jb, &rows[i], i ? &rows[0] : NULL);
 	printf("   (churning: A's first connection, holding its arms, sends an ARM_BATCH of %u fresh arms and\n"
 	       "    their %u DISARMs, the last acknowledged, again and again; deepchurn: the same, all on\n"
-	       "    word 0, which holds %u more arms of A meanwhile: each DISARM names a word of %u arms)\n",
-	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN);
+	       "    word 0, which holds %u more arms of A meanwhile: each DISARM names a word of %u arms;\n"
+	       "    disorder: an ARM_BATCH of %u arms on word 1, targets alternating low and high, and one\n"
+	       "    DISARM of them all, acknowledged, again and again; batches/s: A's cycles)\n",
+	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN, TA_DISORDER);
 
 	printf("\n   Issue 29's targets (this run; A's largest hold here is %u arms)\n", max_n);
 	cJSON *tg = cJSON_AddArrayToObject(sec, "targets");
@@ -721,7 +759,7 @@ int bench_tenants(struct bench *b)
 	}
 	snprintf(what, sizeof(what), "garudad RSS per armed wait, %u arms", max_n);
 	verdict(tg, what, per_arm_last, " B", 128);
-	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL;
+	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL;
 	for (unsigned i = 1; i < nrows; i++) {
 		if (!rows[i].r.ok)
 			continue;
@@ -729,8 +767,10 @@ int bench_tenants(struct bench *b)
 			ld = &rows[i];
 		else if (strcmp(rows[i].state, "churning") == 0)
 			ch = &rows[i];
-		else
+		else if (strcmp(rows[i].state, "deepchurn") == 0)
 			dc = &rows[i];
+		else
+			dis = &rows[i];
 	}
 	if (base->r.ok && ld) {
 		snprintf(what, sizeof(what), "B p50 delta, A holding %llu idle arms", (unsigned long long)ld->armed);
@@ -747,6 +787,10 @@ int bench_tenants(struct bench *b)
 	if (base->r.ok && dc) {
 		snprintf(what, sizeof(what), "B p99 delta, A churning on a word of %u arms", TA_DEEP + TA_TPW + TA_CHURN);
 		verdict(tg, what, (dc->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
+	}
+	if (base->r.ok && dis) {
+		snprintf(what, sizeof(what), "B p99 delta, A arming %u out of order again and again", TA_DISORDER);
+		verdict(tg, what, (dis->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
 	}
 	rcode = 0;
 out:
