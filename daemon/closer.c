@@ -220,7 +220,7 @@ int closer_close(int fd)
 	bool running = C.running;
 	pthread_mutex_unlock(&C.lock);
 	if (queued) {
-		log_client(LOG_WARNING, "closer: %zu fds that clients sent wait to be closed, over "
+		log_client(LOG_UID_NONE, LOG_WARNING, "closer: %zu fds that clients sent wait to be closed, over "
 			   "the bound of %d (closes that block: FUSE files, lingering TCP sockets); "
 			   "the session that sent the last one is ended",
 			   pending, CLOSER_QUEUE_MAX);

@@ -435,7 +435,7 @@ static bool admitted(struct control_conn *c)
 static cJSON *denied(struct control_conn *c)
 {
 	const char *want = c->d->cfg.control_group;
-	log_client(LOG_NOTICE, "control: refused pid %d uid %u gid %u: not root and not in the admin group",
+	log_client(c->uid, LOG_NOTICE, "control: refused pid %d uid %u gid %u: not root and not in the admin group",
 		   (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
 	if (!want || !*want)
 		return ctl_error(-GARUDA_E_ACCESS_DENIED,
@@ -620,7 +620,7 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 		for (struct control_conn *o = d->controls; o; o = o->next)
 			nconn++;
 		if (nconn >= CONTROL_MAX_CONNS) {
-			log_client(LOG_WARNING, "control: %u connections open; refusing pid %d uid %u",
+			log_client(c->uid, LOG_WARNING, "control: %u connections open; refusing pid %d uid %u",
 				   nconn, (int)c->pid, (unsigned)c->uid);
 			send_text(fd, ctl_error(-GARUDA_E_BUSY,
 						"garudad has %u control connections open, its limit; "

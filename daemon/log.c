@@ -15,13 +15,9 @@
 static atomic_int log_level = LOG_INFO;
 static bool to_journal;
 
-/* client-triggered messages: at most LOG_BURST at once, refilled LOG_RATE per second */
-#define LOG_RATE 10
-#define LOG_BURST 20
+/* client-triggered messages (log_client): the buckets, under bucket_lock */
 static pthread_mutex_t bucket_lock = PTHREAD_MUTEX_INITIALIZER;
-static double bucket_tokens = LOG_BURST;
-static uint64_t bucket_stamp;
-static unsigned long suppressed;
+static struct log_limiter limiter;
 
 static const char *const level_names[] = {
 	[LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
@@ -100,32 +96,77 @@ void log_msg(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
-void log_client(int level, const char *fmt, ...)
+/* Take a token from b (rate a second, at most burst held) at now: false, none left. */
+static bool bucket_take(struct log_bucket *b, uint64_t now, double rate, double burst)
 {
-	unsigned long report = 0;
-	bool allow;
+	if (!b->stamp)
+		b->tokens = burst;
+	else if (now > b->stamp)
+		b->tokens += (double)(now - b->stamp) * rate / 1e9;
+	if (b->tokens > burst)
+		b->tokens = burst;
+	b->stamp = now;
+	if (b->tokens < 1.0)
+		return false;
+	b->tokens -= 1.0;
+	return true;
+}
 
-	pthread_mutex_lock(&bucket_lock);
-	uint64_t now = garuda_now_ns();
-	if (bucket_stamp)
-		bucket_tokens += (double)(now - bucket_stamp) * LOG_RATE / 1e9;
-	if (bucket_tokens > LOG_BURST)
-		bucket_tokens = LOG_BURST;
-	bucket_stamp = now;
-	allow = bucket_tokens >= 1.0;
-	if (allow) {
-		bucket_tokens -= 1.0;
-		report = suppressed;
-		suppressed = 0;
-	} else {
-		suppressed++;
+/* uid's slot: its own, else the one whose bucket went untouched longest (a bucket
+ * untouched for LOG_BURST / LOG_RATE seconds is full again: its uid loses nothing) */
+static struct log_tenant *tenant_of(struct log_limiter *l, uid_t uid)
+{
+	struct log_tenant *old = &l->tenant[0];
+	for (unsigned i = 0; i < LOG_TENANTS; i++) {
+		struct log_tenant *t = &l->tenant[i];
+		if (t->b.stamp && t->uid == uid)
+			return t;
+		if (!t->b.stamp || (old->b.stamp && t->b.stamp < old->b.stamp))
+			old = t;
 	}
+	if (old->b.stamp && old->suppressed)
+		l->suppressed += old->suppressed; /* reported with the next line allowed */
+	*old = (struct log_tenant){ .uid = uid };
+	return old;
+}
+
+bool log_limiter_allow(struct log_limiter *l, uid_t uid, uint64_t now, struct log_report *report)
+{
+	struct log_tenant *t = tenant_of(l, uid);
+	*report = (struct log_report){ .uid = uid };
+	if (!bucket_take(&t->b, now, LOG_RATE, LOG_BURST)) {
+		t->suppressed++;
+		return false;
+	}
+	if (!bucket_take(&l->all, now, LOG_ALL_RATE, LOG_ALL_BURST)) {
+		t->b.tokens += 1.0; /* not its doing: its token back */
+		l->suppressed++;
+		return false;
+	}
+	report->uid_suppressed = t->suppressed;
+	report->others_suppressed = l->suppressed;
+	t->suppressed = 0;
+	l->suppressed = 0;
+	return true;
+}
+
+void log_client(uid_t uid, int level, const char *fmt, ...)
+{
+	struct log_report rep;
+	pthread_mutex_lock(&bucket_lock);
+	bool allow = log_limiter_allow(&limiter, uid, garuda_now_ns(), &rep);
 	pthread_mutex_unlock(&bucket_lock);
 
 	if (!allow)
 		return;
-	if (report)
-		log_msg(LOG_WARNING, "%lu client-triggered messages suppressed", report);
+	if (rep.uid_suppressed && uid != LOG_UID_NONE)
+		log_msg(LOG_WARNING, "uid %u: %lu client-triggered messages suppressed", (unsigned)uid,
+			rep.uid_suppressed);
+	else if (rep.uid_suppressed)
+		log_msg(LOG_WARNING, "%lu client-triggered messages suppressed", rep.uid_suppressed);
+	if (rep.others_suppressed)
+		log_msg(LOG_WARNING, "%lu more client-triggered messages suppressed (garudad's limit for all "
+			"clients, or uids no longer tracked)", rep.others_suppressed);
 	va_list ap;
 	va_start(ap, fmt);
 	vlog(level, fmt, ap);

@@ -135,7 +135,7 @@ static void eventfd_offender(struct readiness *r, struct binding *b, struct sink
 	atomic_store_explicit(&b->broken, true, memory_order_relaxed);
 	if (atomic_exchange_explicit(&sink->eventfd_broken, true, memory_order_relaxed))
 		return; /* already reported */
-	log_client(LOG_WARNING, "session %llu: %s; disconnecting", (unsigned long long)sink->session_id, why);
+	log_client(sink->quota.uid ? sink->quota.uid->uid : LOG_UID_NONE, LOG_WARNING, "session %llu: %s; disconnecting", (unsigned long long)sink->session_id, why);
 	offender(r, sink, -GARUDA_E_BAD_FD);
 }
 

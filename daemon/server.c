@@ -470,7 +470,7 @@ void server_close_sockets(struct daemon *d)
 
 void server_accept_failed(struct daemon *d, struct loop_watch *w)
 {
-	log_client(LOG_WARNING, "accept: %s; trying again", strerror(errno));
+	log_client(LOG_UID_NONE, LOG_WARNING, "accept: %s; trying again", strerror(errno));
 	loop_again(d->loop, w);
 }
 
@@ -484,7 +484,7 @@ int server_accept(struct daemon *d, int listen_fd)
 	 * sees end-of-file), then take the spare back. */
 	int e = errno;
 	bool refused = false;
-	log_client(LOG_WARNING, "accept: %s; refusing a connection (raise LimitNOFILE, or lower quota.uid.connections)",
+	log_client(LOG_UID_NONE, LOG_WARNING, "accept: %s; refusing a connection (raise LimitNOFILE, or lower quota.uid.connections)",
 		   strerror(e));
 	if (d->spare_fd >= 0) {
 		close(d->spare_fd);

@@ -46,7 +46,7 @@ int session_charge(struct session *s, enum quota_kind k, uint64_t n)
 	int r = quota_charge_explain(&s->sink->quota, &s->d->cfg, k, n, session_quota_why,
 				     sizeof(session_quota_why));
 	if (r)
-		log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
+		log_client(s->uid, LOG_NOTICE, "session %llu (pid %d %s uid %u): refused: %s",
 			   (unsigned long long)s->id, (int)s->pid, s->comm, (unsigned)s->uid,
 			   session_quota_why);
 	return r;
@@ -111,7 +111,7 @@ void reply_ack(struct session *s, const struct garuda_msg *req)
 
 void fail_session(struct session *s, uint64_t cookie, int code, const char *text)
 {
-	log_client(LOG_NOTICE, "session %llu (pid %d %s): %s; disconnecting",
+	log_client(s->uid, LOG_NOTICE, "session %llu (pid %d %s): %s; disconnecting",
 		   (unsigned long long)s->id, (int)s->pid, s->comm, text ? text : garuda_strerror(code));
 	/* the session ends: replies still queued are moot, the ERROR saying why is not.
 	 * When the peer's socket is full, the session lingers holding nothing but its
@@ -194,7 +194,7 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 			 * ETOOMANYREFS for a SEGMENT's fd past the in-flight limit). A reply or
 			 * READY lost here would leave the client waiting: the session ends, as
 			 * on_out() ends it (EOF ends the client's waits; protocol.md §6.2) */
-			log_client(LOG_WARNING, "session %llu (pid %d %s): cannot send %s: %s; "
+			log_client(s->uid, LOG_WARNING, "session %llu (pid %d %s): cannot send %s: %s; "
 				   "disconnecting", (unsigned long long)s->id, (int)s->pid, s->comm,
 				   garuda_msg_type_name(m->type), strerror((int)-r));
 			session_close(s);
@@ -202,7 +202,7 @@ void session_send(struct session *s, const struct garuda_msg *m, int fd)
 		}
 	}
 	if (quota_charge(&s->sink->quota, &s->d->cfg, Q_OUTBOX, outmsg_cost((size_t)len))) {
-		log_client(LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
+		log_client(s->uid, LOG_NOTICE, "session %llu (pid %d %s): outbox over quota; disconnecting",
 			   (unsigned long long)s->id, (int)s->pid, s->comm);
 		session_count_error(s->d, -GARUDA_E_SLOW_PEER);
 		session_close(s);
@@ -365,7 +365,7 @@ static bool hold_after_end(struct session *s)
 				    .segments = s->held_segments, .lines = s->held_lines };
 	d->holds = h;
 	d->nholds++;
-	log_client(LOG_NOTICE, "session %llu (pid %d %s uid %u): ended with %u SEGMENT repl%s "
+	log_client(s->uid, LOG_NOTICE, "session %llu (pid %d %s uid %u): ended with %u SEGMENT repl%s "
 		   "unread; %llu line(s) and its connection stay charged until the client reads "
 		   "them or closes its socket", (unsigned long long)s->id, (int)s->pid, s->comm,
 		   (unsigned)s->uid, h->segments, h->segments == 1 ? "y" : "ies",
@@ -462,7 +462,7 @@ static void release_holdings(struct session *s)
 void session_log_reattached(struct session *s, const char *how)
 {
 	uint64_t ms = (garuda_now_ns() - s->connected_ns) / 1000000u;
-	log_client(LOG_INFO, "session %llu (pid %d uid %u %s): re-attached %u segment(s), %u eventfd "
+	log_client(s->uid, LOG_INFO, "session %llu (pid %d uid %u %s): re-attached %u segment(s), %u eventfd "
 		 "binding(s), %u wait(s) re-armed, %llu ms after connecting%s (a reconnect after "
 		 "a garudad restart, or a hand-over from its fallback reactor)",
 		 (unsigned long long)s->id, (int)s->pid, (unsigned)s->uid, s->comm,

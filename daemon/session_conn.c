@@ -151,7 +151,7 @@ static bool take_datagram(struct session *s, struct fdio_dgram *g)
 {
 	if (g->n == -EMFILE) { /* garudad's fds ran out, not the client's fault: refused,
 				* the session goes on */
-		log_client(LOG_WARNING, "session %llu (pid %d %s): a request's fds were cut short: "
+		log_client(s->uid, LOG_WARNING, "session %llu (pid %d %s): a request's fds were cut short: "
 			   "garudad is out of file descriptors (raise LimitNOFILE, or lower "
 			   "quota.uid.bindings)", (unsigned long long)s->id, (int)s->pid, s->comm);
 		reply_error(s, garuda_peek_cookie(g->buf, g->got), -EMFILE,
@@ -237,7 +237,7 @@ static void refuse_connection(struct daemon *d, int fd, pid_t pid, uid_t uid, in
 		fdio_send(fd, buf, (size_t)len, NULL, 0, MSG_DONTWAIT);
 	shutdown(fd, SHUT_RD);
 	fdio_discard(fd);
-	log_client(code == -GARUDA_E_QUOTA ? LOG_NOTICE : LOG_WARNING,
+	log_client(uid, code == -GARUDA_E_QUOTA ? LOG_NOTICE : LOG_WARNING,
 		   "pid %d uid %d: connection refused: %s", (int)pid, (int)uid, why);
 	session_count_error(d, code);
 }
@@ -325,7 +325,7 @@ static bool out_of_resources(int r)
  * reason).
  * path and r: what quota_peer_cgroup() gave (path taken); exited: peer_exited() after
  * the reads from /proc. */
-static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, int exited,
+static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, uid_t uid, int pidfd, int exited,
 					char *proc_path, int r, int *fail)
 {
 	_cleanup_free_ char *path = proc_path;
@@ -340,7 +340,7 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 		/* alive but /proc/PID hidden from garudad: ask its pidfd */
 		int e = pidfd_cgroup(pidfd, &path);
 		if (e == 0) {
-			log_client(LOG_INFO, "pid %d: /proc/%d hidden from garudad (ProtectProc=?): "
+			log_client(uid, LOG_INFO, "pid %d: /proc/%d hidden from garudad (ProtectProc=?): "
 				   "cgroup key %s from its pidfd, no command name", (int)pid, (int)pid,
 				   path);
 			r = 0;
@@ -367,7 +367,7 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 	*fail = out_of_resources(r) ? r : 0;
 	if (r < 0) {
 		if (!*fail)
-			log_client(LOG_INFO, "pid %d: no cgroup quota key (/proc/%d/cgroup: %s); "
+			log_client(uid, LOG_INFO, "pid %d: no cgroup quota key (/proc/%d/cgroup: %s); "
 				   "charged per connection and per uid only", (int)pid, (int)pid,
 				   why ? why
 				   : r == -ENODATA ? "no cgroup v2 \"0::\" line"
@@ -378,7 +378,7 @@ static struct quota_cgroup *peer_cgroup(struct daemon *d, pid_t pid, int pidfd, 
 	}
 	const char *shared = shared_cgroup(path);
 	if (shared) {
-		log_client(LOG_NOTICE, "pid %d: no cgroup quota key: its cgroup %s is %s, which "
+		log_client(uid, LOG_NOTICE, "pid %d: no cgroup quota key: its cgroup %s is %s, which "
 			   "unrelated clients share (a host or container without systemd, Slurm's "
 			   "proctrack/linuxproc); charged per connection and per uid only",
 			   (int)pid, path, shared);
@@ -426,7 +426,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 		int exited = peer_exited(pidfd);
 		if (exited == 1)
 			comm[0] = '\0';
-		qc = peer_cgroup(d, cred.pid, pidfd, exited, proc_path, pr, &fail);
+		qc = peer_cgroup(d, cred.pid, cred.uid, pidfd, exited, proc_path, pr, &fail);
 	}
 	if (fail == -EMFILE || fail == -ENFILE) {
 		refuse_connection(d, fd, cred.pid, cred.uid, -EMFILE,

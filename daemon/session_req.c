@@ -109,7 +109,7 @@ static void on_segment_open(struct session *s, const struct garuda_msg *m, int *
 		const char *why =
 			r == -GARUDA_E_NO_MEMLOCK && *segment_why() ? segment_why() : NULL;
 		if (r == -GARUDA_E_NO_MEMLOCK)
-			log_client(LOG_ERR, "session %llu (pid %d uid %u %s): %s", (unsigned long long)s->id,
+			log_client(s->uid, LOG_ERR, "session %llu (pid %d uid %u %s): %s", (unsigned long long)s->id,
 				   (int)s->pid, (unsigned)s->uid, s->comm,
 				   why ? why
 				       : "cannot mlock a segment: raise "
