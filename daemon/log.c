@@ -133,7 +133,7 @@ static struct log_tenant *tenant_of(struct log_limiter *l, uid_t uid)
 bool log_limiter_allow(struct log_limiter *l, uid_t uid, uint64_t now, struct log_report *report)
 {
 	struct log_tenant *t = tenant_of(l, uid);
-	*report = (struct log_report){ .uid = uid };
+	*report = (struct log_report){ 0 };
 	if (!bucket_take(&t->b, now, LOG_RATE, LOG_BURST)) {
 		t->suppressed++;
 		return false;

@@ -57,7 +57,6 @@ struct log_limiter {
 				   * their slot */
 };
 struct log_report {
-	uid_t uid;
 	unsigned long uid_suppressed, others_suppressed; /* to say with the line allowed */
 };
 /* May a line about uid go out at now (ns)? true: yes, and report says what was dropped

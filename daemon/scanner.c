@@ -392,13 +392,11 @@ static uint64_t disarm_on_deep_word(struct scanner *s, const struct removal_tabl
 	return looked;
 }
 
-/* cmp_by_word's removals: qsort takes no context (qsort_r would; glibc's and BSD's
- * argument orders differ), and each scanner thread sorts its own */
-static _Thread_local const struct removal *by_word_rem;
-static int cmp_by_word(const void *a, const void *b)
+/* indices into the removals rem, by their word (qsort_r) */
+static int cmp_by_word(const void *a, const void *b, void *rem)
 {
-	uintptr_t x = (uintptr_t)by_word_rem[*(const unsigned *)a].word,
-		  y = (uintptr_t)by_word_rem[*(const unsigned *)b].word;
+	const struct removal *r = rem;
+	uintptr_t x = (uintptr_t)r[*(const unsigned *)a].word, y = (uintptr_t)r[*(const unsigned *)b].word;
 	return x < y ? -1 : x > y;
 }
 
@@ -432,8 +430,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 		else
 			sessions[nsessions++] = c[i]->session_id;
 	}
-	by_word_rem = rem;
-	qsort(disarms, ndisarms, sizeof(*disarms), cmp_by_word);
+	qsort_r(disarms, ndisarms, sizeof(*disarms), cmp_by_word, rem);
 	for (unsigned k = 0, e; k < ndisarms; k = e) {
 		uint64_t key = (uintptr_t)rem[disarms[k]].word;
 		for (e = k + 1; e < ndisarms && (uintptr_t)rem[disarms[e]].word == key; e++)
