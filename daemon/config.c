@@ -42,6 +42,16 @@ static const struct quota_limits default_quota_cgroup = {
 	.outbox_bytes = 4194304, .connections = 64, .points = 4096,
 };
 
+/* everything garudad holds for all clients together: eight uids at their defaults
+ * (~51 MiB each: ~410 MiB, inside the DaemonSet's 512 MiB memory limit; 8 x ~17,000
+ * fds, inside the unit's LimitNOFILE=524288), so that a node's worth of tenants meets
+ * a refusal that names this key instead of the OOM killer, which would end every
+ * tenant's waits (docs/deploy.md, "Sizing") */
+static const struct quota_limits default_quota_daemon = {
+	.segments = 2048, .lines = 524288, .bindings = 131072, .armed = 1048576,
+	.outbox_bytes = 33554432, .connections = 512, .points = 32768,
+};
+
 static const char *const loop_names[] = {
 	[EVENT_LOOP_AUTO] = "auto", [EVENT_LOOP_URING] = "io_uring", [EVENT_LOOP_EPOLL] = "epoll",
 };
@@ -75,6 +85,7 @@ void config_defaults(struct config *c)
 	c->quota_connection = default_quota_connection;
 	c->quota_uid = default_quota_uid;
 	c->quota_cgroup = default_quota_cgroup;
+	c->quota_daemon = default_quota_daemon;
 }
 
 /* A plan garudad can run: block has nothing to block on in the daemon. 0 or -1 with

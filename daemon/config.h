@@ -52,6 +52,7 @@ struct config {
 	struct quota_limits quota_connection;
 	struct quota_limits quota_uid;
 	struct quota_limits quota_cgroup; /* per peer cgroup v2 path (quota.h) */
+	struct quota_limits quota_daemon; /* all clients together (quota.h) */
 	bool check_only; /* --check-config: parse, report, exit */
 	uint64_t keys_set; /* bit i: row i of GARUDA_CONFIG_KEYS was given (file or flag) */
 	/* The command line garudad started with (main's argv, alive as long as the

@@ -523,13 +523,18 @@ char *ctl_metrics_text(struct daemon *d, bool fold_all)
 	struct folded fold = { 0 };
 	quota_refusals(f, d, fold_all ? 0 : METRICS_REFUSAL_ROWS, &fold);
 	family(f, "garuda_quota_limit", "gauge",
-	       "The quota limits in force, by scope (quota.SCOPE: connection, uid, cgroup) and quota "
-	       "(quota.SCOPE.NAME).");
+	       "The quota limits in force, by scope (quota.SCOPE: connection, uid, cgroup, daemon) and "
+	       "quota (quota.SCOPE.NAME).");
 	for (unsigned sc = 0; sc < QS_SCOPES_; sc++)
 		for (unsigned k = 0; k < Q_KINDS_; k++)
 			fprintf(f, "garuda_quota_limit{scope=\"%s\",quota=\"%s\"} %llu\n", quota_scope_name(sc),
 				quota_kind_name(k),
 				(unsigned long long)quota_limit(quota_scope_limits(&d->cfg, sc), k));
+	family(f, "garuda_quota_daemon_used", "gauge",
+	       "Quota in use by all clients together, by quota (quota.daemon.NAME).");
+	for (unsigned k = 0; k < Q_KINDS_; k++)
+		fprintf(f, "garuda_quota_daemon_used{quota=\"%s\"} %llu\n", quota_kind_name(k),
+			(unsigned long long)atomic_load(&d->quotas.usage.used[k]));
 
 	/* per quota key: uids with a session, cgroups with a live sink (quota.h); a family
 	 * with no sample is left out (with no client, both are) */

@@ -32,7 +32,7 @@ const char *quota_kind_name(enum quota_kind k)
 }
 
 static const char *const scope_names[QS_SCOPES_] = {
-	[QS_CONNECTION] = "connection", [QS_UID] = "uid", [QS_CGROUP] = "cgroup",
+	[QS_CONNECTION] = "connection", [QS_UID] = "uid", [QS_CGROUP] = "cgroup", [QS_DAEMON] = "daemon",
 };
 
 const char *quota_scope_name(enum quota_scope s)
@@ -42,7 +42,12 @@ const char *quota_scope_name(enum quota_scope s)
 
 const struct quota_limits *quota_scope_limits(const struct config *cfg, enum quota_scope s)
 {
-	return s == QS_CONNECTION ? &cfg->quota_connection : s == QS_UID ? &cfg->quota_uid : &cfg->quota_cgroup;
+	switch (s) {
+	case QS_CONNECTION: return &cfg->quota_connection;
+	case QS_UID: return &cfg->quota_uid;
+	case QS_CGROUP: return &cfg->quota_cgroup;
+	default: return &cfg->quota_daemon;
+	}
 }
 
 uint64_t quota_limit(const struct quota_limits *l, enum quota_kind k)
@@ -68,6 +73,7 @@ struct quota_uid *quota_uid_get(struct quota_table *t, uid_t uid)
 	if (!q)
 		return NULL;
 	q->uid = uid;
+	q->table = t;
 	q->next = t->head;
 	t->head = q;
 	return q;
@@ -271,7 +277,6 @@ int quota_cgroup_by_id(const char *mount, uint64_t id, char **path)
 /* The scopes of one charge, in the order they are taken and named. */
 struct scope {
 	enum quota_scope id;
-	const char *name;
 	struct quota_usage *usage;
 	const struct quota_limits *limits;
 };
@@ -279,10 +284,11 @@ struct scope {
 static unsigned scopes(struct scope s[QS_SCOPES_], struct quota_account *a, const struct config *cfg)
 {
 	unsigned n = 0;
-	s[n++] = (struct scope){ QS_CONNECTION, "connection", &a->usage, &cfg->quota_connection };
-	s[n++] = (struct scope){ QS_UID, "uid", &a->uid->usage, &cfg->quota_uid };
+	s[n++] = (struct scope){ QS_CONNECTION, &a->usage, &cfg->quota_connection };
+	s[n++] = (struct scope){ QS_UID, &a->uid->usage, &cfg->quota_uid };
 	if (a->cgroup)
-		s[n++] = (struct scope){ QS_CGROUP, "cgroup", &a->cgroup->usage, &cfg->quota_cgroup };
+		s[n++] = (struct scope){ QS_CGROUP, &a->cgroup->usage, &cfg->quota_cgroup };
+	s[n++] = (struct scope){ QS_DAEMON, &a->uid->table->usage, &cfg->quota_daemon };
 	return n;
 }
 
@@ -354,6 +360,7 @@ void quota_release(struct quota_account *a, enum quota_kind k, uint64_t n)
 	atomic_fetch_sub(&a->uid->usage.used[k], n);
 	if (a->cgroup)
 		atomic_fetch_sub(&a->cgroup->usage.used[k], n);
+	atomic_fetch_sub(&a->uid->table->usage.used[k], n);
 }
 
 /* A cgroup path for a message: whole when short, else "..." and its last 100 bytes
@@ -372,7 +379,7 @@ int quota_charge_explain(struct quota_account *a, const struct config *cfg, enum
 	if (row)
 		row->n[s[i].id][k]++;
 	int len = snprintf(why, cap, "quota.%s.%s exceeded: limit %llu, %llu in use, %llu more asked",
-			   s[i].name, kind_names[k], (unsigned long long)quota_limit(s[i].limits, k),
+			   scope_names[s[i].id], kind_names[k], (unsigned long long)quota_limit(s[i].limits, k),
 			   (unsigned long long)atomic_load(&s[i].usage->used[k]), (unsigned long long)n);
 	if (cg && s[i].usage == &cg->usage && len > 0 && (size_t)len < cap) {
 		size_t pl = strlen(cg->path);

@@ -11,7 +11,10 @@
  * the sinks charged to them and freed with the last (bounded by the cgroups with a live
  * sink). A sink is freed on the loop thread but for one case (a scanner whose notice
  * queue is out of memory drops its last reference itself, armed.c), so the cgroup list
- * and its reference counts are under a lock of their own (quota.c). */
+ * and its reference counts are under a lock of their own (quota.c). The daemon scope
+ * (quota.daemon.*) is every client's charges together, kept in the quota table, which
+ * lives as long as the daemon: a node's tenants together meet a refusal that names
+ * its key before garudad meets its memory or fd limit. */
 #pragma once
 
 #include <stddef.h>
@@ -29,9 +32,10 @@ struct quota_usage {
 	atomic_uint_fast64_t used[Q_KINDS_];
 };
 
-/* The quota scopes, in the order a charge takes them: quota.connection.*, quota.uid.*,
- * quota.cgroup.* */
-enum quota_scope { QS_CONNECTION, QS_UID, QS_CGROUP, QS_SCOPES_ };
+/* The quota scopes, in the order a charge takes them (a refusal names the first that
+ * refused: the narrowest): quota.connection.*, quota.uid.*, quota.cgroup.*,
+ * quota.daemon.* */
+enum quota_scope { QS_CONNECTION, QS_UID, QS_CGROUP, QS_DAEMON, QS_SCOPES_ };
 
 /* Refusals of one uid's requests from one cgroup key, by the quota key that refused
  * (quota.SCOPE.KIND): what garuda_quota_refusals_total{uid,cgroup,key} exports. A uid
@@ -50,6 +54,7 @@ struct quota_refusals {
 
 struct quota_uid {
 	uid_t uid;
+	struct quota_table *table; /* its daemon scope */
 	struct quota_usage usage;
 	/* refusals of requests (quota_charge_explain), by cgroup key; the loop thread's,
 	 * as the uid list is */
@@ -71,6 +76,7 @@ struct quota_cgroup {
 };
 
 struct quota_table {
+	struct quota_usage usage; /* the daemon scope: every account's charges */
 	struct quota_uid *head;
 	struct quota_cgroup *cgroups;
 };
@@ -112,9 +118,6 @@ int quota_peer_cgroup(const char *proc, pid_t pid, char **path);
  * -errno of opening the mount. */
 int quota_cgroup_by_id(const char *mount, uint64_t id, char **path);
 
-/* Charge n of kind k to the connection's usage, its uid's and its cgroup's (cg NULL:
- * none), against cfg's quota_connection, quota_uid and quota_cgroup, or to none of them.
- * Returns 0 or -GARUDA_E_QUOTA. */
 /* What one connection is charged to: its own usage, its uid's and, where it has a
  * cgroup key, its cgroup's (a sink's, sink.h). */
 struct quota_account {
@@ -123,6 +126,9 @@ struct quota_account {
 	struct quota_cgroup *cgroup; /* per-cgroup usage, one reference; NULL: no cgroup key */
 };
 
+/* Charge n of kind k to the connection's usage, its uid's, its cgroup's (none without
+ * a cgroup key) and the daemon's, against cfg's quota_connection, quota_uid,
+ * quota_cgroup and quota_daemon, or to none of them. Returns 0 or -GARUDA_E_QUOTA. */
 int quota_charge(struct quota_account *a, const struct config *cfg, enum quota_kind k, uint64_t n);
 /* As quota_charge(), for a request or a connection (loop thread only); on a refusal,
  * why gets the words for the peer and the log: the key of the quota that refused

@@ -80,6 +80,8 @@ enum garuda_cfg_type {
 	GARUDA_CONFIG_CONNECTIONS_(X, "uid", quota_uid, "per client uid")                          \
 	GARUDA_CONFIG_QUOTA_(X, "cgroup", quota_cgroup, "per client cgroup")                       \
 	GARUDA_CONFIG_CONNECTIONS_(X, "cgroup", quota_cgroup, "per client cgroup")                 \
+	GARUDA_CONFIG_QUOTA_(X, "daemon", quota_daemon, "for all clients together")                \
+	GARUDA_CONFIG_CONNECTIONS_(X, "daemon", quota_daemon, "for all clients together")          \
 	X("spin_us", "spin-us", U64, legacy.park_us, 0, 1000000, true, "park_us",                  \
 	  "microseconds, in place of the plan's park_us")                                          \
 	X("max_sleep_us", NULL, U64, legacy.backstop_us, 1, 1000000, true, "backstop_us",          \

@@ -58,6 +58,8 @@ int bench_scale(struct bench *b)
 		 /* one process holds every client: one cgroup (quota.cgroup.segments is
 		  * 256 by default: SEGMENT_OPEN 256 was refused) */
 		 "\"cgroup\":{\"segments\":1000000,\"lines\":4000000000,\"bindings\":1000000,"
+		 "\"armed\":100000000,\"outbox_bytes\":4000000000,\"connections\":100000},"
+		 "\"daemon\":{\"segments\":1000000,\"lines\":4000000000,\"bindings\":1000000,"
 		 "\"armed\":100000000,\"outbox_bytes\":4000000000,\"connections\":100000}}}",
 		 b->o.max_sleep_us);
 	cJSON_AddStringToObject(sec, "garudad_config", cfg);

@@ -540,8 +540,9 @@ int bench_tenants(struct bench *b)
 	char cfg[512];
 	snprintf(cfg, sizeof(cfg),
 		 "{\"scanners\":1,%s\"quota\":{\"connection\":{\"armed\":%u},\"uid\":{\"armed\":%u},"
-		 "\"cgroup\":{\"armed\":%u}}}",
-		 root ? "\"socket_group\":65534," : "", TA_PER_CONN + TA_DEEP + 1024, TA_QUOTA_ARMED, TA_QUOTA_ARMED);
+		 "\"cgroup\":{\"armed\":%u},\"daemon\":{\"armed\":%u}}}",
+		 root ? "\"socket_group\":65534," : "", TA_PER_CONN + TA_DEEP + 1024, TA_QUOTA_ARMED, TA_QUOTA_ARMED,
+		 2 * TA_QUOTA_ARMED); /* A's full quota and B's waits beside it */
 	cJSON_AddStringToObject(sec, "garudad_config", cfg);
 
 	printf("\n7. Tenants (issue 29): tenant A holds idle arms (doorbell form, words that never move, up to\n"

@@ -390,7 +390,8 @@ int bench_throughput(struct bench *b)
 		 "{\"spin_us\":%u,\"max_sleep_us\":%u,\"scanners\":1,\"quota\":{\"connection\":{\"segments\":16,"
 		 "\"lines\":65536,\"bindings\":65536,\"armed\":1048576,\"outbox_bytes\":4194304},\"uid\":{"
 		 "\"segments\":100000,\"lines\":4000000000,\"bindings\":1000000,\"armed\":100000000,"
-		 "\"outbox_bytes\":4000000000}}}",
+		 "\"outbox_bytes\":4000000000},\"daemon\":{\"segments\":100000,\"lines\":4000000000,"
+		 "\"bindings\":1000000,\"armed\":100000000,\"outbox_bytes\":4000000000}}}",
 		 b->o.spin_us, b->o.max_sleep_us);
 	cJSON_AddStringToObject(sec, "garudad_config", cfg);
 	cJSON_AddNumberToObject(sec, "window_ms", b->o.thru_ms);

@@ -1,4 +1,4 @@
-/* test_quota.c — per-connection, per-uid and per-cgroup quotas (segments, lines, bindings, armed, connections):
+/* test_quota.c — per-connection, per-uid, per-cgroup and daemon-wide quotas (segments, lines, bindings, armed, connections):
  * an overrun is answered ERROR{QUOTA}, nothing is allocated for it (no fd kept, no
  * counter moved), the connection keeps working, and freeing something makes room. */
 #include <criterion/criterion.h>
@@ -23,6 +23,31 @@ TestSuite(quota, .init = gd_test_init, .fini = gd_test_fini, .timeout = 120);
 static const char *quota_config =
 	"{\"quota\":{\"connection\":{\"segments\":3,\"lines\":16,\"bindings\":2,\"armed\":4},"
 	"\"uid\":{\"segments\":5,\"lines\":64,\"bindings\":3,\"armed\":6}}}";
+
+/* The value of one series of garudad's metrics (its name and labels as printed), -1
+ * when absent. */
+static long long metric(struct gd_daemon *d, const char *series)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"metrics\"}");
+	cr_assert_not_null(j, "no metrics reply");
+	const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "text"));
+	cr_assert_not_null(text);
+	char want[512];
+	snprintf(want, sizeof(want), "\n%s ", series);
+	const char *at = strstr(text, want);
+	long long v = at ? strtoll(at + strlen(want), NULL, 10) : -1;
+	cJSON_Delete(j);
+	return v;
+}
+
+static void refusal_text(struct gd_client *c, struct garuda_msg *m, const char *want)
+{
+	struct garuda_msg rep;
+	gd_refused(gd_request(c, m, NULL, 0, &rep, NULL), GARUDA_E_QUOTA);
+	char text[GARUDA_ERROR_TEXT_MAX + 1];
+	snprintf(text, sizeof(text), "%.*s", (int)rep.error.text_len, rep.error.text);
+	cr_assert_str_eq(text, want);
+}
 
 static void still_works(struct gd_client *c, struct gd_seg *s, uint32_t idx, uint64_t token)
 {
@@ -437,6 +462,68 @@ Test(quota, connections_per_uid)
 	gd_stop(&d);
 }
 
+/* quota.daemon: every connection's charges together, whatever their uid (the unit
+ * test test_quota_unit.c charges two uids; here one uid whose own quotas are roomier):
+ * an ARM inside its connection's and uid's quota is refused once all connections
+ * together hold quota.daemon.armed, a connection past quota.daemon.connections is
+ * refused at accept, both naming the key; the metrics show the usage; what one
+ * session gives back at its end, another may take. */
+Test(quota, the_daemon_scope_holds_every_connection_together)
+{
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"quota\":{\"daemon\":{\"armed\":5,\"connections\":3}}}" });
+	struct gd_client a, b, c, x;
+	struct gd_seg sa, sb;
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_open(&b, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &sa));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb));
+	for (uint32_t i = 0; i < 3; i++)
+		gd_ok(gd_arm(&a, gd_slot(&sa, i), 1, i, GARUDA_FORM_MESSAGE));
+	for (uint32_t i = 0; i < 2; i++)
+		gd_ok(gd_arm(&b, gd_slot(&sb, i), 1, 10 + i, GARUDA_FORM_MESSAGE));
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_ARM, 0);
+	m.arm.slot = gd_slot(&sb, 2);
+	m.arm.target = 1;
+	m.arm.token = 12;
+	m.arm.form = GARUDA_FORM_MESSAGE;
+	refusal_text(&b, &m, "quota.daemon.armed exceeded: limit 5, 5 in use, 1 more asked");
+	cr_assert_eq(metric(&d, "garuda_quota_daemon_used{quota=\"armed\"}"), 5);
+	cr_assert_eq(metric(&d, "garuda_quota_limit{scope=\"daemon\",quota=\"armed\"}"), 5);
+
+	gd_ok(gd_open(&c, d.sock));
+	cr_assert_eq(metric(&d, "garuda_quota_daemon_used{quota=\"connections\"}"), 3);
+	gd_ok(gd_connect(&x, d.sock));
+	int r = gd_recv(&x, &m, NULL, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "no answer for the connection over quota.daemon.connections: %s", gd_strerr(r));
+	cr_assert_eq(m.type, GARUDA_MSG_ERROR);
+	cr_assert_eq(m.error.code, GARUDA_E_QUOTA);
+	char text[GARUDA_ERROR_TEXT_MAX + 1];
+	snprintf(text, sizeof(text), "%.*s", (int)m.error.text_len, m.error.text);
+	cr_assert_str_eq(text, "quota.daemon.connections exceeded: limit 3, 3 in use, 1 more asked");
+	cr_assert_eq(gd_recv(&x, &m, NULL, GD_DEADLINE_MS), -EPIPE, "not closed after QUOTA");
+	gd_close(&x);
+
+	/* a's end gives its three arms and its connection back to the daemon scope */
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	cr_assert_eq(gd_wait_status(&d, "clients", 2), 2);
+	cr_assert_eq(gd_wait_status(&d, "armed", 2), 2);
+	gd_ok(gd_arm(&b, gd_slot(&sb, 2), 1, 12, GARUDA_FORM_MESSAGE));
+	gd_store(&sb, 2, 1);
+	struct garuda_ready rd;
+	r = gd_wait_ready(&b, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "%s", gd_strerr(r));
+	cr_assert_eq(rd.token, 12);
+	gd_ok(gd_open(&x, d.sock));
+	gd_seg_unmap(&sb);
+	gd_close(&x);
+	gd_close(&c);
+	gd_close(&b);
+	gd_stop(&d);
+}
+
 /* A refusal names the quota, its limit and the usage (issue 17), in the ERROR's text
  * and in the daemon's log. */
 Test(quota, refusal_names_quota_and_limit)
@@ -529,25 +616,9 @@ static void session_cgroup(struct gd_daemon *d, uint64_t id, char *out, size_t c
 /* garuda_quota_cgroup_used{cgroup=PATH,quota=NAME}, -1 when absent */
 static long long cg_metric(struct gd_daemon *d, const char *path, const char *quota)
 {
-	cJSON *j = gd_control(d, "{\"request\":\"metrics\"}");
-	cr_assert_not_null(j, "no metrics reply");
-	const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "text"));
-	cr_assert_not_null(text);
-	char want[400];
-	snprintf(want, sizeof(want), "garuda_quota_cgroup_used{cgroup=\"%s\",quota=\"%s\"} ", path, quota);
-	const char *at = strstr(text, want);
-	long long v = at ? strtoll(at + strlen(want), NULL, 10) : -1;
-	cJSON_Delete(j);
-	return v;
-}
-
-static void refusal_text(struct gd_client *c, struct garuda_msg *m, const char *want)
-{
-	struct garuda_msg rep;
-	gd_refused(gd_request(c, m, NULL, 0, &rep, NULL), GARUDA_E_QUOTA);
-	char text[GARUDA_ERROR_TEXT_MAX + 1];
-	snprintf(text, sizeof(text), "%.*s", (int)rep.error.text_len, rep.error.text);
-	cr_assert_str_eq(text, want);
+	char series[400];
+	snprintf(series, sizeof(series), "garuda_quota_cgroup_used{cgroup=\"%s\",quota=\"%s\"}", path, quota);
+	return metric(d, series);
 }
 
 /* Two clients of one uid in group A share quota.cgroup (segments, connections); a
