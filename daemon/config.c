@@ -77,6 +77,7 @@ void config_defaults(struct config *c)
 	/* socket paths stay NULL until config_from_args() resolves them */
 	c->socket_group = strdup("garuda");
 	c->control_group = strdup("");
+	c->control_read_group = strdup("");
 	c->event_loop = EVENT_LOOP_AUTO;
 	c->scanners = 0;
 	garuda_plan_parse(CONFIG_DEFAULT_PLAN, &c->plan, NULL, 0);

@@ -36,6 +36,7 @@ struct config {
 	char *control_socket_path;
 	char *socket_group;  /* group of the client socket, a name or a decimal gid ("" = leave) */
 	char *control_group; /* group admitted to the control socket ("" = root only) */
+	char *control_read_group; /* group admitted to its read-only requests ("" = none) */
 	enum event_loop_kind event_loop;
 	unsigned scanners; /* 0 = one per NUMA node */
 	/* The scanners' wait plan (docs/plans.md, "In garudad"); plan key / --plan. */

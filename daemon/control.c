@@ -2,15 +2,20 @@
  * datagram on the control socket, answered by one JSON object carrying "version".
  *
  * Promises:
- * - Access: a peer is admitted when its SO_PEERCRED uid is 0 or garudad's own euid
- *   (a user's private garudad answers its user), or when the config names
+ * - Access, two tiers: a peer is an admin when its SO_PEERCRED uid is 0 or garudad's
+ *   own euid (a user's private garudad answers its user), or when the config names
  *   an admin group (control_group) and the peer's gid or one of its supplementary
- *   groups (SO_PEERGROUPS, both as of connect time) is that group. Admission is decided
- *   at accept: anyone else gets one ACCESS_DENIED (read-only requests are refused too)
- *   and the connection is closed, so a refused peer never holds one of the
- *   CONTROL_MAX_CONNS. The group is looked up again when the config changes, so a
- *   reload applies to connections already open: one no longer admitted gets
- *   ACCESS_DENIED for its next request, and is closed.
+ *   groups (SO_PEERGROUPS, both as of connect time) is that group; else it is admitted
+ *   read-only when it is so in control_read_group. A read-only peer gets every request
+ *   the table marks as reading (status, lists, config, metrics, log_level without a
+ *   level); one that changes something (disconnect, reload, log_level with a level)
+ *   gets ACCESS_DENIED naming the admin group, and the connection carries on.
+ *   Admission is decided at accept: anyone else gets one ACCESS_DENIED (read-only
+ *   requests are refused too) and the connection is closed, so a refused peer never
+ *   holds one of the CONTROL_MAX_CONNS. The groups are looked up again when the config
+ *   changes, so a reload applies to connections already open: one no longer admitted
+ *   gets ACCESS_DENIED for its next request, and is closed; one whose tier changed is
+ *   answered by its new tier.
  * - Every request is checked against one table (request name, argument names, types,
  *   ranges) before a handler runs: malformed JSON, a non-object or an empty datagram
  *   gets BAD_JSON, a missing or unknown "request" UNKNOWN_REQUEST / BAD_ARGUMENT, an
@@ -55,6 +60,16 @@
 #define SO_PEERGROUPS 59
 #endif
 
+/* A group named by the config, resolved: looked up again when the name changes. */
+struct group_seen {
+	char *name;
+	gid_t gid;
+	bool found;
+};
+
+/* What a peer may do: nothing (refused at accept), read, or everything. */
+enum ctl_access { CTL_DENIED, CTL_READ, CTL_ADMIN };
+
 struct control_conn {
 	struct daemon *d;
 	int fd;
@@ -63,10 +78,9 @@ struct control_conn {
 	pid_t pid;
 	gid_t *groups; /* supplementary groups at connect time */
 	int ngroups;
-	/* the admin group as last resolved for this connection */
-	char *group_name;
-	gid_t group_gid;
-	bool group_found;
+	/* the admin group (control_group) and the read-only one (control_read_group), as
+	 * last resolved for this connection */
+	struct group_seen admin, reader;
 	struct loop_watch *w;
 	struct control_conn *next;
 };
@@ -218,31 +232,39 @@ struct ctl_arg {
 	enum ctl_arg_type type;
 	bool required;
 	double min, max; /* ARG_UINT */
+	bool writes;     /* given, the request changes something: admins only */
 };
 
+/* A request: its name, handler, arguments, and whether it changes something (admins
+ * only) or only reads (read-only peers too). */
 struct ctl_request {
 	const char *name;
 	cJSON *(*fn)(struct daemon *d, const cJSON *req);
+	bool writes;
 	struct ctl_arg args[4];
 };
 
-#define ARG_CLIENT(req) { CTL_KEY_CLIENT, ARG_UINT, req, 1, CONTROL_MAX_ID }
-#define ARG_START(max) { CTL_KEY_START, ARG_UINT, false, 0, max }
+#define ARG_CLIENT(req) { CTL_KEY_CLIENT, ARG_UINT, req, 1, CONTROL_MAX_ID, false }
+#define ARG_START(max) { CTL_KEY_START, ARG_UINT, false, 0, max, false }
+#define READS false
+#define WRITES true
 
 static const struct ctl_request requests[] = {
-	{ CTL_REQ_STATUS, ctl_req_status, { { 0 } } },
-	{ CTL_REQ_CLIENTS, ctl_req_clients, { ARG_START(CONTROL_MAX_ID) } },
-	{ CTL_REQ_SEGMENTS, ctl_req_segments, { ARG_CLIENT(true), ARG_START(UINT32_MAX) } },
-	{ CTL_REQ_LINES, ctl_req_lines, { ARG_CLIENT(true), { CTL_KEY_SEGMENT, ARG_UINT, true, 0, UINT32_MAX },
-				    ARG_START(GARUDA_SEGMENT_MAX_LINES - 1),
-				    { CTL_KEY_COUNT, ARG_UINT, false, 1, GARUDA_SEGMENT_MAX_LINES } } },
-	{ CTL_REQ_SCANNERS, ctl_req_scanners, { { 0 } } },
-	{ CTL_REQ_POINTS, ctl_req_points, { ARG_CLIENT(true) } },
-	{ CTL_REQ_CONFIG, ctl_req_config, { { 0 } } },
-	{ CTL_REQ_METRICS, ctl_req_metrics, { { 0 } } },
-	{ CTL_REQ_DISCONNECT, ctl_req_disconnect, { ARG_CLIENT(true) } },
-	{ CTL_REQ_LOG_LEVEL, ctl_req_log_level, { { CTL_KEY_LEVEL, ARG_STRING, false, 0, 0 } } },
-	{ CTL_REQ_RELOAD, ctl_req_reload, { { 0 } } },
+	{ CTL_REQ_STATUS, ctl_req_status, READS, { { 0 } } },
+	{ CTL_REQ_CLIENTS, ctl_req_clients, READS, { ARG_START(CONTROL_MAX_ID) } },
+	{ CTL_REQ_SEGMENTS, ctl_req_segments, READS, { ARG_CLIENT(true), ARG_START(UINT32_MAX) } },
+	{ CTL_REQ_LINES, ctl_req_lines, READS,
+	  { ARG_CLIENT(true), { CTL_KEY_SEGMENT, ARG_UINT, true, 0, UINT32_MAX, false },
+	    ARG_START(GARUDA_SEGMENT_MAX_LINES - 1),
+	    { CTL_KEY_COUNT, ARG_UINT, false, 1, GARUDA_SEGMENT_MAX_LINES, false } } },
+	{ CTL_REQ_SCANNERS, ctl_req_scanners, READS, { { 0 } } },
+	{ CTL_REQ_POINTS, ctl_req_points, READS, { ARG_CLIENT(true) } },
+	{ CTL_REQ_CONFIG, ctl_req_config, READS, { { 0 } } },
+	{ CTL_REQ_METRICS, ctl_req_metrics, READS, { { 0 } } },
+	{ CTL_REQ_DISCONNECT, ctl_req_disconnect, WRITES, { ARG_CLIENT(true) } },
+	/* without a level it reads the level */
+	{ CTL_REQ_LOG_LEVEL, ctl_req_log_level, READS, { { CTL_KEY_LEVEL, ARG_STRING, false, 0, 0, true } } },
+	{ CTL_REQ_RELOAD, ctl_req_reload, WRITES, { { 0 } } },
 };
 
 bool ctl_arg_uint(const cJSON *req, const char *key, uint64_t *out)
@@ -310,8 +332,22 @@ static bool only_space(const char *p, const char *end)
 	return true;
 }
 
-static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
+static cJSON *read_only_denied(struct control_conn *c, const struct ctl_request *rq);
+
+/* Does req (its arguments checked) change something? */
+static bool writes(const struct ctl_request *rq, const cJSON *req)
 {
+	if (rq->writes)
+		return true;
+	for (size_t i = 0; i < sizeof(rq->args) / sizeof(rq->args[0]) && rq->args[i].name; i++)
+		if (rq->args[i].writes && cJSON_GetObjectItemCaseSensitive(req, rq->args[i].name))
+			return true;
+	return false;
+}
+
+static cJSON *dispatch(struct control_conn *c, enum ctl_access access, const char *buf, size_t len)
+{
+	struct daemon *d = c->d;
 	if (len == 0)
 		return ctl_error(-GARUDA_E_BAD_JSON, "empty request: send one JSON object per datagram");
 	size_t ctl = json_text_control_at(buf, len);
@@ -348,7 +384,7 @@ static cJSON *dispatch(struct daemon *d, const char *buf, size_t len)
 			r = ctl_error(-GARUDA_E_UNKNOWN_REQUEST, "unknown request \"%.*s\"",
 				      CTL_CUT(name->valuestring, CTL_ECHO_MAX));
 		else if (!(r = check_args(rq, req)))
-			r = rq->fn(d, req);
+			r = access == CTL_ADMIN || !writes(rq, req) ? rq->fn(d, req) : read_only_denied(c, rq);
 	}
 	cJSON_Delete(req);
 	return r;
@@ -405,47 +441,81 @@ static void read_groups(struct control_conn *c)
 	fclose(f);
 }
 
-static bool admitted(struct control_conn *c)
+/* Is the peer in the group the config names want ("" or NULL: none)? seen caches
+ * its lookup. */
+static bool in_group(struct control_conn *c, struct group_seen *seen, const char *want)
 {
-	if (c->uid == 0 || c->uid == geteuid()) /* root, and the daemon's own user */
-		return true;
-	const char *want = c->d->cfg.control_group;
 	if (!want || !*want)
 		return false;
-	if (!c->group_name || strcmp(c->group_name, want) != 0) {
-		free(c->group_name);
-		c->group_name = strdup(want);
+	if (!seen->name || strcmp(seen->name, want) != 0) {
+		free(seen->name);
+		seen->name = strdup(want);
 		/* as the socket's chown (server.c): a numeric group is a gid, no lookup */
 		unsigned gid;
 		bool numeric = config_numeric_gid(want, &gid);
 		struct group *g = numeric ? NULL : getgrnam(want);
-		c->group_found = numeric || g != NULL;
-		c->group_gid = numeric ? (gid_t)gid : g ? g->gr_gid : (gid_t)-1;
+		seen->found = numeric || g != NULL;
+		seen->gid = numeric ? (gid_t)gid : g ? g->gr_gid : (gid_t)-1;
 	}
-	if (!c->group_found)
+	if (!seen->found)
 		return false;
-	if (c->gid == c->group_gid)
+	if (c->gid == seen->gid)
 		return true;
 	for (int i = 0; i < c->ngroups; i++)
-		if (c->groups[i] == c->group_gid)
+		if (c->groups[i] == seen->gid)
 			return true;
 	return false;
 }
 
-static cJSON *denied(struct control_conn *c)
+static enum ctl_access access_of(struct control_conn *c)
+{
+	if (c->uid == 0 || c->uid == geteuid()) /* root, and the daemon's own user */
+		return CTL_ADMIN;
+	if (in_group(c, &c->admin, c->d->cfg.control_group))
+		return CTL_ADMIN;
+	return in_group(c, &c->reader, c->d->cfg.control_read_group) ? CTL_READ : CTL_DENIED;
+}
+
+static const char *admins_are(const struct control_conn *c)
 {
 	const char *want = c->d->cfg.control_group;
-	log_client(c->uid, LOG_NOTICE, "control: refused pid %d uid %u gid %u: not root and not in the admin group",
-		   (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
-	if (!want || !*want)
+	return want && *want ? want : NULL;
+}
+
+static cJSON *read_only_denied(struct control_conn *c, const struct ctl_request *rq)
+{
+	const char *admin = admins_are(c);
+	log_client(c->uid, LOG_NOTICE, "control: refused request %s of pid %d uid %u: read-only (control_read_group)",
+		   rq->name, (int)c->pid, (unsigned)c->uid);
+	if (!admin)
 		return ctl_error(-GARUDA_E_ACCESS_DENIED,
-				 "uid %u may not use the control socket: it admits root only (config key "
-				 "control_group is empty); every request, read-only ones too, needs that",
-				 (unsigned)c->uid);
+				 "uid %u is admitted read-only (control_read_group \"%s\"); request \"%s\" changes "
+				 "something, which only root may (config key control_group is empty)",
+				 (unsigned)c->uid, c->d->cfg.control_read_group, rq->name);
 	return ctl_error(-GARUDA_E_ACCESS_DENIED,
-			 "uid %u may not use the control socket: it admits root and members of group "
-			 "\"%s\"%s; every request, read-only ones too, needs that",
-			 (unsigned)c->uid, want, c->group_found ? "" : " (which does not exist)");
+			 "uid %u is admitted read-only (control_read_group \"%s\"); request \"%s\" changes "
+			 "something, which only root and members of group \"%s\" (control_group) may",
+			 (unsigned)c->uid, c->d->cfg.control_read_group, rq->name, admin);
+}
+
+static cJSON *denied(struct control_conn *c)
+{
+	const char *want = admins_are(c), *readers = c->d->cfg.control_read_group;
+	log_client(c->uid, LOG_NOTICE, "control: refused pid %d uid %u gid %u: not root and not in the admin "
+		   "or read-only group", (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
+	char admins[160], reads[160] = "";
+	if (want)
+		snprintf(admins, sizeof(admins), "root and members of group \"%.64s\"%s", want,
+			 c->admin.found ? "" : " (which does not exist)");
+	else
+		snprintf(admins, sizeof(admins), "root only (config key control_group is empty)");
+	if (readers && *readers)
+		snprintf(reads, sizeof(reads), ", and read-only requests of members of group \"%.64s\"%s", readers,
+			 c->reader.found ? "" : " (which does not exist)");
+	return ctl_error(-GARUDA_E_ACCESS_DENIED,
+			 "uid %u may not use the control socket: it admits %s%s; every request, read-only "
+			 "ones too, needs that",
+			 (unsigned)c->uid, admins, reads);
 }
 
 /* ---------------- connections ---------------- */
@@ -455,7 +525,8 @@ static void conn_free(struct control_conn *c)
 {
 	close(c->fd);
 	free(c->groups);
-	free(c->group_name);
+	free(c->admin.name);
+	free(c->reader.name);
 	free(c);
 }
 
@@ -555,7 +626,8 @@ static void on_request(struct loop_watch *w, void *data, uint32_t events)
 			conn_close(c);
 			return;
 		}
-		if (!admitted(c)) { /* a reload changed the admin group: one answer, then closed */
+		enum ctl_access access = access_of(c);
+		if (access == CTL_DENIED) { /* a reload changed the groups: one answer, then closed */
 			send_text(c->fd, denied(c));
 			conn_close(c);
 			return;
@@ -565,7 +637,7 @@ static void on_request(struct loop_watch *w, void *data, uint32_t events)
 			r = ctl_error(-GARUDA_E_TOO_LONG, "request of %zd bytes; the limit is %u", n,
 				      (unsigned)CONTROL_MAX_REQUEST);
 		else
-			r = dispatch(c->d, buf, (size_t)n);
+			r = dispatch(c, access, buf, (size_t)n);
 		if (!send_reply(c, r))
 			return;
 	}
@@ -611,7 +683,7 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 			continue;
 		}
 		/* refused at once, before it counts: its one reply is queued for it to read */
-		if (!admitted(c)) {
+		if (access_of(c) == CTL_DENIED) {
 			send_text(fd, denied(c));
 			conn_free(c);
 			continue;

@@ -1,7 +1,8 @@
 /* server.c — garudad's listening sockets: inherited through socket activation
  * (sd_listen_fds_with_names, matched by name "client"/"control", else by order;
  * unknown fds closed), or created here: AF_UNIX SOCK_SEQPACKET, client socket 0660
- * with group socket_group, control socket 0600 (or 0660 with control_group).
+ * with group socket_group, control socket 0600 (or 0660 with control_read_group, else
+ * control_group).
  * One garudad per socket path: before it creates a socket, garudad takes an flock on
  * "<client socket path>.lock" (mode 0600, holds the holder's pid) and keeps it for its
  * life; a second garudad is refused there. A clean exit unlinks the file while still
@@ -315,7 +316,7 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 		} else if (geteuid() == 0) {
 			service_warn(d, "%s socket %s: group %s does not exist; only root can connect "
 				     "(create the group, or set the config key %s)", what, path, group,
-				     strcmp(what, "client") == 0 ? "socket_group" : "control_group");
+				     strcmp(what, "client") == 0 ? "socket_group" : "control_group or control_read_group");
 		} else {
 			log_notice("%s socket %s: group %s does not exist; only the daemon's own user (uid %u) "
 				   "and root can connect", what, path, group, (unsigned)geteuid());
@@ -433,9 +434,12 @@ int server_open_sockets(struct daemon *d)
 		d->client_owned = true;
 	}
 	if (d->control_fd < 0) {
-		bool grp = d->cfg.control_group && *d->cfg.control_group;
-		int fd = make_socket(d, d->cfg.control_socket_path, grp ? 0660 : 0600,
-				     grp ? d->cfg.control_group : NULL, "control", prev);
+		/* the wider group reaches the socket: the read-only one where there is one
+		 * (its admins must be in it too, or be root); garudad tells the tiers apart */
+		const char *grp = d->cfg.control_read_group;
+		if (!grp || !*grp)
+			grp = d->cfg.control_group && *d->cfg.control_group ? d->cfg.control_group : NULL;
+		int fd = make_socket(d, d->cfg.control_socket_path, grp ? 0660 : 0600, grp, "control", prev);
 		if (fd < 0 && control_optional)
 			return no_control_socket(fd);
 		if (fd < 0)

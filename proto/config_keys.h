@@ -65,6 +65,8 @@ enum garuda_cfg_type {
 	  "group of the client socket, a name or a gid (default garuda)")                          \
 	X("control_group", NULL, GROUP, control_group, 0, 0, true, NULL,                           \
 	  "group admitted to the control socket, a name or a gid (default none)")                   \
+	X("control_read_group", NULL, GROUP, control_read_group, 0, 0, true, NULL,                 \
+	  "group admitted to the control socket's read-only requests (default none)")             \
 	X("event_loop", "event-loop", LOOP, event_loop, 0, 0, false, NULL,                         \
 	  "auto, io_uring or epoll (default auto)")                                                \
 	X("scanners", "scanners", U32, scanners, 0, 64, false, NULL,                               \

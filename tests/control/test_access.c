@@ -79,8 +79,19 @@ static ssize_t peer_recv(int fd, char *buf, size_t cap)
  * (garudad closes a refused one after its one reply) and write each reply (one line
  * each) to the pipe. Returns the replies, one per line; a connect failure comes back
  * as "connect: <errno>". */
+static char *as_peer_on(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+			const char *const *reqs, bool one_conn);
+
 static char *as_peer(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
 		     const char *const *reqs)
+{
+	return as_peer_on(ctl, uid, gid, groups, ngroups, reqs, false);
+}
+
+/* As as_peer(); one_conn: every request on one connection (a peer that is answered,
+ * refused or not, and carries on). */
+static char *as_peer_on(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+			const char *const *reqs, bool one_conn)
 {
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
@@ -90,8 +101,10 @@ static char *as_peer(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups,
 		close(p[0]);
 		if (setgroups((size_t)ngroups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
 			_exit(126);
+		int fd = -1;
 		for (int i = 0; reqs[i]; i++) {
-			int fd = peer_connect(ctl);
+			if (fd < 0)
+				fd = peer_connect(ctl);
 			if (fd < 0) {
 				dprintf(p[1], "connect: %d\n", -fd);
 				_exit(0);
@@ -104,7 +117,10 @@ static char *as_peer(const char *ctl, uid_t uid, gid_t gid, const gid_t *groups,
 			if (peer_recv(fd, buf, sizeof(buf)) <= 0)
 				_exit(3);
 			dprintf(p[1], "%s\n", buf);
-			close(fd);
+			if (!one_conn) {
+				close(fd);
+				fd = -1;
+			}
 		}
 		_exit(0);
 	}
@@ -257,6 +273,79 @@ Test(access, admin_group_primary_and_supplementary)
 	out = as_peer(d.ctl, NOBODY, OTHER_GID, NULL, 0, reqs);
 	all_denied(out, 2, grp);
 	free(out);
+	ctl_stop(&d);
+}
+
+/* control_read_group: its members get every reading request and, on the same
+ * connection, ACCESS_DENIED for each that changes something (naming the tier and the
+ * admin group), and nothing changes; the socket belongs to that group; a member of
+ * control_group as well is an admin; anyone else is refused at accept, as before. */
+Test(access, read_only_group_reads_and_changes_nothing)
+{
+	need_root();
+	const char *grp = nogroup();
+	char config[256];
+	snprintf(config, sizeof(config), "{\"control_group\": \"%u\", \"control_read_group\": \"%s\"}",
+		 (unsigned)OTHER_GID, grp);
+	struct gd_daemon d;
+	ctl_start(&d, config);
+	struct ctl_client c;
+	ctl_client_open(&c, d.sock);
+	struct stat st;
+	cr_assert_eq(stat(d.ctl, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0660);
+	cr_assert_eq(st.st_gid, NOBODY, "with control_read_group the socket belongs to that group");
+	static const char *const reqs[] = {
+		"{\"request\":\"status\"}",
+		"{\"request\":\"log_level\",\"level\":\"debug\"}",
+		"{\"request\":\"clients\"}",
+		"{\"request\":\"disconnect\",\"client\":1}",
+		"{\"request\":\"reload\"}",
+		"{\"request\":\"scanners\"}",
+		"{\"request\":\"config\"}",
+		"{\"request\":\"metrics\"}",
+		"{\"request\":\"segments\",\"client\":1}",
+		"{\"request\":\"log_level\"}",
+		NULL,
+	};
+	static const bool refused[] = { false, true, false, true, true, false, false, false, false, false };
+	char *out = as_peer_on(d.ctl, NOBODY, NOBODY, NULL, 0, reqs, true);
+	char *save = NULL;
+	int n = 0;
+	for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save), n++) {
+		cr_assert_lt(n, 10, "more replies than requests: %s", l);
+		cJSON *j = cJSON_Parse(l);
+		cr_assert_not_null(j, "not JSON: %s", l);
+		if (!refused[n]) {
+			cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "error"), "%s refused: %s", reqs[n], l);
+		} else {
+			ctl_assert_error(j, GARUDA_E_ACCESS_DENIED, l);
+			const char *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "error"),
+									   "message")->valuestring;
+			cr_assert_not_null(strstr(msg, "read-only"), "%s", msg);
+			cr_assert_not_null(strstr(msg, "control_group"), "%s", msg);
+		}
+		if (n == 9)
+			cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "log_level")->valuestring, "info");
+		cJSON_Delete(j);
+	}
+	cr_assert_eq(n, 10, "%d replies to 10 requests on one connection", n);
+	free(out);
+	cr_assert_eq(ctl_status_num(d.ctl, "clients"), 1, "a read-only peer disconnected a client");
+
+	/* in the admin group too: an admin */
+	gid_t sup[] = { OTHER_GID };
+	static const char *const set[] = { "{\"request\":\"log_level\",\"level\":\"notice\"}", NULL };
+	out = as_peer(d.ctl, NOBODY, NOBODY, sup, 1, set);
+	cr_assert_not_null(strstr(out, "\"log_level\":\"notice\""), "%s", out);
+	free(out);
+	/* in neither: refused at accept, naming both groups */
+	chmod(d.ctl, 0666);
+	gid_t none[] = { 2 };
+	out = as_peer(d.ctl, NOBODY, 2, none, 1, reqs);
+	all_denied(out, 10, grp);
+	free(out);
+	ctl_client_close(&c);
 	ctl_stop(&d);
 }
 
