@@ -91,6 +91,7 @@ wait_for() { # DESC CMD...: until CMD succeeds, 30 s at most (the machine may be
 	shift
 	for _ in $(seq 300); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
 	echo "targets: $(api targets | head -c 600)"
+	! declare -F rules >/dev/null || echo "rules, now: $(rules | tr '\n' ' ')"
 	fail "$d: not within 30 s"
 }
 
@@ -100,8 +101,9 @@ rules() { api rules | python3 -c 'import json, sys
 for g in json.load(sys.stdin)["data"]["groups"]:
     for r in g["rules"]:
         print(r["name"], r["health"])'; }
-rules_ok() { [[ $(rules | grep -c ' ok$') == 4 ]]; }
-wait_for "the 4 shipped rules loaded and evaluated with health ok ($(rules | tr '\n' ' '))" rules_ok
+shipped=$(grep -c '^ *- alert:' "$prom/garuda.rules.yml")
+rules_ok() { [[ $(rules | grep -c ' ok$') == "$shipped" ]]; }
+wait_for "the $shipped shipped rules loaded and evaluated with health ok" rules_ok
 rules
 up() { [[ $(query garuda_up) == 1 ]]; }
 wait_for "garuda_up 1 in Prometheus" up
