@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "sysfs.h"
 #include "wire.h" /* GARUDA_NUMA_MAX */
 
 int gbk_register_args(const struct garuda_backend *b, const void *addr, size_t bytes,
@@ -72,20 +72,6 @@ int gbk_pci_numa_node(const char *busid)
 			 root, dom, bus, dev, fn);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -1;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	char buf[32];
-	ssize_t len = read(fd, buf, sizeof(buf) - 1);
-	if (len <= 0)
-		return -1;
-	buf[len] = '\0';
-	char *end;
-	errno = 0;
-	long node = strtol(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n'))
-		return -1;
-	if (node < 0 || node > GARUDA_NUMA_MAX)
-		return -1;
-	return (int)node;
+	/* "-1" (no NUMA) is no node too */
+	return (int)sysfs_read_uint(path, GARUDA_NUMA_MAX);
 }

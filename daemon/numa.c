@@ -11,38 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define MPOL_PREFERRED 1
+#include "sysfs.h"
 
-int numa_parse_cpulist(const char *s, cpu_set_t *set)
-{
-	CPU_ZERO(set);
-	int n = 0;
-	while (*s && *s != '\n') {
-		char *end;
-		if (!isdigit((unsigned char)*s))
-			return -1;
-		long a = strtol(s, &end, 10), b = a;
-		s = end;
-		if (*s == '-') {
-			s++;
-			if (!isdigit((unsigned char)*s))
-				return -1;
-			b = strtol(s, &end, 10);
-			s = end;
-		}
-		if (a < 0 || b < a || b >= CPU_SETSIZE)
-			return -1;
-		for (long c = a; c <= b; c++) {
-			CPU_SET((int)c, set);
-			n++;
-		}
-		if (*s == ',')
-			s++;
-		else if (*s && *s != '\n')
-			return -1;
-	}
-	return n;
-}
+#define MPOL_PREFERRED 1
 
 static int cmp_node(const void *a, const void *b)
 {
@@ -75,7 +46,7 @@ void numa_discover(struct numa_topology *t)
 		fclose(f);
 		buf[n] = '\0';
 		struct numa_node *node = &t->node[t->nnodes];
-		int c = numa_parse_cpulist(buf, &node->cpus);
+		int c = sysfs_parse_cpulist(buf, &node->cpus);
 		if (c <= 0)
 			continue; /* memory-only node: no CPU to run a scanner on */
 		node->id = (int)id;

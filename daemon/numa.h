@@ -28,9 +28,6 @@ struct numa_topology {
 /* Discover nodes; always yields at least one node. */
 void numa_discover(struct numa_topology *t);
 
-/* Parse a sysfs cpulist ("0-3,8,10-11") into set; returns CPUs set or -1. */
-int numa_parse_cpulist(const char *s, cpu_set_t *set);
-
 /* Index into t->node[] of node id, or -1 (none, or one without CPUs). */
 int numa_index(const struct numa_topology *t, int id);
 

@@ -169,6 +169,14 @@ int quota_peer_cgroup(const char *proc, pid_t pid, char **path)
 	FILE *f = fopen(name, "re");
 	if (!f)
 		return -errno;
+	int r = quota_cgroup_line(f, path);
+	fclose(f);
+	return r;
+}
+
+int quota_cgroup_line(FILE *f, char **path)
+{
+	*path = NULL;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -186,7 +194,6 @@ int quota_peer_cgroup(const char *proc, pid_t pid, char **path)
 	if (n < 0 && errno)
 		r = -errno;
 	free(line);
-	fclose(f);
 	return r;
 }
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -106,6 +107,10 @@ void quota_table_free(struct quota_table *t);
  * (no such line: a cgroup v1 only host), -ENOMEM, or -errno of opening or reading the
  * file (-ENOENT: the process is gone). proc is the procfs root ("/proc"). */
 int quota_peer_cgroup(const char *proc, pid_t pid, char **path);
+/* The path of f's first "0::" line (a /proc/PID/cgroup), without its newline, up to
+ * a NUL byte in it, into a malloc'ed *path: 0, -ENODATA (no such line), -ENOMEM or
+ * -errno of reading f. quota_peer_cgroup()'s parse, fuzzed (tests/fuzz/fuzz_sysfs.c). */
+int quota_cgroup_line(FILE *f, char **path);
 
 /* The path of the cgroup v2 directory whose cgroup id (its inode number: what the
  * PIDFD_GET_INFO ioctl reports as cgroupid) is id, relative to the cgroup2 mount at

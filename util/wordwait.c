@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "cpu.h"
+#include "sysfs.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -43,30 +44,14 @@
 
 /* ------------------------------------------------------------------ detection */
 
-/* A decimal number from a sysfs file; -1 when absent or not a number. */
+/* A decimal number from a file of umwait_control; -1 when absent or not a number. */
 static int64_t read_sysfs_uint(const char *root, const char *name)
 {
-	char path[512], buf[32];
+	char path[512];
 	if (snprintf(path, sizeof(path), "%s/devices/system/cpu/umwait_control/%s", root, name) >=
 	    (int)sizeof(path))
 		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n;
-	do
-		n = read(fd, buf, sizeof(buf) - 1);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n') || v > UINT32_MAX)
-		return -1;
-	return (int64_t)v;
+	return sysfs_read_uint(path, UINT32_MAX);
 }
 
 void wordwait_read(struct wordwait_probe *p, const char *sysfs_root)
