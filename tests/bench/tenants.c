@@ -33,7 +33,9 @@
  * arms; the extra arms go with one DISARM when the churn ends), and A churning out of
  * order (the same, but the word's TA_DEEP arms wait for targets below and above the
  * churn's, half each, so that each churn ARM's place is in the middle of the word's
- * queue). Rows: B's p50 and p99 and their deltas
+ * queue), and A storing to a wide word (widestore: on a connection of its own, TA_DEEP
+ * arms on one word in no order, the word stored to every 20 us, each other store
+ * reaching the next arm, so that garudad looks at it often). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
  * baseline's; each figure is the best of B_RUNS (3) runs, taken after the idle rungs
  * in B_RUNS rounds of every row once (A drops its arms, closing its connections,
@@ -78,7 +80,8 @@
 _Static_assert(TA_CHURN <= GARUDA_BATCH_MAX, "one churn batch is one ARM_BATCH");
 _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
 
-enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_CHURN_DISORDER_RUN, TA_DROP, TA_EXIT };
+enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_CHURN_DISORDER_RUN, TA_WIDE_RUN, TA_DROP, TA_EXIT };
+#define TA_WIDE_PAUSE_NS 20000ull /* widestore: between A's stores */
 
 /* shared between A and the bench */
 struct ta_shm {
@@ -88,7 +91,7 @@ struct ta_shm {
 	uint32_t cmd;
 	uint64_t arg;          /* TA_ARM: arms to hold in all */
 	uint64_t held;         /* arms sent and held */
-	uint64_t churn_cycles; /* batches of 15 ARMs + 15 DISARMs */
+	uint64_t churn_cycles; /* batches of 15 ARMs + 15 DISARMs (widestore: stores) */
 	uint64_t churn_ns;
 	int err;               /* A broke (msg says how) */
 	int cg_err;            /* moving into the group: 0, -errno */
@@ -214,6 +217,45 @@ static void ta_churn(struct ta_shm *sh, struct rc *c, enum ta_cmd how, struct rc
 		ta_fail(sh, "A deep churn: DISARM of the deep word's arms failed", r);
 }
 
+/* widestore (TA_WIDE_RUN): on a connection of its own, word 0 holds TA_DEEP arms in
+ * no order (targets 2, 4, ..., then one odd one mid-queue: its place is deeper than
+ * GARUDA_WATCH_ORDER_WALK from both ends, so the word is wide), and A stores 1, 2, 3,
+ * ... to it, one every TA_WIDE_PAUSE_NS: each other store reaches the next wait, so
+ * that garudad looks at the word as at a busy stream's, again and again. Arms again
+ * above the value when they have all fired; the connection's close takes what is
+ * left. */
+static void ta_wide(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs)
+{
+	struct rc c;
+	int r = rc_connect(&c, sock);
+	if (!r && (r = rc_segment_open(&c, 1, true, NULL)))
+		rc_close(&c);
+	if (r) {
+		ta_fail(sh, "A widestore: connect or SEGMENT_OPEN failed", r);
+		return;
+	}
+	uint64_t t0 = now_ns(), cyc = 0, base = 0;
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+		for (unsigned i = 0; i < TA_DEEP; i++)
+			reqs[i] = (struct rc_arm_req){ .index = 0, .target = base + 2 * (i + 1),
+						       .token = TA_DEEP_TOKEN, .form = GARUDA_FORM_DOORBELL };
+		reqs[TA_DEEP] = (struct rc_arm_req){ .index = 0, .target = base + TA_DEEP + 1,
+						     .token = TA_DEEP_TOKEN, .form = GARUDA_FORM_DOORBELL };
+		if ((r = rc_arm_batched(&c, reqs, TA_DEEP + 1)) < 0) {
+			ta_fail(sh, "A widestore: ARM_BATCH failed", r);
+			break;
+		}
+		for (uint64_t k = 1; k <= 2 * TA_DEEP && !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE); k++) {
+			gd_store(&c.seg, 0, base + k);
+			__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
+			sleep_ns(TA_WIDE_PAUSE_NS);
+		}
+		base += 2 * TA_DEEP;
+	}
+	sh->churn_ns = now_ns() - t0;
+	rc_close(&c);
+}
+
 static int ta_main(void *arg)
 {
 	struct ta_ctx *t = arg;
@@ -243,7 +285,7 @@ static int ta_main(void *arg)
 	if (cg_self(sh->cgroup, sizeof(sh->cgroup)) < 0)
 		snprintf(sh->cgroup, sizeof(sh->cgroup), "?");
 	struct rc *c = calloc(t->conns, sizeof(*c));
-	struct rc_arm_req *reqs = calloc(TA_PER_CONN, sizeof(*reqs));
+	struct rc_arm_req *reqs = calloc(TA_PER_CONN > TA_DEEP ? TA_PER_CONN : TA_DEEP + 1, sizeof(*reqs));
 	unsigned open = 0;
 	int rc = 1;
 	if (!c || !reqs) {
@@ -273,6 +315,8 @@ static int ta_main(void *arg)
 			ta_arm_to(sh, c, t->conns, reqs, sh->arg);
 		else if (cmd == TA_CHURN_RUN || cmd == TA_CHURN_DEEP_RUN || cmd == TA_CHURN_DISORDER_RUN)
 			ta_churn(sh, &c[0], cmd, reqs);
+		else if (cmd == TA_WIDE_RUN)
+			ta_wide(sh, t->sock, reqs);
 		else if (cmd == TA_DROP)
 			ta_drop(sh, c, t->conns, t->sock);
 		futex_set(&sh->ack_seq, seen);
@@ -360,7 +404,7 @@ static void loadavg(char *buf, size_t cap)
 }
 
 struct b_row {
-	const char *state; /* "none", "loaded", "churning", "deepchurn", "disorder" */
+	const char *state; /* "none", "loaded", "churning", "deepchurn", "disorder", "widestore" */
 	uint64_t armed;    /* A's held arms */
 	struct plans_streams_result r;
 	uint64_t churn_cycles, churn_ns; /* A's churn batches and their time, over the row's runs */
@@ -552,7 +596,7 @@ int bench_tenants(struct bench *b)
 
 	struct gd_daemon d;
 	struct tenant_a a = { .pid = -1 };
-	struct b_row rows[6];
+	struct b_row rows[8];
 	unsigned nrows = 0;
 	int rcode = -1;
 	memset(rows, 0, sizeof(rows));
@@ -671,6 +715,7 @@ int bench_tenants(struct bench *b)
 			rows[nrows++] = (struct b_row){ .state = "churning", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "deepchurn", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "disorder", .armed = n };
+			rows[nrows++] = (struct b_row){ .state = "widestore", .armed = n };
 		}
 	}
 
@@ -698,9 +743,10 @@ int bench_tenants(struct bench *b)
 				sleep_ns((uint64_t)win_s * 1000000000ull);
 			}
 			if (strcmp(x->state, "loaded") != 0) {
-				enum ta_cmd how = strcmp(x->state, "deepchurn") == 0  ? TA_CHURN_DEEP_RUN
-						  : strcmp(x->state, "disorder") == 0 ? TA_CHURN_DISORDER_RUN
-										      : TA_CHURN_RUN;
+				enum ta_cmd how = strcmp(x->state, "deepchurn") == 0   ? TA_CHURN_DEEP_RUN
+						  : strcmp(x->state, "disorder") == 0  ? TA_CHURN_DISORDER_RUN
+						  : strcmp(x->state, "widestore") == 0 ? TA_WIDE_RUN
+										       : TA_CHURN_RUN;
 				if (run_b_churning(b, &d, &a, nb, x, how) < 0)
 					goto out;
 			} else
@@ -727,8 +773,11 @@ int bench_tenants(struct bench *b)
 	       "    their %u DISARMs, the last acknowledged, again and again; deepchurn: the same, all on\n"
 	       "    word 0, which holds %u more arms of A meanwhile: each DISARM names a word of %u arms;\n"
 	       "    disorder: the same, the %u arms' targets half below and half above the churn's, so that\n"
-	       "    each churn ARM's place is in the middle of the word's queue)\n",
-	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN, TA_DEEP);
+	       "    each churn ARM's place is in the middle of the word's queue; widestore: on a connection\n"
+	       "    of its own, a word of %u arms in no order (wide), stored to every %llu us, each other\n"
+	       "    store reaching the next arm)\n",
+	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN, TA_DEEP, TA_DEEP + 1,
+	       (unsigned long long)(TA_WIDE_PAUSE_NS / 1000));
 
 	printf("\n   Issue 29's targets (this run; A's largest hold here is %u arms)\n", max_n);
 	cJSON *tg = cJSON_AddArrayToObject(sec, "targets");
@@ -739,7 +788,7 @@ int bench_tenants(struct bench *b)
 	}
 	snprintf(what, sizeof(what), "garudad RSS per armed wait, %u arms", max_n);
 	verdict(tg, what, per_arm_last, " B", 128);
-	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL;
+	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL, *wd = NULL;
 	for (unsigned i = 1; i < nrows; i++) {
 		if (!rows[i].r.ok)
 			continue;
@@ -749,6 +798,8 @@ int bench_tenants(struct bench *b)
 			ch = &rows[i];
 		else if (strcmp(rows[i].state, "deepchurn") == 0)
 			dc = &rows[i];
+		else if (strcmp(rows[i].state, "widestore") == 0)
+			wd = &rows[i];
 		else
 			dis = &rows[i];
 	}
@@ -771,6 +822,10 @@ int bench_tenants(struct bench *b)
 	if (base->r.ok && dis) {
 		snprintf(what, sizeof(what), "B p99 delta, A churning mid-queue on a word of %u", TA_DEEP + TA_TPW + TA_CHURN);
 		verdict(tg, what, (dis->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
+	}
+	if (base->r.ok && wd) {
+		snprintf(what, sizeof(what), "B p99 delta, A storing to its wide word of %u", TA_DEEP + 1);
+		verdict(tg, what, (wd->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
 	}
 	rcode = 0;
 out:
