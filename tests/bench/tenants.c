@@ -433,7 +433,7 @@ static void emit_b(cJSON *arr, const struct b_row *x, const struct b_row *base)
 	if (x->r.timed_wakes > 0)
 		printf(" %5.0f/%-5.0f", x->r.timer_stalls, x->r.timed_wakes);
 	if (x->churn_per_s > 0)
-		printf("   %.0f batches/s", x->churn_per_s);
+		printf("   %.0f %s/s", x->churn_per_s, strcmp(lbl, "widestore") == 0 ? "stores" : "batches");
 	printf("\n");
 	fflush(stdout);
 	cJSON *o = cJSON_CreateObject();
