@@ -489,12 +489,12 @@ static cJSON *read_only_denied(struct control_conn *c, const struct ctl_request 
 		   rq->name, (int)c->pid, (unsigned)c->uid);
 	if (!admin)
 		return ctl_error(-GARUDA_E_ACCESS_DENIED,
-				 "uid %u is admitted read-only (control_read_group \"%s\"); request \"%s\" changes "
+				 "uid %u is admitted read-only (control_read_group \"%.64s\"); request \"%s\" changes "
 				 "something, which only root may (config key control_group is empty)",
 				 (unsigned)c->uid, c->d->cfg.control_read_group, rq->name);
 	return ctl_error(-GARUDA_E_ACCESS_DENIED,
-			 "uid %u is admitted read-only (control_read_group \"%s\"); request \"%s\" changes "
-			 "something, which only root and members of group \"%s\" (control_group) may",
+			 "uid %u is admitted read-only (control_read_group \"%.64s\"); request \"%s\" changes "
+			 "something, which only root and members of group \"%.64s\" (control_group) may",
 			 (unsigned)c->uid, c->d->cfg.control_read_group, rq->name, admin);
 }
 

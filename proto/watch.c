@@ -1754,12 +1754,12 @@ unsigned garuda_watch_due(struct garuda_watch *w, uint64_t now, uint32_t *words,
 	return n;
 }
 
-/* How many of a wide word's n waits one look looks at: all of a small word, else an
- * eighth, at least GARUDA_WATCH_WIDE_SHARE (watch.h): every wait within 8 looks. */
+/* How many of a wide word's n waits one look looks at: all of a small word, else a
+ * 32nd, at least GARUDA_WATCH_WIDE_SHARE (watch.h): every wait within 32 looks. */
 static uint32_t wide_share(uint32_t n)
 {
-	uint32_t eighth = n / 8 + (n % 8 != 0);
-	return eighth > GARUDA_WATCH_WIDE_SHARE ? eighth : GARUDA_WATCH_WIDE_SHARE;
+	uint32_t part = n / GARUDA_WATCH_WIDE_LOOKS + (n % GARUDA_WATCH_WIDE_LOOKS != 0);
+	return part > GARUDA_WATCH_WIDE_SHARE ? part : GARUDA_WATCH_WIDE_SHARE;
 }
 
 /* d's queue from id on first, what stood before it behind its tail (a wide word keeps

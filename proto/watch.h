@@ -76,9 +76,9 @@
  *     wrapping order holds them), or whose ARMs came out of order deeper than
  *     GARUDA_WATCH_ORDER_WALK into its queue. It is looked at on a timer (its own),
  *     never on a level, and each look takes a share of its waits (all of up to
- *     GARUDA_WATCH_WIDE_SHARE, else an eighth), the next look going on from there:
- *     a reached wait of a wide word fires within 8 of its looks, and its head's at
- *     once. Only a client's own hostile or disordered ARMs make a word wide.
+ *     GARUDA_WATCH_WIDE_SHARE, else a 1/GARUDA_WATCH_WIDE_LOOKS share), the next look
+ *     going on from there: a reached wait of a wide word fires within
+ *     GARUDA_WATCH_WIDE_LOOKS (32) of its looks, and its head's at once. Only a client's own hostile or disordered ARMs make a word wide.
  *   - garuda_watch_next() says spin (0) only while some word is SPIN or a timer is due
  *     within GARUDA_POLICY_SPIN_AHEAD_NS (a timer's time has the early wake taken off
  *     already), and never under a plan that does not spin (park_ns 0, not poll); with
@@ -119,10 +119,12 @@
  * the word wide (unordered) instead of walking there: a tenant's ARMs in a hostile order
  * cost the scanner O(1) each, not O(waits on the word) */
 #define GARUDA_WATCH_ORDER_WALK   64u
-/* a look at a wide word looks at an eighth of its waits, at least this many (all of a
- * smaller word), and the next look goes on from there: a tenant's wide word of 65,535
- * waits costs the scanner a share a look, not a walk of all (garuda_watch_found) */
+/* a look at a wide word looks at a 1/GARUDA_WATCH_WIDE_LOOKS share of its waits, at
+ * least GARUDA_WATCH_WIDE_SHARE (all of a smaller word), and the next look goes on from
+ * there: a tenant's wide word of 65,535 waits costs the scanner 2,048 waits' walk a look
+ * (~5 us), not all of them (garuda_watch_found) */
 #define GARUDA_WATCH_WIDE_SHARE   1024u
+#define GARUDA_WATCH_WIDE_LOOKS   32u
 /* Level l's period: STEP_MIN x 2^(l/2), x 3/2 on the odd levels (32, 48, 64, 96, ...
  * us; the top one, l = 28, is 524 ms). Half an octave apart, a wait's period is at
  * least 2/3 of its bound (a whole octave: 1/2), which cuts an idle word's looks by a
