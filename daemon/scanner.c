@@ -129,6 +129,12 @@ struct scanner {
 	struct readiness out;
 	uintptr_t line; /* the cache line every armed descriptor's word is on; 0: nothing
 			 * armed, or several lines (note_line, after every change of the set) */
+	/* drops carried over (apply_removals): a session's end takes at most
+	 * SCANNER_DROP_STEP_WAITS of its waits a step, its drops waiting here, answered
+	 * when its last wait is out; unbudgeted: scanner_stop()'s last take */
+	struct cmd *pending;
+	unsigned npending, cappending;
+	bool unbudgeted;
 	bool stop;
 	bool check_watch; /* GARUDA_WATCH_CHECK=1: check the watcher after every step */
 	unsigned deliver_steps; /* steps that delivered, mod 2^32 (deliver_cpu_ns's sample) */
@@ -347,17 +353,22 @@ static void charge_removal(struct scanner *s, uint64_t key, uint64_t t0)
 		sink_count(s->pay[id].sink, SN_scan_ns, garuda_now_ns() - t0);
 }
 
+/* A session's end takes at most this many of its waits a step (apply_removals): the
+ * end of one holding 65,535 (~150 ns each) was a 10 ms step, every other session's
+ * looks waiting behind it; the rest go in the steps after, looks between. */
+#define SCANNER_DROP_STEP_WAITS 1024u
+
 /* Take out the waits on one word that a removal of t takes; returns how many it
  * looked at. The walk's time is charged to the word's session (charge_removal): a
  * DISARM that matches nothing on a shallow word costs a walk of its waits (fewer than
  * ARMED_INDEX_DEEP), and a session that sends such DISARMs pays for them in `garctl
  * clients`. */
 static uint64_t remove_on_word(struct scanner *s, const struct removal_table *t, uint64_t key,
-			       uint64_t now)
+			       uint64_t now, uint64_t max)
 {
 	uint64_t looked = 0, t0 = garuda_now_ns();
 	uint32_t id = garuda_watch_first_on(&s->watch, key);
-	while (id != GARUDA_WATCH_NONE) {
+	while (id != GARUDA_WATCH_NONE && looked < max) {
 		uint32_t next = garuda_watch_next_on(&s->watch, id);
 		remove_if_taken(s, t, id, now);
 		looked++;
@@ -400,6 +411,51 @@ static int cmp_by_word(const void *a, const void *b, void *rem)
 	return x < y ? -1 : x > y;
 }
 
+/* Does the batch drop session id's sink (its session ended)? */
+static bool session_ends(const struct removal *rem, const struct cmd **c, unsigned n, uint64_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (rem[i].kind == RM_DROP_SINK && c[i]->session_id == id)
+			return true;
+	return false;
+}
+
+static bool is_one_of(const uint64_t *v, unsigned n, uint64_t x)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+/* rem and remcmd for up to n removals; false (logged) when out of memory */
+static bool removals_room(struct scanner *s, struct removal **rem, const struct cmd ***remcmd, unsigned n)
+{
+	*rem = malloc(n * sizeof(**rem));
+	*remcmd = malloc(n * sizeof(**remcmd));
+	if (*rem && *remcmd)
+		return true;
+	log_err("scanner %u: out of memory for removals", s->index);
+	return false;
+}
+
+/* Keep a drop for the next step (take_commands() applies it again, before that
+ * batch's commands). Aborts when out of memory: a lost drop leaves dangling references. */
+static void carry_over(struct scanner *s, const struct cmd *c)
+{
+	if (s->npending == s->cappending) {
+		unsigned cap = s->cappending ? 2 * s->cappending : 8;
+		struct cmd *p = realloc(s->pending, cap * sizeof(*p));
+		if (!p) {
+			log_err("scanner %u: out of memory for a session's end", s->index);
+			abort();
+		}
+		s->pending = p;
+		s->cappending = cap;
+	}
+	s->pending[s->npending++] = *c;
+}
+
 /* Apply a batch's removals; every DISARM and every answered drop is answered through
  * a notice, after the removal (no step runs in between: this thread runs them). A
  * DISARM looks only at the waits on its word; a drop (of a sink, a segment, a binding:
@@ -436,18 +492,40 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 		for (e = k + 1; e < ndisarms && (uintptr_t)rem[disarms[e]].word == key; e++)
 			;
 		looked += word_is_deep(s, key) ? disarm_on_deep_word(s, &t, rem, &disarms[k], e - k, key, now)
-					       : remove_on_word(s, &t, key, now);
+					       : remove_on_word(s, &t, key, now, UINT64_MAX);
 	}
 	free(disarms);
 	qsort(sessions, nsessions, sizeof(*sessions), cmp_u64);
+	/* a session that ended (its sink dropped: every wait on its words goes) takes at
+	 * most the step's budget; the walk starts at its first word each step, whose waits
+	 * all go, so each step goes on where the last stopped. Its drops of this batch
+	 * then wait for the next step, unanswered: an answered drop's object may be freed */
+	uint64_t budget = s->unbudgeted ? UINT64_MAX : SCANNER_DROP_STEP_WAITS;
+	uint64_t *unfinished = malloc((nsessions ? nsessions : 1) * sizeof(*unfinished));
+	unsigned nunfinished = 0;
+	if (!unfinished) {
+		log_err("scanner %u: out of memory for removals", s->index);
+		abort();
+	}
 	for (unsigned k = 0; k < nsessions; k++) {
 		uint32_t o = k && sessions[k] == sessions[k - 1] ? GARUDA_WATCH_NONE
 								 : garuda_watch_owner_find(&s->watch, sessions[k]);
 		if (o == GARUDA_WATCH_NONE)
 			continue;
+		bool ended = session_ends(rem, c, n, sessions[k]);
 		for (uint32_t wi = garuda_watch_owner_first_word(&s->watch, o); wi != GARUDA_WATCH_NONE;) {
+			if (ended && budget == 0) {
+				unfinished[nunfinished++] = sessions[k];
+				count(s, SC_drop_steps, 1);
+				break;
+			}
 			uint32_t next = garuda_watch_owner_next_word(&s->watch, wi);
-			looked += remove_on_word(s, &t, garuda_watch_word_key(&s->watch, wi), now);
+			uint64_t l = remove_on_word(s, &t, garuda_watch_word_key(&s->watch, wi), now,
+						    ended ? budget : UINT64_MAX);
+			looked += l;
+			budget -= ended ? l : 0;
+			if (ended && garuda_watch_owner_first_word(&s->watch, o) == wi)
+				continue; /* the budget ran out on this word: its rest waits */
 			wi = next;
 		}
 	}
@@ -455,6 +533,10 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	count(s, SC_removal_looks, looked);
 	armed_removals_free(&t);
 	for (unsigned i = 0; i < n; i++) {
+		if (rem[i].kind != RM_DISARM && is_one_of(unfinished, nunfinished, c[i]->session_id)) {
+			carry_over(s, c[i]);
+			continue;
+		}
 		if (rem[i].kind == RM_DROP_SINK) /* its session is over: forget its owner */
 			garuda_watch_owner_drop(&s->watch, c[i]->session_id);
 		if (rem[i].kind != RM_DISARM && !c[i]->answer)
@@ -465,6 +547,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 							  .code = rem[i].kind != RM_DISARM || rem[i].found ? 0 : -GARUDA_E_NOT_ARMED,
 							  .noreply = c[i]->noreply });
 	}
+	free(unfinished);
 }
 
 /* The plan's tuning as the watcher takes it (proto/watch.h): the loop thread's
@@ -592,13 +675,19 @@ static bool take_commands(struct scanner *s)
 		s->ncmds = 0;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (!n)
+	/* the drops of sessions whose end is still being taken (carry_over): applied with
+	 * this batch, as the last of its removals */
+	struct cmd *carried = s->pending;
+	unsigned ncarried = s->npending;
+	s->pending = NULL;
+	s->npending = s->cappending = 0;
+	if (!n && !ncarried)
 		return false;
 
 	bool armed = false;
 	struct removal *rem = NULL;
 	const struct cmd **remcmd = NULL; /* the command of each removal */
-	unsigned nrem = 0;
+	unsigned nrem = 0, nmax = n + ncarried;
 	uint64_t now = garuda_now_ns(), ntaken = 0, take_ns = 0;
 	retune(s, now);
 	for (unsigned i = 0; i < n; i++) {
@@ -634,11 +723,8 @@ static bool take_commands(struct scanner *s)
 		case CMD_DROP_SEGMENT:
 		case CMD_DROP_BINDING:
 		case CMD_DROP_SINK:
-			if (!rem && (!(rem = malloc(n * sizeof(*rem))) ||
-				     !(remcmd = malloc(n * sizeof(*remcmd))))) {
-				log_err("scanner %u: out of memory for removals", s->index);
+			if (!rem && !removals_room(s, &rem, &remcmd, nmax))
 				abort();
-			}
 			rem[nrem] = (struct removal){ .kind = removal_kind_of(c->kind), .obj = c->obj,
 						      .word = c->word, .segment_id = c->segment_id,
 						      .index = c->index, .token = c->token, .gen = gen };
@@ -653,10 +739,20 @@ static bool take_commands(struct scanner *s)
 		count(s, SC_arms_taken, ntaken);
 		count(s, SC_take_ns, take_ns);
 	}
+	if (ncarried && !rem && !removals_room(s, &rem, &remcmd, nmax))
+		abort();
+	for (unsigned j = 0; j < ncarried; j++) { /* older than every wait: they take all */
+		const struct cmd *c = &carried[j];
+		rem[nrem] = (struct removal){ .kind = removal_kind_of(c->kind), .obj = c->obj, .word = c->word,
+					      .segment_id = c->segment_id, .index = c->index, .token = c->token,
+					      .gen = UINT64_MAX };
+		remcmd[nrem++] = c;
+	}
 	if (nrem)
 		apply_removals(s, rem, remcmd, nrem, now);
 	free(rem);
 	free(remcmd);
+	free(carried);
 	for (unsigned i = 0; i < n; i++) { /* after the batch: the set as it now stands */
 		if (cmds[i].kind == CMD_ARM) /* older than every later removal (a freed id's
 					      * payload is nobody's: harmless) */
@@ -666,13 +762,15 @@ static bool take_commands(struct scanner *s)
 		else if (cmds[i].kind == CMD_STOP)
 			s->stop = true;
 	}
-	if (cap > CMD_SPARE_MAX) {
-		free(cmds);
-		cmds = NULL;
-		cap = 0;
+	if (n) {
+		if (cap > CMD_SPARE_MAX) {
+			free(cmds);
+			cmds = NULL;
+			cap = 0;
+		}
+		s->spare = cmds;
+		s->capspare = cap;
 	}
-	s->spare = cmds;
-	s->capspare = cap;
 	note_line(s);
 	atomic_store_explicit(&s->st_armed, garuda_watch_count(&s->watch), memory_order_relaxed);
 	return armed;
@@ -901,6 +999,8 @@ static void *scanner_main(void *arg)
 		if (s->stop)
 			break;
 		if (garuda_watch_count(&s->watch) == 0) {
+			if (s->npending)
+				continue; /* its waits all fired: the next take answers its drops */
 			count(s, SC_parks, 1);
 			shed_commands(s);
 			scanner_wait(s, seq, UINT64_MAX, true);
@@ -926,6 +1026,15 @@ static void *scanner_main(void *arg)
 		}
 		now = garuda_now_ns();
 		uint64_t until = garuda_watch_next(&s->watch, now);
+		if (s->npending) {
+			/* a session's end to go on with (apply_removals): background work, as
+			 * a sweep's; no sleep until it is done */
+			if (now - gave_way >= SCANNER_SWEEP_GIVE_WAY_NS) {
+				spin_give_way();
+				gave_way = now;
+			}
+			continue;
+		}
 		if (!until && garuda_watch_sweeping(&s->watch)) {
 			/* a sweep to go on with: due work, no spin's pause; but background
 			 * work, so a thread that is runnable on this CPU (a tenant's, another
@@ -1010,6 +1119,7 @@ void scanner_stop(struct scanner *s)
 		return;
 	post(s, &(struct cmd){ .kind = CMD_STOP });
 	pthread_join(s->thread, NULL);
+	s->unbudgeted = true; /* a session's end still being taken, too */
 	take_commands(s); /* anything posted after the stop */
 	for (uint32_t id = 0; id < garuda_watch_capacity(&s->watch); id++)
 		if (garuda_watch_live(&s->watch, id))
@@ -1022,6 +1132,7 @@ void scanner_stop(struct scanner *s)
 	free(s->fired);
 	free(s->cmds);
 	free(s->spare);
+	free(s->pending); /* empty: the last take was unbudgeted */
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -80,7 +80,10 @@
 _Static_assert(TA_CHURN <= GARUDA_BATCH_MAX, "one churn batch is one ARM_BATCH");
 _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
 
-enum ta_cmd { TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_CHURN_DISORDER_RUN, TA_WIDE_RUN, TA_DROP, TA_EXIT };
+enum ta_cmd {
+	TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_CHURN_DISORDER_RUN, TA_WIDE_RUN, TA_DROPCYCLE_RUN, TA_DROP,
+	TA_EXIT
+};
 #define TA_WIDE_PAUSE_NS 20000ull /* widestore: between A's stores */
 
 /* shared between A and the bench */
@@ -256,6 +259,32 @@ static void ta_wide(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs
 	rc_close(&c);
 }
 
+/* dropcycle (TA_DROPCYCLE_RUN): a connection of its own, TA_PER_CONN idle arms on it
+ * (A's hold layout), closed at once (garudad drops them all with the session), again
+ * and again. */
+static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs)
+{
+	uint64_t t0 = now_ns(), cyc = 0;
+	for (uint32_t j = 0; j < TA_PER_CONN; j++)
+		reqs[j] = (struct rc_arm_req){ .index = j % TA_WORDS, .target = j / TA_WORDS + 1, .token = j + 1,
+					       .form = GARUDA_FORM_DOORBELL };
+	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+		struct rc c;
+		int r = rc_connect(&c, sock);
+		if (r == 0) {
+			if ((r = rc_segment_open(&c, TA_LINES, false, NULL)) == 0)
+				r = rc_arm_batched(&c, reqs, TA_PER_CONN);
+			rc_close(&c);
+		}
+		if (r < 0) {
+			ta_fail(sh, "A dropcycle: connect, SEGMENT_OPEN or ARM_BATCH failed", r);
+			break;
+		}
+		__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
+	}
+	sh->churn_ns = now_ns() - t0;
+}
+
 static int ta_main(void *arg)
 {
 	struct ta_ctx *t = arg;
@@ -317,6 +346,8 @@ static int ta_main(void *arg)
 			ta_churn(sh, &c[0], cmd, reqs);
 		else if (cmd == TA_WIDE_RUN)
 			ta_wide(sh, t->sock, reqs);
+		else if (cmd == TA_DROPCYCLE_RUN)
+			ta_dropcycle(sh, t->sock, reqs);
 		else if (cmd == TA_DROP)
 			ta_drop(sh, c, t->conns, t->sock);
 		futex_set(&sh->ack_seq, seen);
@@ -596,7 +627,7 @@ int bench_tenants(struct bench *b)
 
 	struct gd_daemon d;
 	struct tenant_a a = { .pid = -1 };
-	struct b_row rows[8];
+	struct b_row rows[9];
 	unsigned nrows = 0;
 	int rcode = -1;
 	memset(rows, 0, sizeof(rows));
@@ -716,6 +747,7 @@ int bench_tenants(struct bench *b)
 			rows[nrows++] = (struct b_row){ .state = "deepchurn", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "disorder", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "widestore", .armed = n };
+			rows[nrows++] = (struct b_row){ .state = "dropcycle", .armed = n };
 		}
 	}
 
@@ -746,6 +778,7 @@ int bench_tenants(struct bench *b)
 				enum ta_cmd how = strcmp(x->state, "deepchurn") == 0   ? TA_CHURN_DEEP_RUN
 						  : strcmp(x->state, "disorder") == 0  ? TA_CHURN_DISORDER_RUN
 						  : strcmp(x->state, "widestore") == 0 ? TA_WIDE_RUN
+						  : strcmp(x->state, "dropcycle") == 0 ? TA_DROPCYCLE_RUN
 										       : TA_CHURN_RUN;
 				if (run_b_churning(b, &d, &a, nb, x, how) < 0)
 					goto out;

@@ -768,6 +768,38 @@ Test(plan, a_disarm_on_a_deep_word_looks_at_its_own_arms_only)
 	gd_stop(&d);
 }
 
+/* A session that ends holding 65,536 arms is taken out 1,024 a step, other sessions'
+ * looks in between (its end in one step held them up ~10 ms): garudad counts the steps
+ * that left part of it for the next (drop_steps), so no timing is asserted; another
+ * session's arms stay and fire afterwards, and every one of the first's is gone. */
+Test(plan, a_sessions_end_is_taken_a_share_a_step)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a, b;
+	struct gd_seg sa, sb;
+	start_holding(&d, &a, &sa);
+	gd_ok(gd_open(&b, d.sock));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb));
+	gd_ok(gd_arm(&b, gd_slot(&sb, 0), 1, 7, GARUDA_FORM_MESSAGE));
+	cr_assert_eq(gd_wait_status(&d, "armed", HELD + 1), HELD + 1);
+	double s0 = gd_scanner_sum(d.ctl, "drop_steps");
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	cr_assert_eq(gd_wait_status(&d, "armed", 1), 1, "the ended session's arms are not all gone");
+	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1);
+	double steps = gd_scanner_sum(d.ctl, "drop_steps") - s0;
+	cr_log_info("a session's end of %d arms left part for the next step %.0f times", HELD, steps);
+	cr_assert_geq(steps, HELD / 1024 - 1, "%.0f steps: the end was taken in fewer shares", steps);
+	gd_store(&sb, 0, 1);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&b, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "%s", gd_strerr(r));
+	cr_assert_eq(rd.token, 7);
+	gd_seg_unmap(&sb);
+	gd_close(&b);
+	gd_stop(&d);
+}
+
 /* One session holds 65,536 arms; other sessions come, arm, and go, half of them
  * closing their segment first (DROP_SEGMENT, answered), the rest just closing their
  * socket (DROP_SINK). A drop looks at its own session's armed descriptors alone: the
