@@ -35,7 +35,9 @@
  * churn's, half each, so that each churn ARM's place is in the middle of the word's
  * queue), and A storing to a wide word (widestore: on a connection of its own, TA_DEEP
  * arms on one word in no order, the word stored to every 20 us, each other store
- * reaching the next arm, so that garudad looks at it often). Rows: B's p50 and p99 and their deltas
+ * reaching the next arm, so that garudad looks at it often), and A ending sessions that
+ * hold arms (dropcycle: a connection of its own, TA_PER_CONN idle arms, closed, again
+ * and again). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
  * baseline's; each figure is the best of B_RUNS (3) runs, taken after the idle rungs
  * in B_RUNS rounds of every row once (A drops its arms, closing its connections,
@@ -435,7 +437,8 @@ static void loadavg(char *buf, size_t cap)
 }
 
 struct b_row {
-	const char *state; /* "none", "loaded", "churning", "deepchurn", "disorder", "widestore" */
+	const char *state; /* "none", "loaded", "churning", "deepchurn", "disorder", "widestore",
+			    * "dropcycle" */
 	uint64_t armed;    /* A's held arms */
 	struct plans_streams_result r;
 	uint64_t churn_cycles, churn_ns; /* A's churn batches and their time, over the row's runs */
@@ -808,9 +811,10 @@ int bench_tenants(struct bench *b)
 	       "    disorder: the same, the %u arms' targets half below and half above the churn's, so that\n"
 	       "    each churn ARM's place is in the middle of the word's queue; widestore: on a connection\n"
 	       "    of its own, a word of %u arms in no order (wide), stored to every %llu us, each other\n"
-	       "    store reaching the next arm)\n",
+	       "    store reaching the next arm; dropcycle: a connection of its own, %u idle arms, closed,\n"
+	       "    again and again)\n",
 	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN, TA_DEEP, TA_DEEP + 1,
-	       (unsigned long long)(TA_WIDE_PAUSE_NS / 1000));
+	       (unsigned long long)(TA_WIDE_PAUSE_NS / 1000), TA_PER_CONN);
 
 	printf("\n   Issue 29's targets (this run; A's largest hold here is %u arms)\n", max_n);
 	cJSON *tg = cJSON_AddArrayToObject(sec, "targets");
@@ -821,7 +825,7 @@ int bench_tenants(struct bench *b)
 	}
 	snprintf(what, sizeof(what), "garudad RSS per armed wait, %u arms", max_n);
 	verdict(tg, what, per_arm_last, " B", 128);
-	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL, *wd = NULL;
+	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL, *wd = NULL, *dr = NULL;
 	for (unsigned i = 1; i < nrows; i++) {
 		if (!rows[i].r.ok)
 			continue;
@@ -833,6 +837,8 @@ int bench_tenants(struct bench *b)
 			dc = &rows[i];
 		else if (strcmp(rows[i].state, "widestore") == 0)
 			wd = &rows[i];
+		else if (strcmp(rows[i].state, "dropcycle") == 0)
+			dr = &rows[i];
 		else
 			dis = &rows[i];
 	}
@@ -859,6 +865,10 @@ int bench_tenants(struct bench *b)
 	if (base->r.ok && wd) {
 		snprintf(what, sizeof(what), "B p99 delta, A storing to its wide word of %u", TA_DEEP + 1);
 		verdict(tg, what, (wd->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
+	}
+	if (base->r.ok && dr) {
+		snprintf(what, sizeof(what), "B p99 delta, A arming %u and disconnecting, again", TA_PER_CONN);
+		verdict(tg, what, (dr->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
 	}
 	rcode = 0;
 out:
