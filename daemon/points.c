@@ -25,19 +25,31 @@ static struct points *table_of(struct points *_Atomic *tab)
 	return t;
 }
 
+/* Room for twice the points (8 at first): 0 or -ENOMEM (the table as it was). */
+static int grow(struct points *t)
+{
+	unsigned cap = t->cap ? t->cap * 2 : 8;
+	struct point *np = realloc(t->p, cap * sizeof(*np));
+	if (np)
+		t->p = np;
+	uint64_t *nk = np ? realloc(t->keys, cap * sizeof(*nk)) : NULL;
+	if (nk)
+		t->keys = nk;
+	uint64_t *nu = nk ? realloc(t->uses, cap * sizeof(*nu)) : NULL;
+	if (!nu)
+		return -ENOMEM; /* what grew is kept: the next grow reallocates it again */
+	t->uses = nu;
+	t->cap = cap;
+	return 0;
+}
+
 /* A slot for a new key: a fresh one charged to the quota, else the LRU one. */
 static int new_slot(struct quota_account *q, struct points *t, const struct config *cfg)
 {
 	if (quota_charge(q, cfg, Q_POINTS, 1) == 0) {
-		if (t->n == t->cap) {
-			unsigned cap = t->cap ? t->cap * 2 : 8;
-			struct point *np = realloc(t->p, cap * sizeof(*np));
-			if (!np) {
-				quota_release(q, Q_POINTS, 1);
-				return -ENOMEM;
-			}
-			t->p = np;
-			t->cap = cap;
+		if (t->n == t->cap && grow(t) < 0) {
+			quota_release(q, Q_POINTS, 1);
+			return -ENOMEM;
 		}
 		return (int)t->n++;
 	}
@@ -45,7 +57,7 @@ static int new_slot(struct quota_account *q, struct points *t, const struct conf
 		return -GARUDA_E_QUOTA;
 	int lru = 0;
 	for (unsigned i = 1; i < t->n; i++)
-		if (t->p[i].last_use < t->p[lru].last_use)
+		if (t->uses[i] < t->uses[lru])
 			lru = (int)i;
 	return lru;
 }
@@ -62,7 +74,7 @@ void points_lookup(struct points *_Atomic *tab, struct quota_account *q, const s
 	pthread_mutex_lock(&t->lock);
 	int i = -1;
 	for (unsigned k = 0; k < t->n; k++)
-		if (t->p[k].key == key) {
+		if (t->keys[k] == key) {
 			i = (int)k;
 			break;
 		}
@@ -71,13 +83,13 @@ void points_lookup(struct points *_Atomic *tab, struct quota_account *q, const s
 		goto out;
 	struct point *p = &t->p[i];
 	if (fresh || p->plan_gen != plan_gen) {
-		p->key = key;
+		t->keys[i] = key;
 		p->plan_gen = plan_gen;
 		if (garuda_estimator_init(&p->est, &cfg->plan.pred) < 0) /* a plan without predict */
 			garuda_estimator_init(&p->est, &(struct garuda_plan_predict){ .max_sleep_us = 1,
 										    .window = 1 });
 	}
-	p->last_use = ++t->tick;
+	t->uses[i] = ++t->tick;
 	*slot = (uint32_t)i;
 	/* the deadline as far as the prediction goes: the scanner's watcher sleeps toward
 	 * it in steps of at most max_sleep_us (a 10 s kernel: ten 1 s sleeps, then one
@@ -93,7 +105,7 @@ void points_record(struct points *t, uint32_t slot, uint64_t key, const struct g
 	if (slot == POINT_NONE || !t)
 		return;
 	pthread_mutex_lock(&t->lock);
-	if (slot < t->n && t->p[slot].key == key)
+	if (slot < t->n && t->keys[slot] == key)
 		garuda_policy_record(&t->p[slot].est, f);
 	pthread_mutex_unlock(&t->lock);
 }
@@ -105,7 +117,7 @@ bool points_peek(struct points *t, uint32_t slot, uint64_t key, uint64_t *sleep_
 	if (slot == POINT_NONE || !t)
 		return false;
 	pthread_mutex_lock(&t->lock);
-	if (slot < t->n && t->p[slot].key == key) {
+	if (slot < t->n && t->keys[slot] == key) {
 		*sleep_ns = garuda_estimator_horizon_ns(&t->p[slot].est);
 		*exact_sleep_ns = garuda_estimator_exact_horizon_ns(&t->p[slot].est);
 		found = true;
@@ -132,7 +144,7 @@ int points_list(struct points *t, struct point_view **out)
 	*out = v;
 	for (unsigned i = 0; i < n; i++) {
 		const struct garuda_estimator *e = &t->p[i].est;
-		v[i] = (struct point_view){ .key = t->p[i].key, .exact = e->exact, .censored = e->censored,
+		v[i] = (struct point_view){ .key = t->keys[i], .exact = e->exact, .censored = e->censored,
 					    .sleep_ns = garuda_estimator_sleep_ns(e) };
 		v[i].predicted = garuda_estimator_prediction_ns(e, &v[i].prediction_ns);
 	}
@@ -149,6 +161,8 @@ void points_free(struct points *_Atomic *tab, struct quota_account *q)
 	quota_release(q, Q_POINTS, t->n);
 	pthread_mutex_destroy(&t->lock);
 	free(t->p);
+	free(t->keys);
+	free(t->uses);
 	free(t);
 	atomic_store_explicit(tab, NULL, memory_order_relaxed);
 }

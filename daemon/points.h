@@ -55,17 +55,21 @@ static inline uint32_t point_key_index(uint64_t key)
 #define POINT_NONE UINT32_MAX /* no point: the arm is cold */
 
 struct point {
-	uint64_t key;
-	uint64_t last_use; /* LRU tick */
 	uint32_t plan_gen;
 	struct garuda_estimator est;
 };
 
+/* A point's key and LRU tick live apart from it, each in an array of their own: an
+ * ARM's lookup reads 8 bytes a point, one cache line per 8 points, not a 216-byte
+ * point each (an ARM flood over thousands of words, every lookup a miss, spent most of
+ * the loop thread's time there). */
 struct points {
 	pthread_mutex_t lock;
 	unsigned n, cap;
 	uint64_t tick;
 	struct point *p;
+	uint64_t *keys; /* [cap]: p[i]'s key */
+	uint64_t *uses; /* [cap]: p[i]'s last use (LRU tick) */
 };
 
 /* Loop thread, at ARM: the point of key in *tab (the table made on first use; a new

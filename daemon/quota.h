@@ -1,6 +1,6 @@
 /* quota.h — per-connection, per-uid and per-cgroup accounting of what clients hold:
  * segments, lines, bindings, armed descriptors, outbox bytes, connections,
- * deadline-estimator points (each costs sizeof(struct point), daemon/points.h).
+ * deadline-estimator points (each costs sizeof(struct point) and 16 bytes, daemon/points.h).
  *
  * Promises: a charge is taken before anything is allocated and fails as a whole (every
  * scope or none) with -GARUDA_E_QUOTA; a session with no cgroup key (quota_peer_cgroup()

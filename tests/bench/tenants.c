@@ -270,6 +270,7 @@ static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req 
 	for (uint32_t j = 0; j < TA_PER_CONN; j++)
 		reqs[j] = (struct rc_arm_req){ .index = j % TA_WORDS, .target = j / TA_WORDS + 1, .token = j + 1,
 					       .form = GARUDA_FORM_DOORBELL };
+	unsigned refused = 0; /* in a row */
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
 		struct rc c;
 		int r = rc_connect(&c, sock);
@@ -278,10 +279,17 @@ static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req 
 				r = rc_arm_batched(&c, reqs, TA_PER_CONN);
 			rc_close(&c);
 		}
+		/* refused (A's ended sessions, their arms not all taken out yet, hold its
+		 * quota of connections or lines): A waits for its own quota, as it must */
+		if (r < 0 && ++refused < 5000) {
+			sleep_ns(1000000);
+			continue;
+		}
 		if (r < 0) {
-			ta_fail(sh, "A dropcycle: connect, SEGMENT_OPEN or ARM_BATCH failed", r);
+			ta_fail(sh, "A dropcycle: connect, SEGMENT_OPEN or ARM_BATCH refused for 5 s", r);
 			break;
 		}
+		refused = 0;
 		__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
 	}
 	sh->churn_ns = now_ns() - t0;
