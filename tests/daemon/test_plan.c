@@ -689,14 +689,21 @@ static void start_holding(struct gd_daemon *d, struct gd_client *a, struct gd_se
  * (word_loads per session), so no timing is asserted: the idle words are looked at on
  * their own backoff schedule (a queued target never), ~32 ln(age) times each, under
  * valgrind too: 1,000 x 65,536 / 10 leaves room for 800 looks of each idle word. */
+/* start_holding(), then a second session b with a one-line segment sb */
+static void start_holding_and_another(struct gd_daemon *d, struct gd_client *a, struct gd_seg *sa,
+				      struct gd_client *b, struct gd_seg *sb)
+{
+	start_holding(d, a, sa);
+	gd_ok(gd_open(b, d->sock));
+	gd_ok(gd_segment_open(b, 1, -1, sb));
+}
+
 Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
 {
 	struct gd_daemon d = { 0 };
 	struct gd_client a, b;
 	struct gd_seg sa, sb;
-	start_holding(&d, &a, &sa);
-	gd_ok(gd_open(&b, d.sock));
-	gd_ok(gd_segment_open(&b, 1, -1, &sb));
+	start_holding_and_another(&d, &a, &sa, &b, &sb);
 	enum { N = HELD, DONE = 1000 };
 	double a0 = session_loads(&d, a.welcome.session_id);
 	for (uint64_t k = 0; k < DONE; k++)
@@ -777,9 +784,7 @@ Test(plan, a_sessions_end_is_taken_a_share_a_step)
 	struct gd_daemon d = { 0 };
 	struct gd_client a, b;
 	struct gd_seg sa, sb;
-	start_holding(&d, &a, &sa);
-	gd_ok(gd_open(&b, d.sock));
-	gd_ok(gd_segment_open(&b, 1, -1, &sb));
+	start_holding_and_another(&d, &a, &sa, &b, &sb);
 	gd_ok(gd_arm(&b, gd_slot(&sb, 0), 1, 7, GARUDA_FORM_MESSAGE));
 	cr_assert_eq(gd_wait_status(&d, "armed", HELD + 1), HELD + 1);
 	double s0 = gd_scanner_sum(d.ctl, "drop_steps");
