@@ -439,8 +439,8 @@ static bool removals_room(struct scanner *s, struct removal **rem, const struct 
 	return false;
 }
 
-/* Keep a drop for the next step (take_commands() applies it again, before that
- * batch's commands). Aborts when out of memory: a lost drop leaves dangling references. */
+/* Keep a drop for the next step (take_commands() applies it again, after that batch's
+ * removals). Aborts when out of memory: a lost drop leaves dangling references. */
 static void carry_over(struct scanner *s, const struct cmd *c)
 {
 	if (s->npending == s->cappending) {
