@@ -411,21 +411,10 @@ static int cmp_by_word(const void *a, const void *b, void *rem)
 	return x < y ? -1 : x > y;
 }
 
-/* Does the batch drop session id's sink (its session ended)? */
-static bool session_ends(const struct removal *rem, const struct cmd **c, unsigned n, uint64_t id)
+/* Is x in v[0..n), ascending? */
+static bool sorted_has(const uint64_t *v, unsigned n, uint64_t x)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (rem[i].kind == RM_DROP_SINK && c[i]->session_id == id)
-			return true;
-	return false;
-}
-
-static bool is_one_of(const uint64_t *v, unsigned n, uint64_t x)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (v[i] == x)
-			return true;
-	return false;
+	return n && bsearch(&x, v, n, sizeof(*v), cmp_u64) != NULL;
 }
 
 /* rem and remcmd for up to n removals; false (logged) when out of memory */
@@ -473,18 +462,21 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	 * 65,536 waits were 64 walks, 163 ms of the scanner; then one, ~2 ms); a deep
 	 * word's DISARMs are looked up instead, each finding its own arms */
 	uint64_t *sessions = malloc((n ? n : 1) * sizeof(*sessions));
+	uint64_t *ending = malloc((n ? n : 1) * sizeof(*ending)); /* sessions whose sink goes */
 	unsigned *disarms = malloc((n ? n : 1) * sizeof(*disarms));
-	if (!sessions || !disarms) {
+	if (!sessions || !disarms || !ending) {
 		log_err("scanner %u: out of memory for removals", s->index);
 		abort();
 	}
-	unsigned nsessions = 0, ndisarms = 0;
+	unsigned nsessions = 0, ndisarms = 0, nending = 0;
 	uint64_t looked = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (rem[i].kind == RM_DISARM)
 			disarms[ndisarms++] = i;
 		else
 			sessions[nsessions++] = c[i]->session_id;
+		if (rem[i].kind == RM_DROP_SINK)
+			ending[nending++] = c[i]->session_id;
 	}
 	qsort_r(disarms, ndisarms, sizeof(*disarms), cmp_by_word, rem);
 	for (unsigned k = 0, e; k < ndisarms; k = e) {
@@ -496,12 +488,13 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	}
 	free(disarms);
 	qsort(sessions, nsessions, sizeof(*sessions), cmp_u64);
+	qsort(ending, nending, sizeof(*ending), cmp_u64);
 	/* a session that ended (its sink dropped: every wait on its words goes) takes at
 	 * most the step's budget; the walk starts at its first word each step, whose waits
 	 * all go, so each step goes on where the last stopped. Its drops of this batch
 	 * then wait for the next step, unanswered: an answered drop's object may be freed */
 	uint64_t budget = s->unbudgeted ? UINT64_MAX : SCANNER_DROP_STEP_WAITS;
-	uint64_t *unfinished = malloc((nsessions ? nsessions : 1) * sizeof(*unfinished));
+	uint64_t *unfinished = malloc((nsessions ? nsessions : 1) * sizeof(*unfinished)); /* ascending */
 	unsigned nunfinished = 0;
 	if (!unfinished) {
 		log_err("scanner %u: out of memory for removals", s->index);
@@ -512,7 +505,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 								 : garuda_watch_owner_find(&s->watch, sessions[k]);
 		if (o == GARUDA_WATCH_NONE)
 			continue;
-		bool ended = session_ends(rem, c, n, sessions[k]);
+		bool ended = sorted_has(ending, nending, sessions[k]);
 		for (uint32_t wi = garuda_watch_owner_first_word(&s->watch, o); wi != GARUDA_WATCH_NONE;) {
 			if (ended && budget == 0) {
 				unfinished[nunfinished++] = sessions[k];
@@ -530,10 +523,11 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 		}
 	}
 	free(sessions);
+	free(ending);
 	count(s, SC_removal_looks, looked);
 	armed_removals_free(&t);
 	for (unsigned i = 0; i < n; i++) {
-		if (rem[i].kind != RM_DISARM && is_one_of(unfinished, nunfinished, c[i]->session_id)) {
+		if (rem[i].kind != RM_DISARM && sorted_has(unfinished, nunfinished, c[i]->session_id)) {
 			carry_over(s, c[i]);
 			continue;
 		}
