@@ -490,6 +490,9 @@ Test(quota, the_daemon_scope_holds_every_connection_together)
 	m.arm.form = GARUDA_FORM_MESSAGE;
 	refusal_text(&b, &m, "quota.daemon.armed exceeded: limit 5, 5 in use, 1 more asked");
 	cr_assert_eq(metric(&d, "garuda_quota_daemon_used{quota=\"armed\"}"), 5);
+	/* every ARM taken by the scanner first: "armed" below (the scanner's count) must not
+	 * match 2 while 3 of the 5 charged are still on their way to it */
+	cr_assert_eq(gd_wait_status(&d, "armed", 5), 5);
 	cr_assert_eq(metric(&d, "garuda_quota_limit{scope=\"daemon\",quota=\"armed\"}"), 5);
 
 	gd_ok(gd_open(&c, d.sock));
