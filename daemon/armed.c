@@ -26,9 +26,22 @@ void notice_release(enum notice_release what, void *obj)
 	}
 }
 
-static void put(struct notice_queue *loop, enum notice_release what, void *obj, atomic_uint *refs)
+static atomic_uint *refs_of(enum notice_release what, void *obj)
 {
-	if (ref_put_unless_last(refs))
+	switch (what) {
+	case RELEASE_SINK:
+		return &((struct sink *)obj)->refs;
+	case RELEASE_SEGMENT:
+		return &((struct segment *)obj)->refs;
+	case RELEASE_BINDING:
+		return &((struct binding *)obj)->refs;
+	}
+	abort();
+}
+
+void armed_put(struct notice_queue *loop, enum notice_release what, void *obj)
+{
+	if (ref_put_unless_last(refs_of(what, obj)))
 		return;
 	if (notice_push(loop, &(struct notice){ .kind = NOTICE_RELEASE, .what = what, .obj = obj }))
 		return;
@@ -56,10 +69,10 @@ void armed_release_refs(struct armed *a, struct notice_queue *loop)
 		binding_unref(a->bind);
 		return;
 	}
-	put(loop, RELEASE_SINK, a->sink, &a->sink->refs);
-	put(loop, RELEASE_SEGMENT, a->seg, &a->seg->refs);
+	armed_put(loop, RELEASE_SINK, a->sink);
+	armed_put(loop, RELEASE_SEGMENT, a->seg);
 	if (a->bind)
-		put(loop, RELEASE_BINDING, a->bind, &a->bind->refs);
+		armed_put(loop, RELEASE_BINDING, a->bind);
 }
 
 /* ---- the removal index ----
@@ -153,6 +166,11 @@ static int removal_index(struct removal_table *t, struct removal *rem, unsigned 
 	}
 	free(last);
 	return 0;
+}
+
+bool armed_removals_drop_segment(const struct removal_table *t, const struct segment *seg)
+{
+	return removal_find(t, RM_DROP_SEGMENT, seg, 0, 0, 0) >= 0;
 }
 
 bool armed_removals_takes(const struct removal_table *t, const struct armed *a)

@@ -58,6 +58,10 @@ void armed_release(struct armed *a, struct notice_queue *loop);
  * counts it), the references after (the writes still use them). */
 void armed_release_quota(struct armed *a);
 void armed_release_refs(struct armed *a, struct notice_queue *loop);
+/* Give back one reference a scanner holds on obj, a sink, segment or binding as what
+ * says (armed_release_refs(), and a carried drop's on its segment): a last one goes to
+ * the loop thread as a NOTICE_RELEASE. */
+void armed_put(struct notice_queue *loop, enum notice_release what, void *obj);
 /* Drop the last reference a scanner handed over (NOTICE_RELEASE): where it was taken
  * on the loop thread, or, out of memory, on the scanner itself. One switch for both. */
 void notice_release(enum notice_release what, void *obj);
@@ -84,4 +88,6 @@ struct removal_table {
 void armed_removals_index(struct removal_table *t, struct removal *rem, unsigned n,
 			  unsigned scanner_index);
 bool armed_removals_takes(const struct removal_table *t, const struct armed *a);
+/* Does the batch drop this segment? */
+bool armed_removals_drop_segment(const struct removal_table *t, const struct segment *seg);
 void armed_removals_free(struct removal_table *t);

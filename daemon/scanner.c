@@ -79,15 +79,20 @@ struct cmd {
 	enum cmd_kind kind;
 	struct armed a;   /* ARM: the payload */
 	struct garuda_policy_wait pw; /* ARM: its wait (the key is its word's address) */
-	const uint64_t *word; /* ARM, DISARM: the slot's word */
+	const uint64_t *word; /* ARM, DISARM, DROP_BINDING: the slot's word */
 	void *obj;        /* DROP_*: segment, binding or sink; DISARM: sink. Compared only,
-			   * never dereferenced: it may be freed by the time the scanner reads it */
+			   * never dereferenced: a binding or sink may be freed by the time the
+			   * scanner reads it. A DROP_SEGMENT holds a reference on its segment
+			   * (post_drop) until it is applied whole: carried over (apply_removals),
+			   * it still names that segment alone, no later one at its address */
 	uint32_t segment_id, index;
 	uint32_t id;      /* ARM, once applied: its watcher id */
 	uint64_t token, cookie;
 	uint64_t session_id; /* DISARM, drops: whose (who gets the answer; a drop walks its words) */
 	bool noreply;
 	bool answer; /* DROP_SEGMENT / DROP_BINDING: acknowledge once applied */
+	uint32_t walk_left; /* DROP_SEGMENT / DROP_SINK carried over: its session's words it
+			     * has still to pass (0: a new drop, all of them) */
 };
 
 struct scanner {
@@ -227,10 +232,10 @@ void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, u
 	post(s, &c);
 }
 
-static void post_drop(struct scanner *s, enum cmd_kind kind, void *obj, uint64_t session_id,
-		      const struct scanner_reply *reply)
+static void post_drop(struct scanner *s, enum cmd_kind kind, void *obj, const uint64_t *word,
+		      uint64_t session_id, const struct scanner_reply *reply)
 {
-	struct cmd c = { .kind = kind, .obj = obj, .session_id = session_id };
+	struct cmd c = { .kind = kind, .obj = obj, .word = word, .session_id = session_id };
 	if (reply) {
 		c.answer = true;
 		c.session_id = reply->session_id;
@@ -243,13 +248,15 @@ static void post_drop(struct scanner *s, enum cmd_kind kind, void *obj, uint64_t
 void scanner_drop_segment(struct scanner *s, struct segment *seg, uint64_t session_id,
 			  const struct scanner_reply *reply)
 {
-	post_drop(s, CMD_DROP_SEGMENT, seg, session_id, reply);
+	/* given back once applied whole (apply_removals: armed_put, its last on the loop thread) */
+	post_drop(s, CMD_DROP_SEGMENT, segment_ref(seg), NULL, session_id, reply);
 }
 
-void scanner_drop_binding(struct scanner *s, struct binding *b, uint64_t session_id,
-			  const struct scanner_reply *reply)
+void scanner_drop_binding(struct scanner *s, struct binding *b, struct segment *seg,
+			  uint64_t session_id, const struct scanner_reply *reply)
 {
-	post_drop(s, CMD_DROP_BINDING, b, session_id, reply);
+	/* its arms wait on its slot's word alone: the drop walks that word */
+	post_drop(s, CMD_DROP_BINDING, b, segment_word(seg, b->index), session_id, reply);
 }
 
 void scanner_drop_sink(struct scanner *s, struct sink *sink)
@@ -337,12 +344,6 @@ static void index_if_deep(struct scanner *s, uint32_t id)
 			armed_index_add(&s->deep, s->pay, w);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Charge a removal's walk since t0 to the session of the word with this key (its
  * scan_ns, as a step's looks are), while the word keeps waits, whose sink is then
  * alive. */
@@ -353,9 +354,10 @@ static void charge_removal(struct scanner *s, uint64_t key, uint64_t t0)
 		sink_count(s->pay[id].sink, SN_scan_ns, garuda_now_ns() - t0);
 }
 
-/* A session's end takes at most this many of its waits a step (apply_removals): the
- * end of one holding 65,535 (~150 ns each) was a 10 ms step, every other session's
- * looks waiting behind it; the rest go in the steps after, looks between. */
+/* A session's end, or a close of one of its segments, takes at most this many of its
+ * waits a step (apply_removals; a word of its passed counts as one): the end of one
+ * holding 65,535 (~150 ns each) was a 10 ms step, every other session's looks waiting
+ * behind it; the rest go in the steps after, looks between. */
 #define SCANNER_DROP_STEP_WAITS 1024u
 
 /* Take out the waits on one word that a removal of t takes; returns how many it
@@ -364,7 +366,7 @@ static void charge_removal(struct scanner *s, uint64_t key, uint64_t t0)
  * ARMED_INDEX_DEEP), and a session that sends such DISARMs pays for them in `garctl
  * clients`. */
 static uint64_t remove_on_word(struct scanner *s, const struct removal_table *t, uint64_t key,
-			       uint64_t now, uint64_t max)
+			       uint64_t now, uint64_t max, bool *rest)
 {
 	uint64_t looked = 0, t0 = garuda_now_ns();
 	uint32_t id = garuda_watch_first_on(&s->watch, key);
@@ -375,6 +377,8 @@ static uint64_t remove_on_word(struct scanner *s, const struct removal_table *t,
 		id = next;
 	}
 	charge_removal(s, key, t0);
+	if (rest)
+		*rest = id != GARUDA_WATCH_NONE;
 	return looked;
 }
 
@@ -411,12 +415,6 @@ static int cmp_by_word(const void *a, const void *b, void *rem)
 	return x < y ? -1 : x > y;
 }
 
-/* Is x in v[0..n), ascending? */
-static bool sorted_has(const uint64_t *v, unsigned n, uint64_t x)
-{
-	return n && bsearch(&x, v, n, sizeof(*v), cmp_u64) != NULL;
-}
-
 /* rem and remcmd for up to n removals; false (logged) when out of memory */
 static bool removals_room(struct scanner *s, struct removal **rem, const struct cmd ***remcmd, unsigned n)
 {
@@ -445,94 +443,163 @@ static void carry_over(struct scanner *s, const struct cmd *c)
 	s->pending[s->npending++] = *c;
 }
 
+/* What one session's drops of a batch (of its segments, of its sink) walk. Its words
+ * are walked from the first, and a word passed and kept (another segment's) goes last
+ * (garuda_watch_owner_rotate): a drop's words not yet passed are always its list's
+ * first, its new words go last, so a drop carried over goes on where it stopped. */
+struct session_walk {
+	uint64_t session;
+	uint32_t owner;   /* GARUDA_WATCH_NONE: it has no waits */
+	uint32_t nwords;  /* its words when the step began: a new drop's to pass */
+	uint32_t want;    /* the most any of its drops has still to pass */
+	uint32_t passed;  /* passed this step (taken, or kept and moved last) */
+	bool ended;       /* its sink is dropped: every wait on its words goes */
+};
+
+static int cmp_walk(const void *a, const void *b)
+{
+	uint64_t x = ((const struct session_walk *)a)->session, y = ((const struct session_walk *)b)->session;
+	return x < y ? -1 : x > y;
+}
+
+static struct session_walk *walk_of(struct session_walk *v, unsigned n, uint64_t session)
+{
+	return bsearch(&(struct session_walk){ .session = session }, v, n, sizeof(*v), cmp_walk);
+}
+
+static bool is_session_drop(enum removal_kind k)
+{
+	return k == RM_DROP_SEGMENT || k == RM_DROP_SINK;
+}
+
+/* How many of its session's words drop c has still to pass after this step (0: it is
+ * applied whole; an ended session's drops, until its last word is gone). */
+static uint32_t walk_left(const struct scanner *s, const struct session_walk *w, const struct cmd *c)
+{
+	if (w->owner == GARUDA_WATCH_NONE ||
+	    garuda_watch_owner_first_word(&s->watch, w->owner) == GARUDA_WATCH_NONE)
+		return 0; /* no waits of its session left */
+	if (w->ended)
+		return 1; /* (its walk's want: all) */
+	uint32_t start = c->walk_left ? c->walk_left : w->nwords;
+	return start > w->passed ? start - w->passed : 0;
+}
+
+/* Walk one session's words for its drops, within *budget (UINT64_MAX: none): each word
+ * a drop takes loses its waits (all of them: a word is one segment's), each other is
+ * passed by a look at its head and moved last. Returns the waits looked at. */
+static uint64_t walk_session(struct scanner *s, const struct removal_table *t, struct session_walk *w,
+			     uint64_t *budget, uint64_t now)
+{
+	uint64_t looked = 0;
+	while (w->owner != GARUDA_WATCH_NONE && w->passed < w->want && *budget) {
+		uint32_t wi = garuda_watch_owner_first_word(&s->watch, w->owner);
+		if (wi == GARUDA_WATCH_NONE)
+			break;
+		uint64_t l = 1;
+		bool rest = false;
+		if (w->ended || armed_removals_drop_segment(t, s->pay[garuda_watch_word_head(&s->watch, wi)].seg))
+			l = remove_on_word(s, t, garuda_watch_word_key(&s->watch, wi), now, *budget, &rest);
+		looked += l;
+		*budget -= l < *budget ? l : *budget;
+		if (rest)
+			break; /* the budget ran out on this word: its rest goes first next step */
+		if (garuda_watch_owner_first_word(&s->watch, w->owner) == wi)
+			garuda_watch_owner_rotate(&s->watch, wi); /* kept: passed */
+		w->passed++;
+	}
+	return looked;
+}
+
 /* Apply a batch's removals; every DISARM and every answered drop is answered through
  * a notice, after the removal (no step runs in between: this thread runs them). A
- * DISARM looks only at the waits on its word; a drop (of a sink, a segment, a binding:
- * all one session's, and only that session arms on its segments' words) only at the
- * words of its session, one walk per session named in the batch: what another
- * tenant holds is never walked (it was: one walk over every armed wait per batch with
- * a drop, 3 hash lookups each, ~20 ms for 1,048,576 waits here, at each session's end). */
+ * DISARM, and a binding's drop, looks only at the waits on its word; a drop of a
+ * segment or a sink (all one session's, and only that session arms on its segments'
+ * words) only at the words of its session, one walk per session named in the batch:
+ * what another tenant holds is never walked (it was: one walk over every armed wait per
+ * batch with a drop, 3 hash lookups each, ~20 ms for 1,048,576 waits here, at each
+ * session's end). Those walks take at most SCANNER_DROP_STEP_WAITS a step together;
+ * a drop not applied whole waits for the next step (carry_over), unanswered. */
 static void apply_removals(struct scanner *s, struct removal *rem, const struct cmd **c, unsigned n,
 			   uint64_t now)
 {
 	struct removal_table t;
 	armed_removals_index(&t, rem, n, s->index);
-	/* the drops' sessions and the DISARMs' words, each walked once: the table t takes
-	 * every removal of the batch in one walk of a word (64 DISARMs on one word of
-	 * 65,536 waits were 64 walks, 163 ms of the scanner; then one, ~2 ms); a deep
-	 * word's DISARMs are looked up instead, each finding its own arms */
-	uint64_t *sessions = malloc((n ? n : 1) * sizeof(*sessions));
-	uint64_t *ending = malloc((n ? n : 1) * sizeof(*ending)); /* sessions whose sink goes */
-	unsigned *disarms = malloc((n ? n : 1) * sizeof(*disarms));
-	if (!sessions || !disarms || !ending) {
+	/* the DISARMs' and binding drops' words, each walked once: the table t takes every
+	 * removal of the batch in one walk of a word (64 DISARMs on one word of 65,536 waits
+	 * were 64 walks, 163 ms of the scanner; then one, ~2 ms); a deep word's DISARMs are
+	 * looked up instead, each finding its own arms */
+	unsigned *onword = malloc((n ? n : 1) * sizeof(*onword));
+	struct session_walk *walks = malloc((n ? n : 1) * sizeof(*walks));
+	if (!onword || !walks) {
 		log_err("scanner %u: out of memory for removals", s->index);
 		abort();
 	}
-	unsigned nsessions = 0, ndisarms = 0, nending = 0;
+	unsigned nonword = 0, nwalks = 0;
 	uint64_t looked = 0;
 	for (unsigned i = 0; i < n; i++) {
-		if (rem[i].kind == RM_DISARM)
-			disarms[ndisarms++] = i;
+		if (!is_session_drop(rem[i].kind))
+			onword[nonword++] = i;
 		else
-			sessions[nsessions++] = c[i]->session_id;
-		if (rem[i].kind == RM_DROP_SINK)
-			ending[nending++] = c[i]->session_id;
+			walks[nwalks++] = (struct session_walk){ .session = c[i]->session_id };
 	}
-	qsort_r(disarms, ndisarms, sizeof(*disarms), cmp_by_word, rem);
-	for (unsigned k = 0, e; k < ndisarms; k = e) {
-		uint64_t key = (uintptr_t)rem[disarms[k]].word;
-		for (e = k + 1; e < ndisarms && (uintptr_t)rem[disarms[e]].word == key; e++)
+	qsort_r(onword, nonword, sizeof(*onword), cmp_by_word, rem);
+	for (unsigned k = 0, e; k < nonword; k = e) {
+		uint64_t key = (uintptr_t)rem[onword[k]].word;
+		bool deep = word_is_deep(s, key);
+		for (e = k + 1; e < nonword && (uintptr_t)rem[onword[e]].word == key; e++)
 			;
-		looked += word_is_deep(s, key) ? disarm_on_deep_word(s, &t, rem, &disarms[k], e - k, key, now)
-					       : remove_on_word(s, &t, key, now, UINT64_MAX);
+		for (unsigned j = k; j < e; j++)
+			deep = deep && rem[onword[j]].kind == RM_DISARM;
+		looked += deep ? disarm_on_deep_word(s, &t, rem, &onword[k], e - k, key, now)
+			       : remove_on_word(s, &t, key, now, UINT64_MAX, NULL);
 	}
-	free(disarms);
-	qsort(sessions, nsessions, sizeof(*sessions), cmp_u64);
-	qsort(ending, nending, sizeof(*ending), cmp_u64);
-	/* a session that ended (its sink dropped: every wait on its words goes) takes at
-	 * most the step's budget; the walk starts at its first word each step, whose waits
-	 * all go, so each step goes on where the last stopped. Its drops of this batch
-	 * then wait for the next step, unanswered: an answered drop's object may be freed */
-	uint64_t budget = s->unbudgeted ? UINT64_MAX : SCANNER_DROP_STEP_WAITS;
-	uint64_t *unfinished = malloc((nsessions ? nsessions : 1) * sizeof(*unfinished)); /* ascending */
-	unsigned nunfinished = 0;
-	if (!unfinished) {
-		log_err("scanner %u: out of memory for removals", s->index);
-		abort();
-	}
-	for (unsigned k = 0; k < nsessions; k++) {
-		uint32_t o = k && sessions[k] == sessions[k - 1] ? GARUDA_WATCH_NONE
-								 : garuda_watch_owner_find(&s->watch, sessions[k]);
-		if (o == GARUDA_WATCH_NONE)
-			continue;
-		bool ended = sorted_has(ending, nending, sessions[k]);
-		for (uint32_t wi = garuda_watch_owner_first_word(&s->watch, o); wi != GARUDA_WATCH_NONE;) {
-			if (ended && budget == 0) {
-				unfinished[nunfinished++] = sessions[k];
-				count(s, SC_drop_steps, 1);
-				break;
-			}
-			uint32_t next = garuda_watch_owner_next_word(&s->watch, wi);
-			uint64_t l = remove_on_word(s, &t, garuda_watch_word_key(&s->watch, wi), now,
-						    ended ? budget : UINT64_MAX);
-			looked += l;
-			budget -= ended ? l : 0;
-			if (ended && garuda_watch_owner_first_word(&s->watch, o) == wi)
-				continue; /* the budget ran out on this word: its rest waits */
-			wi = next;
+	free(onword);
+	/* the sessions' walks: one each, sorted; a new drop passes all the words its
+	 * session has now, a carried one what it had left */
+	qsort(walks, nwalks, sizeof(*walks), cmp_walk);
+	unsigned m = 0;
+	for (unsigned k = 0; k < nwalks; k++)
+		if (!m || walks[k].session != walks[m - 1].session) {
+			uint32_t o = garuda_watch_owner_find(&s->watch, walks[k].session);
+			walks[m++] = (struct session_walk){
+				.session = walks[k].session, .owner = o,
+				.nwords = o == GARUDA_WATCH_NONE ? 0 : garuda_watch_owner_words(&s->watch, o) };
 		}
+	nwalks = m;
+	for (unsigned i = 0; i < n; i++)
+		if (is_session_drop(rem[i].kind)) {
+			struct session_walk *w = walk_of(walks, nwalks, c[i]->session_id);
+			uint32_t want = c[i]->walk_left ? c[i]->walk_left : w->nwords;
+			w->want = want > w->want ? want : w->want;
+			w->ended |= rem[i].kind == RM_DROP_SINK;
+		}
+	for (unsigned k = 0; k < nwalks; k++)
+		if (walks[k].ended) /* all its words go, new ones never come */
+			walks[k].want = UINT32_MAX;
+	uint64_t budget = s->unbudgeted ? UINT64_MAX : SCANNER_DROP_STEP_WAITS;
+	for (unsigned k = 0; k < nwalks; k++) {
+		looked += walk_session(s, &t, &walks[k], &budget, now);
+		if (walks[k].passed < walks[k].want && walks[k].owner != GARUDA_WATCH_NONE &&
+		    garuda_watch_owner_first_word(&s->watch, walks[k].owner) != GARUDA_WATCH_NONE)
+			count(s, SC_drop_steps, 1); /* left for the next step */
 	}
-	free(sessions);
-	free(ending);
 	count(s, SC_removal_looks, looked);
 	armed_removals_free(&t);
 	for (unsigned i = 0; i < n; i++) {
-		if (rem[i].kind != RM_DISARM && sorted_has(unfinished, nunfinished, c[i]->session_id)) {
-			carry_over(s, c[i]);
-			continue;
+		if (is_session_drop(rem[i].kind)) {
+			uint32_t left = walk_left(s, walk_of(walks, nwalks, c[i]->session_id), c[i]);
+			if (left) {
+				struct cmd carried = *c[i];
+				carried.walk_left = left;
+				carry_over(s, &carried);
+				continue;
+			}
 		}
 		if (rem[i].kind == RM_DROP_SINK) /* its session is over: forget its owner */
 			garuda_watch_owner_drop(&s->watch, c[i]->session_id);
+		if (rem[i].kind == RM_DROP_SEGMENT) /* post_drop's reference */
+			armed_put(s->notices, RELEASE_SEGMENT, c[i]->obj);
 		if (rem[i].kind != RM_DISARM && !c[i]->answer)
 			continue;
 		notice_push_answer(s->notices, &(struct notice){ .kind = NOTICE_ANSWER,
@@ -541,7 +608,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 							  .code = rem[i].kind != RM_DISARM || rem[i].found ? 0 : -GARUDA_E_NOT_ARMED,
 							  .noreply = c[i]->noreply });
 	}
-	free(unfinished);
+	free(walks);
 }
 
 /* The plan's tuning as the watcher takes it (proto/watch.h): the loop thread's

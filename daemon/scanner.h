@@ -89,7 +89,9 @@ void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, u
 		    uint64_t token, uint64_t cookie, bool noreply);
 /* Drop every arm on a segment / a binding's slot (eventfd form) / of a sink. The
  * segment and the binding are session_id's (its arms are the only ones on them: the
- * scanner walks that session's words alone). */
+ * scanner walks that session's words alone, a binding's one word alone). A segment's
+ * drop and a sink's are taken at most SCANNER_DROP_STEP_WAITS a step (scanner.c); a
+ * segment's holds a reference on it until it is applied whole. */
 /* reply (or NULL): the request to acknowledge (NOTICE_ANSWER, code 0) once the drop is
  * applied, so that no readiness of what it dropped can follow the ACK. */
 struct scanner_reply {
@@ -98,8 +100,8 @@ struct scanner_reply {
 };
 void scanner_drop_segment(struct scanner *s, struct segment *seg, uint64_t session_id,
 			  const struct scanner_reply *reply);
-void scanner_drop_binding(struct scanner *s, struct binding *b, uint64_t session_id,
-			  const struct scanner_reply *reply);
+void scanner_drop_binding(struct scanner *s, struct binding *b, struct segment *seg,
+			  uint64_t session_id, const struct scanner_reply *reply);
 void scanner_drop_sink(struct scanner *s, struct sink *sink);
 
 void scanner_get_stats(struct scanner *s, struct scanner_stats *out);

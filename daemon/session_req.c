@@ -146,7 +146,7 @@ static void drop_binding(struct session *s, struct binding *b, struct segment *g
 		b->next->prev = b->prev;
 	g->nbindings--;
 	garuda_keymap_del(&s->binding_index, session_binding_key(b->segment_id, b->index));
-	scanner_drop_binding(scanner_of(s, g), b, s->id, reply);
+	scanner_drop_binding(scanner_of(s, g), b, g, s->id, reply);
 	session_release_quota(s, Q_BINDINGS, 1);
 	binding_unref(b);
 }

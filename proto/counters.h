@@ -49,8 +49,8 @@
 	  "Armed descriptors looked at to apply DISARMs and drops (those on a DISARM's word; "     \
 	  "a drop's session's own), by scanner.")                                                  \
 	X(drop_steps, "garuda_scanner_drop_steps_total",                                           \
-	  "Steps that took part of a session's end and left the rest to the next (a session's "   \
-	  "end takes at most 1,024 of its armed descriptors a step), by scanner.")                 \
+	  "Steps that took part of a session's end or a segment's close and left the rest to the " \
+	  "next (at most 1,024 armed descriptors a step), by scanner.")                            \
 	X(deliver_cpu_ns, "garuda_scanner_deliver_cpu_seconds_total",                              \
 	  "CPU time the scanner spent handing readiness to clients (eventfd writes, READY "        \
 	  "messages, line stores; one delivering step in "                                         \

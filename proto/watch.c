@@ -119,7 +119,7 @@ struct garuda_watch_ownerrec {
 	uint64_t last_step; /* the last step that looked at one of its words */
 	uint32_t step_looks; /* looks at its words in that step */
 	void *ctx;          /* the driver's (garuda_watch_owner_set_ctx) */
-	uint32_t first_word; /* its words' list (garuda_watch_owner_first_word) */
+	uint32_t first_word, last_word; /* its words' list, oldest first (garuda_watch_owner_first_word) */
 	uint32_t nfine;      /* its words looked at every GARUDA_WATCH_FINE_NS (place_for) */
 	/* its SPIN words: a circular list from spin_head (the next a step takes), their
 	 * count, its index in the watcher's spin_own (while it has some), and how many a
@@ -1078,6 +1078,7 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 	uint32_t o = w->nowners++;
 	w->owners[o] = (struct garuda_watch_ownerrec){ .key = key, .last_step = UINT64_MAX,
 						       .first_word = GARUDA_WATCH_NONE,
+						       .last_word = GARUDA_WATCH_NONE,
 						       .spin_head = GARUDA_WATCH_NONE,
 						       .spin_step = UINT64_MAX,
 						       .at_hpos = GARUDA_WATCH_NONE };
@@ -1088,6 +1089,33 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key)
 								  .lent_to = LV_NONE,
 								  .borrowed_from = LV_NONE };
 	return o;
+}
+
+/* Its words' list: a word goes in last (owner_append) and out from anywhere
+ * (owner_unlink), both O(1). */
+static void owner_append(struct garuda_watch *w, struct garuda_watch_ownerrec *o, uint32_t wi)
+{
+	struct garuda_watch_word *d = &w->words[wi];
+	d->oprev = o->last_word;
+	d->onext = GARUDA_WATCH_NONE;
+	if (o->last_word != GARUDA_WATCH_NONE)
+		w->words[o->last_word].onext = wi;
+	else
+		o->first_word = wi;
+	o->last_word = wi;
+}
+
+static void owner_unlink(struct garuda_watch *w, struct garuda_watch_ownerrec *o, uint32_t wi)
+{
+	const struct garuda_watch_word *d = &w->words[wi];
+	if (d->oprev != GARUDA_WATCH_NONE)
+		w->words[d->oprev].onext = d->onext;
+	else
+		o->first_word = d->onext;
+	if (d->onext != GARUDA_WATCH_NONE)
+		w->words[d->onext].oprev = d->oprev;
+	else
+		o->last_word = d->oprev;
 }
 
 /* the first word of the first owner from o on that has one */
@@ -1118,6 +1146,20 @@ uint32_t garuda_watch_owner_first_word(const struct garuda_watch *w, uint32_t ow
 uint32_t garuda_watch_owner_next_word(const struct garuda_watch *w, uint32_t word)
 {
 	return w->words[word].onext;
+}
+
+uint32_t garuda_watch_owner_words(const struct garuda_watch *w, uint32_t owner)
+{
+	return w->owners[owner].nwords;
+}
+
+void garuda_watch_owner_rotate(struct garuda_watch *w, uint32_t word)
+{
+	struct garuda_watch_ownerrec *o = &w->owners[w->words[word].owner];
+	if (o->last_word == word)
+		return;
+	owner_unlink(w, o, word);
+	owner_append(w, o, word);
 }
 
 bool garuda_watch_owner_stats(const struct garuda_watch *w, uint64_t key,
@@ -1247,11 +1289,9 @@ uint32_t garuda_watch_add(struct garuda_watch *w, const struct garuda_policy_wai
 		struct garuda_watch_ownerrec *o = &w->owners[owner];
 		*d = (struct garuda_watch_word){ .key = pw->word, .head = id, .tail = id,
 						 .owner = owner, .nwaits = 1,
-						 .start_ns = pw->arm_ns, .onext = o->first_word,
+						 .start_ns = pw->arm_ns, .onext = GARUDA_WATCH_NONE,
 						 .oprev = GARUDA_WATCH_NONE, .done = pw->done };
-		if (o->first_word != GARUDA_WATCH_NONE)
-			w->words[o->first_word].oprev = wi;
-		o->first_word = wi;
+		owner_append(w, o, wi);
 		w->hash[slot] = wi;
 		w->hused++;
 		w->nwords++;
@@ -1352,12 +1392,7 @@ static void unlink_wait(struct garuda_watch *w, uint32_t id, uint64_t now, bool 
 		unplace(w, wi);
 		struct garuda_watch_ownerrec *o = &w->owners[d->owner];
 		o->nwords--;
-		if (d->oprev != GARUDA_WATCH_NONE)
-			w->words[d->oprev].onext = d->onext;
-		else
-			o->first_word = d->onext;
-		if (d->onext != GARUDA_WATCH_NONE)
-			w->words[d->onext].oprev = d->oprev;
+		owner_unlink(w, o, wi);
 		/* out of the hash: the chain after it is put back */
 		uint32_t mask = w->hcap - 1, s = hash_find(w, d->key);
 		w->hash[s] = GARUDA_WATCH_NONE;
@@ -1981,6 +2016,8 @@ int garuda_watch_check(const struct garuda_watch *w, char *why, size_t cap)
 					w->owners[o].nfine), -1;
 		if (c != w->owners[o].nwords)
 			return snprintf(why, cap, "owner %u: %u words listed, %u counted", o, c, w->owners[o].nwords), -1;
+		if (prev != w->owners[o].last_word)
+			return snprintf(why, cap, "owner %u: its last word is not its list's last", o), -1;
 		listed += c;
 	}
 	if (listed != live)

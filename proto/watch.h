@@ -303,10 +303,18 @@ uint32_t garuda_watch_owner(struct garuda_watch *w, uint64_t key);
 /* The owner with this key, or GARUDA_WATCH_NONE (none made). */
 uint32_t garuda_watch_owner_find(const struct garuda_watch *w, uint64_t key);
 /* Its words (those its waits are on: a word is its first wait's owner's), one by one:
- * the first (GARUDA_WATCH_NONE: none), then the next of each. A removal of a word's
- * last wait unlinks that word alone: take the next before removing a word's waits. */
+ * the first (GARUDA_WATCH_NONE: none), then the next of each, oldest first: a new word
+ * goes last. A removal of a word's last wait unlinks that word alone: take the next
+ * before removing a word's waits. */
 uint32_t garuda_watch_owner_first_word(const struct garuda_watch *w, uint32_t owner);
 uint32_t garuda_watch_owner_next_word(const struct garuda_watch *w, uint32_t word);
+/* How many words it has (those on its list). */
+uint32_t garuda_watch_owner_words(const struct garuda_watch *w, uint32_t owner);
+/* Move a word to its owner's list's end, in O(1): a walk that stops part way (garudad:
+ * a drop taken a share a step) and moves each word it passed and kept there finds the
+ * words it has not passed first, however many are added or removed meanwhile (a new
+ * word goes last too). */
+void garuda_watch_owner_rotate(struct garuda_watch *w, uint32_t word);
 /* Every word that has waits, every owner's, one by one (GARUDA_WATCH_NONE ends), in
  * O(owners + such words): not in the ids or words ever used, which a tenant that once
  * armed 65,536 waits and left would make every walk pay for (garuda-bench tenants:

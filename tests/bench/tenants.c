@@ -37,7 +37,8 @@
  * arms on one word in no order, the word stored to every 20 us, each other store
  * reaching the next arm, so that garudad looks at it often), and A ending sessions that
  * hold arms (dropcycle: a connection of its own, TA_PER_CONN idle arms, closed, again
- * and again). Rows: B's p50 and p99 and their deltas
+ * and again), and A closing segments that hold arms (closecycle: the same on one
+ * connection that stays, a segment opened, armed and closed, again). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
  * baseline's; each figure is the best of B_RUNS (3) runs, taken after the idle rungs
  * in B_RUNS rounds of every row once (A drops its arms, closing its connections,
@@ -83,7 +84,7 @@ _Static_assert(TA_CHURN <= GARUDA_BATCH_MAX, "one churn batch is one ARM_BATCH")
 _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
 
 enum ta_cmd {
-	TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_CHURN_DISORDER_RUN, TA_WIDE_RUN, TA_DROPCYCLE_RUN, TA_DROP,
+	TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_CHURN_DISORDER_RUN, TA_WIDE_RUN, TA_DROPCYCLE_RUN, TA_CLOSECYCLE_RUN, TA_DROP,
 	TA_EXIT
 };
 #define TA_WIDE_PAUSE_NS 20000ull /* widestore: between A's stores */
@@ -263,21 +264,33 @@ static void ta_wide(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs
 
 /* dropcycle (TA_DROPCYCLE_RUN): a connection of its own, TA_PER_CONN idle arms on it
  * (A's hold layout), closed at once (garudad drops them all with the session), again
- * and again. */
-static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs)
+ * and again. closecycle (TA_CLOSECYCLE_RUN, segments): one connection that stays, a
+ * segment opened, armed the same and closed (SEGMENT_CLOSE, answered once garudad
+ * dropped its arms), again and again. */
+static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs, bool segments)
 {
 	uint64_t t0 = now_ns(), cyc = 0;
 	for (uint32_t j = 0; j < TA_PER_CONN; j++)
 		reqs[j] = (struct rc_arm_req){ .index = j % TA_WORDS, .target = j / TA_WORDS + 1, .token = j + 1,
 					       .form = GARUDA_FORM_DOORBELL };
 	unsigned refused = 0; /* in a row */
+	struct rc kept;
+	bool connected = false;
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
-		struct rc c;
-		int r = rc_connect(&c, sock);
-		if (r == 0) {
-			if ((r = rc_segment_open(&c, TA_LINES, false, NULL)) == 0)
-				r = rc_arm_batched(&c, reqs, TA_PER_CONN);
-			rc_close(&c);
+		struct rc once, *c = segments ? &kept : &once;
+		int r = 0;
+		if (!connected && (r = rc_connect(c, sock)) == 0)
+			connected = segments;
+		if (r == 0 && (r = rc_segment_open(c, TA_LINES, false, NULL)) == 0) {
+			r = rc_arm_batched(c, reqs, TA_PER_CONN);
+			if (segments) {
+				int closed = gd_segment_close(&c->raw, c->seg.id);
+				r = r < 0 ? r : closed;
+			}
+		}
+		if (c == &once || (r < 0 && connected)) {
+			rc_close(c);
+			connected = false;
 		}
 		/* refused (A's ended sessions, their arms not all taken out yet, hold its
 		 * quota of connections or lines): A waits for its own quota, as it must */
@@ -286,12 +299,15 @@ static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req 
 			continue;
 		}
 		if (r < 0) {
-			ta_fail(sh, "A dropcycle: connect, SEGMENT_OPEN or ARM_BATCH refused for 5 s", r);
+			ta_fail(sh, segments ? "A closecycle: connect, SEGMENT_OPEN, ARM_BATCH or SEGMENT_CLOSE refused for 5 s"
+					     : "A dropcycle: connect, SEGMENT_OPEN or ARM_BATCH refused for 5 s", r);
 			break;
 		}
 		refused = 0;
 		__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
 	}
+	if (connected)
+		rc_close(&kept);
 	sh->churn_ns = now_ns() - t0;
 }
 
@@ -356,8 +372,8 @@ static int ta_main(void *arg)
 			ta_churn(sh, &c[0], cmd, reqs);
 		else if (cmd == TA_WIDE_RUN)
 			ta_wide(sh, t->sock, reqs);
-		else if (cmd == TA_DROPCYCLE_RUN)
-			ta_dropcycle(sh, t->sock, reqs);
+		else if (cmd == TA_DROPCYCLE_RUN || cmd == TA_CLOSECYCLE_RUN)
+			ta_dropcycle(sh, t->sock, reqs, cmd == TA_CLOSECYCLE_RUN);
 		else if (cmd == TA_DROP)
 			ta_drop(sh, c, t->conns, t->sock);
 		futex_set(&sh->ack_seq, seen);
@@ -446,7 +462,7 @@ static void loadavg(char *buf, size_t cap)
 
 struct b_row {
 	const char *state; /* "none", "loaded", "churning", "deepchurn", "disorder", "widestore",
-			    * "dropcycle" */
+			    * "dropcycle", "closecycle" */
 	uint64_t armed;    /* A's held arms */
 	struct plans_streams_result r;
 	uint64_t churn_cycles, churn_ns; /* A's churn batches and their time, over the row's runs */
@@ -638,7 +654,7 @@ int bench_tenants(struct bench *b)
 
 	struct gd_daemon d;
 	struct tenant_a a = { .pid = -1 };
-	struct b_row rows[9];
+	struct b_row rows[12];
 	unsigned nrows = 0;
 	int rcode = -1;
 	memset(rows, 0, sizeof(rows));
@@ -759,6 +775,7 @@ int bench_tenants(struct bench *b)
 			rows[nrows++] = (struct b_row){ .state = "disorder", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "widestore", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "dropcycle", .armed = n };
+			rows[nrows++] = (struct b_row){ .state = "closecycle", .armed = n };
 		}
 	}
 
@@ -790,6 +807,7 @@ int bench_tenants(struct bench *b)
 						  : strcmp(x->state, "disorder") == 0  ? TA_CHURN_DISORDER_RUN
 						  : strcmp(x->state, "widestore") == 0 ? TA_WIDE_RUN
 						  : strcmp(x->state, "dropcycle") == 0 ? TA_DROPCYCLE_RUN
+						  : strcmp(x->state, "closecycle") == 0 ? TA_CLOSECYCLE_RUN
 										       : TA_CHURN_RUN;
 				if (run_b_churning(b, &d, &a, nb, x, how) < 0)
 					goto out;
@@ -820,7 +838,8 @@ int bench_tenants(struct bench *b)
 	       "    each churn ARM's place is in the middle of the word's queue; widestore: on a connection\n"
 	       "    of its own, a word of %u arms in no order (wide), stored to every %llu us, each other\n"
 	       "    store reaching the next arm; dropcycle: a connection of its own, %u idle arms, closed,\n"
-	       "    again and again)\n",
+	       "    again and again; closecycle: the same on one connection, a segment opened, armed and\n"
+	       "    closed, again)\n",
 	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN, TA_DEEP, TA_DEEP + 1,
 	       (unsigned long long)(TA_WIDE_PAUSE_NS / 1000), TA_PER_CONN);
 
@@ -833,7 +852,7 @@ int bench_tenants(struct bench *b)
 	}
 	snprintf(what, sizeof(what), "garudad RSS per armed wait, %u arms", max_n);
 	verdict(tg, what, per_arm_last, " B", 128);
-	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL, *wd = NULL, *dr = NULL;
+	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL, *wd = NULL, *dr = NULL, *cc = NULL;
 	for (unsigned i = 1; i < nrows; i++) {
 		if (!rows[i].r.ok)
 			continue;
@@ -847,6 +866,8 @@ int bench_tenants(struct bench *b)
 			wd = &rows[i];
 		else if (strcmp(rows[i].state, "dropcycle") == 0)
 			dr = &rows[i];
+		else if (strcmp(rows[i].state, "closecycle") == 0)
+			cc = &rows[i];
 		else
 			dis = &rows[i];
 	}
@@ -877,6 +898,10 @@ int bench_tenants(struct bench *b)
 	if (base->r.ok && dr) {
 		snprintf(what, sizeof(what), "B p99 delta, A arming %u and disconnecting, again", TA_PER_CONN);
 		verdict(tg, what, (dr->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
+	}
+	if (base->r.ok && cc) {
+		snprintf(what, sizeof(what), "B p99 delta, A arming a segment with %u and closing it, again", TA_PER_CONN);
+		verdict(tg, what, (cc->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
 	}
 	rcode = 0;
 out:

@@ -805,6 +805,110 @@ Test(plan, a_sessions_end_is_taken_a_share_a_step)
 	gd_stop(&d);
 }
 
+/* A session that goes on closes segments, and a close is taken at most 1,024 waits a
+ * step too (before, one step: ~10 ms for 65,536 arms, every other session's looks
+ * behind it), answered once all of its waits are out. First a one-arm segment whose
+ * word is behind the 8,192 words of the session's big segment (the drop passes them
+ * over ~8 steps and keeps them), then the big segment itself (65,536 arms, ~64 steps);
+ * the session's arm on a third segment, armed after, stays and fires, and so does
+ * another session's. */
+Test(plan, a_segments_close_is_taken_a_share_a_step)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a, b;
+	struct gd_seg sa, sb, sc, sd;
+	start_holding_and_another(&d, &a, &sa, &b, &sb);
+	gd_ok(gd_segment_open(&a, 1, -1, &sc));
+	gd_ok(gd_arm(&a, gd_slot(&sc, 0), 1, 4, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_arm(&b, gd_slot(&sb, 0), 1, 7, GARUDA_FORM_MESSAGE));
+	cr_assert_eq(gd_wait_status(&d, "armed", HELD + 2), HELD + 2);
+	double s0 = gd_scanner_sum(d.ctl, "drop_steps");
+	gd_ok(gd_segment_close(&a, sc.id)); /* answered once applied whole */
+	double passing = gd_scanner_sum(d.ctl, "drop_steps") - s0;
+	cr_assert_geq(passing, HELD_WORDS / 1024 - 1, "%.0f steps: the words before it were not passed a share a step",
+		      passing);
+	cr_assert_eq(gd_wait_status(&d, "armed", HELD + 1), HELD + 1, "the closed segment's arm is still armed");
+	gd_seg_unmap(&sc);
+	gd_ok(gd_segment_open(&a, 1, -1, &sd));
+	gd_ok(gd_arm(&a, gd_slot(&sd, 0), 1, 5, GARUDA_FORM_MESSAGE));
+	cr_assert_eq(gd_wait_status(&d, "armed", HELD + 2), HELD + 2);
+	s0 = gd_scanner_sum(d.ctl, "drop_steps");
+	gd_ok(gd_segment_close(&a, sa.id));
+	double steps = gd_scanner_sum(d.ctl, "drop_steps") - s0;
+	cr_log_info("a close of 1 arm behind %d words took %.0f more steps; of %d arms, %.0f", HELD_WORDS,
+		    passing, HELD, steps);
+	cr_assert_geq(steps, HELD / 1024 - 1, "%.0f steps: the close was taken in fewer shares", steps);
+	cr_assert_eq(gd_wait_status(&d, "armed", 2), 2, "the closed segment's arms are not all gone");
+	gd_seg_unmap(&sa);
+	struct garuda_ready rd;
+	gd_store(&sd, 0, 1);
+	int r = gd_wait_ready(&a, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "the session's other segment: %s", gd_strerr(r));
+	cr_assert_eq(rd.token, 5);
+	gd_store(&sb, 0, 1);
+	r = gd_wait_ready(&b, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "the other session: %s", gd_strerr(r));
+	cr_assert_eq(rd.token, 7);
+	gd_seg_unmap(&sb);
+	gd_seg_unmap(&sd);
+	gd_close(&a);
+	gd_close(&b);
+	gd_stop(&d);
+}
+
+/* A close carried over names its segment alone. A session arms one wait on segment
+ * x, then one on each of 262,144 words of another; it closes x (NOREPLY): the first
+ * step takes x's wait, and the drop goes on passing the other words for ~250 steps.
+ * Meanwhile the session opens 8 new segments and arms on each: those waits stay, and
+ * fire, and the other segment's all stay. (The drop holds x until it is applied whole,
+ * so that no new segment can take x's address while a carried drop names it; malloc
+ * did not hand x's place back to one of the 8 in three tries here, so this test does
+ * not catch a drop without that reference: it catches a carried drop that takes more
+ * than its own segment's waits.) */
+Test(plan, a_carried_close_names_its_segment_alone)
+{
+	enum { WORDS = 262144, NEW = 8 };
+	struct gd_daemon d = { 0 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":270000,\"lines\":32800},"
+						   "\"uid\":{\"armed\":270000,\"lines\":32800}}}" });
+	struct gd_client a;
+	struct gd_seg sx, sa, sy[NEW];
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &sx));
+	gd_ok(gd_arm(&a, gd_slot(&sx, 0), 1, 1, GARUDA_FORM_MESSAGE));
+	gd_ok(gd_segment_open(&a, WORDS / GARUDA_WORDS_PER_LINE, -1, &sa));
+	static struct gd_arm_req reqs[WORDS];
+	for (uint32_t i = 0; i < WORDS; i++)
+		reqs[i] = (struct gd_arm_req){ .index = i, .target = 1, .token = 100 + i, .form = GARUDA_FORM_MESSAGE };
+	cr_assert_eq(gd_arm_batched(&a, sa.id, reqs, WORDS), WORDS);
+	cr_assert_eq(gd_wait_status(&d, "armed", WORDS + 1), WORDS + 1);
+	double s0 = gd_scanner_sum(d.ctl, "drop_steps");
+	struct garuda_msg m;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_CLOSE, 0);
+	m.flags = GARUDA_F_NOREPLY;
+	m.segment_close.segment_id = sx.id;
+	gd_ok(gd_request(&a, &m, NULL, 0, NULL, NULL));
+	gd_seg_unmap(&sx);
+	gd_wait_scanner(d.ctl, "drop_steps", s0 + 1); /* x's wait is out, the drop carried */
+	for (unsigned k = 0; k < NEW; k++) {
+		gd_ok(gd_segment_open(&a, 1, -1, &sy[k]));
+		gd_ok(gd_arm(&a, gd_slot(&sy[k], 0), 1, 2 + k, GARUDA_FORM_MESSAGE));
+	}
+	for (unsigned k = 0; k < NEW; k++) {
+		gd_store(&sy[k], 0, 1);
+		struct garuda_ready rd;
+		int r = gd_wait_ready(&a, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "new segment %u's arm: %s", k, gd_strerr(r));
+		cr_assert_eq(rd.token, 2 + k);
+	}
+	cr_assert_eq(gd_wait_status(&d, "armed", WORDS), WORDS, "the other segment's arms all stay");
+	gd_seg_unmap(&sa);
+	for (unsigned k = 0; k < NEW; k++)
+		gd_seg_unmap(&sy[k]);
+	gd_close(&a);
+	gd_stop(&d);
+}
+
 /* One session holds 65,536 arms; other sessions come, arm, and go, half of them
  * closing their segment first (DROP_SEGMENT, answered), the rest just closing their
  * socket (DROP_SINK). A drop looks at its own session's armed descriptors alone: the

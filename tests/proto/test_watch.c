@@ -15,6 +15,10 @@
  *   - work is counted in word loads, per owner, and a wait not due costs none;
  *   - the walk over words with waits gives just those, whatever was armed before;
  *   - owners are found by key through thousands of random makes and drops;
+ *   - an owner's words are listed oldest first, a new one last, and a rotated one goes
+ *     last in O(1): a walk that rotates what it passes and keeps finds the words it has
+ *     not passed first, whatever is added or removed meanwhile (garudad's drops taken
+ *     a share a step);
  *   - stretches: an idle session's sweeps come its youngest word's backoff apart (no
  *     look past any word's bound, ~22 looks a word an octave of age, not ~27), and a
  *     session armed over a moment moves on a whole level at a time (none copied);
@@ -1686,4 +1690,61 @@ Test(watch, predict_wait_cold_then_a_readiness_ends_its_sleep)
 	solo_wait(&o, 2);
 	cr_assert_str_eq(o.log, "sleep 1276; find 550 censored 550; ");
 	garuda_watch_fini(&o.w);
+}
+
+/* the owner's words as their numbers (key - 1), in its list's order */
+static unsigned owner_words(const struct sim *s, uint32_t o, uint64_t *out, unsigned cap)
+{
+	unsigned n = 0;
+	for (uint32_t wi = garuda_watch_owner_first_word(&s->w, o); wi != GARUDA_WATCH_NONE;
+	     wi = garuda_watch_owner_next_word(&s->w, wi)) {
+		cr_assert_lt(n, cap);
+		out[n++] = garuda_watch_word_key(&s->w, wi) - 1;
+	}
+	cr_assert_eq(n, garuda_watch_owner_words(&s->w, o));
+	return n;
+}
+
+Test(watch, an_owners_words_are_oldest_first_and_a_rotated_one_goes_last)
+{
+	struct sim s;
+	sim_init(&s, false, 64);
+	uint32_t o = garuda_watch_owner(&s.w, 1), other = garuda_watch_owner(&s.w, 2);
+	uint32_t id[8];
+	for (unsigned k = 0; k < 8; k++)
+		id[k] = arm(&s, k % 2 ? other : o, k, 1, 0); /* o: 0 2 4 6; other: 1 3 5 7 */
+	uint64_t v[16];
+	cr_assert_eq(owner_words(&s, o, v, 16), 4);
+	cr_assert(v[0] == 0 && v[1] == 2 && v[2] == 4 && v[3] == 6, "new words go last: %lu %lu %lu %lu",
+		  (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2], (unsigned long)v[3]);
+	/* a walk passes 0 and 2 and keeps them; meanwhile 4 goes, 8 comes, 6 gets a second wait */
+	garuda_watch_owner_rotate(&s.w, garuda_watch_owner_first_word(&s.w, o));
+	garuda_watch_owner_rotate(&s.w, garuda_watch_owner_first_word(&s.w, o));
+	garuda_watch_remove(&s.w, id[4], s.now);
+	arm(&s, o, 8, 1, 0);
+	uint32_t second6 = arm(&s, o, 6, 2, 0);
+	cr_assert_eq(owner_words(&s, o, v, 16), 4);
+	cr_assert(v[0] == 6 && v[1] == 0 && v[2] == 2 && v[3] == 8,
+		  "the words not passed first, then the passed, then the new: %lu %lu %lu %lu",
+		  (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2], (unsigned long)v[3]);
+	/* the first goes last; four rotations leave the order; the other owner is untouched */
+	garuda_watch_owner_rotate(&s.w, garuda_watch_owner_first_word(&s.w, o));
+	cr_assert_eq(owner_words(&s, o, v, 16), 4);
+	cr_assert(v[0] == 0 && v[3] == 6);
+	for (unsigned k = 0; k < 4; k++)
+		garuda_watch_owner_rotate(&s.w, garuda_watch_owner_first_word(&s.w, o));
+	cr_assert_eq(owner_words(&s, o, v, 16), 4);
+	cr_assert(v[0] == 0 && v[1] == 2 && v[2] == 8 && v[3] == 6, "four rotations: the same order");
+	cr_assert_eq(owner_words(&s, other, v, 16), 4);
+	cr_assert(v[0] == 1 && v[1] == 3 && v[2] == 5 && v[3] == 7);
+	char why[160];
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	/* the last word's removal moves the list's end: a new word goes after the rest */
+	garuda_watch_remove(&s.w, id[6], s.now);
+	garuda_watch_remove(&s.w, second6, s.now);
+	arm(&s, o, 10, 1, 0);
+	cr_assert_eq(owner_words(&s, o, v, 16), 4);
+	cr_assert(v[0] == 0 && v[1] == 2 && v[2] == 8 && v[3] == 10);
+	cr_assert_eq(garuda_watch_check(&s.w, why, sizeof(why)), 0, "%s", why);
+	sim_fini(&s);
 }
