@@ -664,12 +664,19 @@ static struct control_conn *conn_new(struct daemon *d, int fd)
 	return c;
 }
 
+/* server_accept()'s refusal for want of fds: one error reply, as to any refused peer */
+static void refuse_out_of_fds(struct daemon *d, int fd)
+{
+	(void)d;
+	send_text(fd, ctl_error(-EMFILE, "%s", GARUDA_OUT_OF_FDS));
+}
+
 void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 {
 	struct daemon *d = data;
 	(void)events;
 	for (int i = 0; i < CONTROL_BATCH; i++) {
-		int fd = server_accept(d, d->control_fd);
+		int fd = server_accept(d, d->control_fd, refuse_out_of_fds);
 		if (fd < 0 && errno == ECONNABORTED)
 			continue; /* refused one for want of fds (server.c) */
 		if (fd < 0) {

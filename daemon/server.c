@@ -478,14 +478,14 @@ void server_accept_failed(struct daemon *d, struct loop_watch *w)
 	loop_again(d->loop, w);
 }
 
-int server_accept(struct daemon *d, int listen_fd)
+int server_accept(struct daemon *d, int listen_fd, server_refuse_fn *refuse)
 {
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd >= 0 || (errno != EMFILE && errno != ENFILE))
 		return fd;
 	/* Out of fds: the pending connection would keep the listener readable and the
-	 * loop spinning. Spend the spare fd to accept it and close it at once (the peer
-	 * sees end-of-file), then take the spare back. */
+	 * loop spinning. Spend the spare fd to accept it, say why and close it at once,
+	 * then take the spare back. */
 	int e = errno;
 	bool refused = false;
 	log_client(LOG_UID_NONE, LOG_WARNING, "accept: %s; refusing a connection (raise LimitNOFILE, or lower quota.uid.connections)",
@@ -493,8 +493,9 @@ int server_accept(struct daemon *d, int listen_fd)
 	if (d->spare_fd >= 0) {
 		close(d->spare_fd);
 		d->spare_fd = -1;
-		int victim = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		int victim = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (victim >= 0) {
+			refuse(d, victim);
 			close(victim);
 			refused = true;
 		}
@@ -511,7 +512,7 @@ void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events)
 	struct daemon *d = data;
 	(void)events;
 	for (int i = 0; i < 64; i++) {
-		int fd = server_accept(d, d->client_fd);
+		int fd = server_accept(d, d->client_fd, session_refuse_out_of_fds);
 		if (fd < 0 && errno == ECONNABORTED)
 			continue; /* refused one for want of fds: the next may fit */
 		if (fd < 0) {

@@ -13,10 +13,16 @@ void server_close_sockets(struct daemon *d);
  * activated sockets', whatever the config says). */
 void server_log_listening(const struct daemon *d);
 void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
+/* What garudad says when it cannot take a connection for want of its own fds. */
+#define GARUDA_OUT_OF_FDS "garudad is out of file descriptors (raise its LimitNOFILE)"
+/* What a listener says to a connection it refuses for want of fds, on fd (CLOEXEC,
+ * NONBLOCK), best effort, before server_accept() closes it. */
+typedef void server_refuse_fn(struct daemon *d, int fd);
 /* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE by refusing the pending
- * connection through the spare fd; -1 with errno as accept4's, or ECONNABORTED when
- * one pending connection was refused that way (more may be pending: call again). */
-int server_accept(struct daemon *d, int listen_fd);
+ * connection through the spare fd, after refuse() tells it why; -1 with errno as
+ * accept4's, or ECONNABORTED when one pending connection was refused that way (more
+ * may be pending: call again). */
+int server_accept(struct daemon *d, int listen_fd, server_refuse_fn *refuse);
 /* An accept failed with errno other than EAGAIN: warn (rate-limited) and have the loop
  * call w's callback again next iteration (a pending connection is never left waiting
  * for the next one to arrive). */

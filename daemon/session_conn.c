@@ -29,6 +29,7 @@
 #include "log.h"
 #include "points.h"
 #include "readiness.h"
+#include "server.h"
 #include "wire.h"
 
 #define RECV_BATCH 64 /* datagrams per callback before yielding to others */
@@ -405,6 +406,14 @@ static void read_comm(pid_t pid, char comm[17])
 
 static void on_peer_exit(struct loop_watch *w, void *data, uint32_t events);
 
+void session_refuse_out_of_fds(struct daemon *d, int fd)
+{
+	struct ucred cred = { .pid = 0, .uid = (uid_t)-1 };
+	socklen_t cl = sizeof(cred);
+	(void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl);
+	refuse_connection(d, fd, cred.pid, cred.uid, -EMFILE, GARUDA_OUT_OF_FDS);
+}
+
 void session_accept(struct daemon *d, int accepted_fd)
 {
 	_cleanup_close_ int fd = accepted_fd;
@@ -429,8 +438,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 		qc = peer_cgroup(d, cred.pid, cred.uid, pidfd, exited, proc_path, pr, &fail);
 	}
 	if (fail == -EMFILE || fail == -ENFILE) {
-		refuse_connection(d, fd, cred.pid, cred.uid, -EMFILE,
-				  "garudad is out of file descriptors (raise its LimitNOFILE)");
+		refuse_connection(d, fd, cred.pid, cred.uid, -EMFILE, GARUDA_OUT_OF_FDS);
 		return;
 	}
 	if (fail == -ESRCH) {
@@ -474,8 +482,7 @@ void session_accept(struct daemon *d, int accepted_fd)
 		int e = errno;
 		quota_release(&sink->quota, Q_CONNECTIONS, 1); /* the one charge */
 		refuse_connection(d, sink->fd, cred.pid, cred.uid, e == EMFILE || e == ENFILE ? -EMFILE : -ENOMEM,
-				  e == EMFILE || e == ENFILE ? "garudad is out of file descriptors (raise its LimitNOFILE)"
-							     : "garudad is out of memory");
+				  e == EMFILE || e == ENFILE ? GARUDA_OUT_OF_FDS : "garudad is out of memory");
 		return;
 	}
 	/* the connecting process's exit ends the session, though a child it forked still

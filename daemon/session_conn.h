@@ -18,6 +18,11 @@
  * and is closed. */
 void session_accept(struct daemon *d, int fd);
 
+/* A connection server_accept() refuses for want of fds (fd: CLOEXEC, NONBLOCK; the
+ * caller closes it): ERROR{-EMFILE} with cookie 0 and GARUDA_OUT_OF_FDS (server.h), as when it
+ * is refused later for the same reason. */
+void session_refuse_out_of_fds(struct daemon *d, int fd);
+
 /* Act on the scanners' notices (DISARM answers, overflows, offenders) and drop the
  * last references they handed back. Loop thread. */
 void session_handle_notices(struct daemon *d);

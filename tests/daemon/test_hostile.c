@@ -540,7 +540,8 @@ Test(hostile, too_long_echoes_cookie)
 
 /* Item 5: out of fds, a refused pending connection must not leave the rest of the
  * backlog hanging (the io_uring loop's multishot poll reports the listener once):
- * every queued client gets an answer (WELCOME, or the close of a refused one). */
+ * every queued client gets an answer, WELCOME or, refused, ERROR{-EMFILE} saying why
+ * (before, a client refused at accept saw only the close). */
 Test(hostile, emfile_backlog_not_stuck)
 {
 	struct gd_daemon d = { 0 };
@@ -564,10 +565,14 @@ Test(hostile, emfile_backlog_not_stuck)
 		int r = gd_recv(&c[i], &m, NULL, 10000);
 		cr_assert_neq(r, 0, "client %d of %d queued: no answer and no close within 10 s "
 			      "(the backlog hangs after an EMFILE refusal)", i, N);
-		if (r == 1 && m.type == GARUDA_MSG_WELCOME)
+		if (r == 1 && m.type == GARUDA_MSG_WELCOME) {
 			welcomed++;
-		else
-			refused++;
+			continue;
+		}
+		refused++;
+		cr_assert(r == 1 && m.type == GARUDA_MSG_ERROR && m.error.code == -EMFILE,
+			  "client %d of %d refused without ERROR{EMFILE} (%d, type %u)", i, N, r, (unsigned)m.type);
+		cr_assert(strstr(m.error.text, "LimitNOFILE"), "the refusal says: %s", m.error.text);
 	}
 	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &old, NULL), 0);
 	cr_assert_gt(refused, 0, "the lowered fd limit refused nobody (test bug)");
@@ -596,6 +601,29 @@ static struct rlimit lower_fd_limit(struct gd_daemon *d, unsigned room, struct r
 	struct rlimit low = { .rlim_cur = (rlim_t)gd_fd_count(d) + room, .rlim_max = was->rlim_max };
 	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
 	return low;
+}
+
+/* garudad without a file descriptor to spare: a control connection is refused at
+ * accept with the control socket's JSON error (-24, naming LimitNOFILE), not a bare
+ * close, and the next one after fds come back is answered. */
+Test(hostile, out_of_fds_a_control_connection_is_told_why)
+{
+	skip_unless_fd_limits();
+	struct gd_daemon d = { 0 };
+	gd_start(&d, NULL);
+	struct rlimit was;
+	lower_fd_limit(&d, 0, &was);
+	int err = 0;
+	const char req[] = "{\"request\":\"status\"}";
+	char *text = gd_control_path(d.ctl, req, sizeof(req) - 1, &err);
+	cr_assert_not_null(text, "control connection out of fds: no reply (%s)", strerror(-err));
+	cr_assert(strstr(text, "LimitNOFILE") && strstr(text, "-24"), "control refusal: %s", text);
+	free(text);
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
+	text = gd_control_path(d.ctl, req, sizeof(req) - 1, &err);
+	cr_assert(text && strstr(text, "\"clients\""), "status once fds are back: %s", text ? text : strerror(-err));
+	free(text);
+	gd_stop(&d);
 }
 
 /* garudad out of file descriptors (a node's tenants together over LimitNOFILE): the

@@ -154,10 +154,11 @@ void loop_again(struct loop *l, struct loop_watch *w)
 	UNREACHED("loop_again");
 }
 
-int server_accept(struct daemon *d, int listen_fd)
+int server_accept(struct daemon *d, int listen_fd, server_refuse_fn *refuse)
 {
 	(void)d;
 	(void)listen_fd;
+	(void)refuse;
 	UNREACHED("server_accept");
 }
 
