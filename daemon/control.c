@@ -48,6 +48,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "control_names.h"
+#include "fdio.h"
 #include "jsontext.h"
 #include "log.h"
 #include "server.h"
@@ -664,11 +665,22 @@ static struct control_conn *conn_new(struct daemon *d, int fd)
 	return c;
 }
 
-/* server_accept()'s refusal for want of fds: one error reply, as to any refused peer */
+/* A connection refused at accept: its one reply (r, consumed) is queued for it to
+ * read, and what it sent is read and thrown away before the caller closes fd (closed
+ * with unread data, the peer's next read gave ECONNRESET instead of the reply;
+ * protocol.md §1). */
+static void refuse(int fd, cJSON *r)
+{
+	send_text(fd, r);
+	shutdown(fd, SHUT_RD);
+	fdio_discard(fd);
+}
+
+/* server_accept()'s refusal for want of fds */
 static void refuse_out_of_fds(struct daemon *d, int fd)
 {
 	(void)d;
-	send_text(fd, ctl_error(-EMFILE, "%s", GARUDA_OUT_OF_FDS));
+	refuse(fd, ctl_error(-EMFILE, "%s", GARUDA_OUT_OF_FDS));
 }
 
 void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
@@ -689,9 +701,9 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 			close(fd);
 			continue;
 		}
-		/* refused at once, before it counts: its one reply is queued for it to read */
+		/* refused at once, before it counts */
 		if (access_of(c) == CTL_DENIED) {
-			send_text(fd, denied(c));
+			refuse(fd, denied(c));
 			conn_free(c);
 			continue;
 		}
@@ -701,11 +713,11 @@ void control_on_accept(struct loop_watch *w, void *data, uint32_t events)
 		if (nconn >= CONTROL_MAX_CONNS) {
 			log_client(c->uid, LOG_WARNING, "control: %u connections open; refusing pid %d uid %u",
 				   nconn, (int)c->pid, (unsigned)c->uid);
-			send_text(fd, ctl_error(-GARUDA_E_BUSY,
-						"garudad has %u control connections open, its limit; "
-						"try again once one closes (each garctl top and each "
-						"script holds one while it runs)",
-						nconn));
+			refuse(fd, ctl_error(-GARUDA_E_BUSY,
+					     "garudad has %u control connections open, its limit; "
+					     "try again once one closes (each garctl top and each "
+					     "script holds one while it runs)",
+					     nconn));
 			conn_free(c);
 			continue;
 		}
