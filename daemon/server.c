@@ -481,29 +481,34 @@ void server_accept_failed(struct daemon *d, struct loop_watch *w)
 int server_accept(struct daemon *d, int listen_fd, server_refuse_fn *refuse)
 {
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (fd >= 0 || (errno != EMFILE && errno != ENFILE))
+	if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || d->spare_fd < 0)
 		return fd;
-	/* Out of fds: the pending connection would keep the listener readable and the
-	 * loop spinning. Spend the spare fd to accept it, say why and close it at once,
-	 * then take the spare back. */
+	/* Out of fds (accept4 fails so whether or not a connection is pending): a
+	 * pending one would keep the listener readable and the loop spinning. Spend the
+	 * spare fd to accept it, then take the spare back. */
 	int e = errno;
-	bool refused = false;
-	log_client(LOG_UID_NONE, LOG_WARNING, "accept: %s; refusing a connection (raise LimitNOFILE, or lower quota.uid.connections)",
-		   strerror(e));
-	if (d->spare_fd >= 0) {
-		close(d->spare_fd);
-		d->spare_fd = -1;
-		int victim = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (victim >= 0) {
-			refuse(d, victim);
-			close(victim);
-			refused = true;
-		}
-		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	close(d->spare_fd);
+	int victim = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int ve = errno;
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (victim < 0) {
+		/* EAGAIN: none pending, drained; else the first failure stands */
+		errno = ve == EAGAIN || ve == EWOULDBLOCK ? ve : e;
+		return -1;
 	}
+	/* The spare back beside the victim: fds came back between the two accepts
+	 * (LimitNOFILE raised, a session closed), and it is taken as any other. */
+	if (d->spare_fd >= 0)
+		return victim;
+	log_client(LOG_UID_NONE, LOG_WARNING,
+		   "accept: %s; refusing a connection (raise LimitNOFILE, or lower quota.uid.connections)",
+		   strerror(e));
+	refuse(d, victim);
+	close(victim);
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* ECONNABORTED: one pending connection was refused, more may be waiting (the
 	 * io_uring loop's multishot poll will not report them again): go on accepting */
-	errno = refused ? ECONNABORTED : e;
+	errno = ECONNABORTED;
 	return -1;
 }
 

@@ -18,10 +18,12 @@ void server_on_client_accept(struct loop_watch *w, void *data, uint32_t events);
 /* What a listener says to a connection it refuses for want of fds, on fd (CLOEXEC,
  * NONBLOCK), best effort, before server_accept() closes it. */
 typedef void server_refuse_fn(struct daemon *d, int fd);
-/* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE by refusing the pending
- * connection through the spare fd, after refuse() tells it why; -1 with errno as
- * accept4's, or ECONNABORTED when one pending connection was refused that way (more
- * may be pending: call again). */
+/* accept4 (CLOEXEC, NONBLOCK) that copes with EMFILE/ENFILE through the spare fd: a
+ * pending connection is accepted with it and, if the spare cannot be had back beside
+ * it, refused after refuse() tells it why. Returns the fd (also when fds came back
+ * between the two accepts), or -1 with errno as accept4's (EAGAIN: none pending, also
+ * out of fds), or ECONNABORTED when one pending connection was refused (more may be
+ * pending: call again). */
 int server_accept(struct daemon *d, int listen_fd, server_refuse_fn *refuse);
 /* An accept failed with errno other than EAGAIN: warn (rate-limited) and have the loop
  * call w's callback again next iteration (a pending connection is never left waiting

@@ -868,7 +868,10 @@ char *gd_control_path(const char *path, const void *req, size_t len, int *err)
 		e = fd;
 		goto done;
 	}
-	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len) {
+	/* refused at accept (out of fds, not admitted, busy), the connection may be closed
+	 * before the request goes: EPIPE, and the reply waits to be read (protocol.md §11) */
+	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len && errno != EPIPE &&
+	    errno != ECONNRESET) {
 		e = -errno;
 		goto done;
 	}

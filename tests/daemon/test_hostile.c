@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "fdscan.h"
 #include "harness.h"
 
 TestSuite(hostile, .init = gd_test_init, .fini = gd_test_fini, .timeout = 240);
@@ -593,12 +594,22 @@ static void skip_unless_fd_limits(void)
 			     "a prlimit on the process does not run garudad out of fds");
 }
 
-/* garudad's soft RLIMIT_NOFILE to the fds it has open now plus `room`; *was gets the
- * limit to put back. Returns the lowered one. */
+/* garudad's soft RLIMIT_NOFILE lowered so that exactly `room` more fds fit: the
+ * limit caps fd numbers, not their count, so it is put at garudad's (room+1)th free
+ * fd number (a count would leave the holes below the highest fd free). *was gets
+ * the limit to put back. Returns the lowered one. */
 static struct rlimit lower_fd_limit(struct gd_daemon *d, unsigned room, struct rlimit *was)
 {
 	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, NULL, was), 0);
-	struct rlimit low = { .rlim_cur = (rlim_t)gd_fd_count(d) + room, .rlim_max = was->rlim_max };
+	static unsigned char used[FDSCAN_MAX];
+	memset(used, 0, sizeof(used));
+	cr_assert_geq(fdscan(d->pid, used), 0, "cannot list garudad's fds");
+	rlim_t at = 0;
+	for (unsigned free_seen = 0; at < FDSCAN_MAX; at++)
+		if (!used[at] && free_seen++ == room)
+			break;
+	cr_assert_lt(at, FDSCAN_MAX, "garudad holds fds past %d", FDSCAN_MAX);
+	struct rlimit low = { .rlim_cur = at, .rlim_max = was->rlim_max };
 	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
 	return low;
 }
@@ -611,6 +622,7 @@ Test(hostile, out_of_fds_a_control_connection_is_told_why)
 	skip_unless_fd_limits();
 	struct gd_daemon d = { 0 };
 	gd_start(&d, NULL);
+	gd_baseline(&d);
 	struct rlimit was;
 	lower_fd_limit(&d, 0, &was);
 	int err = 0;
@@ -623,6 +635,14 @@ Test(hostile, out_of_fds_a_control_connection_is_told_why)
 	text = gd_control_path(d.ctl, req, sizeof(req) - 1, &err);
 	cr_assert(text && strstr(text, "\"clients\""), "status once fds are back: %s", text ? text : strerror(-err));
 	free(text);
+	/* out of fds with none pending, the listener was taken for failing and looked at
+	 * again every loop turn ("trying again"): a busy loop until fds came back */
+	FILE *log = fopen(d.log, "r");
+	cr_assert_not_null(log);
+	char line[512];
+	while (fgets(line, sizeof(line), log))
+		cr_assert_null(strstr(line, "trying again"), "out of fds, nothing pending: %s", line);
+	fclose(log);
 	gd_stop(&d);
 }
 
@@ -636,6 +656,7 @@ Test(hostile, out_of_fds_refuses_the_request_not_the_session)
 	skip_unless_fd_limits();
 	struct gd_daemon d = { 0 };
 	gd_start(&d, NULL);
+	gd_baseline(&d);
 	struct gd_client a;
 	struct gd_seg s;
 	gd_ok(gd_open(&a, d.sock));
