@@ -425,8 +425,10 @@ Test(closer, a_full_queue_ends_the_sender_not_the_loop)
 	}
 	garuda_msg_init(&rep, GARUDA_MSG_QUERY, 0);
 	gd_ok(gd_request(&filler, &rep, NULL, 0, &rep, NULL)); /* the last close is done */
-	int after = gd_fd_count(&d);
-	cr_assert_eq(after, before, "past the bound, eventfds were not closed at once: "
+	/* waited for: a count taken at one instant saw one fd more once in a TSan run (an
+	 * fd open for a moment: queued eventfds would stay, the closer being stuck) */
+	int after = gd_wait_fds_at_most(&d, before);
+	cr_assert_leq(after, before, "past the bound, eventfds were not closed at once: "
 		     "garudad holds %d fds, %d before the last 16", after, before);
 	cr_assert(peer_untouched(t.peer), "the TCP socket stopped lingering: proved nothing");
 	/* another kind past the bound: queued, and the sender disconnected */
