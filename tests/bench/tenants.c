@@ -47,7 +47,8 @@
  * minutes of the host; one run before them all is not counted. The section
  * prints issue 29's targets as verdicts; like every timing in this bench they never
  * fail the run. GARUDA_BENCH_TENANT_RUNGS (e.g. "1048576": A's
- * holds, ascending) runs only those rungs (development).
+ * holds, ascending) runs only those rungs, GARUDA_BENCH_TENANT_ROWS (e.g.
+ * "dropcycle,closecycle") only those of B's loaded rows (development).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -777,6 +778,20 @@ int bench_tenants(struct bench *b)
 			rows[nrows++] = (struct b_row){ .state = "dropcycle", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "closecycle", .armed = n };
 		}
+	}
+
+	/* GARUDA_BENCH_TENANT_ROWS: the loaded rows kept, by state ("dropcycle,loaded";
+	 * development: the baseline row always runs) */
+	const char *keep = getenv("GARUDA_BENCH_TENANT_ROWS");
+	if (keep && *keep) {
+		unsigned m = 1;
+		for (unsigned i = 1; i < nrows; i++) {
+			const char *at = strstr(keep, rows[i].state);
+			size_t l = strlen(rows[i].state);
+			if (at && (at == keep || at[-1] == ',') && (at[l] == ',' || !at[l]))
+				rows[m++] = rows[i];
+		}
+		nrows = m;
 	}
 
 	/* B's rows in B_RUNS rounds, every row once a round: A drops its arms W before the

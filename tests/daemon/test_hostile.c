@@ -539,6 +539,26 @@ Test(hostile, too_long_echoes_cookie)
 
 /* ------------------------------------------------------------------ item 5 ---- */
 
+/* garudad's soft RLIMIT_NOFILE lowered so that exactly `room` more fds fit: the
+ * limit caps fd numbers, not their count, so it is put at garudad's (room+1)th free
+ * fd number (a count would leave the holes below the highest fd free). *was gets
+ * the limit to put back. Returns the lowered one. */
+static struct rlimit lower_fd_limit(struct gd_daemon *d, unsigned room, struct rlimit *was)
+{
+	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, NULL, was), 0);
+	static unsigned char used[FDSCAN_MAX];
+	memset(used, 0, sizeof(used));
+	cr_assert_geq(fdscan(d->pid, used), 0, "cannot list garudad's fds");
+	rlim_t at = 0;
+	for (unsigned free_seen = 0; at < FDSCAN_MAX; at++)
+		if (!used[at] && free_seen++ == room)
+			break;
+	cr_assert_lt(at, FDSCAN_MAX, "garudad holds fds past %d", FDSCAN_MAX);
+	struct rlimit low = { .rlim_cur = at, .rlim_max = was->rlim_max };
+	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	return low;
+}
+
 /* Item 5: out of fds, a refused pending connection must not leave the rest of the
  * backlog hanging (the io_uring loop's multishot poll reports the listener once):
  * every queued client gets an answer, WELCOME or, refused, ERROR{-EMFILE} saying why
@@ -548,12 +568,8 @@ Test(hostile, emfile_backlog_not_stuck)
 	struct gd_daemon d = { 0 };
 	gd_start(&d, NULL);
 	gd_baseline(&d);
-	int base = gd_fd_count(&d);
-	struct rlimit old, low;
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &old), 0, "prlimit: %s", strerror(errno));
-	low = old;
-	low.rlim_cur = (rlim_t)base + 2; /* room for about two sessions */
-	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	struct rlimit old;
+	lower_fd_limit(&d, 2, &old); /* room for about two sessions */
 	enum { N = 20 };
 	struct gd_client c[N];
 	for (int i = 0; i < N; i++)
@@ -592,26 +608,6 @@ static void skip_unless_fd_limits(void)
 	if (bin && strstr(bin, "valgrind"))
 		cr_skip_test("garudad under valgrind: valgrind keeps its own fd table and limit, so "
 			     "a prlimit on the process does not run garudad out of fds");
-}
-
-/* garudad's soft RLIMIT_NOFILE lowered so that exactly `room` more fds fit: the
- * limit caps fd numbers, not their count, so it is put at garudad's (room+1)th free
- * fd number (a count would leave the holes below the highest fd free). *was gets
- * the limit to put back. Returns the lowered one. */
-static struct rlimit lower_fd_limit(struct gd_daemon *d, unsigned room, struct rlimit *was)
-{
-	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, NULL, was), 0);
-	static unsigned char used[FDSCAN_MAX];
-	memset(used, 0, sizeof(used));
-	cr_assert_geq(fdscan(d->pid, used), 0, "cannot list garudad's fds");
-	rlim_t at = 0;
-	for (unsigned free_seen = 0; at < FDSCAN_MAX; at++)
-		if (!used[at] && free_seen++ == room)
-			break;
-	cr_assert_lt(at, FDSCAN_MAX, "garudad holds fds past %d", FDSCAN_MAX);
-	struct rlimit low = { .rlim_cur = at, .rlim_max = was->rlim_max };
-	cr_assert_eq(prlimit(d->pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
-	return low;
 }
 
 /* garudad without a file descriptor to spare: a control connection is refused at
