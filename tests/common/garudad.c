@@ -754,23 +754,27 @@ bool gd_alive(struct gd_daemon *d)
 	return false;
 }
 
+bool gd_log_has(struct gd_daemon *d, const char *text)
+{
+	FILE *f = fopen(d->log, "re");
+	char line[1024];
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, text) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 bool gd_wait_log(struct gd_daemon *d, const char *text)
 {
 	uint64_t dl = gd_deadline(GD_DEADLINE_MS);
-	for (;;) {
-		FILE *f = fopen(d->log, "re");
-		char line[1024];
-		bool found = false;
-		while (f && !found && fgets(line, sizeof(line), f))
-			found = strstr(line, text) != NULL;
-		if (f)
-			fclose(f);
-		if (found)
-			return true;
+	while (!gd_log_has(d, text)) {
 		if (gd_left_ms(dl) == 0)
 			return false;
 		gd_sleep_ms(20);
 	}
+	return true;
 }
 
 void gd_dump_log(struct gd_daemon *d)

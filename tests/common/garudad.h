@@ -115,6 +115,8 @@ bool gd_alive(struct gd_daemon *d);
 
 /* Print the tail of the daemon's stderr on our stderr. */
 void gd_dump_log(struct gd_daemon *d);
+/* Whether a line of the daemon's log contains text, now. */
+bool gd_log_has(struct gd_daemon *d, const char *text);
 /* Wait (GD_DEADLINE_MS) until a line of the daemon's log contains text. */
 bool gd_wait_log(struct gd_daemon *d, const char *text);
 
