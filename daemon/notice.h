@@ -10,7 +10,9 @@
 
 /* NOTICE_ANSWER: the scanner answers a command for the client (DISARM; the drops of
  * SEGMENT_CLOSE and UNBIND, acknowledged only once applied: docs/protocol.md §4.5) */
-enum notice_kind { NOTICE_ANSWER, NOTICE_OVERFLOW, NOTICE_OFFENDER, NOTICE_RELEASE };
+enum notice_kind { NOTICE_ANSWER, NOTICE_OVERFLOW, NOTICE_OFFENDER, NOTICE_RELEASE, NOTICE_RESUME };
+/* NOTICE_RESUME: a scanner took enough of a paused session's ARMs (sink.h sink_taken):
+ * read its requests again. */
 
 /* NOTICE_RELEASE: a scanner's last reference on an object, for the loop to drop (the
  * destructors close client fds and unmap segments: loop thread only). */

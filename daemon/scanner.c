@@ -82,7 +82,8 @@ struct cmd {
 	const uint64_t *word; /* ARM, DISARM, DROP_BINDING: the slot's word */
 	void *obj;        /* DROP_*: segment, binding or sink; DISARM: sink. Compared only,
 			   * never dereferenced: a binding or sink may be freed by the time the
-			   * scanner reads it. A DROP_SEGMENT holds a reference on its segment
+			   * scanner reads it; but a DISARM's, which it holds a reference on until
+			   * it is taken (its session's untaken count, sink.h). A DROP_SEGMENT holds a reference on its segment
 			   * (post_drop) until it is applied whole: carried over (apply_removals),
 			   * it still names that segment alone, no later one at its address */
 	uint32_t segment_id, index;
@@ -223,10 +224,18 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 	post(s, &c);
 }
 
+void scanner_kick(struct scanner *s)
+{
+	atomic_fetch_add(&s->seq, 1); /* as post(): a scanner about to sleep sees it */
+	if (atomic_load(&s->sleeping))
+		futex_wake((void *)&s->seq, 1, false);
+}
+
 void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, uint32_t index,
 		    uint64_t token, uint64_t cookie, bool noreply)
 {
-	struct cmd c = { .kind = CMD_DISARM, .obj = sink, .segment_id = seg->id, .index = index,
+	/* held until taken (take_commands): its untaken count is the sink's (sink.h) */
+	struct cmd c = { .kind = CMD_DISARM, .obj = sink_ref(sink), .segment_id = seg->id, .index = index,
 			 .word = segment_word(seg, index), .token = token, .cookie = cookie,
 			 .session_id = sink->session_id, .noreply = noreply };
 	post(s, &c);
@@ -725,6 +734,15 @@ static void shed_commands(struct scanner *s)
  * instead of one grown from nothing by realloc under the lock and freed here, at every
  * batch (a malloc trim and brk per batch, and its pages faulted in again: in
  * garuda-bench's throughput section, a few % of the scanner's time). */
+/* n ARMs and DISARMs of sink taken (none: sink NULL): a session paused for its untaken
+ * commands is told to read on (sink.h). */
+static void taken(struct scanner *s, struct sink *sink, unsigned n)
+{
+	if (n && sink_taken(sink, n))
+		(void)notice_push(s->notices, &(struct notice){ .kind = NOTICE_RESUME,
+								 .session_id = sink->session_id });
+}
+
 static bool take_commands(struct scanner *s)
 {
 	pthread_mutex_lock(&s->lock);
@@ -750,10 +768,20 @@ static bool take_commands(struct scanner *s)
 	const struct cmd **remcmd = NULL; /* the command of each removal */
 	unsigned nrem = 0, nmax = n + ncarried;
 	uint64_t now = garuda_now_ns(), ntaken = 0, take_ns = 0;
+	struct sink *run = NULL; /* the sink of the batch's last ARMs, and how many */
+	unsigned nrun = 0;
 	retune(s, now);
 	for (unsigned i = 0; i < n; i++) {
 		struct cmd *c = &cmds[i];
 		uint32_t gen = i + 1; /* armed.c: the removal index */
+		/* an ARM's sink is held by its wait from here, a DISARM's by the command */
+		struct sink *by = c->kind == CMD_ARM ? c->a.sink : c->kind == CMD_DISARM ? c->obj : NULL;
+		if (by && by != run) {
+			taken(s, run, nrun);
+			run = by;
+			nrun = 0;
+		}
+		nrun += by != NULL;
 		switch (c->kind) {
 		case CMD_ARM: {
 			room(s, 1);
@@ -796,6 +824,7 @@ static bool take_commands(struct scanner *s)
 			break;
 		}
 	}
+	taken(s, run, nrun); /* before any removal: run is held (an ARM's wait, a DISARM) */
 	if (ntaken) { /* the batch's ARMs, counted once */
 		count(s, SC_arms_taken, ntaken);
 		count(s, SC_take_ns, take_ns);
@@ -818,7 +847,9 @@ static bool take_commands(struct scanner *s)
 		if (cmds[i].kind == CMD_ARM) /* older than every later removal (a freed id's
 					      * payload is nobody's: harmless) */
 			s->pay[cmds[i].id].gen = 0;
-		if (cmds[i].kind == CMD_LIST)
+		if (cmds[i].kind == CMD_DISARM) /* its reference (scanner_disarm) */
+			armed_put(s->notices, RELEASE_SINK, cmds[i].obj);
+		else if (cmds[i].kind == CMD_LIST)
 			answer_list(s, cmds[i].obj);
 		else if (cmds[i].kind == CMD_STOP)
 			s->stop = true;

@@ -83,6 +83,10 @@ int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu
 void scanner_stop(struct scanner *s);
 
 void scanner_arm(struct scanner *s, const struct arm_request *req);
+/* Wake s if it sleeps, so that it takes what is queued now (a session paused for its
+ * untaken ARMs: sink.h sink_pause; an ARM alone wakes a sleeping scanner only when it
+ * is due before the wake). */
+void scanner_kick(struct scanner *s);
 /* Remove not-yet-fired arms of (sink, segment_id, index, token); the outcome comes
  * back as NOTICE_ANSWER with cookie. */
 void scanner_disarm(struct scanner *s, struct sink *sink, struct segment *seg, uint32_t index,

@@ -439,6 +439,9 @@ static void release_holdings(struct session *s)
 	if (s->w_in) {
 		loop_remove(d->loop, s->w_in);
 		s->w_in = NULL;
+	}
+	if (!s->released) { /* read or paused (session_conn.c): it reads nothing more */
+		s->released = true;
 		shutdown(s->fd, SHUT_RD);
 		for (unsigned i = 0; i < d->nscanners; i++)
 			scanner_drop_sink(d->scanner[i], s->sink);

@@ -53,7 +53,10 @@ struct session {
 	uint64_t id;
 	struct sink *sink; /* owns the socket */
 	int fd;            /* = sink->fd */
+	/* w_in: NULL while garudad does not read it: paused for its untaken ARMs
+	 * (session_conn.c pause_reading; sink.h), or its holdings released */
 	struct loop_watch *w_in, *w_out;
+	bool released; /* release_holdings() ran: it reads nothing more, arms nothing */
 	/* the connecting process's pidfd (SO_PEERPIDFD, Linux 6.5; -1: none) and its
 	 * watch: the session ends when that process exits, whoever else holds the socket
 	 * (a fork()ed child) */

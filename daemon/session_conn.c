@@ -184,6 +184,38 @@ static bool take_datagram(struct session *s, struct fdio_dgram *g)
 	return !s->closed && !s->lingering;
 }
 
+/* SINK_QUEUED_MAX of its ARMs and DISARMs are still untaken (sink.h): stop reading
+ * the session until NOTICE_RESUME (resume_reading), and wake every scanner to take them
+ * now, whenever they were to wake. Its requests wait in its socket meanwhile: a client
+ * that sends more is blocked or told EAGAIN by its own socket (docs/protocol.md §3). */
+static bool pause_reading(struct session *s)
+{
+	if (!sink_pause(s->sink))
+		return false;
+	sink_count(s->sink, SN_pauses, 1);
+	loop_remove(s->d->loop, s->w_in);
+	s->w_in = NULL;
+	for (unsigned i = 0; i < s->d->nscanners; i++)
+		scanner_kick(s->d->scanner[i]);
+	return true;
+}
+
+static void on_in(struct loop_watch *w, void *data, uint32_t events);
+
+/* A paused session's commands were taken: read it again (what came meanwhile is read at
+ * once: a watch added on a readable socket fires). */
+static void resume_reading(struct session *s)
+{
+	if (s->w_in || s->closed || s->lingering || s->released)
+		return;
+	s->w_in = loop_add(s->d->loop, s->fd, POLLIN, on_in, s);
+	if (!s->w_in) {
+		log_client(s->uid, LOG_ERR, "session %llu (pid %d %s): cannot watch its socket again (%m): "
+			   "it ends", (unsigned long long)s->id, (int)s->pid, s->comm);
+		session_close(s);
+	}
+}
+
 /* Datagrams come RECV_MANY at a time (recvmmsg: one system call, not one each), at
  * most RECV_BATCH per callback. */
 #define RECV_MANY 8
@@ -196,6 +228,8 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 	for (unsigned i = 0; i < RECV_MANY; i++) /* fdio_recv_many() keeps buf, cap, max_fds */
 		g[i] = (struct fdio_dgram){ .buf = buf[i], .cap = sizeof(buf[i]), .max_fds = FDIO_MAX_FDS };
 	for (int done = 0; done < RECV_BATCH;) {
+		if (pause_reading(s))
+			return;
 		int k = fdio_recv_many(s->fd, g, RECV_MANY, MSG_DONTWAIT);
 		if (k == -EAGAIN)
 			return;
@@ -569,6 +603,9 @@ void session_handle_notices(struct daemon *d)
 		case NOTICE_OFFENDER:
 			offended(s, n[i].code);
 			break;
+		case NOTICE_RESUME:
+			resume_reading(s);
+			break;
 		case NOTICE_RELEASE:
 			break;
 		}
@@ -586,5 +623,7 @@ void session_handle_notices(struct daemon *d)
 			offended(s, -GARUDA_E_BAD_FD);
 		else if (atomic_load(&s->sink->overflow))
 			overflowed(s);
+		if (!s->w_in && !atomic_load(&s->sink->paused)) /* a lost RESUME */
+			resume_reading(s);
 	}
 }

@@ -329,6 +329,7 @@ static void post_arm(struct session *s, const struct garuda_arm *a, struct segme
 	if (s->d->cfg.plan.predict)
 		points_lookup(&s->sink->points, &s->sink->quota, &s->d->cfg, s->d->plan_gen, req.point_key, &req.point_slot,
 			      &req.sleep_ns, &req.exact_sleep_ns);
+	sink_queued_add(s->sink, 1); /* before the post: the take subtracts it */
 	scanner_arm(scanner_of(s, g), &req);
 	s->arms++;
 	s->d->arms_total++;
@@ -380,6 +381,7 @@ static void on_disarm(struct session *s, const struct garuda_msg *m, int *fds)
 	if (!g)
 		return;
 	/* the scanner owns the armed set: it answers through a notice */
+	sink_queued_add(s->sink, 1); /* before the post: the take subtracts it */
 	scanner_disarm(scanner_of(s, g), s->sink, g, m->disarm.slot.index, m->disarm.token,
 		       m->cookie, m->flags & GARUDA_F_NOREPLY);
 }

@@ -38,6 +38,14 @@ struct sink {
 	 * thread (points_lookup, release store) while scanners read it for arms armed
 	 * before (acquire load: sink_points()) */
 	struct points *_Atomic points;
+	/* Its ARMs and DISARMs posted to scanners and not yet taken (the loop thread adds,
+	 * at post_arm and on_disarm; a scanner subtracts, at its take). At SINK_QUEUED_MAX
+	 * the loop stops reading the session (sink_pause) until a scanner's take brings it
+	 * down to SINK_QUEUED_RESUME (sink_taken): an ARM flood waits in its own socket,
+	 * not in garudad's memory nor in one long scanner step that every other session's
+	 * readiness waits behind (a flood of NOREPLY DISARMs too). */
+	atomic_uint queued;
+	atomic_bool paused; /* the loop stopped reading it; whoever clears it resumes it */
 };
 
 struct binding {
@@ -92,6 +100,42 @@ static inline void sink_count_fired(struct sink *k, uint8_t form, unsigned bucke
 	sink_count(k, SN_completions, 1);
 	form_tally_add(&k->by_form, form, 1);
 	atomic_fetch_add_explicit(&k->detect_hist[bucket], 1, memory_order_relaxed);
+}
+
+/* A session's untaken ARMs and DISARMs that stop garudad reading its requests, and the
+ * count that lets it read again. 256 bounds what one session adds to a scanner's step to ~0.1-0.4
+ * ms of takes (0.3-1.7 us each, measured: docs/plans.md "Tenants"). */
+#define SINK_QUEUED_MAX 256u
+#define SINK_QUEUED_RESUME (SINK_QUEUED_MAX / 2)
+
+/* Loop thread, before it posts an ARM or a DISARM of the session. */
+static inline void sink_queued_add(struct sink *k, unsigned n)
+{
+	atomic_fetch_add(&k->queued, n);
+}
+
+/* Loop thread, before it reads the session's next requests: true when SINK_QUEUED_MAX
+ * of its commands are still untaken; the caller then stops reading it (and wakes the
+ * scanners) until the RESUME notice that sink_taken() asks for. The pair with
+ * sink_taken(): paused is stored before queued is loaded again, and a scanner's take
+ * subtracts before it loads paused (all seq_cst): either this load sees the take, or
+ * that take sees paused. Whoever clears paused owns the resume. */
+static inline bool sink_pause(struct sink *k)
+{
+	if (atomic_load(&k->queued) < SINK_QUEUED_MAX)
+		return false;
+	atomic_store(&k->paused, true);
+	if (atomic_load(&k->queued) <= SINK_QUEUED_RESUME && atomic_exchange(&k->paused, false))
+		return false; /* taken meanwhile: read on */
+	return true;
+}
+
+/* A scanner took n of the session's commands: true when the caller must post NOTICE_RESUME
+ * (it cleared paused). */
+static inline bool sink_taken(struct sink *k, unsigned n)
+{
+	unsigned left = atomic_fetch_sub(&k->queued, n) - n;
+	return left <= SINK_QUEUED_RESUME && atomic_load(&k->paused) && atomic_exchange(&k->paused, false);
 }
 
 struct binding *binding_new(int fd, uint32_t segment_id, uint32_t index);

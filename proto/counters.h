@@ -79,7 +79,9 @@ enum garuda_scanner_counter {
 	X(word_loads,                                                                              \
 	  "Loads of its words by the scanners (each a look at one due word: the watcher's work).") \
 	X(scan_ns,                                                                                 \
-	  "Scanner time attributed to it: each step's time shared by the words it looked at.")
+	  "Scanner time attributed to it: each step's time shared by the words it looked at.")     \
+	X(pauses,                                                                                  \
+	  "Times garudad stopped reading its requests: 256 of its ARMs/DISARMs not yet taken.")
 
 /* SN_completions, SN_undelivered, ...: a session counter's index */
 enum garuda_session_counter {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -722,6 +723,176 @@ Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
 	gd_close(&a);
 	gd_close(&b);
 	gd_stop(&d);
+}
+
+/* A number of session id's in the control plane's `clients` (key: a counter, "arms"). */
+static double session_num(struct gd_daemon *d, uint64_t id, const char *key)
+{
+	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
+	cr_assert_not_null(j);
+	double v = -1;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id")) == (double)id &&
+		    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, key)))
+			v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, key));
+	cJSON_Delete(j);
+	return v; /* -1: no such session or key */
+}
+
+/* garudad's scanner thread (the test runs one), stopped with ptrace while it is parked
+ * in FUTEX_WAIT with nothing armed, so that it holds no lock: 0 and its tid, or why not
+ * in *why (ptrace refused here; valgrind, whose threads share one lock). */
+static pid_t freeze_scanner(struct gd_daemon *d, char *why, size_t cap)
+{
+	const char *bin = getenv("GARUDAD");
+	if (bin && strstr(bin, "valgrind")) {
+		snprintf(why, cap, "under valgrind a stopped thread may hold its lock of all threads");
+		return -1;
+	}
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)d->pid);
+	DIR *dir = opendir(path);
+	cr_assert_not_null(dir, "%s: %m", path);
+	pid_t tid = -1;
+	for (struct dirent *e; tid < 0 && (e = readdir(dir));) {
+		char comm[32] = "", p[384];
+		snprintf(p, sizeof(p), "%s/%s/comm", path, e->d_name);
+		FILE *f = fopen(p, "r");
+		if (f && fgets(comm, sizeof(comm), f) && strncmp(comm, "garuda-scan0", 12) == 0)
+			tid = atoi(e->d_name);
+		if (f)
+			fclose(f);
+	}
+	closedir(dir);
+	cr_assert_gt(tid, 0, "garudad has no thread garuda-scan0");
+	/* parked: blocked in futex (its wchan), and the parks counter moved past the
+	 * start-up; from here it only wakes for a command, and the test sends none */
+	gd_wait_scanner(d->ctl, "parks", 1);
+	for (unsigned i = 0; i < 2000; i++) {
+		char p[160], wchan[64] = "";
+		snprintf(p, sizeof(p), "%s/%d/wchan", path, (int)tid);
+		FILE *f = fopen(p, "r");
+		if (f && fgets(wchan, sizeof(wchan), f) && strstr(wchan, "futex"))
+			i = 2000;
+		if (f)
+			fclose(f);
+		if (i < 2000)
+			usleep(1000);
+	}
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+		snprintf(why, cap, "ptrace refused here (%m)");
+		return -1;
+	}
+	cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0, "PTRACE_INTERRUPT: %m");
+	int st;
+	cr_assert_eq(waitpid(tid, &st, __WALL), tid, "waitpid(scanner): %m");
+	return tid;
+}
+
+/* The flooding session's sender (a child process: it blocks once garudad stops
+ * reading): N ARMs on sa's word 0, never reached, as ARM_BATCHes; or with pairs, each
+ * ARM alone followed by a NOREPLY DISARM of it (N/2 pairs). Exits 0 when all went out. */
+enum { FLOOD = 4096 };
+static void flood(struct gd_client *a, struct gd_seg *sa, bool pairs)
+{
+	static struct gd_arm_req reqs[FLOOD];
+	for (uint32_t i = 0; i < FLOOD; i++)
+		reqs[i] = (struct gd_arm_req){ .index = 0, .target = 1 + i, .token = i,
+					       .form = GARUDA_FORM_MESSAGE };
+	if (!pairs)
+		_exit(gd_arm_batched(a, sa->id, reqs, FLOOD) == FLOOD ? 0 : 1);
+	for (uint32_t i = 0; i < FLOOD / 2; i++) {
+		struct garuda_msg m;
+		garuda_msg_init(&m, GARUDA_MSG_DISARM, 0);
+		m.flags = GARUDA_F_NOREPLY;
+		m.disarm.slot = gd_slot(sa, 0);
+		m.disarm.token = i;
+		if (gd_arm_many(a, sa->id, &reqs[i], 1) != 1 || gd_send(a, &m, NULL, 0) < 0)
+			_exit(1);
+	}
+	_exit(0);
+}
+
+/* A session that sends ARMs (and DISARMs) faster than the scanner takes them (here: not
+ * at all, the scanner is stopped) is read no further once 256 of them wait untaken
+ * (sink.h SINK_QUEUED_MAX, protocol.md §6.2 "Flow control"): its flood waits in its own
+ * socket, not in garudad's memory nor in one long scanner step. Meanwhile another
+ * session is served; when the scanner takes them, the session is read again and every
+ * request is applied. Before, garudad read all 4,096 for the stopped scanner; a NOREPLY
+ * DISARM was not counted (pairs: 256 ARMs and 256 DISARMs read). */
+static void flood_a_stopped_scanner(bool pairs)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a, b;
+	struct gd_seg sa, sb, sb2;
+	enum { MAX = 256, OVER = 8 * GARUDA_BATCH_MAX }; /* a read's 8 datagrams */
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &sa));
+	gd_ok(gd_open(&b, d.sock));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb));
+	char why[128];
+	pid_t tid = freeze_scanner(&d, why, sizeof(why));
+	if (tid < 0) {
+		gd_seg_unmap(&sa);
+		gd_seg_unmap(&sb);
+		gd_close(&a);
+		gd_close(&b);
+		gd_stop(&d);
+		cr_skip_test("%s", why);
+	}
+	pid_t sender = fork();
+	cr_assert_geq(sender, 0);
+	if (sender == 0)
+		flood(&a, &sa, pairs);
+	uint64_t id = a.welcome.session_id;
+	double pauses = -1, arms = -1, later = -1;
+	for (uint64_t until = garuda_now_ns() + GD_DEADLINE_MS * 1000000ull;
+	     (pauses = session_num(&d, id, "pauses")) < 1 && garuda_now_ns() < until;)
+		usleep(2000);
+	arms = session_num(&d, id, "arms");
+	/* the others are served meanwhile (by the loop: the scanner is stopped) */
+	int opened = gd_segment_open(&b, 1, -1, &sb2);
+	later = session_num(&d, id, "arms");
+	/* the scanner goes on before any assertion: a failed one must not leave it stopped */
+	int detached = ptrace(PTRACE_DETACH, tid, 0, 0);
+	cr_log_info("scanner stopped: the flooding session (%s) paused %.0f times, %.0f of its %d ARMs read",
+		    pairs ? "ARM, DISARM pairs" : "ARM_BATCHes", pauses, arms, pairs ? FLOOD / 2 : FLOOD);
+	cr_assert_eq(detached, 0, "PTRACE_DETACH: %m");
+	cr_assert_geq(pauses, 1, "garudad never stopped reading the flooding session (%.0f ARMs read)", arms);
+	/* pairs: one command a datagram, half of them ARMs */
+	double bound = pairs ? (MAX + 8) / 2 + 1 : MAX + OVER;
+	cr_assert_leq(arms, bound, "%.0f ARMs read past the bound (%.0f)", arms, bound);
+	gd_ok(opened);
+	cr_assert_eq(later, arms, "the paused session was read on");
+	int st;
+	cr_assert_eq(waitpid(sender, &st, 0), sender);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the flooding sender failed");
+	unsigned armed = pairs ? 0 : FLOOD;
+	double want = pairs ? FLOOD / 2 : FLOOD;
+	for (uint64_t until = garuda_now_ns() + GD_DEADLINE_MS * 1000000ull;
+	     (arms = session_num(&d, id, "arms")) < want && garuda_now_ns() < until;)
+		usleep(2000);
+	cr_assert_eq(arms, want, "not every ARM was read");
+	cr_assert_eq(gd_wait_status(&d, "armed", armed), armed, "the flood's requests were not all applied");
+	complete(&b, &sb, 0, 7); /* and the scanner serves the others */
+	gd_seg_unmap(&sa);
+	gd_seg_unmap(&sb);
+	gd_seg_unmap(&sb2);
+	gd_close(&a);
+	gd_close(&b);
+	gd_stop(&d);
+}
+
+Test(plan, an_arm_flood_waits_in_its_own_socket_while_others_are_served)
+{
+	flood_a_stopped_scanner(false);
+}
+
+Test(plan, a_disarm_flood_counts_as_well)
+{
+	flood_a_stopped_scanner(true);
 }
 
 /* One session holds 32,768 arms on one word (a deep queue: targets 1..32,768, tokens
