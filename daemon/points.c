@@ -17,6 +17,7 @@ static struct points *table_of(struct points *_Atomic *tab)
 		if (!t)
 			return NULL;
 		pthread_mutex_init(&t->lock, NULL);
+		t->newest = t->oldest = POINT_NONE;
 		/* release: a scanner reads the slot for an arm armed before this one (no
 		 * command-queue mutex orders that read after this store), and its acquire
 		 * load (sink_points) then sees the mutex initialised */
@@ -33,33 +34,70 @@ static int grow(struct points *t)
 	if (np)
 		t->p = np;
 	uint64_t *nk = np ? realloc(t->keys, cap * sizeof(*nk)) : NULL;
-	if (nk)
-		t->keys = nk;
-	uint64_t *nu = nk ? realloc(t->uses, cap * sizeof(*nu)) : NULL;
-	if (!nu)
+	if (!nk)
 		return -ENOMEM; /* what grew is kept: the next grow reallocates it again */
-	t->uses = nu;
+	t->keys = nk;
 	t->cap = cap;
 	return 0;
 }
 
-/* A slot for a new key: a fresh one charged to the quota, else the LRU one. */
-static int new_slot(struct quota_account *q, struct points *t, const struct config *cfg)
+/* The LRU list: i out of it, or in at its newest end. */
+static void lru_unlink(struct points *t, uint32_t i)
 {
-	if (quota_charge(q, cfg, Q_POINTS, 1) == 0) {
+	struct point *p = &t->p[i];
+	if (p->newer != POINT_NONE)
+		t->p[p->newer].older = p->older;
+	else
+		t->newest = p->older;
+	if (p->older != POINT_NONE)
+		t->p[p->older].newer = p->newer;
+	else
+		t->oldest = p->newer;
+}
+
+static void lru_push(struct points *t, uint32_t i)
+{
+	struct point *p = &t->p[i];
+	p->newer = POINT_NONE;
+	p->older = t->newest;
+	if (t->newest != POINT_NONE)
+		t->p[t->newest].newer = i;
+	else
+		t->oldest = i;
+	t->newest = i;
+}
+
+/* A slot for key, not yet in the table: a fresh one charged to the quota, else the LRU
+ * one (its old key forgotten); in the map and the LRU list. The slot, or -errno. */
+static int new_slot(struct quota_account *q, struct points *t, const struct config *cfg, uint64_t key)
+{
+	uint32_t i;
+	bool fresh = quota_charge(q, cfg, Q_POINTS, 1) == 0;
+	if (fresh) {
 		if (t->n == t->cap && grow(t) < 0) {
 			quota_release(q, Q_POINTS, 1);
 			return -ENOMEM;
 		}
-		return (int)t->n++;
+		i = t->n;
+	} else {
+		if (!t->n)
+			return -GARUDA_E_QUOTA;
+		i = t->oldest;
 	}
-	if (!t->n)
-		return -GARUDA_E_QUOTA;
-	int lru = 0;
-	for (unsigned i = 1; i < t->n; i++)
-		if (t->uses[i] < t->uses[lru])
-			lru = (int)i;
-	return lru;
+	if (garuda_keymap_put(&t->slot_of, key, i) < 0) {
+		if (fresh)
+			quota_release(q, Q_POINTS, 1);
+		return -ENOMEM; /* nothing changed */
+	}
+	if (fresh) {
+		t->n++;
+	} else {
+		garuda_keymap_del(&t->slot_of, t->keys[i]);
+		lru_unlink(t, i);
+	}
+	t->keys[i] = key;
+	lru_push(t, i);
+	return (int)i;
 }
 
 void points_lookup(struct points *_Atomic *tab, struct quota_account *q, const struct config *cfg,
@@ -72,24 +110,22 @@ void points_lookup(struct points *_Atomic *tab, struct quota_account *q, const s
 	if (!t)
 		return;
 	pthread_mutex_lock(&t->lock);
-	int i = -1;
-	for (unsigned k = 0; k < t->n; k++)
-		if (t->keys[k] == key) {
-			i = (int)k;
-			break;
-		}
-	bool fresh = i < 0;
-	if (fresh && (i = new_slot(q, t, cfg)) < 0)
+	uint64_t v;
+	bool fresh = !garuda_keymap_get(&t->slot_of, key, &v);
+	int i = fresh ? new_slot(q, t, cfg, key) : (int)v;
+	if (i < 0)
 		goto out;
 	struct point *p = &t->p[i];
 	if (fresh || p->plan_gen != plan_gen) {
-		t->keys[i] = key;
 		p->plan_gen = plan_gen;
 		if (garuda_estimator_init(&p->est, &cfg->plan.pred) < 0) /* a plan without predict */
 			garuda_estimator_init(&p->est, &(struct garuda_plan_predict){ .max_sleep_us = 1,
 										    .window = 1 });
 	}
-	t->uses[i] = ++t->tick;
+	if (!fresh && t->newest != (uint32_t)i) { /* used now: the newest */
+		lru_unlink(t, (uint32_t)i);
+		lru_push(t, (uint32_t)i);
+	}
 	*slot = (uint32_t)i;
 	/* the deadline as far as the prediction goes: the scanner's watcher sleeps toward
 	 * it in steps of at most max_sleep_us (a 10 s kernel: ten 1 s sleeps, then one
@@ -162,7 +198,7 @@ void points_free(struct points *_Atomic *tab, struct quota_account *q)
 	pthread_mutex_destroy(&t->lock);
 	free(t->p);
 	free(t->keys);
-	free(t->uses);
+	garuda_keymap_free(&t->slot_of);
 	free(t);
 	atomic_store_explicit(tab, NULL, memory_order_relaxed);
 }

@@ -31,6 +31,7 @@
 
 #include "config.h"
 #include "estimator.h"
+#include "keymap.h"
 #include "policy.h"
 #include "quota.h"
 
@@ -56,20 +57,22 @@ static inline uint32_t point_key_index(uint64_t key)
 
 struct point {
 	uint32_t plan_gen;
+	uint32_t newer, older; /* the LRU list (POINT_NONE: its end) */
 	struct garuda_estimator est;
 };
 
-/* A point's key and LRU tick live apart from it, each in an array of their own: an
- * ARM's lookup reads 8 bytes a point, one cache line per 8 points, not a 216-byte
- * point each (an ARM flood over thousands of words, every lookup a miss, spent most of
- * the loop thread's time there). */
+/* A key's point is found through a hash map (key -> slot): an ARM's lookup is O(1)
+ * whatever the session's points quota, and so is the choice of the point a new key
+ * reuses (the LRU list's oldest). Before, both were walks of the session's points: an
+ * ARM flood over thousands of words (every lookup a miss, the quota spent) made them
+ * the loop thread's largest cost (perf, row dropcycle of the tenants bench). */
 struct points {
 	pthread_mutex_t lock;
 	unsigned n, cap;
-	uint64_t tick;
+	uint32_t newest, oldest; /* the LRU list's ends (POINT_NONE: empty) */
 	struct point *p;
 	uint64_t *keys; /* [cap]: p[i]'s key */
-	uint64_t *uses; /* [cap]: p[i]'s last use (LRU tick) */
+	struct garuda_keymap slot_of; /* key -> its slot */
 };
 
 /* Loop thread, at ARM: the point of key in *tab (the table made on first use; a new

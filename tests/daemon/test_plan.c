@@ -367,6 +367,15 @@ Test(plan, points_bounded_and_charged)
 	seen |= 1u << (unsigned)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "index"));
 	cr_assert_eq(seen, (1u << 2) | (1u << 3), "the least recently used points were not the ones reused");
 	cJSON_Delete(j);
+	/* a point used again is the newest: word 2 again, then word 0 takes word 3's */
+	complete(&a, &sa, 2, 14);
+	complete(&a, &sa, 0, 15);
+	j = points_of(&d, ida);
+	seen = 0;
+	cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(j, "points"))
+	seen |= 1u << (unsigned)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "index"));
+	cr_assert_eq(seen, (1u << 0) | (1u << 2), "the point used again was reused (%#x)", seen);
+	cJSON_Delete(j);
 
 	gd_ok(gd_open(&b, d.sock));
 	gd_ok(gd_segment_open(&b, 4, -1, &sb));
