@@ -119,7 +119,8 @@ static inline void sink_queued_add(struct sink *k, unsigned n)
  * scanners) until the RESUME notice that sink_taken() asks for. The pair with
  * sink_taken(): paused is stored before queued is loaded again, and a scanner's take
  * subtracts before it loads paused (all seq_cst): either this load sees the take, or
- * that take sees paused. Whoever clears paused owns the resume. */
+ * that take sees paused. Whoever clears paused owns the resume. Model-checked:
+ * tests/models/flow_pause.pml (docs/models.md). */
 static inline bool sink_pause(struct sink *k)
 {
 	if (atomic_load(&k->queued) < SINK_QUEUED_MAX)

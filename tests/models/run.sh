@@ -64,6 +64,12 @@ stream_free.pml  BUGGY_FREE               no_stale_delivery           safety   f
 stream_free.pml  BUGGY_FREE               every_reached_arm_delivered liveness fail
 stream_free.pml  BROKEN_DISARM_NO_WAIT    no_arm_stranded             safety   fail
 stream_free.pml  BROKEN_DISARM_NO_WAIT    no_stale_delivery           safety   fail
+flow_pause.pml   -                        no_lost_resume              safety   pass
+flow_pause.pml   -                        every_command_taken         liveness pass
+flow_pause.pml   BROKEN_NO_RECHECK        no_lost_resume              safety   fail
+flow_pause.pml   BROKEN_NO_RECHECK        every_command_taken         liveness fail
+flow_pause.pml   BROKEN_LOAD_BEFORE_SUB   no_lost_resume              safety   fail
+flow_pause.pml   BROKEN_LOAD_BEFORE_SUB   every_command_taken         liveness fail
 '
 
 # every broken variant a model defines is in the table (one not listed would never be run)
