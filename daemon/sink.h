@@ -104,7 +104,8 @@ static inline void sink_count_fired(struct sink *k, uint8_t form, unsigned bucke
 
 /* A session's untaken ARMs and DISARMs that stop garudad reading its requests, and the
  * count that lets it read again. 256 bounds what one session adds to a scanner's step to ~0.1-0.4
- * ms of takes (0.3-1.7 us each, measured: docs/plans.md "Tenants"). */
+ * ms of takes (0.3-1.7 us each, measured: docs/plans.md, "A flood of ARMs
+ * waits in its own socket"). */
 #define SINK_QUEUED_MAX 256u
 #define SINK_QUEUED_RESUME (SINK_QUEUED_MAX / 2)
 

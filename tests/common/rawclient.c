@@ -60,7 +60,8 @@ int gd_wait_in(int fd, int timeout_ms)
 long gd_blocked_in(pid_t tid, uint64_t *arg0)
 {
 	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	/* /proc/TID: any thread this process may inspect, its own or another's */
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -1;

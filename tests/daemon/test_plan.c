@@ -658,17 +658,37 @@ Test(plan, named_points_negotiated_and_used)
 
 /* ------------------------------------------------------------- tenants ---- */
 
-/* The word loads garudad charged to session id (control plane `clients`). */
-static double session_loads(struct gd_daemon *d, uint64_t id)
+/* A number of session id's in the control plane's `clients` (key: a counter,
+ * "word_loads", "pauses", or "arms"); -1: no such session or key. */
+static double session_num(struct gd_daemon *d, uint64_t id, const char *key)
 {
 	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
 	cr_assert_not_null(j);
 	double v = -1;
 	const cJSON *c;
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "clients"))
-		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id")) == (double)id)
-			v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "word_loads"));
+		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id")) == (double)id &&
+		    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, key)))
+			v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, key));
 	cJSON_Delete(j);
+	return v;
+}
+
+/* Wait (GD_DEADLINE_MS) until session id's key is at least want, as the control plane
+ * shows it: the last value seen. */
+static double wait_session_num(struct gd_daemon *d, uint64_t id, const char *key, double want)
+{
+	double v;
+	for (uint64_t dl = gd_deadline(GD_DEADLINE_MS);
+	     (v = session_num(d, id, key)) < want && gd_left_ms(dl) > 0;)
+		usleep(2000);
+	return v;
+}
+
+/* The word loads garudad charged to session id. */
+static double session_loads(struct gd_daemon *d, uint64_t id)
+{
+	double v = session_num(d, id, "word_loads");
 	cr_assert_geq(v, 0, "session %llu has no word_loads", (unsigned long long)id);
 	return v;
 }
@@ -734,21 +754,6 @@ Test(plan, idle_arms_of_one_session_cost_nothing_per_completion_of_another)
 	gd_stop(&d);
 }
 
-/* A number of session id's in the control plane's `clients` (key: a counter, "arms"). */
-static double session_num(struct gd_daemon *d, uint64_t id, const char *key)
-{
-	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
-	cr_assert_not_null(j);
-	double v = -1;
-	const cJSON *c;
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "clients"))
-		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id")) == (double)id &&
-		    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, key)))
-			v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, key));
-	cJSON_Delete(j);
-	return v; /* -1: no such session or key */
-}
-
 /* garudad's scanner thread (the test runs one), stopped with ptrace while it is parked
  * in FUTEX_WAIT with nothing armed, so that it holds no lock: 0 and its tid, or why not
  * in *why (ptrace refused here; valgrind, whose threads share one lock). */
@@ -775,20 +780,10 @@ static pid_t freeze_scanner(struct gd_daemon *d, char *why, size_t cap)
 	}
 	closedir(dir);
 	cr_assert_gt(tid, 0, "garudad has no thread garuda-scan0");
-	/* parked: blocked in futex (its wchan), and the parks counter moved past the
-	 * start-up; from here it only wakes for a command, and the test sends none */
+	/* parked: the parks counter moved past the start-up, and it is blocked in FUTEX_WAIT;
+	 * from here it only wakes for a command, and the test sends none */
 	gd_wait_scanner(d->ctl, "parks", 1);
-	for (unsigned i = 0; i < 2000; i++) {
-		char p[160], wchan[64] = "";
-		snprintf(p, sizeof(p), "%s/%d/wchan", path, (int)tid);
-		FILE *f = fopen(p, "r");
-		if (f && fgets(wchan, sizeof(wchan), f) && strstr(wchan, "futex"))
-			i = 2000;
-		if (f)
-			fclose(f);
-		if (i < 2000)
-			usleep(1000);
-	}
+	cr_assert(gd_wait_blocked_in(tid, SYS_futex, NULL), "garuda-scan0 never parked in futex");
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 		snprintf(why, cap, "ptrace refused here (%m)");
 		return -1;
@@ -856,14 +851,10 @@ static void flood_a_stopped_scanner(bool pairs)
 	if (sender == 0)
 		flood(&a, &sa, pairs);
 	uint64_t id = a.welcome.session_id;
-	double pauses = -1, arms = -1, later = -1;
-	for (uint64_t until = garuda_now_ns() + GD_DEADLINE_MS * 1000000ull;
-	     (pauses = session_num(&d, id, "pauses")) < 1 && garuda_now_ns() < until;)
-		usleep(2000);
-	arms = session_num(&d, id, "arms");
+	double pauses = wait_session_num(&d, id, "pauses", 1), arms = session_num(&d, id, "arms");
 	/* the others are served meanwhile (by the loop: the scanner is stopped) */
 	int opened = gd_segment_open(&b, 1, -1, &sb2);
-	later = session_num(&d, id, "arms");
+	double later = session_num(&d, id, "arms");
 	/* the scanner goes on before any assertion: a failed one must not leave it stopped */
 	int detached = ptrace(PTRACE_DETACH, tid, 0, 0);
 	cr_log_info("scanner stopped: the flooding session (%s) paused %.0f times, %.0f of its %d ARMs read",
@@ -880,10 +871,7 @@ static void flood_a_stopped_scanner(bool pairs)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the flooding sender failed");
 	unsigned armed = pairs ? 0 : FLOOD;
 	double want = pairs ? FLOOD / 2 : FLOOD;
-	for (uint64_t until = garuda_now_ns() + GD_DEADLINE_MS * 1000000ull;
-	     (arms = session_num(&d, id, "arms")) < want && garuda_now_ns() < until;)
-		usleep(2000);
-	cr_assert_eq(arms, want, "not every ARM was read");
+	cr_assert_eq(wait_session_num(&d, id, "arms", want), want, "not every ARM was read");
 	cr_assert_eq(gd_wait_status(&d, "armed", armed), armed, "the flood's requests were not all applied");
 	complete(&b, &sb, 0, 7); /* and the scanner serves the others */
 	gd_seg_unmap(&sa);
