@@ -2,6 +2,7 @@
 #include "armed.h"
 
 _Static_assert(sizeof(struct armed) == 48, "a payload is 48 bytes (RSS per armed wait)");
+_Static_assert(GARUDA_FORM_COUNT <= 64, "a payload's form fits its 6 bits");
 
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@ _Static_assert(sizeof(struct armed) == 48, "a payload is 48 bytes (RSS per armed
 #include "log.h"
 #include "quota.h"
 #include "ref.h"
+#include "wire.h"
 
 void notice_release(enum notice_release what, void *obj)
 {

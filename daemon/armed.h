@@ -31,8 +31,9 @@ struct armed {           /* 48 bytes: one per armed descriptor (RSS per armed wa
 			       * batch (1..); after, 0: older than every later removal */
 	uint32_t point_slot;  /* POINT_NONE: no point */
 	uint32_t index : 24;  /* its slot (< GARUDA_SEGMENT_MAX_LINES x 8 = 2^19) */
-	uint32_t form : 7;
+	uint32_t form : 6;
 	uint32_t indexed : 1; /* in the scanner's armed_index (armed_index.h) */
+	uint32_t listed : 1;  /* a mark of binding_arms_add()'s compaction (scanner.c); else 0 */
 	uint32_t point;       /* the point the client named; 0: its word's own (armed_point_key) */
 };
 
@@ -74,6 +75,7 @@ struct removal {
 	uint32_t segment_id, index;
 	uint64_t token, gen;
 	bool found; /* DISARM: out: it took a descriptor */
+	bool rest;  /* DROP_BINDING: out: the step's budget ran out before its walk did */
 	int next;   /* private to the removal table */
 };
 

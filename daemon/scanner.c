@@ -84,14 +84,16 @@ struct cmd {
 			   * never dereferenced: a binding or sink may be freed by the time the
 			   * scanner reads it; but a DISARM's, which it holds a reference on until
 			   * it is taken (its session's untaken count, sink.h). A DROP_SEGMENT holds a reference on its segment
-			   * (post_drop) until it is applied whole: carried over (apply_removals),
-			   * it still names that segment alone, no later one at its address */
+			   * and a DROP_BINDING on its binding (post_drop's callers) until it is
+			   * applied whole: carried over (apply_removals), it still names that
+			   * object alone, no later one at its address, and a DROP_BINDING's
+			   * binding is read (its arms: drop_binding_walk) */
 	uint32_t segment_id, index;
 	uint32_t id;      /* ARM, once applied: its watcher id */
 	uint64_t token, cookie;
 	uint64_t session_id; /* DISARM, drops: whose (who gets the answer; a drop walks its words) */
 	bool noreply;
-	bool answer; /* DROP_SEGMENT / DROP_BINDING: acknowledge once applied */
+	bool answer; /* DROP_SEGMENT / DROP_BINDING: acknowledge once applied whole */
 	uint32_t walk_left; /* DROP_SEGMENT / DROP_SINK carried over: its session's words it
 			     * has still to pass (0: a new drop, all of them) */
 };
@@ -264,8 +266,9 @@ void scanner_drop_segment(struct scanner *s, struct segment *seg, uint64_t sessi
 void scanner_drop_binding(struct scanner *s, struct binding *b, struct segment *seg,
 			  uint64_t session_id, const struct scanner_reply *reply)
 {
-	/* its arms wait on its slot's word alone: the drop walks that word */
-	post_drop(s, CMD_DROP_BINDING, b, segment_word(seg, b->index), session_id, reply);
+	/* given back once applied whole (apply_removals); the drop walks the binding's own
+	 * arms (their ids: binding_arms_add), not its slot's word */
+	post_drop(s, CMD_DROP_BINDING, binding_ref(b), segment_word(seg, b->index), session_id, reply);
 }
 
 void scanner_drop_sink(struct scanner *s, struct sink *sink)
@@ -353,6 +356,39 @@ static void index_if_deep(struct scanner *s, uint32_t id)
 			armed_index_add(&s->deep, s->pay, w);
 }
 
+/* Put wait id (just armed, its payload's bind b) on b's list of arms (struct binding
+ * arms). A full list is first compacted (the ids still armed with b, once each: the
+ * payloads' `listed` marks those kept, cleared again), then grown if still over half
+ * full: O(1) amortized a wait, the list at most about 4x b's armed waits. Aborts when
+ * out of memory: b's drop would miss the wait, and write its eventfd after the ACK. */
+static void binding_arms_add(struct scanner *s, struct binding *b, uint32_t id)
+{
+	if (b->narms == b->caparms) {
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < b->narms; i++) {
+			uint32_t x = b->arms[i];
+			if (garuda_watch_live(&s->watch, x) && s->pay[x].bind == b && !s->pay[x].listed) {
+				s->pay[x].listed = 1;
+				b->arms[k++] = x;
+			}
+		}
+		for (uint32_t i = 0; i < k; i++)
+			s->pay[b->arms[i]].listed = 0;
+		b->narms = k;
+		if (k >= b->caparms / 2) {
+			uint32_t cap = b->caparms ? 2 * b->caparms : 16;
+			uint32_t *p = realloc(b->arms, cap * sizeof(*p));
+			if (!p) {
+				log_err("scanner %u: out of memory for a binding's arms", s->index);
+				abort();
+			}
+			b->arms = p;
+			b->caparms = cap;
+		}
+	}
+	b->arms[b->narms++] = id;
+}
+
 /* Charge a removal's walk since t0 to the session of the word with this key (its
  * scan_ns, as a step's looks are), while the word keeps waits, whose sink is then
  * alive. */
@@ -363,10 +399,10 @@ static void charge_removal(struct scanner *s, uint64_t key, uint64_t t0)
 		sink_count(s->pay[id].sink, SN_scan_ns, garuda_now_ns() - t0);
 }
 
-/* A session's end, or a close of one of its segments, takes at most this many of its
- * waits a step (apply_removals; a word of its passed counts as one): the end of one
- * holding 65,535 (~150 ns each) was a 10 ms step, every other session's looks waiting
- * behind it; the rest go in the steps after, looks between. */
+/* A session's end, a close of one of its segments, and an UNBIND take at most this
+ * many of its waits a step together (apply_removals; a word of its passed counts as
+ * one): the end of one holding 65,535 (~150 ns each) was a 10 ms step, every other
+ * session's looks waiting behind it; the rest go in the steps after, looks between. */
 #define SCANNER_DROP_STEP_WAITS 1024u
 
 /* Take out the waits on one word that a removal of t takes; returns how many it
@@ -388,6 +424,26 @@ static uint64_t remove_on_word(struct scanner *s, const struct removal_table *t,
 	charge_removal(s, key, t0);
 	if (rest)
 		*rest = id != GARUDA_WATCH_NONE;
+	return looked;
+}
+
+/* A binding's drop (its DROP_BINDING holds b): b's own arms (binding_arms_add's list),
+ * from where its walk stands, within *budget. Each id counts, one no longer b's too
+ * (fired or removed since: not live, or another binding's wait now); b gets no new
+ * arms once its drop is posted, so the walk ends. Returns how many it looked at;
+ * *rest: the budget ran out first. The walk is charged to the word's session (key). */
+static uint64_t drop_binding_walk(struct scanner *s, const struct removal_table *t, struct binding *b,
+				  uint64_t key, uint64_t *budget, uint64_t now, bool *rest)
+{
+	uint64_t looked = 0, t0 = garuda_now_ns();
+	for (; b->drop_at < b->narms && looked < *budget; looked++) {
+		uint32_t id = b->arms[b->drop_at++];
+		if (garuda_watch_live(&s->watch, id) && s->pay[id].bind == b)
+			remove_if_taken(s, t, id, now);
+	}
+	*budget -= looked;
+	*rest = b->drop_at < b->narms;
+	charge_removal(s, key, t0);
 	return looked;
 }
 
@@ -522,8 +578,10 @@ static uint64_t walk_session(struct scanner *s, const struct removal_table *t, s
 
 /* Apply a batch's removals; every DISARM and every answered drop is answered through
  * a notice, after the removal (no step runs in between: this thread runs them). A
- * DISARM, and a binding's drop, looks only at the waits on its word; a drop of a
- * segment or a sink (all one session's, and only that session arms on its segments'
+ * DISARM looks only at the waits on its word (on a deep word, at its own: armed_index),
+ * a binding's drop only at that binding's arms (drop_binding_walk: it walked its
+ * slot's word, 65,535 waits of other forms behind one UNBIND); a drop of a segment or a
+ * sink (all one session's, and only that session arms on its segments'
  * words) only at the words of its session, one walk per session named in the batch:
  * what another tenant holds is never walked (it was: one walk over every armed wait per
  * batch with a drop, 3 hash lookups each, ~20 ms for 1,048,576 waits here, at each
@@ -534,10 +592,10 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 {
 	struct removal_table t;
 	armed_removals_index(&t, rem, n, s->index);
-	/* the DISARMs' and binding drops' words, each walked once: the table t takes every
-	 * removal of the batch in one walk of a word (64 DISARMs on one word of 65,536 waits
-	 * were 64 walks, 163 ms of the scanner; then one, ~2 ms); a deep word's DISARMs are
-	 * looked up instead, each finding its own arms */
+	/* the DISARMs' words, each walked once: the table t takes every removal of the
+	 * batch in one walk of a word (64 DISARMs on one word of 65,536 waits were 64 walks,
+	 * 163 ms of the scanner; then one, ~2 ms); a deep word's DISARMs are looked up
+	 * instead, each finding its own arms */
 	unsigned *onword = malloc((n ? n : 1) * sizeof(*onword));
 	struct session_walk *walks = malloc((n ? n : 1) * sizeof(*walks));
 	if (!onword || !walks) {
@@ -545,25 +603,30 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 		abort();
 	}
 	unsigned nonword = 0, nwalks = 0;
-	uint64_t looked = 0;
+	uint64_t looked = 0, budget = s->unbudgeted ? UINT64_MAX : SCANNER_DROP_STEP_WAITS;
 	for (unsigned i = 0; i < n; i++) {
-		if (!is_session_drop(rem[i].kind))
+		if (rem[i].kind == RM_DISARM)
 			onword[nonword++] = i;
-		else
+		else if (is_session_drop(rem[i].kind))
 			walks[nwalks++] = (struct session_walk){ .session = c[i]->session_id };
 	}
 	qsort_r(onword, nonword, sizeof(*onword), cmp_by_word, rem);
 	for (unsigned k = 0, e; k < nonword; k = e) {
 		uint64_t key = (uintptr_t)rem[onword[k]].word;
-		bool deep = word_is_deep(s, key);
 		for (e = k + 1; e < nonword && (uintptr_t)rem[onword[e]].word == key; e++)
 			;
-		for (unsigned j = k; j < e; j++)
-			deep = deep && rem[onword[j]].kind == RM_DISARM;
-		looked += deep ? disarm_on_deep_word(s, &t, rem, &onword[k], e - k, key, now)
-			       : remove_on_word(s, &t, key, now, UINT64_MAX, NULL);
+		looked += word_is_deep(s, key) ? disarm_on_deep_word(s, &t, rem, &onword[k], e - k, key, now)
+					       : remove_on_word(s, &t, key, now, UINT64_MAX, NULL);
 	}
 	free(onword);
+	/* the bindings' drops, first in the budget: each walks its binding's arms */
+	for (unsigned i = 0; i < n; i++)
+		if (rem[i].kind == RM_DROP_BINDING) {
+			looked += drop_binding_walk(s, &t, c[i]->obj, (uintptr_t)rem[i].word, &budget, now,
+						    &rem[i].rest);
+			if (rem[i].rest)
+				count(s, SC_drop_steps, 1); /* left for the next step */
+		}
 	/* the sessions' walks: one each, sorted; a new drop passes all the words its
 	 * session has now, a carried one what it had left */
 	qsort(walks, nwalks, sizeof(*walks), cmp_walk);
@@ -586,7 +649,6 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	for (unsigned k = 0; k < nwalks; k++)
 		if (walks[k].ended) /* all its words go, new ones never come */
 			walks[k].want = UINT32_MAX;
-	uint64_t budget = s->unbudgeted ? UINT64_MAX : SCANNER_DROP_STEP_WAITS;
 	for (unsigned k = 0; k < nwalks; k++) {
 		looked += walk_session(s, &t, &walks[k], &budget, now);
 		if (walks[k].passed < walks[k].want && walks[k].owner != GARUDA_WATCH_NONE &&
@@ -605,10 +667,16 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 				continue;
 			}
 		}
+		if (rem[i].rest) { /* a binding's drop, not walked whole */
+			carry_over(s, c[i]);
+			continue;
+		}
 		if (rem[i].kind == RM_DROP_SINK) /* its session is over: forget its owner */
 			garuda_watch_owner_drop(&s->watch, c[i]->session_id);
-		if (rem[i].kind == RM_DROP_SEGMENT) /* post_drop's reference */
+		if (rem[i].kind == RM_DROP_SEGMENT) /* scanner_drop_segment's reference */
 			armed_put(s->notices, RELEASE_SEGMENT, c[i]->obj);
+		if (rem[i].kind == RM_DROP_BINDING) /* scanner_drop_binding's */
+			armed_put(s->notices, RELEASE_BINDING, c[i]->obj);
 		if (rem[i].kind != RM_DISARM && !c[i]->answer)
 			continue;
 		notice_push_answer(s->notices, &(struct notice){ .kind = NOTICE_ANSWER,
@@ -804,6 +872,8 @@ static bool take_commands(struct scanner *s)
 			uint32_t id = garuda_watch_add(&s->watch, &c->pw, owner, now);
 			s->pay[id] = c->a;
 			index_if_deep(s, id);
+			if (c->a.bind)
+				binding_arms_add(s, c->a.bind, id);
 			c->id = id;
 			armed = true;
 			break;

@@ -48,5 +48,6 @@ void binding_unref(struct binding *b)
 	if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	close(b->fd);
+	free(b->arms);
 	free(b);
 }

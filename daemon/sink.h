@@ -57,6 +57,13 @@ struct binding {
 	atomic_bool broken;
 	/* its segment's list (struct segment bindings): the loop thread's, unlinked in O(1) */
 	struct binding *next, *prev;
+	/* the scanner's (the one that watches its slot's segment): the ids of its armed
+	 * waits, appended as they are armed, those since fired or removed left in until a
+	 * compaction (scanner.c, binding_arms_add), and where its drop's walk of them stands
+	 * (drop_at): a drop looks at these alone, not at every wait on its slot's word.
+	 * Freed with the binding (binding_unref). */
+	uint32_t *arms;
+	uint32_t narms, caparms, drop_at;
 };
 
 /* The sink's points table (NULL: none made yet), for a scanner or the control plane:

@@ -38,7 +38,10 @@
  * reaching the next arm, so that garudad looks at it often), and A ending sessions that
  * hold arms (dropcycle: a connection of its own, TA_PER_CONN idle arms, closed, again
  * and again), and A closing segments that hold arms (closecycle: the same on one
- * connection that stays, a segment opened, armed and closed, again). Rows: B's p50 and p99 and their deltas
+ * connection that stays, a segment opened, armed and closed, again), and A binding and
+ * unbinding an eventfd (unbindcycle: on a connection of its own, TA_DEEP idle arms on
+ * word 0; A binds that slot, arms one wait of the eventfd form on it and UNBINDs, again
+ * and again). Rows: B's p50 and p99 and their deltas
  * against the baseline in us, garudad CPU per B completion and its ratio to the
  * baseline's; each figure is the best of B_RUNS (3) runs, taken after the idle rungs
  * in B_RUNS rounds of every row once (A drops its arms, closing its connections,
@@ -58,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -86,7 +90,7 @@ _Static_assert(TA_WORDS % GARUDA_WORDS_PER_LINE == 0, "whole lines");
 
 enum ta_cmd {
 	TA_ARM = 1, TA_CHURN_RUN, TA_CHURN_DEEP_RUN, TA_CHURN_DISORDER_RUN, TA_WIDE_RUN, TA_DROPCYCLE_RUN, TA_CLOSECYCLE_RUN, TA_DROP,
-	TA_EXIT
+	TA_UNBINDCYCLE_RUN, TA_EXIT
 };
 #define TA_WIDE_PAUSE_NS 20000ull /* widestore: between A's stores */
 
@@ -312,6 +316,45 @@ static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req 
 	sh->churn_ns = now_ns() - t0;
 }
 
+/* unbindcycle (TA_UNBINDCYCLE_RUN): on a connection of its own, word 0 holds TA_DEEP
+ * idle arms of the doorbell form; A binds that slot's eventfd, arms one wait of the
+ * eventfd form on it and UNBINDs (answered once garudad dropped the binding), again and
+ * again. The connection's close takes the rest. */
+static void ta_unbindcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs)
+{
+	struct rc c;
+	int r = rc_connect(&c, sock);
+	if (!r && (r = rc_segment_open(&c, 1, false, NULL)))
+		rc_close(&c);
+	if (r) {
+		ta_fail(sh, "A unbindcycle: connect or SEGMENT_OPEN failed", r);
+		return;
+	}
+	for (unsigned i = 0; i < TA_DEEP; i++)
+		reqs[i] = (struct rc_arm_req){ .index = 0, .target = 1, .token = TA_DEEP_TOKEN,
+					       .form = GARUDA_FORM_DOORBELL };
+	uint64_t t0 = now_ns(), cyc = 0;
+	if ((r = rc_arm_batched(&c, reqs, TA_DEEP)) < 0)
+		ta_fail(sh, "A unbindcycle: ARM_BATCH failed", r);
+	const struct garuda_slot slot = { .segment = c.seg.id, .index = 0 };
+	while (r >= 0 && !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+		int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		r = efd < 0 ? -errno : rc_bind(&c, 0, efd);
+		if (r >= 0)
+			r = rc_arm(&c, 0, 2, 1, GARUDA_FORM_EVENTFD);
+		if (r >= 0)
+			r = gd_unbind(&c.raw, slot);
+		if (efd >= 0)
+			close(efd);
+		if (r < 0)
+			ta_fail(sh, "A unbindcycle: BIND, ARM or UNBIND failed", r);
+		else
+			__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
+	}
+	rc_close(&c);
+	sh->churn_ns = now_ns() - t0;
+}
+
 static int ta_main(void *arg)
 {
 	struct ta_ctx *t = arg;
@@ -375,6 +418,8 @@ static int ta_main(void *arg)
 			ta_wide(sh, t->sock, reqs);
 		else if (cmd == TA_DROPCYCLE_RUN || cmd == TA_CLOSECYCLE_RUN)
 			ta_dropcycle(sh, t->sock, reqs, cmd == TA_CLOSECYCLE_RUN);
+		else if (cmd == TA_UNBINDCYCLE_RUN)
+			ta_unbindcycle(sh, t->sock, reqs);
 		else if (cmd == TA_DROP)
 			ta_drop(sh, c, t->conns, t->sock);
 		futex_set(&sh->ack_seq, seen);
@@ -777,6 +822,7 @@ int bench_tenants(struct bench *b)
 			rows[nrows++] = (struct b_row){ .state = "widestore", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "dropcycle", .armed = n };
 			rows[nrows++] = (struct b_row){ .state = "closecycle", .armed = n };
+			rows[nrows++] = (struct b_row){ .state = "unbindcycle", .armed = n };
 		}
 	}
 
@@ -823,6 +869,7 @@ int bench_tenants(struct bench *b)
 						  : strcmp(x->state, "widestore") == 0 ? TA_WIDE_RUN
 						  : strcmp(x->state, "dropcycle") == 0 ? TA_DROPCYCLE_RUN
 						  : strcmp(x->state, "closecycle") == 0 ? TA_CLOSECYCLE_RUN
+						  : strcmp(x->state, "unbindcycle") == 0 ? TA_UNBINDCYCLE_RUN
 										       : TA_CHURN_RUN;
 				if (run_b_churning(b, &d, &a, nb, x, how) < 0)
 					goto out;
@@ -854,9 +901,10 @@ int bench_tenants(struct bench *b)
 	       "    of its own, a word of %u arms in no order (wide), stored to every %llu us, each other\n"
 	       "    store reaching the next arm; dropcycle: a connection of its own, %u idle arms, closed,\n"
 	       "    again and again; closecycle: the same on one connection, a segment opened, armed and\n"
-	       "    closed, again)\n",
+	       "    closed, again; unbindcycle: on a connection of its own, a word of %u idle arms, its\n"
+	       "    slot bound to an eventfd, one arm of the eventfd form and UNBIND, again)\n",
 	       TA_CHURN, TA_CHURN, TA_DEEP, TA_DEEP + TA_TPW + TA_CHURN, TA_DEEP, TA_DEEP + 1,
-	       (unsigned long long)(TA_WIDE_PAUSE_NS / 1000), TA_PER_CONN);
+	       (unsigned long long)(TA_WIDE_PAUSE_NS / 1000), TA_PER_CONN, TA_DEEP);
 
 	printf("\n   Issue 29's targets (this run; A's largest hold here is %u arms)\n", max_n);
 	cJSON *tg = cJSON_AddArrayToObject(sec, "targets");
@@ -867,7 +915,7 @@ int bench_tenants(struct bench *b)
 	}
 	snprintf(what, sizeof(what), "garudad RSS per armed wait, %u arms", max_n);
 	verdict(tg, what, per_arm_last, " B", 128);
-	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL, *wd = NULL, *dr = NULL, *cc = NULL;
+	const struct b_row *base = &rows[0], *ld = NULL, *ch = NULL, *dc = NULL, *dis = NULL, *wd = NULL, *dr = NULL, *cc = NULL, *ub = NULL;
 	for (unsigned i = 1; i < nrows; i++) {
 		if (!rows[i].r.ok)
 			continue;
@@ -883,6 +931,8 @@ int bench_tenants(struct bench *b)
 			dr = &rows[i];
 		else if (strcmp(rows[i].state, "closecycle") == 0)
 			cc = &rows[i];
+		else if (strcmp(rows[i].state, "unbindcycle") == 0)
+			ub = &rows[i];
 		else
 			dis = &rows[i];
 	}
@@ -917,6 +967,10 @@ int bench_tenants(struct bench *b)
 	if (base->r.ok && cc) {
 		snprintf(what, sizeof(what), "B p99 delta, A arming a segment with %u and closing it, again", TA_PER_CONN);
 		verdict(tg, what, (cc->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
+	}
+	if (base->r.ok && ub) {
+		snprintf(what, sizeof(what), "B p99 delta, A binding and unbinding on a word of %u", TA_DEEP + 1);
+		verdict(tg, what, (ub->r.lat.p99 - base->r.lat.p99) / 1e3, " us", 100);
 	}
 	rcode = 0;
 out:

@@ -1116,3 +1116,94 @@ Test(plan, a_sessions_drops_look_at_its_own_arms_only)
 	gd_close(&a);
 	gd_stop(&d);
 }
+
+/* n arms of a's on word `index` of sa, targets from first up, tokens 0..n-1, in the
+ * given form; waits until garudad counts `armed` in all. */
+static void arm_one_word(struct gd_daemon *d, struct gd_client *a, struct gd_seg *sa, uint32_t index,
+			 uint32_t n, uint64_t first, uint8_t form, long long armed)
+{
+	static struct gd_arm_req reqs[HELD];
+	cr_assert_leq(n, HELD);
+	for (uint32_t i = 0; i < n; i++)
+		reqs[i] = (struct gd_arm_req){ .index = index, .target = first + i, .token = i, .form = form };
+	cr_assert_eq(gd_arm_batched(a, sa->id, reqs, n), (int)n);
+	cr_assert_eq(gd_wait_status(d, "armed", armed), armed);
+}
+
+/* One session holds 65,536 arms of the message form on one word, binds that slot's
+ * eventfd, arms a few waits of the eventfd form on it and UNBINDs, again and again. An
+ * UNBIND looks at its binding's own arms, not at the word's other waits: before, each
+ * walked the whole word (65,536 waits, ~10 ms of the scanner in one step, every other
+ * tenant's looks behind it, as often as the session could BIND and UNBIND). Counted
+ * by garudad itself (removal_looks), so no timing is asserted; the word's other arms
+ * all stay, and the eventfd is not written. */
+Test(plan, an_unbind_looks_at_its_bindings_arms_only)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a;
+	struct gd_seg sa;
+	enum { N = HELD, ROUNDS = 8, EACH = 4 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1,\"quota\":{\"connection\":{\"armed\":70000}}}" });
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &sa));
+	arm_one_word(&d, &a, &sa, 0, N, 1000, GARUDA_FORM_MESSAGE, N);
+	double r0 = gd_scanner_sum(d.ctl, "removal_looks");
+	for (unsigned k = 0; k < ROUNDS; k++) {
+		int efd;
+		gd_ok(gd_bind_new(&a, gd_slot(&sa, 0), &efd));
+		for (unsigned t = 0; t < EACH; t++) /* in the word's middle and at its tail */
+			gd_ok(gd_arm(&a, gd_slot(&sa, 0), t % 2 ? 1000 + N / 2 : 2000 + N, t, GARUDA_FORM_EVENTFD));
+		cr_assert_eq(gd_wait_status(&d, "armed", N + EACH), N + EACH);
+		gd_ok(gd_unbind(&a, gd_slot(&sa, 0))); /* answered once applied whole */
+		/* (the count is the scanner's, stored after the ACK went out) */
+		cr_assert_eq(gd_wait_status(&d, "armed", N), N, "round %u: the binding's arms stay", k);
+		uint64_t v;
+		cr_assert_eq(read(efd, &v, sizeof(v)), -1, "round %u: the eventfd was written", k);
+		close(efd);
+	}
+	double looked = gd_scanner_sum(d.ctl, "removal_looks") - r0;
+	cr_log_info("%d UNBINDs of %d arms each on a word of %d: %.0f armed descriptors looked at", ROUNDS, EACH,
+		    N, looked);
+	cr_assert_geq(looked, ROUNDS * EACH, "each UNBIND looked at its binding's arms");
+	cr_assert_leq(looked, 2 * ROUNDS * EACH, "%.0f looked at: the UNBINDs walked the word", looked);
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	gd_stop(&d);
+}
+
+/* A binding with 4,096 arms is UNBOUND: its drop takes 1,024 of them a step, like a
+ * session's end (drop_steps counts the steps that left part of it), and is answered
+ * once the last is out: a store that reaches every target after the ACK writes nothing
+ * to the eventfd (protocol.md 4.6), and nothing stays armed. */
+Test(plan, an_unbind_is_taken_a_share_a_step)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a;
+	struct gd_seg sa;
+	enum { N = 4096 };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &sa));
+	int efd;
+	gd_ok(gd_bind_new(&a, gd_slot(&sa, 3), &efd));
+	arm_one_word(&d, &a, &sa, 3, N, 1, GARUDA_FORM_EVENTFD, N);
+	double s0 = gd_scanner_sum(d.ctl, "drop_steps");
+	gd_ok(gd_unbind(&a, gd_slot(&sa, 3)));
+	cr_assert_eq(gd_wait_status(&d, "armed", 0), 0, "the binding's arms stay");
+	double steps = gd_scanner_sum(d.ctl, "drop_steps") - s0;
+	cr_log_info("an UNBIND of %d arms left part for the next step %.0f times", N, steps);
+	cr_assert_geq(steps, N / 1024 - 1, "%.0f steps: the UNBIND was taken in fewer shares", steps);
+	gd_store(&sa, 3, N);
+	/* a wait that fires now tells us a step ran after the store */
+	gd_ok(gd_arm(&a, gd_slot(&sa, 3), N, 1, GARUDA_FORM_MESSAGE));
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&a, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "%s", gd_strerr(r));
+	uint64_t v;
+	cr_assert_eq(read(efd, &v, sizeof(v)), -1, "the eventfd was written %llu times after the ACK",
+		     (unsigned long long)v);
+	close(efd);
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	gd_stop(&d);
+}
