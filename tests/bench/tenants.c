@@ -102,7 +102,7 @@ struct ta_shm {
 	uint32_t cmd;
 	uint64_t arg;          /* TA_ARM: arms to hold in all */
 	uint64_t held;         /* arms sent and held */
-	uint64_t churn_cycles; /* batches of 15 ARMs + 15 DISARMs (widestore: stores) */
+	uint64_t churn_cycles; /* batches of 15 ARMs + 15 DISARMs (widestore: stores; the *cycle rows: cycles) */
 	uint64_t churn_ns;
 	int err;               /* A broke (msg says how) */
 	int cg_err;            /* moving into the group: 0, -errno */
@@ -537,7 +537,7 @@ static void emit_b(cJSON *arr, const struct b_row *x, const struct b_row *base)
 	if (x->r.timed_wakes > 0)
 		printf(" %5.0f/%-5.0f", x->r.timer_stalls, x->r.timed_wakes);
 	if (x->churn_per_s > 0)
-		printf("   %.0f %s/s", x->churn_per_s, strcmp(lbl, "widestore") == 0 ? "stores" : "batches");
+		printf("   %.0f %s/s", x->churn_per_s, strcmp(lbl, "widestore") == 0 ? "stores" : strstr(lbl, "cycle") ? "cycles" : "batches");
 	printf("\n");
 	fflush(stdout);
 	cJSON *o = cJSON_CreateObject();
