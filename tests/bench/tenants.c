@@ -235,16 +235,24 @@ static void ta_churn(struct ta_shm *sh, struct rc *c, enum ta_cmd how, struct rc
  * that garudad looks at the word as at a busy stream's, again and again. Arms again
  * above the value when they have all fired; the connection's close takes what is
  * left. */
+/* A connection of A's own with a one-line segment (map: mapped); false (failed, why
+ * said) if it could not be made. */
+static bool ta_connect_own(struct ta_shm *sh, const char *sock, struct rc *c, bool map, const char *why)
+{
+	int r = rc_connect(c, sock);
+	if (!r && (r = rc_segment_open(c, 1, map, NULL)))
+		rc_close(c);
+	if (r)
+		ta_fail(sh, why, r);
+	return r == 0;
+}
+
 static void ta_wide(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs)
 {
 	struct rc c;
-	int r = rc_connect(&c, sock);
-	if (!r && (r = rc_segment_open(&c, 1, true, NULL)))
-		rc_close(&c);
-	if (r) {
-		ta_fail(sh, "A widestore: connect or SEGMENT_OPEN failed", r);
+	int r;
+	if (!ta_connect_own(sh, sock, &c, true, "A widestore: connect or SEGMENT_OPEN failed"))
 		return;
-	}
 	uint64_t t0 = now_ns(), cyc = 0, base = 0;
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
 		for (unsigned i = 0; i < TA_DEEP; i++)
@@ -323,13 +331,9 @@ static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req 
 static void ta_unbindcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req *reqs)
 {
 	struct rc c;
-	int r = rc_connect(&c, sock);
-	if (!r && (r = rc_segment_open(&c, 1, false, NULL)))
-		rc_close(&c);
-	if (r) {
-		ta_fail(sh, "A unbindcycle: connect or SEGMENT_OPEN failed", r);
+	int r;
+	if (!ta_connect_own(sh, sock, &c, false, "A unbindcycle: connect or SEGMENT_OPEN failed"))
 		return;
-	}
 	for (unsigned i = 0; i < TA_DEEP; i++)
 		reqs[i] = (struct rc_arm_req){ .index = 0, .target = 1, .token = TA_DEEP_TOKEN,
 					       .form = GARUDA_FORM_DOORBELL };

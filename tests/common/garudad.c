@@ -970,6 +970,21 @@ double gd_scanner_sum(const char *ctl_path, const char *key)
 	return out;
 }
 
+double gd_session_num(const char *ctl_path, uint64_t id, const char *key)
+{
+	cJSON *j = control_json_path(ctl_path, "{\"request\":\"clients\"}");
+	double v = -1;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "clients"))
+	{
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(c, key);
+		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id")) == (double)id && cJSON_IsNumber(x))
+			v = x->valuedouble;
+	}
+	cJSON_Delete(j);
+	return v;
+}
+
 cJSON *gd_control_keep(struct gd_daemon *d, const char *request)
 {
 	if (d->ctl_fd < 0) {
@@ -1009,11 +1024,29 @@ long long gd_status_num(struct gd_daemon *d, const char *key)
 
 enum { WAIT_EQ, WAIT_AT_LEAST, WAIT_AT_MOST };
 
+/* What wait_num reads on a fresh connection: a status key, a scanners' sum, a
+ * session's number (session: its id, else unused). */
+typedef double (*num_read_fn)(const char *ctl_path, const char *key, uint64_t session);
+static double read_status(const char *ctl_path, const char *key, uint64_t session)
+{
+	(void)session;
+	return gd_status_path(ctl_path, key);
+}
+static double read_scanners(const char *ctl_path, const char *key, uint64_t session)
+{
+	(void)session;
+	return gd_scanner_sum(ctl_path, key);
+}
+static double read_session(const char *ctl_path, const char *key, uint64_t session)
+{
+	return gd_session_num(ctl_path, session, key);
+}
+
 /* The one control-plane poll: until key (how) value or the deadline; the last value
  * seen (-1: no reply or no such number). A status key on d's kept connection (the
  * bench samples often; tests that count the daemon's fds use a fresh one each time:
- * d NULL), or with read (gd_scanner_sum) on a fresh one. */
-static double wait_num(struct gd_daemon *d, const char *ctl_path, double (*read)(const char *, const char *),
+ * d NULL), or with read on a fresh one. */
+static double wait_num(struct gd_daemon *d, const char *ctl_path, num_read_fn read, uint64_t session,
 		       const char *key, int how, double value, int timeout_ms)
 {
 	uint64_t dl = gd_deadline(timeout_ms);
@@ -1025,7 +1058,7 @@ static double wait_num(struct gd_daemon *d, const char *ctl_path, double (*read)
 			v = cJSON_IsNumber(x) ? x->valuedouble : -1;
 			cJSON_Delete(st);
 		} else {
-			v = read(ctl_path, key);
+			v = read(ctl_path, key, session);
 		}
 		bool done = how == WAIT_EQ ? v == value : how == WAIT_AT_LEAST ? v >= value : v <= value;
 		if (done || gd_left_ms(dl) == 0)
@@ -1036,12 +1069,17 @@ static double wait_num(struct gd_daemon *d, const char *ctl_path, double (*read)
 
 double gd_wait_status_path(const char *ctl_path, const char *key, double value)
 {
-	return wait_num(NULL, ctl_path, gd_status_path, key, WAIT_EQ, value, GD_DEADLINE_MS);
+	return wait_num(NULL, ctl_path, read_status, 0, key, WAIT_EQ, value, GD_DEADLINE_MS);
 }
 
 double gd_wait_scanner(const char *ctl_path, const char *key, double value)
 {
-	return wait_num(NULL, ctl_path, gd_scanner_sum, key, WAIT_AT_LEAST, value, GD_DEADLINE_MS);
+	return wait_num(NULL, ctl_path, read_scanners, 0, key, WAIT_AT_LEAST, value, GD_DEADLINE_MS);
+}
+
+double gd_wait_session(const char *ctl_path, uint64_t id, const char *key, double value)
+{
+	return wait_num(NULL, ctl_path, read_session, id, key, WAIT_AT_LEAST, value, GD_DEADLINE_MS);
 }
 
 long long gd_wait_status(struct gd_daemon *d, const char *key, long long value)
@@ -1053,7 +1091,7 @@ int gd_wait_status_cmp(struct gd_daemon *d, const char *key, double value, bool 
 		       unsigned timeout_ms)
 {
 	int how = at_most ? WAIT_AT_MOST : WAIT_AT_LEAST;
-	double v = wait_num(d, NULL, NULL, key, how, value, (int)timeout_ms);
+	double v = wait_num(d, NULL, NULL, 0, key, how, value, (int)timeout_ms);
 	return (at_most ? v <= value : v >= value) ? 0 : -ETIMEDOUT;
 }
 

@@ -10,7 +10,7 @@
  * gd_signal_and_wait(d, SIGKILL) is a crash, and gd_relaunch() then starts again on
  * the same paths (a restart). gd_run() runs garudad in the foreground (flag and
  * config checks). The control socket: gd_control*, gd_status_*, gd_wait_status*,
- * gd_scanner_sum, gd_wait_scanner.
+ * gd_scanner_sum, gd_wait_scanner, gd_session_num, gd_wait_session.
  *
  * Promises: nothing here uses Criterion (tests/common/harness.h adds the asserting
  * layer; the bench uses this directly): every call returns 0 or a negative errno and
@@ -145,6 +145,12 @@ double gd_status_path(const char *ctl_path, const char *key);
 double gd_scanner_sum(const char *ctl_path, const char *key);
 /* Wait (deadline) until that sum >= value; returns the last sum seen. */
 double gd_wait_scanner(const char *ctl_path, const char *key, double value);
+
+/* {"request":"clients"}: the number under key of session id (a counter such as
+ * "word_loads" or "pauses", or "arms"); -1 when there is no such session or key. */
+double gd_session_num(const char *ctl_path, uint64_t id, const char *key);
+/* Wait (deadline) until that number >= value; returns the last one seen. */
+double gd_wait_session(const char *ctl_path, uint64_t id, const char *key, double value);
 
 /* Wait (deadline) until status key == value; returns the last value seen. */
 long long gd_wait_status(struct gd_daemon *d, const char *key, long long value);

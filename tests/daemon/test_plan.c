@@ -658,37 +658,10 @@ Test(plan, named_points_negotiated_and_used)
 
 /* ------------------------------------------------------------- tenants ---- */
 
-/* A number of session id's in the control plane's `clients` (key: a counter,
- * "word_loads", "pauses", or "arms"); -1: no such session or key. */
-static double session_num(struct gd_daemon *d, uint64_t id, const char *key)
-{
-	cJSON *j = gd_control(d, "{\"request\":\"clients\"}");
-	cr_assert_not_null(j);
-	double v = -1;
-	const cJSON *c;
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "clients"))
-		if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "id")) == (double)id &&
-		    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, key)))
-			v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, key));
-	cJSON_Delete(j);
-	return v;
-}
-
-/* Wait (GD_DEADLINE_MS) until session id's key is at least want, as the control plane
- * shows it: the last value seen. */
-static double wait_session_num(struct gd_daemon *d, uint64_t id, const char *key, double want)
-{
-	double v;
-	for (uint64_t dl = gd_deadline(GD_DEADLINE_MS);
-	     (v = session_num(d, id, key)) < want && gd_left_ms(dl) > 0;)
-		usleep(2000);
-	return v;
-}
-
 /* The word loads garudad charged to session id. */
 static double session_loads(struct gd_daemon *d, uint64_t id)
 {
-	double v = session_num(d, id, "word_loads");
+	double v = gd_session_num(d->ctl, id, "word_loads");
 	cr_assert_geq(v, 0, "session %llu has no word_loads", (unsigned long long)id);
 	return v;
 }
@@ -851,10 +824,10 @@ static void flood_a_stopped_scanner(bool pairs)
 	if (sender == 0)
 		flood(&a, &sa, pairs);
 	uint64_t id = a.welcome.session_id;
-	double pauses = wait_session_num(&d, id, "pauses", 1), arms = session_num(&d, id, "arms");
+	double pauses = gd_wait_session(d.ctl, id, "pauses", 1), arms = gd_session_num(d.ctl, id, "arms");
 	/* the others are served meanwhile (by the loop: the scanner is stopped) */
 	int opened = gd_segment_open(&b, 1, -1, &sb2);
-	double later = session_num(&d, id, "arms");
+	double later = gd_session_num(d.ctl, id, "arms");
 	/* the scanner goes on before any assertion: a failed one must not leave it stopped */
 	int detached = ptrace(PTRACE_DETACH, tid, 0, 0);
 	cr_log_info("scanner stopped: the flooding session (%s) paused %.0f times, %.0f of its %d ARMs read",
@@ -871,7 +844,7 @@ static void flood_a_stopped_scanner(bool pairs)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the flooding sender failed");
 	unsigned armed = pairs ? 0 : FLOOD;
 	double want = pairs ? FLOOD / 2 : FLOOD;
-	cr_assert_eq(wait_session_num(&d, id, "arms", want), want, "not every ARM was read");
+	cr_assert_eq(gd_wait_session(d.ctl, id, "arms", want), want, "not every ARM was read");
 	cr_assert_eq(gd_wait_status(&d, "armed", armed), armed, "the flood's requests were not all applied");
 	complete(&b, &sb, 0, 7); /* and the scanner serves the others */
 	gd_seg_unmap(&sa);
