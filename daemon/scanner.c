@@ -118,7 +118,13 @@ struct scanner {
 	 * loop thread in exchange (no allocation per batch; freed by scanner_destroy) */
 	struct cmd *spare;
 	unsigned capspare;
-	atomic_uint seq;     /* bumped per posted command; the futex word */
+	/* the loop thread's alone: ARMs and DISARMs staged since its last scanner_flush(),
+	 * posted together (one lock, one seq bump, one wake decision for a callback's
+	 * requests: per command, the lock's hand-offs with the take were an eighth of
+	 * garudad's CPU under an ARM flood, docs/plans.md); empty outside a callback */
+	struct cmd *stage;
+	unsigned nstage, capstage;
+	atomic_uint seq;     /* bumped per post; the futex word */
 	atomic_int sleeping; /* the thread is in (or about to enter) FUTEX_WAIT */
 	atomic_uint_fast64_t wake_at; /* while sleeping: when it wakes (UINT64_MAX: parked) */
 
@@ -167,16 +173,15 @@ static void count(struct scanner *s, enum garuda_scanner_counter c, uint64_t n)
 
 #define CMD_BACKLOG 4096 /* queued commands that wake even a parked scanner */
 
-static void post(struct scanner *s, const struct cmd *c)
+/* Append n commands to the queue and wake the scanner if one of them must be taken
+ * before its wake. */
+static void post_many(struct scanner *s, const struct cmd *c, unsigned n)
 {
-	/* an answer owed has its room in the notice queue before the command goes */
-	if ((c->kind == CMD_DISARM || c->answer) && notice_reserve(s->notices)) {
-		log_err("scanner %u: out of memory for an answer", s->index);
-		abort(); /* as for the command itself, below */
-	}
 	pthread_mutex_lock(&s->lock);
-	if (s->ncmds == s->capcmds) {
-		unsigned cap = s->capcmds ? s->capcmds * 2 : 256;
+	if (s->ncmds + n > s->capcmds) {
+		unsigned cap = s->capcmds ? s->capcmds : 256;
+		while (cap < s->ncmds + n)
+			cap *= 2;
 		struct cmd *nc = realloc(s->cmds, cap * sizeof(*nc));
 		if (!nc) {
 			pthread_mutex_unlock(&s->lock);
@@ -186,25 +191,66 @@ static void post(struct scanner *s, const struct cmd *c)
 		s->cmds = nc;
 		s->capcmds = cap;
 	}
-	s->cmds[s->ncmds++] = *c;
+	memcpy(&s->cmds[s->ncmds], c, n * sizeof(*c));
+	s->ncmds += n;
 	bool backlog = s->ncmds >= CMD_BACKLOG;
 	pthread_mutex_unlock(&s->lock);
 	atomic_fetch_add(&s->seq, 1);
-	/* drops only release; they wait for the next wake, so a parked scanner with
-	 * nothing armed stays parked when sessions end, unless they pile up */
-	bool urgent = backlog || c->answer ||
-		      (c->kind != CMD_DROP_SEGMENT && c->kind != CMD_DROP_BINDING && c->kind != CMD_DROP_SINK);
+	count(s, SC_posts, 1);
 	if (!atomic_load(&s->sleeping))
 		return;
-	/* an ARM wakes it only when its deadline is earlier than the wake time, or its
-	 * target was reached already (a readiness owed at once, protocol.md §9.1) */
-	if (!backlog && c->kind == CMD_ARM) {
-		urgent = garuda_policy_deadline(&c->pw) < atomic_load(&s->wake_at) ||
-			 garuda_reached(__atomic_load_n(c->word, __ATOMIC_ACQUIRE), c->pw.target);
+	bool urgent = backlog;
+	for (unsigned i = 0; i < n && !urgent; i++) {
+		/* drops only release; they wait for the next wake, so a parked scanner with
+		 * nothing armed stays parked when sessions end, unless they pile up */
+		if (c[i].kind != CMD_ARM) {
+			urgent = c[i].answer || (c[i].kind != CMD_DROP_SEGMENT && c[i].kind != CMD_DROP_BINDING &&
+						 c[i].kind != CMD_DROP_SINK);
+			continue;
+		}
+		/* an ARM wakes it only when its deadline is earlier than the wake time, or its
+		 * target was reached already (a readiness owed at once, protocol.md §9.1) */
+		urgent = garuda_policy_deadline(&c[i].pw) < atomic_load(&s->wake_at) ||
+			 garuda_reached(__atomic_load_n(c[i].word, __ATOMIC_ACQUIRE), c[i].pw.target);
 		count(s, urgent ? SC_arm_wakes : SC_arm_nowakes, 1);
 	}
 	if (urgent)
 		futex_wake((void *)&s->seq, 1, false);
+}
+
+void scanner_flush(struct scanner *s)
+{
+	if (!s->nstage)
+		return;
+	post_many(s, s->stage, s->nstage);
+	s->nstage = 0;
+}
+
+/* An ARM or a DISARM waits in the stage for the callback's scanner_flush(); any other
+ * command flushes the stage first, so the queue keeps the order they were posted in. */
+static void post(struct scanner *s, const struct cmd *c)
+{
+	/* an answer owed has its room in the notice queue before the command goes */
+	if ((c->kind == CMD_DISARM || c->answer) && notice_reserve(s->notices)) {
+		log_err("scanner %u: out of memory for an answer", s->index);
+		abort(); /* as for the command itself, below */
+	}
+	if (c->kind != CMD_ARM && c->kind != CMD_DISARM) {
+		scanner_flush(s);
+		post_many(s, c, 1);
+		return;
+	}
+	if (s->nstage == s->capstage) {
+		unsigned cap = s->capstage ? 2 * s->capstage : 64;
+		struct cmd *st = realloc(s->stage, cap * sizeof(*st));
+		if (!st) {
+			log_err("scanner %u: out of memory for a command", s->index);
+			abort();
+		}
+		s->stage = st;
+		s->capstage = cap;
+	}
+	s->stage[s->nstage++] = *c;
 }
 
 void scanner_arm(struct scanner *s, const struct arm_request *r)
@@ -228,6 +274,7 @@ void scanner_arm(struct scanner *s, const struct arm_request *r)
 
 void scanner_kick(struct scanner *s)
 {
+	scanner_flush(s);
 	atomic_fetch_add(&s->seq, 1); /* as post(): a scanner about to sleep sees it */
 	if (atomic_load(&s->sleeping))
 		futex_wake((void *)&s->seq, 1, false);
@@ -1294,6 +1341,7 @@ void scanner_stop(struct scanner *s)
 	free(s->fired);
 	free(s->cmds);
 	free(s->spare);
+	free(s->stage); /* empty: the STOP flushed it */
 	free(s->pending); /* empty: the last take was unbudgeted */
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -82,7 +82,12 @@ int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu
 /* Stop and join; drops (releases) everything still armed. */
 void scanner_stop(struct scanner *s);
 
+/* ARMs and DISARMs (scanner_arm, scanner_disarm) are staged on the loop thread and
+ * posted by the next scanner_flush(), which the callback that staged them calls before
+ * it returns (session_conn.c on_in); any other command of s flushes them first. */
 void scanner_arm(struct scanner *s, const struct arm_request *req);
+/* Post what is staged, in one go; wake s if some of it is due before s wakes. */
+void scanner_flush(struct scanner *s);
 /* Wake s if it sleeps, so that it takes what is queued now (a session paused for its
  * untaken ARMs: sink.h sink_pause; an ARM alone wakes a sleeping scanner only when it
  * is due before the wake). */

@@ -219,10 +219,8 @@ static void resume_reading(struct session *s)
 /* Datagrams come RECV_MANY at a time (recvmmsg: one system call, not one each), at
  * most RECV_BATCH per callback. */
 #define RECV_MANY 8
-static void on_in(struct loop_watch *w, void *data, uint32_t events)
+static void read_requests(struct loop_watch *w, struct session *s)
 {
-	struct session *s = data;
-	(void)events;
 	uint8_t buf[RECV_MANY][GARUDA_MSG_MAX];
 	struct fdio_dgram g[RECV_MANY];
 	for (unsigned i = 0; i < RECV_MANY; i++) /* fdio_recv_many() keeps buf, cap, max_fds */
@@ -252,6 +250,18 @@ static void on_in(struct loop_watch *w, void *data, uint32_t events)
 			return; /* the socket is empty (or was a moment ago): no need to try again */
 	}
 	loop_again(s->d->loop, w); /* more may be waiting: yield to others first */
+}
+
+/* The session's socket is readable: its requests, then their ARMs and DISARMs posted
+ * to the scanners together (scanner_flush: one lock and one wake decision a callback) */
+static void on_in(struct loop_watch *w, void *data, uint32_t events)
+{
+	struct session *s = data;
+	struct daemon *d = s->d; /* (the session may be gone after its requests) */
+	(void)events;
+	read_requests(w, s);
+	for (unsigned i = 0; i < d->nscanners; i++)
+		scanner_flush(d->scanner[i]);
 }
 
 /* ---------------- lifetime ---------------- */

@@ -56,7 +56,10 @@
 	  "messages, line stores; one delivering step in "                                         \
 	  GARUDA_STR(GARUDA_SCANNER_DELIVER_SAMPLE) " timed on the thread's CPU clock, counted "   \
 	  GARUDA_STR(GARUDA_SCANNER_DELIVER_SAMPLE) " times): a write that wakes a waiter on "     \
-	  "another CPU pays that wake.")
+	  "another CPU pays that wake.")                                                           \
+	X(posts, "garuda_scanner_posts_total",                                                     \
+	  "Times the loop thread posted commands to the scanner's queue (the ARMs and DISARMs "   \
+	  "of one callback's requests go in one post), by scanner.")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {

@@ -1180,3 +1180,46 @@ Test(plan, an_unbind_is_taken_a_share_a_step)
 	gd_close(&a);
 	gd_stop(&d);
 }
+
+/* The loop thread posts a callback's ARMs and DISARMs to the scanner in one go
+ * (scanner_flush): one ARM_BATCH of GARUDA_BATCH_MAX arms is one post, not one per arm
+ * (each post takes the queue's lock against the scanner's take: under an ARM flood, an
+ * eighth of garudad's CPU). Counted by garudad (posts), so no timing is asserted. And
+ * staged commands keep their order: an ARM and its DISARM sent back to back find each
+ * other (the DISARM is acknowledged, not NOT_ARMED), and the word's store then fires
+ * nothing. */
+Test(plan, a_callbacks_arms_go_in_one_post)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a;
+	struct gd_seg sa;
+	enum { N = GARUDA_BATCH_MAX };
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 2, -1, &sa)); /* a word for each arm */
+	double p0 = gd_scanner_sum(d.ctl, "posts");
+	struct gd_arm_req reqs[N];
+	for (uint32_t i = 0; i < N; i++)
+		reqs[i] = (struct gd_arm_req){ .index = i, .target = 1, .token = i, .form = GARUDA_FORM_MESSAGE };
+	cr_assert_eq(gd_arm_batched(&a, sa.id, reqs, N), N); /* one ARM_BATCH datagram */
+	cr_assert_eq(gd_wait_status(&d, "armed", N), N);
+	double posts = gd_scanner_sum(d.ctl, "posts") - p0;
+	cr_assert_eq(posts, 1, "%.0f posts for one ARM_BATCH of %d arms", posts, N);
+
+	for (unsigned k = 0; k < 8; k++) {
+		gd_ok(gd_arm_flags(&a, gd_slot(&sa, 0), 2 + k, 100 + k, GARUDA_FORM_MESSAGE, GARUDA_F_NOREPLY));
+		int r = gd_disarm(&a, gd_slot(&sa, 0), 100 + k);
+		cr_assert_eq(r, 0, "round %u: the DISARM right behind its ARM: %s", k, gd_strerr(r));
+	}
+	cr_assert_eq(gd_wait_status(&d, "armed", N), N, "the disarmed waits stay armed");
+	gd_store(&sa, 0, 100);
+	struct garuda_ready rd;
+	int r = gd_wait_ready(&a, &rd, GD_DEADLINE_MS);
+	cr_assert_eq(r, 1, "%s", gd_strerr(r));
+	cr_assert_eq(rd.token, 0, "token %llu fired: a disarmed wait", (unsigned long long)rd.token);
+	struct garuda_msg m;
+	cr_assert_eq(gd_quiet(&a, 100, &m), 0, "more than word 0's one wait fired");
+	gd_seg_unmap(&sa);
+	gd_close(&a);
+	gd_stop(&d);
+}
