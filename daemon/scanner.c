@@ -173,24 +173,30 @@ static void count(struct scanner *s, enum garuda_scanner_counter c, uint64_t n)
 
 #define CMD_BACKLOG 4096 /* queued commands that wake even a parked scanner */
 
+/* Room for n elements of size in *p (*cap of them now), doubling from 64. Aborts when
+ * out of memory: a command, a carried drop or a fire lost would leave dangling state. */
+static void grow_for(struct scanner *s, void **p, uint32_t *cap, uint32_t n, size_t size, const char *what)
+{
+	if (n <= *cap)
+		return;
+	uint32_t c = *cap ? *cap : 64;
+	while (c < n)
+		c *= 2;
+	void *q = realloc(*p, (size_t)c * size);
+	if (!q) {
+		log_err("scanner %u: out of memory for %s", s->index, what);
+		abort();
+	}
+	*p = q;
+	*cap = c;
+}
+
 /* Append n commands to the queue and wake the scanner if one of them must be taken
  * before its wake. */
 static void post_many(struct scanner *s, const struct cmd *c, unsigned n)
 {
 	pthread_mutex_lock(&s->lock);
-	if (s->ncmds + n > s->capcmds) {
-		unsigned cap = s->capcmds ? s->capcmds : 256;
-		while (cap < s->ncmds + n)
-			cap *= 2;
-		struct cmd *nc = realloc(s->cmds, cap * sizeof(*nc));
-		if (!nc) {
-			pthread_mutex_unlock(&s->lock);
-			log_err("scanner %u: out of memory for a command", s->index);
-			abort(); /* losing a DROP would leave dangling state; fail loudly */
-		}
-		s->cmds = nc;
-		s->capcmds = cap;
-	}
+	grow_for(s, (void **)&s->cmds, &s->capcmds, s->ncmds + n, sizeof(*c), "a command");
 	memcpy(&s->cmds[s->ncmds], c, n * sizeof(*c));
 	s->ncmds += n;
 	bool backlog = s->ncmds >= CMD_BACKLOG;
@@ -240,16 +246,7 @@ static void post(struct scanner *s, const struct cmd *c)
 		post_many(s, c, 1);
 		return;
 	}
-	if (s->nstage == s->capstage) {
-		unsigned cap = s->capstage ? 2 * s->capstage : 64;
-		struct cmd *st = realloc(s->stage, cap * sizeof(*st));
-		if (!st) {
-			log_err("scanner %u: out of memory for a command", s->index);
-			abort();
-		}
-		s->stage = st;
-		s->capstage = cap;
-	}
+	grow_for(s, (void **)&s->stage, &s->capstage, s->nstage + 1, sizeof(*c), "a command");
 	s->stage[s->nstage++] = *c;
 }
 
@@ -542,16 +539,7 @@ static bool removals_room(struct scanner *s, struct removal **rem, const struct 
  * removals). Aborts when out of memory: a lost drop leaves dangling references. */
 static void carry_over(struct scanner *s, const struct cmd *c)
 {
-	if (s->npending == s->cappending) {
-		unsigned cap = s->cappending ? 2 * s->cappending : 8;
-		struct cmd *p = realloc(s->pending, cap * sizeof(*p));
-		if (!p) {
-			log_err("scanner %u: out of memory for a session's end", s->index);
-			abort();
-		}
-		s->pending = p;
-		s->cappending = cap;
-	}
+	grow_for(s, (void **)&s->pending, &s->cappending, s->npending + 1, sizeof(*c), "a session's end");
 	s->pending[s->npending++] = *c;
 }
 
@@ -1031,23 +1019,6 @@ static void charge_sessions(struct scanner *s, uint64_t step_ns)
 #define SCANNER_STEP_MAX 512u /* words looked at per step, at most: a step of other sessions' words
                                * delays a spinning word by at most this many looks */
 
-/* Grow *p (*cap elements of size) to hold n. Aborts when out of memory: a fire that
- * cannot be recorded would be a readiness lost. */
-static void grow_for(struct scanner *s, void **p, uint32_t *cap, uint32_t n, size_t size)
-{
-	if (n <= *cap)
-		return;
-	uint32_t c = *cap ? *cap : 64;
-	while (c < n)
-		c *= 2;
-	void *q = realloc(*p, (size_t)c * size);
-	if (!q) {
-		log_err("scanner %u: out of memory for fired descriptors", s->index);
-		abort();
-	}
-	*p = q;
-	*cap = c;
-}
 
 /* A step may give out hundreds of scattered words (a sweep's words that moved or whose
  * hold ran out; the idle ones it looked at itself), each of them two cache misses (the
@@ -1079,11 +1050,11 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 		uint64_t v = __atomic_load_n((const uint64_t *)(uintptr_t)garuda_watch_word_key(w, wi),
 					     __ATOMIC_ACQUIRE);
 		grow_for(s, (void **)&s->fires, &s->firescap, garuda_watch_word_waits(w, wi),
-			 sizeof(*s->fires));
+			 sizeof(*s->fires), "fired descriptors");
 		unsigned k = garuda_watch_found(w, wi, v, now, s->fires);
 		if (!k)
 			continue;
-		grow_for(s, (void **)&s->fired, &s->firedcap, nf + k, sizeof(*s->fired));
+		grow_for(s, (void **)&s->fired, &s->firedcap, nf + k, sizeof(*s->fired), "fired descriptors");
 		for (unsigned j = 0; j < k; j++) {
 			armed_index_del(&s->deep, s->pay, s->fires[j].id);
 			s->fired[nf + j] = (struct fired){ s->pay[s->fires[j].id], v };
