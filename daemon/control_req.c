@@ -283,7 +283,7 @@ cJSON *ctl_req_segments(struct daemon *d, const cJSON *req)
 		struct segment *g = v[i];
 		unsigned nbind = g->nbindings;
 		struct armed_view *views = NULL;
-		int armed = scanner_list_armed(d->scanner[g->scanner], g, &views);
+		int armed = scanner_list_armed(d->scanner[g->scanner], g, s->id, &views);
 		free(views);
 		uint32_t bell = __atomic_load_n(&g->map->hdr.doorbell, __ATOMIC_ACQUIRE);
 		cJSON *o = cJSON_CreateObject();
@@ -338,7 +338,7 @@ cJSON *ctl_req_lines(struct daemon *d, const cJSON *req)
 	uint64_t end = start + count < g->lines ? start + count : g->lines;
 
 	struct armed_view *views = NULL;
-	int nv = scanner_list_armed(d->scanner[g->scanner], g, &views);
+	int nv = scanner_list_armed(d->scanner[g->scanner], g, s->id, &views);
 	if (nv < 0)
 		return ctl_error(nv, "%s", garuda_strerror(nv));
 	qsort(views, (size_t)nv, sizeof(*views), cmp_view);

@@ -128,7 +128,8 @@ struct armed_view {
 	uint64_t target, token;
 };
 
-/* Copy (synchronously, through the command queue) the descriptors armed on seg.
- * *out is malloc'ed (caller frees). Returns the count or -errno. Control plane only:
- * it waits for the scanner's next pass. */
-int scanner_list_armed(struct scanner *s, struct segment *seg, struct armed_view **out);
+/* Copy (synchronously, through the command queue) the descriptors armed on seg, of the
+ * session session_id. *out is malloc'ed (caller frees). Returns the count or -errno.
+ * Control plane only: it waits for the scanner's next step, which walks that session's
+ * armed words alone. */
+int scanner_list_armed(struct scanner *s, struct segment *seg, uint64_t session_id, struct armed_view **out);

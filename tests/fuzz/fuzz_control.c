@@ -81,10 +81,11 @@ void scanner_get_stats(struct scanner *s, struct scanner_stats *out)
 	UNREACHED("scanner_get_stats");
 }
 
-int scanner_list_armed(struct scanner *s, struct segment *seg, struct armed_view **out)
+int scanner_list_armed(struct scanner *s, struct segment *seg, uint64_t session_id, struct armed_view **out)
 {
 	(void)s;
 	(void)seg;
+	(void)session_id;
 	(void)out;
 	UNREACHED("scanner_list_armed");
 }
