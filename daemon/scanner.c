@@ -72,7 +72,6 @@ struct list_request {
 	bool done;
 	struct segment *seg;
 	uint64_t session_id; /* seg's session */
-	uint32_t owner;      /* the scanner's: that session's owner in its watcher */
 	struct armed_view *views;
 	int n;
 };
@@ -326,14 +325,14 @@ void scanner_drop_sink(struct scanner *s, struct sink *sink)
 
 /* ---------------- thread side ---------------- */
 
-/* The waits armed on lr's segment: its session's words alone (a word's waits are all
- * that session's; only it arms on its segments' words), those of lr->seg. It walked
+/* The waits armed on segment sg: its session's (owner's) words alone (a word's waits
+ * are all that session's; only it arms on its segments' words), those of sg. It walked
  * every armed wait of every session, twice, the loop thread waiting for it: `garctl
  * segments` of a session with 16 segments, 16 such walks while another held 1,048,576. */
-#define FOR_EACH_SEGMENT_ARMED(s, lr, wi, id)                                                \
-	for (uint32_t wi = garuda_watch_owner_first_word(&(s)->watch, (lr)->owner);           \
+#define FOR_EACH_SEGMENT_ARMED(s, owner, sg, wi, id)                                         \
+	for (uint32_t wi = garuda_watch_owner_first_word(&(s)->watch, owner);                  \
 	     wi != GARUDA_WATCH_NONE; wi = garuda_watch_owner_next_word(&(s)->watch, wi))       \
-		if ((s)->pay[garuda_watch_word_head(&(s)->watch, wi)].seg == (lr)->seg)       \
+		if ((s)->pay[garuda_watch_word_head(&(s)->watch, wi)].seg == (sg))             \
 			for (uint32_t id = garuda_watch_word_head(&(s)->watch, wi);            \
 			     id != GARUDA_WATCH_NONE; id = garuda_watch_next_on(&(s)->watch, id))
 
@@ -341,14 +340,14 @@ static void answer_list(struct scanner *s, struct list_request *lr)
 {
 	const struct garuda_watch *w = &s->watch;
 	unsigned n = 0;
-	lr->owner = garuda_watch_owner_find(w, lr->session_id);
-	if (lr->owner != GARUDA_WATCH_NONE)
-		FOR_EACH_SEGMENT_ARMED(s, lr, wi, id)
+	uint32_t owner = garuda_watch_owner_find(w, lr->session_id);
+	if (owner != GARUDA_WATCH_NONE)
+		FOR_EACH_SEGMENT_ARMED(s, owner, lr->seg, wi, id)
 			n++;
 	lr->views = calloc(n ? n : 1, sizeof(*lr->views));
 	lr->n = lr->views ? 0 : -ENOMEM;
-	if (lr->views && lr->owner != GARUDA_WATCH_NONE)
-		FOR_EACH_SEGMENT_ARMED(s, lr, wi, id) {
+	if (lr->views && owner != GARUDA_WATCH_NONE)
+		FOR_EACH_SEGMENT_ARMED(s, owner, lr->seg, wi, id) {
 			const struct armed *a = &s->pay[id];
 			lr->views[lr->n++] = (struct armed_view){
 				.index = a->index, .form = a->form,

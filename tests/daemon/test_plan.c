@@ -1223,3 +1223,56 @@ Test(plan, a_callbacks_arms_go_in_one_post)
 	gd_close(&a);
 	gd_stop(&d);
 }
+
+/* the "armed" of each of client id's segments (control request "segments"), in
+ * segment order, into out[0..n): how many segments it listed */
+static unsigned segments_armed(struct gd_daemon *d, uint64_t client, double *out, unsigned n)
+{
+	char req[96];
+	snprintf(req, sizeof(req), "{\"request\":\"segments\",\"client\":%llu}", (unsigned long long)client);
+	cJSON *j = gd_control(d, req);
+	cr_assert_not_null(j);
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "segments");
+	unsigned k = 0;
+	for (const cJSON *g = list ? list->child : NULL; g && k < n; g = g->next)
+		out[k++] = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(g, "armed"));
+	cJSON_Delete(j);
+	return k;
+}
+
+/* A segment's armed list (garctl segments, lines) walks its session's words and keeps
+ * that segment's: with one scanner, two sessions of two segments each, every segment
+ * holding a different number of arms (some on the same word index as another
+ * segment's), each lists its own count, none another segment's or session's. */
+Test(plan, a_segments_armed_list_is_its_own)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client c[2];
+	struct gd_seg g[2][2];
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
+	for (unsigned i = 0; i < 2; i++) {
+		gd_ok(gd_open(&c[i], d.sock));
+		for (unsigned k = 0; k < 2; k++)
+			gd_ok(gd_segment_open(&c[i], 1, -1, &g[i][k]));
+	}
+	/* segment (i, k) holds 1 + 2i + k arms, on words 0.. */
+	long long total = 0;
+	for (unsigned i = 0; i < 2; i++)
+		for (unsigned k = 0; k < 2; k++)
+			for (unsigned a = 0; a < 1 + 2 * i + k; a++, total++)
+				gd_ok(gd_arm(&c[i], gd_slot(&g[i][k], a), 1, a, GARUDA_FORM_MESSAGE));
+	cr_assert_eq(gd_wait_status(&d, "armed", total), total);
+	for (unsigned i = 0; i < 2; i++) {
+		double armed[2];
+		cr_assert_eq(segments_armed(&d, first_client_id(&d, (int)i), armed, 2), 2);
+		for (unsigned k = 0; k < 2; k++)
+			cr_assert_eq(armed[k], 1 + 2 * i + k, "session %u's segment %u lists %.0f armed", i, k,
+				     armed[k]);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		for (unsigned k = 0; k < 2; k++)
+			gd_seg_unmap(&g[i][k]);
+		gd_close(&c[i]);
+	}
+	gd_stop(&d);
+}
