@@ -41,10 +41,9 @@ static atomic_uint *refs_of(enum notice_release what, void *obj)
 	abort();
 }
 
-void armed_put(struct notice_queue *loop, enum notice_release what, void *obj)
+/* The last reference to obj, handed to the loop thread. */
+static void hand_over(struct notice_queue *loop, enum notice_release what, void *obj)
 {
-	if (ref_put_unless_last(refs_of(what, obj)))
-		return;
 	if (notice_push(loop, &(struct notice){ .kind = NOTICE_RELEASE, .what = what, .obj = obj }))
 		return;
 	/* out of memory: drop it here rather than leak it (the destructor is thread-safe,
@@ -52,29 +51,81 @@ void armed_put(struct notice_queue *loop, enum notice_release what, void *obj)
 	notice_release(what, obj);
 }
 
-void armed_release_quota(struct armed *a)
+void armed_put(struct notice_queue *loop, enum notice_release what, void *obj)
+{
+	if (!ref_put_unless_last(refs_of(what, obj)))
+		hand_over(loop, what, obj);
+}
+
+/* n references to obj at once (n may be 0) */
+static void put_many(struct notice_queue *loop, enum notice_release what, void *obj, uint32_t n)
+{
+	if (n && !ref_put_many_unless_last(refs_of(what, obj), n))
+		hand_over(loop, what, obj);
+}
+
+static void flush_quota(struct armed_releases *r)
+{
+	if (r->nquota)
+		quota_release(&r->qsink->quota, Q_ARMED, r->nquota);
+	r->nquota = 0;
+}
+
+void armed_releases_quota(struct armed_releases *r, const struct armed *a)
+{
+	if (a->sink != r->qsink) {
+		flush_quota(r);
+		r->qsink = a->sink;
+	}
+	r->nquota++;
+}
+
+void armed_releases_refs(struct armed_releases *r, const struct armed *a)
+{
+	if (a->sink != r->sink) {
+		flush_quota(r); /* (its account may be the old sink's) */
+		put_many(r->loop, RELEASE_SINK, r->sink, r->nsink);
+		r->sink = a->sink;
+		r->nsink = 0;
+	}
+	r->nsink++;
+	if (a->seg != r->seg) {
+		put_many(r->loop, RELEASE_SEGMENT, r->seg, r->nseg);
+		r->seg = a->seg;
+		r->nseg = 0;
+	}
+	r->nseg++;
+	if (!a->bind)
+		return;
+	if (a->bind != r->bind) {
+		put_many(r->loop, RELEASE_BINDING, r->bind, r->nbind);
+		r->bind = a->bind;
+		r->nbind = 0;
+	}
+	r->nbind++;
+}
+
+void armed_releases_add(struct armed_releases *r, const struct armed *a)
+{
+	armed_releases_quota(r, a);
+	armed_releases_refs(r, a);
+}
+
+void armed_releases_flush(struct armed_releases *r)
+{
+	flush_quota(r);
+	put_many(r->loop, RELEASE_SINK, r->sink, r->nsink);
+	put_many(r->loop, RELEASE_SEGMENT, r->seg, r->nseg);
+	put_many(r->loop, RELEASE_BINDING, r->bind, r->nbind);
+	*r = (struct armed_releases){ .loop = r->loop };
+}
+
+void armed_release(struct armed *a)
 {
 	quota_release(&a->sink->quota, Q_ARMED, 1);
-}
-
-void armed_release(struct armed *a, struct notice_queue *loop)
-{
-	armed_release_quota(a);
-	armed_release_refs(a, loop);
-}
-
-void armed_release_refs(struct armed *a, struct notice_queue *loop)
-{
-	if (!loop) {
-		sink_unref(a->sink);
-		segment_unref(a->seg);
-		binding_unref(a->bind);
-		return;
-	}
-	armed_put(loop, RELEASE_SINK, a->sink);
-	armed_put(loop, RELEASE_SEGMENT, a->seg);
-	if (a->bind)
-		armed_put(loop, RELEASE_BINDING, a->bind);
+	sink_unref(a->sink);
+	segment_unref(a->seg);
+	binding_unref(a->bind);
 }
 
 /* ---- the removal index ----

@@ -6,10 +6,10 @@
  * smaller gen in its own), so removals and ARMs of one batch may be applied in any order; the first DISARM after
  * an ARM takes it, the others answer NOT_ARMED. Every armed descriptor holds one
  * reference on its sink, segment and binding and one unit of the armed quota;
- * armed_release() gives them back.
+ * armed_releases_*() give them back (armed_release() on the loop thread).
  *
  * Thread: everything here is private to the scanner thread that owns the descriptors
- * (armed_release(a, NULL): the loop thread, the scanner stopped). */
+ * (armed_release(): the loop thread, the scanner stopped). */
 #pragma once
 
 #include <stdbool.h>
@@ -49,20 +49,37 @@ struct fired {
 	uint64_t value;
 };
 
-/* Give back what one descriptor holds (references and its armed quota unit). On a
- * scanner (loop != NULL) a last reference is not dropped there but handed to the loop
- * thread as a NOTICE_RELEASE (the destructors close client fds and unmap segments);
- * the loop thread itself passes NULL. */
-void armed_release(struct armed *a, struct notice_queue *loop);
-/* The two halves of armed_release(), for a pass: the quota unit goes back before the
- * readiness is sent (a client that saw it may re-arm at once, and QUERY no longer
- * counts it), the references after (the writes still use them). */
-void armed_release_quota(struct armed *a);
-void armed_release_refs(struct armed *a, struct notice_queue *loop);
+/* Give back what one descriptor holds (its armed quota unit and references) on the
+ * loop thread, the scanner stopped (scanner_stop()); a scanner gives them back in
+ * runs (armed_releases below), a last reference handed to the loop thread. */
+void armed_release(struct armed *a);
 /* Give back one reference a scanner holds on obj, a sink, segment or binding as what
- * says (armed_release_refs(), and a carried drop's on its segment): a last one goes to
+ * says (a drop's own reference on its segment or binding): a last one goes to
  * the loop thread as a NOTICE_RELEASE. */
 void armed_put(struct notice_queue *loop, enum notice_release what, void *obj);
+/* A scanner's releases in runs: consecutive descriptors of one sink, segment or
+ * binding give back their quota units and references with one atomic operation per
+ * run (ref_put_many_unless_last(), quota_release(n)), not 6 or 7 per descriptor, on
+ * counters the loop thread charges at the same time for the same uid's new arms (a
+ * tenant that arms 65,536 and ends its session, again: the scanner's CPU a cycle fell
+ * ~10 %, docs/plans.md).
+ * What is queued is held: a run's objects stay alive until armed_releases_flush(),
+ * and a quota unit counts as used until then, so flush before anything is answered
+ * or delivered that a client could re-arm on. A run's quota goes back before its
+ * sink's references (the account is the sink's). Zero-initialize with .loop set. */
+struct armed_releases {
+	struct notice_queue *loop;
+	struct sink *qsink, *sink;
+	struct segment *seg;
+	struct binding *bind;
+	uint32_t nquota, nsink, nseg, nbind;
+};
+/* Queue a's quota unit, its references, or both. */
+void armed_releases_quota(struct armed_releases *r, const struct armed *a);
+void armed_releases_refs(struct armed_releases *r, const struct armed *a);
+void armed_releases_add(struct armed_releases *r, const struct armed *a);
+/* Give back everything queued: the quota units, then the references. */
+void armed_releases_flush(struct armed_releases *r);
 /* Drop the last reference a scanner handed over (NOTICE_RELEASE): where it was taken
  * on the loop thread, or, out of memory, on the scanner itself. One switch for both. */
 void notice_release(enum notice_release what, void *obj);

@@ -119,6 +119,11 @@ struct scanner {
 	 * loop thread in exchange (no allocation per batch; freed by scanner_destroy) */
 	struct cmd *spare;
 	unsigned capspare;
+	/* the scanner's: the array taken from the queue, applied SCANNER_TAKE_STEP_CMDS a
+	 * take from heldat on, a step between (its rest is older than anything posted
+	 * since, and goes first); the spare once applied whole */
+	struct cmd *held;
+	unsigned nheld, heldat, capheld;
 	/* the loop thread's alone: ARMs and DISARMs staged since its last scanner_flush(),
 	 * posted together (one lock, one seq bump, one wake decision for a callback's
 	 * requests: per command, the lock's hand-offs with the take were an eighth of
@@ -140,6 +145,8 @@ struct scanner {
 	uint32_t firescap;
 	struct fired *fired;     /* a step's fired payloads [firedcap] */
 	uint32_t firedcap;
+	struct armed_releases rel; /* a step's or a take's releases (armed.h), flushed
+				    * before it answers or delivers: empty between them */
 	struct garuda_watch_tuning wt; /* what the watcher runs with (retuned on change) */
 	struct readiness out;
 	uintptr_t line; /* the cache line every armed descriptor's word is on; 0: nothing
@@ -380,7 +387,7 @@ static void remove_if_taken(struct scanner *s, const struct removal_table *t, ui
 	if (!armed_removals_takes(t, &s->pay[id]))
 		return;
 	armed_index_del(&s->deep, s->pay, id);
-	armed_release(&s->pay[id], s->notices);
+	armed_releases_add(&s->rel, &s->pay[id]);
 	garuda_watch_remove(&s->watch, id, now);
 }
 
@@ -698,6 +705,7 @@ static void apply_removals(struct scanner *s, struct removal *rem, const struct 
 	}
 	count(s, SC_removal_looks, looked);
 	armed_removals_free(&t);
+	armed_releases_flush(&s->rel); /* before any answer: the quota is free again */
 	for (unsigned i = 0; i < n; i++) {
 		if (is_session_drop(rem[i].kind)) {
 			uint32_t left = walk_left(s, walk_of(walks, nwalks, c[i]->session_id), c[i]);
@@ -838,11 +846,22 @@ static void shed_commands(struct scanner *s)
 		malloc_trim(0);
 }
 
-/* Apply queued commands. Returns true when something was armed. The queue's array and
- * the spare change places: the loop thread posts into an array that already has room,
- * instead of one grown from nothing by realloc under the lock and freed here, at every
- * batch (a malloc trim and brk per batch, and its pages faulted in again: in
- * garuda-bench's throughput section, a few % of the scanner's time). */
+/* Commands applied per take, at most (GARUDA_SCANNER_TAKE_STEP_CMDS, proto/counters.h):
+ * the rest of the taken array waits for the next take, with a step between, so that
+ * every session's due words are looked at while many sessions flood ARMs in. Each
+ * session is read only while fewer than SINK_QUEUED_MAX (256) of its commands are
+ * untaken, but a take held that many of every flooding session: 16 connections of one
+ * uid, ~6,000 ARMs at ~0.26 us each here, a 1.6 ms take; now at most ~270 us. Not
+ * fewer: a take of 256 with one session flooding cost its scanner ~10 % more CPU per
+ * ARM (more, shorter steps) and did not move the tenants bench's B (docs/plans.md). */
+#define SCANNER_TAKE_STEP_CMDS ((unsigned)GARUDA_SCANNER_TAKE_STEP_CMDS)
+
+/* Apply queued commands, SCANNER_TAKE_STEP_CMDS at most (all: unbudgeted). Returns
+ * true when something was armed. The queue's array and the spare change places once
+ * the held array is applied whole: the loop thread posts into an array that already
+ * has room, instead of one grown from nothing by realloc under the lock and freed
+ * here, at every batch (a malloc trim and brk per batch, and its pages faulted in
+ * again: in garuda-bench's throughput section, a few % of the scanner's time). */
 /* n ARMs and DISARMs of sink taken (none: sink NULL): a session paused for its untaken
  * commands is told to read on (sink.h). */
 static void taken(struct scanner *s, struct sink *sink, unsigned n)
@@ -854,15 +873,26 @@ static void taken(struct scanner *s, struct sink *sink, unsigned n)
 
 static bool take_commands(struct scanner *s)
 {
-	pthread_mutex_lock(&s->lock);
-	struct cmd *cmds = s->cmds;
-	unsigned n = s->ncmds, cap = s->capcmds;
-	if (n) {
-		s->cmds = s->spare;
-		s->capcmds = s->capspare;
-		s->ncmds = 0;
+	if (s->heldat == s->nheld) { /* all applied: take the queue */
+		pthread_mutex_lock(&s->lock);
+		if (s->ncmds) {
+			s->held = s->cmds;
+			s->nheld = s->ncmds;
+			s->capheld = s->capcmds;
+			s->heldat = 0;
+			s->cmds = s->spare;
+			s->capcmds = s->capspare;
+			s->ncmds = 0;
+		}
+		pthread_mutex_unlock(&s->lock);
 	}
-	pthread_mutex_unlock(&s->lock);
+	unsigned n = s->nheld - s->heldat;
+	if (n > SCANNER_TAKE_STEP_CMDS && !s->unbudgeted) {
+		n = SCANNER_TAKE_STEP_CMDS;
+		count(s, SC_take_steps, 1);
+	}
+	struct cmd *cmds = n ? s->held + s->heldat : NULL;
+	s->heldat += n;
 	/* the drops of sessions whose end is still being taken (carry_over): applied with
 	 * this batch, as the last of its removals */
 	struct cmd *carried = s->pending;
@@ -965,18 +995,27 @@ static bool take_commands(struct scanner *s)
 		else if (cmds[i].kind == CMD_STOP)
 			s->stop = true;
 	}
-	if (n) {
-		if (cap > CMD_SPARE_MAX) {
-			free(cmds);
-			cmds = NULL;
-			cap = 0;
+	if (n && s->heldat == s->nheld) { /* the taken array, applied whole: the spare */
+		if (s->capheld > CMD_SPARE_MAX) {
+			free(s->held);
+			s->held = NULL;
+			s->capheld = 0;
 		}
-		s->spare = cmds;
-		s->capspare = cap;
+		s->spare = s->held;
+		s->capspare = s->capheld;
+		s->held = NULL;
+		s->nheld = s->heldat = s->capheld = 0;
 	}
 	note_line(s);
 	atomic_store_explicit(&s->st_armed, garuda_watch_count(&s->watch), memory_order_relaxed);
 	return armed;
+}
+
+/* Work taken but not done: a session's end being walked (carried drops), or commands
+ * held (SCANNER_TAKE_STEP_CMDS). The thread does not sleep on it. */
+static bool backlog(const struct scanner *s)
+{
+	return s->npending || s->heldat < s->nheld;
 }
 
 /* Count the k fires of one word (their payloads at f, the watcher's finds at fires) before
@@ -1085,7 +1124,8 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 	note_line(s);
 	/* the armed quota first: a client that got its READY may re-arm at once */
 	for (unsigned i = 0; i < nf; i++)
-		armed_release_quota(&s->fired[i].a);
+		armed_releases_quota(&s->rel, &s->fired[i].a);
+	armed_releases_flush(&s->rel);
 	/* the deliveries' CPU, a part of each completion's cost no plan avoids (the bench's
 	 * floor, tests/bench/plans.c): one delivering step in GARUDA_SCANNER_DELIVER_SAMPLE
 	 * (proto/counters.h) on the thread's CPU clock (two system calls, ~2 us here: ~0.1
@@ -1097,7 +1137,8 @@ static unsigned scan_step(struct scanner *s, uint64_t now)
 	if (timed)
 		count(s, SC_deliver_cpu_ns, (garuda_thread_cpu_ns() - c0) * GARUDA_SCANNER_DELIVER_SAMPLE);
 	for (unsigned i = 0; i < nf; i++)
-		armed_release_refs(&s->fired[i].a, s->notices);
+		armed_releases_refs(&s->rel, &s->fired[i].a);
+	armed_releases_flush(&s->rel);
 	return nf;
 }
 
@@ -1184,8 +1225,9 @@ static void *scanner_main(void *arg)
 		if (s->stop)
 			break;
 		if (garuda_watch_count(&s->watch) == 0) {
-			if (s->npending)
-				continue; /* its waits all fired: the next take answers its drops */
+			if (backlog(s))
+				continue; /* its waits all fired: the next take answers its drops,
+					   * or applies the commands held */
 			count(s, SC_parks, 1);
 			shed_commands(s);
 			scanner_wait(s, seq, UINT64_MAX, true);
@@ -1211,9 +1253,9 @@ static void *scanner_main(void *arg)
 		}
 		now = garuda_now_ns();
 		uint64_t until = garuda_watch_next(&s->watch, now);
-		if (s->npending) {
-			/* a session's end to go on with (apply_removals): background work, as
-			 * a sweep's; no sleep until it is done */
+		if (backlog(s)) {
+			/* a session's end to go on with (apply_removals), or commands held:
+			 * background work, as a sweep's; no sleep until it is done */
 			if (now - gave_way >= SCANNER_SWEEP_GIVE_WAY_NS) {
 				spin_give_way();
 				gave_way = now;
@@ -1270,6 +1312,7 @@ int scanner_start(struct scanner **out, unsigned index, int numa_node, const cpu
 		s->cpus = *cpus;
 	s->tuning = tuning;
 	s->notices = notices;
+	s->rel = (struct armed_releases){ .loop = notices };
 	s->due = malloc(SCANNER_STEP_MAX * sizeof(*s->due));
 	if (!s->due) {
 		free(s);
@@ -1305,10 +1348,11 @@ void scanner_stop(struct scanner *s)
 	post(s, &(struct cmd){ .kind = CMD_STOP });
 	pthread_join(s->thread, NULL);
 	s->unbudgeted = true; /* a session's end still being taken, too */
-	take_commands(s); /* anything posted after the stop */
+	take_commands(s); /* the commands held behind the stop */
+	take_commands(s); /* anything posted after it */
 	for (uint32_t id = 0; id < garuda_watch_capacity(&s->watch); id++)
 		if (garuda_watch_live(&s->watch, id))
-			armed_release(&s->pay[id], NULL); /* the loop thread: last references */
+			armed_release(&s->pay[id]); /* the loop thread: last references */
 	garuda_watch_fini(&s->watch);
 	armed_index_free(&s->deep);
 	free(s->pay);
@@ -1317,6 +1361,7 @@ void scanner_stop(struct scanner *s)
 	free(s->fired);
 	free(s->cmds);
 	free(s->spare);
+	free(s->held);
 	free(s->stage); /* empty: the STOP flushed it */
 	free(s->pending); /* empty: the last take was unbudgeted */
 	pthread_mutex_destroy(&s->lock);

@@ -25,6 +25,10 @@
  * on the thread's CPU clock (two system calls), and counts that many times */
 #define GARUDA_SCANNER_DELIVER_SAMPLE 16
 
+/* take_steps's bound: a scanner applies at most this many queued commands a take
+ * (daemon/scanner.c), the rest in the takes after, a step between */
+#define GARUDA_SCANNER_TAKE_STEP_CMDS 1024
+
 /* X(field, Prometheus family, help); the JSON key of `scanners` is "field" */
 #define GARUDA_SCANNER_COUNTERS(X)                                                                 \
 	X(completions, "garuda_scanner_completions_total", "Readiness delivered, by scanner.")     \
@@ -59,7 +63,11 @@
 	  "another CPU pays that wake.")                                                           \
 	X(posts, "garuda_scanner_posts_total",                                                     \
 	  "Times the loop thread posted commands to the scanner's queue (the ARMs and DISARMs "   \
-	  "of one callback's requests go in one post), by scanner.")
+	  "of one callback's requests go in one post), by scanner.")                          \
+	X(take_steps, "garuda_scanner_take_steps_total",                                           \
+	  "Takes that applied " GARUDA_STR(GARUDA_SCANNER_TAKE_STEP_CMDS) " queued commands and " \
+	  "left the rest to the next step (other sessions' due words looked at between), by "   \
+	  "scanner.")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "counters.h"
 #include "harness.h"
 
 TestSuite(plan, .init = gd_test_init, .fini = gd_test_fini, .timeout = 180);
@@ -863,6 +864,74 @@ Test(plan, an_arm_flood_waits_in_its_own_socket_while_others_are_served)
 Test(plan, a_disarm_flood_counts_as_well)
 {
 	flood_a_stopped_scanner(true);
+}
+
+/* The scanner applies at most 1,024 queued commands a take (GARUDA_SCANNER_TAKE_STEP_CMDS),
+ * the rest in the takes after, a step between: a session is read only while fewer
+ * than 256 of its commands wait untaken, but one take held that many of every
+ * flooding session. With the scanner stopped, eight sessions flood to their bound (four
+ * with ARM_BATCHes, two with ARM and DISARM pairs on one word); once it goes on, the
+ * takes that left commands for the next (take_steps) are at least what the queue
+ * held over 1,024, less one, and every request is applied in the order it came: each
+ * pair's DISARM finds its ARM wherever the takes cut the queue (none of those stays
+ * armed), and every batch's arm stays. Counted by garudad, so no timing is asserted. */
+Test(plan, a_take_applies_at_most_1024_commands_in_their_order)
+{
+	struct gd_daemon d = { 0 };
+	enum { K = 8 };
+	struct gd_client c[K];
+	struct gd_seg sg[K];
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
+	for (unsigned i = 0; i < K; i++) {
+		gd_ok(gd_open(&c[i], d.sock));
+		gd_ok(gd_segment_open(&c[i], 1, -1, &sg[i]));
+	}
+	char why[128];
+	pid_t tid = freeze_scanner(&d, why, sizeof(why));
+	if (tid < 0) {
+		for (unsigned i = 0; i < K; i++) {
+			gd_seg_unmap(&sg[i]);
+			gd_close(&c[i]);
+		}
+		gd_stop(&d);
+		cr_skip_test("%s", why);
+	}
+	pid_t sender[K];
+	for (unsigned i = 0; i < K; i++) {
+		sender[i] = fork();
+		cr_assert_geq(sender[i], 0);
+		if (sender[i] == 0)
+			flood(&c[i], &sg[i], i % 2);
+	}
+	double queued = 0; /* commands read, none taken: pairs send one a datagram, half ARMs */
+	for (unsigned i = 0; i < K; i++) {
+		uint64_t id = c[i].welcome.session_id;
+		gd_wait_session(d.ctl, id, "pauses", 1);
+		queued += gd_session_num(d.ctl, id, "arms") * (i % 2 ? 2 : 1) - (i % 2);
+	}
+	double s0 = gd_scanner_sum(d.ctl, "take_steps");
+	int detached = ptrace(PTRACE_DETACH, tid, 0, 0);
+	cr_assert_eq(detached, 0, "PTRACE_DETACH: %m");
+	for (unsigned i = 0; i < K; i++) {
+		int st;
+		cr_assert_eq(waitpid(sender[i], &st, 0), sender[i]);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "flooding sender %u failed", i);
+	}
+	unsigned armed = K / 2 * FLOOD; /* the batches' */
+	cr_assert_eq(gd_wait_status(&d, "armed", armed), armed,
+		     "a pair's DISARM missed its ARM, or a request was lost");
+	double steps = gd_scanner_sum(d.ctl, "take_steps") - s0;
+	double least = (double)(unsigned)(queued / GARUDA_SCANNER_TAKE_STEP_CMDS) - 1;
+	cr_log_info("%.0f commands queued for the stopped scanner; %.0f takes left some for the next",
+		    queued, steps);
+	cr_assert_geq(steps, least, "%.0f takes left commands for the next, %.0f queued: a take applied more than %d",
+		      steps, queued, GARUDA_SCANNER_TAKE_STEP_CMDS);
+	complete(&c[0], &sg[0], 1, 7); /* and the scanner serves on */
+	for (unsigned i = 0; i < K; i++) {
+		gd_seg_unmap(&sg[i]);
+		gd_close(&c[i]);
+	}
+	gd_stop(&d);
 }
 
 /* One session holds 32,768 arms on one word (a deep queue: targets 1..32,768, tokens
