@@ -57,11 +57,12 @@ void armed_put(struct notice_queue *loop, enum notice_release what, void *obj)
 		hand_over(loop, what, obj);
 }
 
-/* n references to obj at once (n may be 0) */
-static void put_many(struct notice_queue *loop, enum notice_release what, void *obj, uint32_t n)
+/* Give back a run's references (none: nothing) */
+static void put_run(struct notice_queue *loop, enum notice_release what, struct armed_run *run)
 {
-	if (n && !ref_put_many_unless_last(refs_of(what, obj), n))
-		hand_over(loop, what, obj);
+	if (run->n && !ref_put_many_unless_last(refs_of(what, run->obj), run->n))
+		hand_over(loop, what, run->obj);
+	*run = (struct armed_run){ 0 };
 }
 
 static void flush_quota(struct armed_releases *r)
@@ -80,29 +81,27 @@ void armed_releases_quota(struct armed_releases *r, const struct armed *a)
 	r->nquota++;
 }
 
+/* One more reference to obj (NULL: none) in its run, a run of another object given
+ * back first; a sink's quota before its references (the account is the sink's). */
+static void ref_add(struct armed_releases *r, enum notice_release what, void *obj)
+{
+	struct armed_run *run = &r->ref[what];
+	if (!obj)
+		return;
+	if (obj != run->obj) {
+		if (what == RELEASE_SINK)
+			flush_quota(r);
+		put_run(r->loop, what, run);
+		run->obj = obj;
+	}
+	run->n++;
+}
+
 void armed_releases_refs(struct armed_releases *r, const struct armed *a)
 {
-	if (a->sink != r->sink) {
-		flush_quota(r); /* (its account may be the old sink's) */
-		put_many(r->loop, RELEASE_SINK, r->sink, r->nsink);
-		r->sink = a->sink;
-		r->nsink = 0;
-	}
-	r->nsink++;
-	if (a->seg != r->seg) {
-		put_many(r->loop, RELEASE_SEGMENT, r->seg, r->nseg);
-		r->seg = a->seg;
-		r->nseg = 0;
-	}
-	r->nseg++;
-	if (!a->bind)
-		return;
-	if (a->bind != r->bind) {
-		put_many(r->loop, RELEASE_BINDING, r->bind, r->nbind);
-		r->bind = a->bind;
-		r->nbind = 0;
-	}
-	r->nbind++;
+	ref_add(r, RELEASE_SINK, a->sink);
+	ref_add(r, RELEASE_SEGMENT, a->seg);
+	ref_add(r, RELEASE_BINDING, a->bind);
 }
 
 void armed_releases_add(struct armed_releases *r, const struct armed *a)
@@ -114,10 +113,9 @@ void armed_releases_add(struct armed_releases *r, const struct armed *a)
 void armed_releases_flush(struct armed_releases *r)
 {
 	flush_quota(r);
-	put_many(r->loop, RELEASE_SINK, r->sink, r->nsink);
-	put_many(r->loop, RELEASE_SEGMENT, r->seg, r->nseg);
-	put_many(r->loop, RELEASE_BINDING, r->bind, r->nbind);
-	*r = (struct armed_releases){ .loop = r->loop };
+	for (unsigned w = RELEASE_SINK; w <= RELEASE_BINDING; w++)
+		put_run(r->loop, (enum notice_release)w, &r->ref[w]);
+	r->qsink = NULL;
 }
 
 void armed_release(struct armed *a)

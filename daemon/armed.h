@@ -67,12 +67,15 @@ void armed_put(struct notice_queue *loop, enum notice_release what, void *obj);
  * and a quota unit counts as used until then, so flush before anything is answered
  * or delivered that a client could re-arm on. A run's quota goes back before its
  * sink's references (the account is the sink's). Zero-initialize with .loop set. */
+struct armed_run {
+	void *obj; /* NULL: none yet */
+	uint32_t n;
+};
 struct armed_releases {
 	struct notice_queue *loop;
-	struct sink *qsink, *sink;
-	struct segment *seg;
-	struct binding *bind;
-	uint32_t nquota, nsink, nseg, nbind;
+	struct sink *qsink; /* whose account the nquota units go back to */
+	uint32_t nquota;
+	struct armed_run ref[RELEASE_BINDING + 1]; /* references, by enum notice_release */
 };
 /* Queue a's quota unit, its references, or both. */
 void armed_releases_quota(struct armed_releases *r, const struct armed *a);
