@@ -299,6 +299,11 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 		log_err("%s socket %s: bind: %s%s", what, path, strerror(-r), rundir_hint(path, r));
 		return r;
 	}
+	/* listening before the group lookup and the chmod: a connect that finds the path
+	 * while NSS answers waits in the backlog instead of failing with ECONNREFUSED
+	 * (the mode is 0600 until the chmod, so only our own uid gets that far) */
+	if (listen(fd, 128) < 0)
+		return -errno;
 	if (group && *group) {
 		unsigned gid;
 		bool numeric = config_numeric_gid(group, &gid); /* socket_group "2046": no lookup */
@@ -324,8 +329,6 @@ static int make_socket(struct daemon *d, const char *path, mode_t mode, const ch
 	}
 	if (fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) < 0) /* a symlink: EOPNOTSUPP */
 		log_warning("%s socket %s: chmod: %s", what, path, strerror(errno));
-	if (listen(fd, 128) < 0)
-		return -errno;
 	return TAKE_FD(fd);
 }
 
