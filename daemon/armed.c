@@ -82,14 +82,16 @@ void armed_releases_quota(struct armed_releases *r, const struct armed *a)
 }
 
 /* One more reference to obj (NULL: none) in its run, a run of another object given
- * back first; a sink's quota before its references (the account is the sink's). */
+ * back first; a sink's quota units still queued before its references (the account is
+ * the sink's: armed_releases_quota() gave them back already when the next descriptor's
+ * sink is another, so this flushes only for a caller that queued refs alone). */
 static void ref_add(struct armed_releases *r, enum notice_release what, void *obj)
 {
 	struct armed_run *run = &r->ref[what];
 	if (!obj)
 		return;
 	if (obj != run->obj) {
-		if (what == RELEASE_SINK)
+		if (what == RELEASE_SINK && r->qsink == run->obj)
 			flush_quota(r);
 		put_run(r->loop, what, run);
 		run->obj = obj;

@@ -856,12 +856,6 @@ static void shed_commands(struct scanner *s)
  * ARM (more, shorter steps) and did not move the tenants bench's B (docs/plans.md). */
 #define SCANNER_TAKE_STEP_CMDS ((unsigned)GARUDA_SCANNER_TAKE_STEP_CMDS)
 
-/* Apply queued commands, SCANNER_TAKE_STEP_CMDS at most (all: unbudgeted). Returns
- * true when something was armed. The queue's array and the spare change places once
- * the held array is applied whole: the loop thread posts into an array that already
- * has room, instead of one grown from nothing by realloc under the lock and freed
- * here, at every batch (a malloc trim and brk per batch, and its pages faulted in
- * again: in garuda-bench's throughput section, a few % of the scanner's time). */
 /* n ARMs and DISARMs of sink taken (none: sink NULL): a session paused for its untaken
  * commands is told to read on (sink.h). */
 static void taken(struct scanner *s, struct sink *sink, unsigned n)
@@ -871,6 +865,12 @@ static void taken(struct scanner *s, struct sink *sink, unsigned n)
 								 .session_id = sink->session_id });
 }
 
+/* Apply queued commands, SCANNER_TAKE_STEP_CMDS at most (all: unbudgeted). Returns
+ * true when something was armed. The queue's array and the spare change places once
+ * the held array is applied whole: the loop thread posts into an array that already
+ * has room, instead of one grown from nothing by realloc under the lock and freed
+ * here, at every batch (a malloc trim and brk per batch, and its pages faulted in
+ * again: in garuda-bench's throughput section, a few % of the scanner's time). */
 static bool take_commands(struct scanner *s)
 {
 	if (s->heldat == s->nheld) { /* all applied: take the queue */
