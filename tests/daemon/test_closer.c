@@ -108,9 +108,12 @@ static bool peer_untouched(int peer)
 	return r == 0 || (r == 1 && !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)));
 }
 
-/* Whether a thread of garudad other than its loop thread (the main thread: TID ==
- * PID) sits in close(2) (/proc/PID/task/TID/syscall): 1, 0, or -1 when no such file
- * could be read (then nothing is asserted on it). */
+/* Whether garudad's closer thread (named garuda-closer, daemon/closer.c) sits in
+ * close(2) (/proc/PID/task/TID/syscall): 1, 0, or -1 when no such file could be read
+ * (then nothing is asserted on it). Only that thread: any other (an io_uring worker,
+ * whose syscall file shows what its creator was in) could read as in close(2) while
+ * the lingering socket still waits in the closer's queue, and the queue's bound would
+ * then be one further than the test counts. */
 static int thread_in_close(pid_t pid)
 {
 	char path[64];
@@ -121,11 +124,19 @@ static int thread_in_close(pid_t pid)
 	int found = -1;
 	struct dirent *e;
 	while (found != 1 && (e = readdir(dir))) {
-		if (e->d_name[0] == '.' || atoi(e->d_name) == (int)pid)
+		if (e->d_name[0] == '.')
 			continue;
-		char p[320];
-		snprintf(p, sizeof(p), "/proc/%d/task/%s/syscall", (int)pid, e->d_name);
+		char p[320], comm[32] = "";
+		snprintf(p, sizeof(p), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
 		FILE *f = fopen(p, "re");
+		if (!f)
+			continue;
+		bool closer = fgets(comm, sizeof(comm), f) && strcmp(comm, "garuda-closer\n") == 0;
+		fclose(f);
+		if (!closer)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/task/%s/syscall", (int)pid, e->d_name);
+		f = fopen(p, "re");
 		if (!f)
 			continue;
 		long nr;
