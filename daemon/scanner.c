@@ -462,6 +462,25 @@ static void charge_removal(struct scanner *s, uint64_t key, uint64_t t0)
  * session's looks waiting behind it; the rest go in the steps after, looks between. */
 #define SCANNER_DROP_STEP_WAITS 1024u
 
+/* One session's share of a step while another session holds waits on this scanner
+ * (GARUDA_SCANNER_SHARE_STEP, proto/counters.h): a walk of its drops takes at most this
+ * many of its waits, a take applies at most this many of its commands in a row. A
+ * tenant that arms 65,536 waits and ends its session, again and again (the tenants
+ * bench's dropcycle), kept the scanner on its own work up to 1,024 commands and 1,024
+ * waits a step, ~0.3-0.5 ms here, while another tenant's word was due: that tenant's
+ * p99 went +0.6 to +0.9 ms, and +0.40 to +0.45 ms with this share (docs/plans.md). A
+ * session alone is never cut short: the throughput section's steady state, each of
+ * its sessions at most 64 commands queued, does not meet it either. */
+#define SCANNER_SHARE_STEP ((unsigned)GARUDA_SCANNER_SHARE_STEP)
+
+/* Whether a session other than the one that owns owner (GARUDA_WATCH_NONE: none yet)
+ * holds words on this scanner. */
+static bool others_hold(const struct scanner *s, uint32_t owner)
+{
+	uint32_t mine = owner == GARUDA_WATCH_NONE ? 0 : garuda_watch_owner_words(&s->watch, owner);
+	return garuda_watch_words(&s->watch) > mine;
+}
+
 /* Take out the waits on one word that a removal of t takes; returns how many it
  * looked at. The walk's time is charged to the word's session (charge_removal): a
  * DISARM that matches nothing on a shallow word costs a walk of its waits (fewer than
@@ -598,29 +617,35 @@ static uint32_t walk_left(const struct scanner *s, const struct session_walk *w,
 	return start > w->passed ? start - w->passed : 0;
 }
 
-/* Walk one session's words for its drops, within *budget (UINT64_MAX: none): each word
- * a drop takes loses its waits (all of them: a word is one segment's), each other is
- * passed by a look at its head and moved last. Returns the waits looked at. */
+/* Walk one session's words for its drops, within *budget (UINT64_MAX: none) and, while
+ * another session holds waits here, its share (SCANNER_SHARE_STEP): each word a drop
+ * takes loses its waits (all of them: a word is one segment's), each other is passed by
+ * a look at its head and moved last. Returns the waits looked at. */
 static uint64_t walk_session(struct scanner *s, const struct removal_table *t, struct session_walk *w,
 			     uint64_t *budget, uint64_t now)
 {
-	uint64_t looked = 0;
-	while (w->owner != GARUDA_WATCH_NONE && w->passed < w->want && *budget) {
+	uint64_t looked = 0, left = *budget;
+	if (!s->unbudgeted && left > SCANNER_SHARE_STEP && w->owner != GARUDA_WATCH_NONE &&
+	    others_hold(s, w->owner))
+		left = SCANNER_SHARE_STEP;
+	const uint64_t given = left;
+	while (w->owner != GARUDA_WATCH_NONE && w->passed < w->want && left) {
 		uint32_t wi = garuda_watch_owner_first_word(&s->watch, w->owner);
 		if (wi == GARUDA_WATCH_NONE)
 			break;
 		uint64_t l = 1;
 		bool rest = false;
 		if (w->ended || armed_removals_drop_segment(t, s->pay[garuda_watch_word_head(&s->watch, wi)].seg))
-			l = remove_on_word(s, t, garuda_watch_word_key(&s->watch, wi), now, *budget, &rest);
+			l = remove_on_word(s, t, garuda_watch_word_key(&s->watch, wi), now, left, &rest);
 		looked += l;
-		*budget -= l < *budget ? l : *budget;
+		left -= l < left ? l : left;
 		if (rest)
 			break; /* the budget ran out on this word: its rest goes first next step */
 		if (garuda_watch_owner_first_word(&s->watch, w->owner) == wi)
 			garuda_watch_owner_rotate(&s->watch, wi); /* kept: passed */
 		w->passed++;
 	}
+	*budget -= given - left;
 	return looked;
 }
 
@@ -865,8 +890,10 @@ static void taken(struct scanner *s, struct sink *sink, unsigned n)
 								 .session_id = sink->session_id });
 }
 
-/* Apply queued commands, SCANNER_TAKE_STEP_CMDS at most (all: unbudgeted). Returns
- * true when something was armed. The queue's array and the spare change places once
+/* Apply queued commands, SCANNER_TAKE_STEP_CMDS at most, and at most
+ * SCANNER_SHARE_STEP of one session's in a row while another session holds waits (all:
+ * unbudgeted). Returns true when something was armed. The queue's array and the spare
+ * change places once
  * the held array is applied whole: the loop thread posts into an array that already
  * has room, instead of one grown from nothing by realloc under the lock and freed
  * here, at every batch (a malloc trim and brk per batch, and its pages faulted in
@@ -887,10 +914,9 @@ static bool take_commands(struct scanner *s)
 		pthread_mutex_unlock(&s->lock);
 	}
 	unsigned n = s->nheld - s->heldat;
-	if (n > SCANNER_TAKE_STEP_CMDS && !s->unbudgeted) {
+	bool cut = n > SCANNER_TAKE_STEP_CMDS && !s->unbudgeted; /* take_steps: some left */
+	if (cut)
 		n = SCANNER_TAKE_STEP_CMDS;
-		count(s, SC_take_steps, 1);
-	}
 	struct cmd *cmds = n ? s->held + s->heldat : NULL;
 	s->heldat += n;
 	/* the drops of sessions whose end is still being taken (carry_over): applied with
@@ -921,6 +947,15 @@ static bool take_commands(struct scanner *s)
 			nrun = 0;
 		}
 		nrun += by != NULL;
+		if (by && nrun > SCANNER_SHARE_STEP && !s->unbudgeted &&
+		    others_hold(s, garuda_watch_owner_find(&s->watch, by->session_id))) {
+			/* its share of this take: the rest of the array waits, in order */
+			nrun--;
+			s->heldat -= n - i;
+			n = i;
+			cut = true;
+			break;
+		}
 		switch (c->kind) {
 		case CMD_ARM: {
 			room(s, 1);
@@ -966,6 +1001,8 @@ static bool take_commands(struct scanner *s)
 		}
 	}
 	taken(s, run, nrun); /* before any removal: run is held (an ARM's wait, a DISARM) */
+	if (cut)
+		count(s, SC_take_steps, 1);
 	if (ntaken) { /* the batch's ARMs, counted once */
 		count(s, SC_arms_taken, ntaken);
 		count(s, SC_take_ns, take_ns);

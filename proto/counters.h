@@ -29,6 +29,11 @@
  * (daemon/scanner.c), the rest in the takes after, a step between */
 #define GARUDA_SCANNER_TAKE_STEP_CMDS 1024
 
+/* one session's share of a step while another session holds waits on the scanner: a
+ * take applies at most this many of its commands in a row, a walk of its drops takes at
+ * most this many of its waits (daemon/scanner.c) */
+#define GARUDA_SCANNER_SHARE_STEP 128
+
 /* X(field, Prometheus family, help); the JSON key of `scanners` is "field" */
 #define GARUDA_SCANNER_COUNTERS(X)                                                                 \
 	X(completions, "garuda_scanner_completions_total", "Readiness delivered, by scanner.")     \
@@ -54,7 +59,8 @@
 	  "a drop's session's own), by scanner.")                                                  \
 	X(drop_steps, "garuda_scanner_drop_steps_total",                                           \
 	  "Steps that took part of a session's end or a segment's close and left the rest to the " \
-	  "next (at most 1,024 armed descriptors a step), by scanner.")                            \
+	  "next (at most 1,024 armed descriptors a step; " GARUDA_STR(GARUDA_SCANNER_SHARE_STEP)     \
+	  " of one session's while another holds waits), by scanner.")                            \
 	X(deliver_cpu_ns, "garuda_scanner_deliver_cpu_seconds_total",                              \
 	  "CPU time the scanner spent handing readiness to clients (eventfd writes, READY "        \
 	  "messages, line stores; one delivering step in "                                         \
@@ -65,9 +71,10 @@
 	  "Times the loop thread posted commands to the scanner's queue (the ARMs and DISARMs "   \
 	  "of one callback's requests go in one post), by scanner.")                          \
 	X(take_steps, "garuda_scanner_take_steps_total",                                           \
-	  "Takes that applied " GARUDA_STR(GARUDA_SCANNER_TAKE_STEP_CMDS) " queued commands and " \
-	  "left the rest to the next step (other sessions' due words looked at between), by "   \
-	  "scanner.")
+	  "Takes that applied " GARUDA_STR(GARUDA_SCANNER_TAKE_STEP_CMDS) " queued commands (or " \
+	  GARUDA_STR(GARUDA_SCANNER_SHARE_STEP) " of one session's in a row while another holds " \
+	  "waits) and left the rest to the next step (other sessions' due words looked at "       \
+	  "between), by scanner.")
 
 /* SC_completions, SC_passes, ...: a counter's index */
 enum garuda_scanner_counter {

@@ -934,6 +934,93 @@ Test(plan, a_take_applies_at_most_1024_commands_in_their_order)
 	gd_stop(&d);
 }
 
+/* While another session holds waits, a take applies at most 128 of one session's
+ * commands in a row (GARUDA_SCANNER_SHARE_STEP), the rest in the takes after, the
+ * other's due words looked at between: a tenant's flood no longer keeps the scanner
+ * ~0.3 ms a take on its own work. With the scanner stopped, b arms one wait (NOREPLY,
+ * queued first) or none, then a floods ARM_BATCHes to its bound (~376 queued); once the
+ * scanner goes on, the takes that left some for the next (take_steps) are at least
+ * a's queue in shares of 128, less one, when b holds a wait, and none when a is alone
+ * (its queue is under the 1,024 a take): a session alone is never cut short. Every ARM
+ * is applied either way. Counted by garudad, so no timing is asserted. */
+static void flood_beside(bool other_holds)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client a, b;
+	struct gd_seg sa, sb;
+	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
+	gd_ok(gd_open(&a, d.sock));
+	gd_ok(gd_segment_open(&a, 1, -1, &sa));
+	gd_ok(gd_open(&b, d.sock));
+	gd_ok(gd_segment_open(&b, 1, -1, &sb));
+	char why[128];
+	pid_t tid = freeze_scanner(&d, why, sizeof(why));
+	if (tid < 0) {
+		gd_seg_unmap(&sa);
+		gd_seg_unmap(&sb);
+		gd_close(&a);
+		gd_close(&b);
+		gd_stop(&d);
+		cr_skip_test("%s", why);
+	}
+	if (other_holds) {
+		struct gd_arm_req one = { .index = 0, .target = 1, .token = 7, .form = GARUDA_FORM_MESSAGE };
+		int sent = gd_arm_many(&b, sb.id, &one, 1);
+		double read = gd_wait_session(d.ctl, b.welcome.session_id, "arms", 1);
+		if (sent != 1 || read != 1)
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+		cr_assert_eq(sent, 1);
+		cr_assert_eq(read, 1, "b's ARM was not read");
+	}
+	pid_t sender = fork();
+	cr_assert_geq(sender, 0);
+	if (sender == 0)
+		flood(&a, &sa, false);
+	uint64_t id = a.welcome.session_id;
+	gd_wait_session(d.ctl, id, "pauses", 1);
+	double queued = gd_session_num(d.ctl, id, "arms");
+	double s0 = gd_scanner_sum(d.ctl, "take_steps");
+	int detached = ptrace(PTRACE_DETACH, tid, 0, 0);
+	cr_assert_eq(detached, 0, "PTRACE_DETACH: %m");
+	int st;
+	cr_assert_eq(waitpid(sender, &st, 0), sender);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the flooding sender failed");
+	unsigned armed = FLOOD + other_holds;
+	cr_assert_eq(gd_wait_status(&d, "armed", armed), armed, "a request was lost");
+	double steps = gd_scanner_sum(d.ctl, "take_steps") - s0;
+	cr_log_info("%s: %.0f of one session's commands queued for the stopped scanner; %.0f takes left some",
+		    other_holds ? "another session holding a wait" : "alone", queued, steps);
+	if (other_holds) {
+		double least = (double)(unsigned)((queued + GARUDA_SCANNER_SHARE_STEP - 1) / GARUDA_SCANNER_SHARE_STEP) - 1;
+		cr_assert_geq(least, 1, "only %.0f queued", queued);
+		cr_assert_geq(steps, least, "%.0f takes left commands for the next, %.0f queued: one session had more than %d in a row",
+			      steps, queued, GARUDA_SCANNER_SHARE_STEP);
+		complete(&a, &sa, 1, 9); /* both served on */
+		gd_store(&sb, 0, 1);
+		struct garuda_ready rd;
+		int r = gd_wait_ready(&b, &rd, GD_DEADLINE_MS);
+		cr_assert_eq(r, 1, "the other session: %s", gd_strerr(r));
+		cr_assert_eq(rd.token, 7);
+	} else {
+		cr_assert_eq(steps, 0, "a session alone was cut short %.0f times (%.0f queued)", steps, queued);
+	}
+	gd_seg_unmap(&sa);
+	gd_seg_unmap(&sb);
+	gd_close(&a);
+	gd_close(&b);
+	gd_stop(&d);
+}
+
+Test(plan, a_take_gives_one_session_128_in_a_row_while_another_holds_waits)
+{
+	flood_beside(true);
+}
+
+Test(plan, a_session_alone_is_not_cut_short)
+{
+	flood_beside(false);
+}
+
 /* One session holds 32,768 arms on one word (a deep queue: targets 1..32,768, tokens
  * 0..32,767 in pairs), and DISARMs some. A DISARM looks at the arms with its slot and
  * token alone, however many wait on the word: before, each walked every wait on its word
@@ -985,8 +1072,9 @@ Test(plan, a_disarm_on_a_deep_word_looks_at_its_own_arms_only)
 	gd_stop(&d);
 }
 
-/* A session that ends holding 65,536 arms is taken out 1,024 a step, other sessions'
- * looks in between (its end in one step held them up ~10 ms): garudad counts the steps
+/* A session that ends holding 65,536 arms is taken out 128 a step while another
+ * session holds waits (GARUDA_SCANNER_SHARE_STEP; 1,024 alone), other sessions' looks in
+ * between (its end in one step held them up ~10 ms): garudad counts the steps
  * that left part of it for the next (drop_steps), so no timing is asserted; another
  * session's arms stay and fire afterwards, and every one of the first's is gone. */
 Test(plan, a_sessions_end_is_taken_a_share_a_step)
@@ -1004,7 +1092,8 @@ Test(plan, a_sessions_end_is_taken_a_share_a_step)
 	cr_assert_eq(gd_wait_status(&d, "clients", 1), 1);
 	double steps = gd_scanner_sum(d.ctl, "drop_steps") - s0;
 	cr_log_info("a session's end of %d arms left part for the next step %.0f times", HELD, steps);
-	cr_assert_geq(steps, HELD / 1024 - 1, "%.0f steps: the end was taken in fewer shares", steps);
+	cr_assert_geq(steps, HELD / GARUDA_SCANNER_SHARE_STEP - 1, "%.0f steps: the end was taken in fewer shares",
+		      steps);
 	gd_store(&sb, 0, 1);
 	struct garuda_ready rd;
 	int r = gd_wait_ready(&b, &rd, GD_DEADLINE_MS);
@@ -1015,11 +1104,12 @@ Test(plan, a_sessions_end_is_taken_a_share_a_step)
 	gd_stop(&d);
 }
 
-/* A session that goes on closes segments, and a close is taken at most 1,024 waits a
- * step too (before, one step: ~10 ms for 65,536 arms, every other session's looks
- * behind it), answered once all of its waits are out. First a one-arm segment whose
- * word is behind the 8,192 words of the session's big segment (the drop passes them
- * over ~8 steps and keeps them), then the big segment itself (65,536 arms, ~64 steps);
+/* A session that goes on closes segments, and a close is taken at most 128 waits a step
+ * too while another session holds waits (before, one step: ~10 ms for 65,536 arms,
+ * every other session's looks behind it), answered once all of its waits are out.
+ * First a one-arm segment whose word is behind the 8,192 words of the session's big
+ * segment (the drop passes them over ~64 steps and keeps them), then the big segment
+ * itself (65,536 arms, ~512 steps);
  * the session's arm on a third segment, armed after, stays and fires, and so does
  * another session's. */
 Test(plan, a_segments_close_is_taken_a_share_a_step)
@@ -1035,8 +1125,8 @@ Test(plan, a_segments_close_is_taken_a_share_a_step)
 	double s0 = gd_scanner_sum(d.ctl, "drop_steps");
 	gd_ok(gd_segment_close(&a, sc.id)); /* answered once applied whole */
 	double passing = gd_scanner_sum(d.ctl, "drop_steps") - s0;
-	cr_assert_geq(passing, HELD_WORDS / 1024 - 1, "%.0f steps: the words before it were not passed a share a step",
-		      passing);
+	cr_assert_geq(passing, HELD_WORDS / GARUDA_SCANNER_SHARE_STEP - 1,
+		      "%.0f steps: the words before it were not passed a share a step", passing);
 	cr_assert_eq(gd_wait_status(&d, "armed", HELD + 1), HELD + 1, "the closed segment's arm is still armed");
 	gd_seg_unmap(&sc);
 	gd_ok(gd_segment_open(&a, 1, -1, &sd));
@@ -1047,7 +1137,8 @@ Test(plan, a_segments_close_is_taken_a_share_a_step)
 	double steps = gd_scanner_sum(d.ctl, "drop_steps") - s0;
 	cr_log_info("a close of 1 arm behind %d words took %.0f more steps; of %d arms, %.0f", HELD_WORDS,
 		    passing, HELD, steps);
-	cr_assert_geq(steps, HELD / 1024 - 1, "%.0f steps: the close was taken in fewer shares", steps);
+	cr_assert_geq(steps, HELD / GARUDA_SCANNER_SHARE_STEP - 1, "%.0f steps: the close was taken in fewer shares",
+		      steps);
 	cr_assert_eq(gd_wait_status(&d, "armed", 2), 2, "the closed segment's arms are not all gone");
 	gd_seg_unmap(&sa);
 	struct garuda_ready rd;
