@@ -468,7 +468,7 @@ static void charge_removal(struct scanner *s, uint64_t key, uint64_t t0)
  * tenant that arms 65,536 waits and ends its session, again and again (the tenants
  * bench's dropcycle), kept the scanner on its own work up to 1,024 commands and 1,024
  * waits a step, ~0.3-0.5 ms here, while another tenant's word was due: that tenant's
- * p99 went +0.6 to +0.9 ms, and +0.40 to +0.45 ms with this share (docs/plans.md). A
+ * p99 went +0.6 to +0.9 ms, and +0.40 to +0.49 ms with this share (docs/plans.md). A
  * session alone is never cut short: the throughput section's steady state, each of
  * its sessions at most 64 commands queued, does not meet it either. */
 #define SCANNER_SHARE_STEP ((unsigned)GARUDA_SCANNER_SHARE_STEP)
@@ -893,11 +893,11 @@ static void taken(struct scanner *s, struct sink *sink, unsigned n)
 /* Apply queued commands, SCANNER_TAKE_STEP_CMDS at most, and at most
  * SCANNER_SHARE_STEP of one session's in a row while another session holds waits (all:
  * unbudgeted). Returns true when something was armed. The queue's array and the spare
- * change places once
- * the held array is applied whole: the loop thread posts into an array that already
- * has room, instead of one grown from nothing by realloc under the lock and freed
- * here, at every batch (a malloc trim and brk per batch, and its pages faulted in
- * again: in garuda-bench's throughput section, a few % of the scanner's time). */
+ * change places once the held array is applied whole: the loop thread posts into an
+ * array that already has room, instead of one grown from nothing by realloc under the
+ * lock and freed here, at every batch (a malloc trim and brk per batch, and its pages
+ * faulted in again: in garuda-bench's throughput section, a few % of the scanner's
+ * time). */
 static bool take_commands(struct scanner *s)
 {
 	if (s->heldat == s->nheld) { /* all applied: take the queue */
