@@ -792,6 +792,29 @@ static void flood(struct gd_client *a, struct gd_seg *sa, bool pairs)
 	_exit(0);
 }
 
+/* A garudad of one scanner, sessions a and b with a one-line segment each, and the
+ * scanner stopped (freeze_scanner): its tid; the test is skipped where it cannot be. */
+static pid_t start_two_frozen(struct gd_daemon *d, struct gd_client *a, struct gd_seg *sa, struct gd_client *b,
+			      struct gd_seg *sb)
+{
+	gd_start(d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
+	gd_ok(gd_open(a, d->sock));
+	gd_ok(gd_segment_open(a, 1, -1, sa));
+	gd_ok(gd_open(b, d->sock));
+	gd_ok(gd_segment_open(b, 1, -1, sb));
+	char why[128];
+	pid_t tid = freeze_scanner(d, why, sizeof(why));
+	if (tid < 0) {
+		gd_seg_unmap(sa);
+		gd_seg_unmap(sb);
+		gd_close(a);
+		gd_close(b);
+		gd_stop(d);
+		cr_skip_test("%s", why);
+	}
+	return tid;
+}
+
 /* A session that sends ARMs (and DISARMs) faster than the scanner takes them (here: not
  * at all, the scanner is stopped) is read no further once 256 of them wait untaken
  * (sink.h SINK_QUEUED_MAX, protocol.md §6.2 "Flow control"): its flood waits in its own
@@ -805,21 +828,7 @@ static void flood_a_stopped_scanner(bool pairs)
 	struct gd_client a, b;
 	struct gd_seg sa, sb, sb2;
 	enum { MAX = 256, OVER = 8 * GARUDA_BATCH_MAX }; /* a read's 8 datagrams */
-	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
-	gd_ok(gd_open(&a, d.sock));
-	gd_ok(gd_segment_open(&a, 1, -1, &sa));
-	gd_ok(gd_open(&b, d.sock));
-	gd_ok(gd_segment_open(&b, 1, -1, &sb));
-	char why[128];
-	pid_t tid = freeze_scanner(&d, why, sizeof(why));
-	if (tid < 0) {
-		gd_seg_unmap(&sa);
-		gd_seg_unmap(&sb);
-		gd_close(&a);
-		gd_close(&b);
-		gd_stop(&d);
-		cr_skip_test("%s", why);
-	}
+	pid_t tid = start_two_frozen(&d, &a, &sa, &b, &sb);
 	pid_t sender = fork();
 	cr_assert_geq(sender, 0);
 	if (sender == 0)
@@ -948,21 +957,7 @@ static void flood_beside(bool other_holds)
 	struct gd_daemon d = { 0 };
 	struct gd_client a, b;
 	struct gd_seg sa, sb;
-	gd_start(&d, &(struct gd_opts){ .config = "{\"scanners\":1}" });
-	gd_ok(gd_open(&a, d.sock));
-	gd_ok(gd_segment_open(&a, 1, -1, &sa));
-	gd_ok(gd_open(&b, d.sock));
-	gd_ok(gd_segment_open(&b, 1, -1, &sb));
-	char why[128];
-	pid_t tid = freeze_scanner(&d, why, sizeof(why));
-	if (tid < 0) {
-		gd_seg_unmap(&sa);
-		gd_seg_unmap(&sb);
-		gd_close(&a);
-		gd_close(&b);
-		gd_stop(&d);
-		cr_skip_test("%s", why);
-	}
+	pid_t tid = start_two_frozen(&d, &a, &sa, &b, &sb);
 	if (other_holds) {
 		struct gd_arm_req one = { .index = 0, .target = 1, .token = 7, .form = GARUDA_FORM_MESSAGE };
 		int sent = gd_arm_many(&b, sb.id, &one, 1);
