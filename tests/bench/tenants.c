@@ -318,7 +318,6 @@ static void ta_dropcycle(struct ta_shm *sh, const char *sock, struct rc_arm_req 
 		}
 		refused = 0;
 		__atomic_store_n(&sh->churn_cycles, ++cyc, __ATOMIC_RELAXED);
-		if (getenv("TA_PAUSE_US")) sleep_ns(1000ull * atoi(getenv("TA_PAUSE_US")));
 	}
 	if (connected)
 		rc_close(&kept);
