@@ -124,6 +124,12 @@ struct scanner {
 	 * since, and goes first); the spare once applied whole */
 	struct cmd *held;
 	unsigned nheld, heldat, capheld;
+	/* the scanner's: the last take applied a held rest and did not look at the queue,
+	 * so the seq loaded before it witnesses nothing about the queue: the thread takes
+	 * once more before it sleeps (backlog). Without it, commands posted before that
+	 * seq load waited in the queue of a parked scanner, their session paused for them
+	 * forever (test_soak's slow reader, once the shares cut takes often) */
+	bool queue_unseen;
 	/* the loop thread's alone: ARMs and DISARMs staged since its last scanner_flush(),
 	 * posted together (one lock, one seq bump, one wake decision for a callback's
 	 * requests: per command, the lock's hand-offs with the take were an eighth of
@@ -900,7 +906,8 @@ static void taken(struct scanner *s, struct sink *sink, unsigned n)
  * time). */
 static bool take_commands(struct scanner *s)
 {
-	if (s->heldat == s->nheld) { /* all applied: take the queue */
+	s->queue_unseen = s->heldat < s->nheld;
+	if (!s->queue_unseen) { /* all applied: take the queue */
 		pthread_mutex_lock(&s->lock);
 		if (s->ncmds) {
 			s->held = s->cmds;
@@ -947,7 +954,8 @@ static bool take_commands(struct scanner *s)
 			nrun = 0;
 		}
 		nrun += by != NULL;
-		if (by && nrun > SCANNER_SHARE_STEP && !s->unbudgeted &&
+		/* looked at once a run: within it only its own session's words change */
+		if (by && nrun == SCANNER_SHARE_STEP + 1 && !s->unbudgeted &&
 		    others_hold(s, garuda_watch_owner_find(&s->watch, by->session_id))) {
 			/* its share of this take: the rest of the array waits, in order */
 			nrun--;
@@ -1048,11 +1056,12 @@ static bool take_commands(struct scanner *s)
 	return armed;
 }
 
-/* Work taken but not done: a session's end being walked (carried drops), or commands
- * held (SCANNER_TAKE_STEP_CMDS). The thread does not sleep on it. */
+/* Work taken but not done: a session's end being walked (carried drops), commands
+ * held (SCANNER_TAKE_STEP_CMDS, SCANNER_SHARE_STEP), or a queue not looked at since a
+ * held rest was applied (queue_unseen). The thread does not sleep on it. */
 static bool backlog(const struct scanner *s)
 {
-	return s->npending || s->heldat < s->nheld;
+	return s->npending || s->heldat < s->nheld || s->queue_unseen;
 }
 
 /* Count the k fires of one word (their payloads at f, the watcher's finds at fires) before
