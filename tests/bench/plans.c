@@ -136,6 +136,8 @@ struct pstream {
 	uint64_t cpu_ns;            /* the stream process's CPU (producer excluded) */
 	uint64_t lg[4];             /* libgaruda row: its estimator's exact, censored,
 				     * sleeps, spin_outs */
+	uint64_t overran;           /* the producer's kernels past WARMUP whose sleep ended
+				     * KERNEL_STALL_NS or more late (the host's stalls) */
 	char msg[160];
 	/* then t0[n + 1], lat[n + 1], kns[n + 1], arm[n + 1] */
 };
@@ -166,6 +168,10 @@ static void pfail(struct pstream *s, const char *what, long v)
 
 /* ---------------------------------------------------------------- producer */
 
+/* a kernel whose sleep ends this late or later ran long through a stall of the host (the
+ * "GPU" here is a process that sleeps): the timer stalls' bound (TIMER_STALL_BUCKET) */
+#define KERNEL_STALL_NS 500000ull
+
 struct producer {
 	struct pstream *s;
 	unsigned n;
@@ -187,9 +193,12 @@ static int producer_main(void *arg)
 		}
 		if (__atomic_load_n(&p->s->err, __ATOMIC_ACQUIRE))
 			return 0;
+		uint64_t slept = now_ns();
 		sleep_ns(kns[i]);
 		t0[i] = now_ns();
 		__atomic_store_n(p->word, (uint64_t)i, __ATOMIC_RELEASE);
+		if (i > WARMUP && t0[i] - slept >= kns[i] + KERNEL_STALL_NS)
+			p->s->overran++; /* read by the parent once the producer has exited */
 		if (p->efd >= 0) {
 			uint64_t one = 1;
 			if (write(p->efd, &one, sizeof(one)) != sizeof(one)) {
@@ -519,6 +528,11 @@ struct presult {
 	 * time, and of them those that woke TIMER_STALL_BUCKET's bound or more late (the
 	 * host's stalls, which a sleeping plan's p99 takes in and poll's does not) */
 	double timed_wakes, timer_stalls;
+	/* every row: kernels past WARMUP, and of them those the producer's sleep ran
+	 * KERNEL_STALL_NS or more long (host stalls in the simulated GPU: a late store
+	 * that poll's p99 and a sleeping plan's take in alike, but that stretches the
+	 * kernel past a predicted window) */
+	double kernels, kernel_stalls;
 	bool ok;
 	struct lat_stats lat;
 	double daemon_us, total_us; /* CPU per completion */
@@ -703,6 +717,8 @@ static int run_cell_n(struct bench *b, struct gd_daemon *d, enum prow row, enum 
 	for (unsigned i = 0; i < streams; i++) {
 		memcpy(all + i * per, lat_of(c.st[i], c.n) + 1 + WARMUP, per * sizeof(*all));
 		cpu += c.st[i]->cpu_ns;
+		out->kernels += per;
+		out->kernel_stalls += (double)c.st[i]->overran;
 		for (int j = 0; j < 4; j++)
 			out->lg[j] += (double)c.st[i]->lg[j] / ((double)c.n * streams);
 	}
@@ -1111,6 +1127,8 @@ static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned 
 		       r->waits.arm_nowakes, r->detect_p50_us);
 	if (dp && r->timed_wakes > 0)
 		printf(" timer-stalls %.0f/%.0f", r->timer_stalls, r->timed_wakes);
+	if (r->kernel_stalls > 0)
+		printf(" kernel-stalls %.0f/%.0f", r->kernel_stalls, r->kernels);
 	if (row == R_LGPREDICT)
 		printf(" [client: %.2f %.2f %.2f %.2f]", r->lg[2], r->lg[3], r->lg[0], r->lg[1]);
 	if (!isnan(r->steady_us))
@@ -1156,6 +1174,7 @@ static void emit_cell(cJSON *cells, const char *kname, unsigned depth, unsigned 
 		cJSON_AddNumberToObject(o, "timed_wakes", r->timed_wakes);
 		cJSON_AddNumberToObject(o, "timed_wakes_0_5ms_late", r->timer_stalls);
 	}
+	cJSON_AddNumberToObject(o, "kernels_0_5ms_long", r->kernel_stalls);
 	if (row == R_LGPREDICT) {
 		cJSON *lj = cJSON_AddObjectToObject(o, "client_per_completion");
 		cJSON_AddStringToObject(lj, "plan", LG_PLAN);
@@ -1285,7 +1304,8 @@ int bench_plans(struct bench *b)
 	       "daemon us/c", "total us/c",
 	       "per completion: sleeps spins exact censored late armwake armnowake (scanners)"
 	       " [client: sleeps spin-outs exact censored]; timer-stalls: the cell's timed sleeps\n"
-	       "  that woke >= 0.5 ms late / all that ran to their time");
+	       "  that woke >= 0.5 ms late / all that ran to their time; kernel-stalls: the producer's kernels that\n"
+	       "  ran >= 0.5 ms long / all measured (host stalls in the simulated GPU, shown when any)");
 	calibrate(sec);
 	const char *only_rows = getenv("GARUDA_BENCH_PLAN_ROWS"); /* e.g. "3,5": rows by number */
 	/* e.g. "16x1ms,16x10ms": only those unpipelined cells (STREAMSxKERNEL), and no
