@@ -413,6 +413,22 @@ static void closer_stuck(struct gd_daemon *d, struct gd_client *bad, struct ling
 }
 
 #define QUEUE_MAX 1024 /* daemon/closer.h */
+
+/* filler's SEGMENT_ATTACH of a fresh eventfd, refused: garudad hands the eventfd to its
+ * closer (queued, or closed at once past the bound) */
+static void attach_eventfd(struct gd_client *filler, unsigned i)
+{
+	struct garuda_msg m, rep;
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
+	m.segment_open.lines = 4;
+	m.segment_open.numa_node = -1;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cr_assert_geq(efd, 0);
+	int r = gd_request(filler, &m, &efd, 1, &rep, NULL);
+	close(efd);
+	cr_assert_eq(r, GARUDA_E_BAD_SEGMENT, "SEGMENT_ATTACH %u of an eventfd: %s", i, gd_strerr(r));
+}
+
 Test(closer, a_full_queue_ends_the_sender_not_the_loop)
 {
 	struct gd_daemon d = { 0 };
@@ -425,21 +441,26 @@ Test(closer, a_full_queue_ends_the_sender_not_the_loop)
 	struct lingerer t;
 	lingerer_open(&t);
 	closer_stuck(&d, &bad, &t);
+	unsigned i = 0;
+	for (; i < QUEUE_MAX; i++)
+		attach_eventfd(&filler, i);
+	/* The queue is full: QUEUE_MAX eventfds wait behind the lingering close (status
+	 * closer_pending counts that one too; the loop hands a request's fds over before it
+	 * reads the control socket's next request). Topped up until it says so: the closer
+	 * takes the newest first, so while it still finished an earlier close when the
+	 * lingering socket came, it closed the eventfds queued above the socket before it
+	 * got stuck (CI's ASan runs, 3 of 6: 52 of them, the queue 52 short of full, the
+	 * last 16 queued). The bound itself is what is tested, from a full queue on. */
+	long long pending;
+	while ((pending = gd_status_num(&d, "closer_pending")) < QUEUE_MAX + 1 && i < 2 * QUEUE_MAX)
+		attach_eventfd(&filler, i++);
+	cr_assert_eq(pending, QUEUE_MAX + 1, "the closer's queue is not full after %u eventfds: %lld "
+		     "pending (the closer is not stuck in the lingering close?)", i, pending);
+	int before = gd_fd_count(&d);
+	long long handed = gd_status_num(&d, "closer_handed");
+	for (unsigned k = 0; k < 16; k++)
+		attach_eventfd(&filler, i++);
 	struct garuda_msg m, rep;
-	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
-	m.segment_open.lines = 4;
-	m.segment_open.numa_node = -1;
-	int before = 0;
-	for (unsigned i = 0; i < QUEUE_MAX + 16; i++) {
-		if (i == QUEUE_MAX)
-			before = gd_fd_count(&d); /* the queue is full by now */
-		int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		cr_assert_geq(efd, 0);
-		int r = gd_request(&filler, &m, &efd, 1, &rep, NULL);
-		close(efd);
-		cr_assert_eq(r, GARUDA_E_BAD_SEGMENT, "SEGMENT_ATTACH %u of an eventfd: %s", i,
-			     gd_strerr(r));
-	}
 	garuda_msg_init(&rep, GARUDA_MSG_QUERY, 0);
 	gd_ok(gd_request(&filler, &rep, NULL, 0, &rep, NULL)); /* the last close is done */
 	/* waited for: a count taken at one instant saw one fd more once in a TSan run (an
@@ -447,10 +468,18 @@ Test(closer, a_full_queue_ends_the_sender_not_the_loop)
 	int after = gd_wait_fds_at_most(&d, before);
 	cr_assert_leq(after, before, "past the bound, eventfds were not closed at once: "
 		     "garudad holds %d fds, %d before the last 16", after, before);
+	/* and by garudad's own count: all 16 handed over, none queued */
+	cr_assert_eq(gd_status_num(&d, "closer_handed"), handed + 16, "the last 16 eventfds were not "
+		     "handed to the closer");
+	cr_assert_eq(gd_status_num(&d, "closer_pending"), QUEUE_MAX + 1, "past the bound, an eventfd "
+		     "was queued");
 	cr_assert(peer_untouched(t.peer), "the TCP socket stopped lingering: proved nothing");
 	/* another kind past the bound: queued, and the sender disconnected */
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(null, 0);
+	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
+	m.segment_open.lines = 4;
+	m.segment_open.numa_node = -1;
 	int r = gd_request(&filler, &m, &null, 1, &rep, NULL);
 	close(null);
 	cr_assert_eq(r, GARUDA_E_BAD_SEGMENT, "SEGMENT_ATTACH of /dev/null: %s", gd_strerr(r));
