@@ -446,11 +446,12 @@ Test(closer, a_full_queue_ends_the_sender_not_the_loop)
 		attach_eventfd(&filler, i);
 	/* The queue is full: QUEUE_MAX eventfds wait behind the lingering close (status
 	 * closer_pending counts that one too; the loop hands a request's fds over before it
-	 * reads the control socket's next request). Topped up until it says so: the closer
-	 * takes the newest first, so while it still finished an earlier close when the
-	 * lingering socket came, it closed the eventfds queued above the socket before it
-	 * got stuck (CI's ASan runs, 3 of 6: 52 of them, the queue 52 short of full, the
-	 * last 16 queued). The bound itself is what is tested, from a full queue on. */
+	 * reads the control socket's next request). Topped up until it says so: in CI's
+	 * ASan runs (3 of 6) and once in 40 runs under load here, garudad held 52 fewer
+	 * eventfds than it was sent (989 fds, 1,041 in a run that passes) and then queued
+	 * the last 16: the closer closed some before it stuck in the lingering close (why
+	 * is not pinned down; closer_stuck's checks had passed). The bound itself is what
+	 * is tested, from a full queue on. */
 	long long pending;
 	while ((pending = gd_status_num(&d, "closer_pending")) < QUEUE_MAX + 1 && i < 2 * QUEUE_MAX)
 		attach_eventfd(&filler, i++);
