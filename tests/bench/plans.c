@@ -782,6 +782,7 @@ struct long_result {
 	double window_s;
 	double sleeps, spins; /* per wait in the window */
 	double late_us[LONG_WAITS + 1]; /* [j]: wait j's store -> wake */
+	struct lat_stats lat;           /* of all LONG_WAITS waits' store -> wake */
 };
 
 static void run_long(struct bench *b, struct gd_daemon *d, struct long_result *out)
@@ -825,6 +826,9 @@ static void run_long(struct bench *b, struct gd_daemon *d, struct long_result *o
 	out->spins = (w1.spins - w0.spins) / (LONG_WAITS - 1);
 	for (unsigned j = 1; j <= LONG_WAITS; j++)
 		out->late_us[j] = (double)lat_of(s, c.n)[j] / 1e3;
+	uint64_t late[LONG_WAITS];
+	memcpy(late, lat_of(s, c.n) + 1, sizeof(late));
+	lat_compute(late, LONG_WAITS, &out->lat);
 	out->ok = true;
 	shm_free(s, c.bytes);
 }
@@ -1464,15 +1468,8 @@ int bench_plans(struct bench *b)
 		double worst = 0;
 		for (unsigned j = 2; j <= LONG_WAITS; j++)
 			worst = longk[1].late_us[j] > worst ? longk[1].late_us[j] : worst;
-		double q[LONG_WAITS]; /* poll's waits, sorted: q[LONG_WAITS / 2] is the p50 */
-		for (unsigned j = 0; j < LONG_WAITS; j++) {
-			unsigned i = j;
-			for (; i > 0 && q[i - 1] > longk[0].late_us[j + 1]; i--)
-				q[i] = q[i - 1];
-			q[i] = longk[0].late_us[j + 1];
-		}
 		verdict(tg, "+predict 10 s kernels: worst wake from the 2nd / (1.3 poll p50 + 100us)",
-			longk[0].ok ? worst / (1.3 * q[LONG_WAITS / 2] + 100) : NAN, 1.0);
+			longk[0].ok ? worst / (1.3 * longk[0].lat.p50 / 1e3 + 100) : NAN, 1.0);
 	}
 	for (enum kernel k = 0; k < K_N_; k++) {
 		const struct presult *p = &res[1][k][R_GPREDICT], *c = &res[1][k][R_REACTOR];

@@ -414,18 +414,24 @@ static void closer_stuck(struct gd_daemon *d, struct gd_client *bad, struct ling
 
 #define QUEUE_MAX 1024 /* daemon/closer.h */
 
-/* filler's SEGMENT_ATTACH of a fresh eventfd, refused: garudad hands the eventfd to its
- * closer (queued, or closed at once past the bound) */
-static void attach_eventfd(struct gd_client *filler, unsigned i)
+/* filler's SEGMENT_ATTACH of fd (closed here after), which garudad refuses and hands to
+ * its closer (queued, or closed at once past the bound): the request's answer */
+static int attach_fd(struct gd_client *filler, int fd)
 {
 	struct garuda_msg m, rep;
 	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
 	m.segment_open.lines = 4;
 	m.segment_open.numa_node = -1;
+	int r = gd_request(filler, &m, &fd, 1, &rep, NULL);
+	close(fd);
+	return r;
+}
+
+static void attach_eventfd(struct gd_client *filler, unsigned i)
+{
 	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	cr_assert_geq(efd, 0);
-	int r = gd_request(filler, &m, &efd, 1, &rep, NULL);
-	close(efd);
+	int r = attach_fd(filler, efd);
 	cr_assert_eq(r, GARUDA_E_BAD_SEGMENT, "SEGMENT_ATTACH %u of an eventfd: %s", i, gd_strerr(r));
 }
 
@@ -461,7 +467,7 @@ Test(closer, a_full_queue_ends_the_sender_not_the_loop)
 	long long handed = gd_status_num(&d, "closer_handed");
 	for (unsigned k = 0; k < 16; k++)
 		attach_eventfd(&filler, i++);
-	struct garuda_msg m, rep;
+	struct garuda_msg rep;
 	garuda_msg_init(&rep, GARUDA_MSG_QUERY, 0);
 	gd_ok(gd_request(&filler, &rep, NULL, 0, &rep, NULL)); /* the last close is done */
 	/* waited for: a count taken at one instant saw one fd more once in a TSan run (an
@@ -478,11 +484,7 @@ Test(closer, a_full_queue_ends_the_sender_not_the_loop)
 	/* another kind past the bound: queued, and the sender disconnected */
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(null, 0);
-	garuda_msg_init(&m, GARUDA_MSG_SEGMENT_ATTACH, 0);
-	m.segment_open.lines = 4;
-	m.segment_open.numa_node = -1;
-	int r = gd_request(&filler, &m, &null, 1, &rep, NULL);
-	close(null);
+	int r = attach_fd(&filler, null);
 	cr_assert_eq(r, GARUDA_E_BAD_SEGMENT, "SEGMENT_ATTACH of /dev/null: %s", gd_strerr(r));
 	expect_error_then_eof(&filler, GARUDA_E_BAD_FD, "an unusable fd past the closer's bound");
 	gd_close(&filler);
