@@ -1066,8 +1066,8 @@ static bool backlog(const struct scanner *s)
 
 /* Count the k fires of one word (their payloads at f, the watcher's finds at fires) before
  * anything is sent: whoever sees a readiness can already see it in the counters (a
- * client that got its last READY may ask at once); record each find into its point,
- * exact or censored (the watcher's garuda_policy_find); the detection bound: the store
+ * client that got its last READY may ask at once); record each find into its point
+ * (the watcher's garuda_policy_find, garuda_policy_record); the detection bound: the store
  * landed since the word's previous look. */
 static void count_fired(struct scanner *s, const struct fired *f, const struct garuda_watch_fire *fires,
 			unsigned k)
@@ -1077,8 +1077,9 @@ static void count_fired(struct scanner *s, const struct fired *f, const struct g
 		count(s, fires[i].slept ? SC_censored : SC_exact, 1);
 		if (fd->kind == GARUDA_FIND_LATE)
 			count(s, SC_late_wakes, 1);
-		else if (fd->kind != GARUDA_FIND_UNKNOWN)
-			points_record(sink_points(f[i].a.sink), f[i].a.point_slot, armed_point_key(&f[i].a), fd);
+		/* every find, a late one too: a run of late finds is censored
+		 * (garuda_policy_record, as every driver records) */
+		points_record(sink_points(f[i].a.sink), f[i].a.point_slot, armed_point_key(&f[i].a), fd);
 		uint64_t d = fires[i].since_ns;
 		unsigned b = sink_lat_bucket(d);
 		atomic_fetch_add_explicit(&s->st_hist[b], 1, memory_order_relaxed);

@@ -521,6 +521,45 @@ Test(plan, a_landed_arm_fires_at_once_and_teaches_its_point_nothing)
 	gd_stop(&d);
 }
 
+/* A find by a wake past its window's opening is late: alone it records nothing, the
+ * third in a row is censored (estimator.h, record_late; policy.h). garudad's scanner
+ * dropped every late find, so a point whose wakes all came past its window never
+ * learnt there (the replay and libgaruda recorded them). Each wait here: the scanner
+ * takes the arm and sleeps toward the point's ~100 ms; garudad is stopped (SIGSTOP),
+ * the word stored, and garudad let go 150 ms later: its wake comes past the opening
+ * and finds the work done, whatever the machine's load. */
+Test(plan, a_run_of_late_finds_is_recorded_censored)
+{
+	struct gd_daemon d = { 0 };
+	struct gd_client c;
+	struct gd_seg s;
+	struct garuda_ready rd;
+	start_trained(&d, &c, &s, 2, 100, TRAINED_PLAN);
+	cr_assert_eq(point_records(&d, 0), 1, "the training's completion is the point's one record");
+	for (uint64_t v = 2; v <= 4; v++) {
+		double sl = gd_scanner_sum(d.ctl, "sleeps");
+		gd_ok(gd_arm(&c, gd_slot(&s, 0), v, v, GARUDA_FORM_MESSAGE));
+		cr_assert_geq(gd_wait_scanner(d.ctl, "sleeps", sl + 1), sl + 1);
+		cr_assert_eq(kill(d.pid, SIGSTOP), 0, "SIGSTOP: %m");
+		gd_store(&s, 0, v);
+		usleep(150 * 1000);
+		cr_assert_eq(kill(d.pid, SIGCONT), 0, "SIGCONT: %m");
+		cr_assert_eq(gd_wait_ready(&c, &rd, GD_DEADLINE_MS), 1);
+		cr_assert_eq(rd.token, v);
+		cr_assert_eq(gd_wait_scanner(d.ctl, "late_wakes", (double)v - 1), (double)v - 1,
+			     "wait %llu was not found late", (unsigned long long)v);
+	}
+	cJSON *j = points_of(&d, first_client_id(&d, 0));
+	const cJSON *pt = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "points"), 0);
+	cr_assert_not_null(pt);
+	cr_assert_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, "censored")), 1,
+		     "the third late find in a row was not recorded censored");
+	cJSON_Delete(j);
+	gd_seg_unmap(&s);
+	gd_close(&c);
+	gd_stop(&d);
+}
+
 /* ------------------------------------------------------------ pipelines ---- */
 
 /* Stream order end to end (the rule itself is tests/proto/test_policy.c's): four
