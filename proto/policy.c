@@ -66,6 +66,16 @@ uint64_t garuda_policy_resume(const struct garuda_policy_wait *w)
 	return add_sat(garuda_policy_start(w), max_u64(w->sleep_ns, w->exact_sleep_ns));
 }
 
+uint64_t garuda_policy_probe(const struct garuda_policy_wait *w)
+{
+	if (w->state == GARUDA_POLICY_QUEUED)
+		return 0;
+	uint64_t start = garuda_policy_start(w), resume = garuda_policy_resume(w);
+	if (resume == UINT64_MAX || resume - start < GARUDA_POLICY_PROBE_MIN_NS)
+		return 0;
+	return resume - (resume - start) / 4;
+}
+
 
 bool garuda_policy_in_window(const struct garuda_policy_wait *w,
 			     const struct garuda_policy_tuning *t, uint64_t at, uint64_t *open_at)
@@ -120,19 +130,25 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	 * too the lower bound, as exact (a censored halving there would drive the
 	 * prediction to 0 for good). A censored find by a wake past its window's opening
 	 * (resume) is not recorded: the store may have landed after the opening, in the
-	 * wake's lateness, where the prediction expected it. Timed wakes end early by how
-	 * late they come on average (the tuning's early_ns, watch.h), so about half land
-	 * by the opening: a kernel that got shorter is still learnt from those, and only a
-	 * find by a wake on time says the prediction was too long. (A fixed 50 us of
-	 * slack, from before the early wake, recorded the other half too: a typical
-	 * kernel found by a wake 13-47 us past its opening halved a 10 ms point's
-	 * prediction, and its next 16 waits were looked at every 128 us from 5 ms on.) */
+	 * wake's lateness, where the prediction expected it. Nor is one by the wake aimed
+	 * at the opening (timed wakes end early_ns early: the tuning's, watch.h) when an
+	 * earlier look, at the wait's probe or later, saw it unfinished: its store landed
+	 * in the last quarter of the way, a few us before the opening as the kernels'
+	 * spread puts some, not in a kernel that got shorter (such a find, censored, halved
+	 * a 10 ms point's prediction for a kernel 33 us short of its window, and its next
+	 * 16 waits took ~25 looks each, 200 us apart from 5 ms on, some found 200 us
+	 * late). Both count in a run (estimator.h, record_late). Every other find after a
+	 * sleep is censored: a kernel that got shorter is found by the probe or by the
+	 * wake aimed at an opening with no probe (a short wait), and halves. */
 	uint64_t start = garuda_policy_start(w);
 	bool lower = seen && (slept ? given_up(w, t, prev_pass) : !close);
 	bool exact = seen && (!slept || lower);
 	/* (a window that opens past its start: sleep_ns, or the exact records' sleep alone
 	 * when a small censored record took the sleep to 0) */
-	if (!exact && slept && garuda_policy_resume(w) > start && now > garuda_policy_resume(w))
+	uint64_t resume = garuda_policy_resume(w), probe = garuda_policy_probe(w);
+	bool near = probe && seen && add_sat(now, t->early_ns) >= resume &&
+		    add_sat(prev_pass, t->early_ns) >= probe;
+	if (!exact && slept && resume > start && (now > resume || near))
 		return (struct garuda_find){ GARUDA_FIND_LATE, now > start ? now - start : 0 };
 	uint64_t at = lower ? max_u64(prev_pass, start) : now;
 	enum garuda_find_kind kind = lower ? GARUDA_FIND_LOWER

@@ -89,6 +89,16 @@ uint64_t garuda_policy_deadline(const struct garuda_policy_wait *w);
 /* start + max(sleep, exact sleep): where its spin window opens (the second look). */
 uint64_t garuda_policy_resume(const struct garuda_policy_wait *w);
 
+/* Its probe: one look 3/4 of the way from its start to its window's opening, on the
+ * way there, when that opening is GARUDA_POLICY_PROBE_MIN_NS or more past its start;
+ * 0: none (QUEUED, or a shorter way). The watcher (watch.h) looks at a wait slept
+ * toward its window there first; a find by the wake aimed at the opening after it is
+ * a near miss (late, garuda_policy_find), one by the probe a kernel that got shorter
+ * (censored). A wake's cost (~15 us of CPU) is the probe's price: a wait of 2 ms or
+ * more pays it once. */
+#define GARUDA_POLICY_PROBE_MIN_NS 2000000ull
+uint64_t garuda_policy_probe(const struct garuda_policy_wait *w);
+
 /* Its spin window holds t; else *open_at is its opening if after t (UINT64_MAX:
  * none). From resume for park_ns; forever: no end, from the deadline. A QUEUED wait
  * has no window. The one definition of the window: the watcher (watch.h) places a
@@ -100,9 +110,10 @@ enum garuda_find_kind {
 	GARUDA_FIND_EXACT,    /* record ns exact: a completion seen while spinning closely */
 	GARUDA_FIND_LOWER,    /* record ns as a lower bound of it (a late look's find) */
 	GARUDA_FIND_CENSORED, /* record ns censored (the estimator halves it) */
-	GARUDA_FIND_LATE,     /* found by a wake past its window's opening, ns from its
-			       * start: recorded only as the last of a run of them
-			       * (estimator.h, record_late) */
+	GARUDA_FIND_LATE,     /* found by a wake past its window's opening, or by the
+			       * wake aimed at it after its probe saw it unfinished; ns
+			       * from its start: recorded only as the last of a run of
+			       * them (estimator.h, record_late) */
 	GARUDA_FIND_UNKNOWN,  /* not recorded: nothing is known (the word jumped) */
 };
 

@@ -857,6 +857,11 @@ static enum place place_for(const struct garuda_watch *w, const struct garuda_po
 	}
 	if (add_sat(now, early) < dl) { /* sleep toward the deadline, in steps */
 		uint64_t at = dl - early;
+		/* a long way is looked at once on it, 3/4 of the way to the window (policy.h:
+		 * the probe tells a near miss from a kernel that got shorter) */
+		uint64_t probe = t->predict ? garuda_policy_probe(h) : 0;
+		if (probe && add_sat(now, early) < probe)
+			at = min_u64(at, probe - early);
 		if (t->max_sleep_ns)
 			at = min_u64(at, add_sat(now, t->max_sleep_ns));
 		*due = at;

@@ -103,6 +103,49 @@ Test(policy, a_wake_at_a_later_window_is_measured_from_the_window)
 	cr_assert_eq(f.kind, GARUDA_FIND_LATE);
 }
 
+/* A wait slept toward a window 2 ms or more away is looked at once on the way, 3/4 of
+ * it (its probe). A find by the wake aimed at the opening after the probe saw it
+ * unfinished is a near miss: the store landed in the way's last quarter, where the
+ * kernels' spread puts some (timed wakes end early_ns early, so about half of those
+ * wakes land before the opening): late, counted in a run, not censored. It was
+ * censored, and halved a 10 ms point's prediction for a kernel 33 us short of its
+ * window (its next 16 waits took ~25 looks each, some found 200 us late: policy.c).
+ * A find by the probe itself, or with no probe, is still censored: a kernel that got
+ * shorter halves at once. */
+Test(policy, a_near_miss_after_the_probe_is_late_a_find_by_the_probe_censored)
+{
+	const struct garuda_policy_tuning early = { .park_ns = 1000 * US, .backstop_ns = 200 * US,
+						    .early_ns = 40 * US };
+	struct garuda_policy_wait w;
+	garuda_policy_wait_init(&w, 1, 1, 0, 0, 10200 * US, 10200 * US);
+	cr_assert_eq(garuda_policy_probe(&w), 7650 * US, "3/4 of the way to the opening");
+	/* the probe looked at 7,612 us (early by 38 us); the wake aimed at the opening
+	 * came 33 us before it and found the work done */
+	struct garuda_find f = garuda_policy_find(&w, &early, 10167 * US, 7612 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_LATE, "kind %d", f.kind);
+	cr_assert_eq(f.ns, 10167 * US);
+	/* the same wake with no look since the arm (no probe ran): censored */
+	f = garuda_policy_find(&w, &early, 10167 * US, 100 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED, "kind %d", f.kind);
+	/* the probe's own find: the kernel got shorter */
+	f = garuda_policy_find(&w, &early, 7612 * US, 100 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED, "kind %d", f.kind);
+	cr_assert_eq(f.ns, 7612 * US);
+	/* a look after the probe but before the wake aimed at the opening (a ladder look
+	 * of a halved deadline): censored */
+	f = garuda_policy_find(&w, &early, 9000 * US, 8800 * US, true);
+	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED, "kind %d", f.kind);
+	/* spinning, exact as ever */
+	f = garuda_policy_find(&w, &early, 10210 * US, 10208 * US, false);
+	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
+	/* a way shorter than GARUDA_POLICY_PROBE_MIN_NS has no probe, and a queued wait none */
+	garuda_policy_wait_init(&w, 1, 1, 0, 0, 1900 * US, 1900 * US);
+	cr_assert_eq(garuda_policy_probe(&w), 0);
+	garuda_policy_wait_init(&w, 1, 1, 0, 0, 10 * MS, 10 * MS);
+	garuda_policy_wait_queue(&w);
+	cr_assert_eq(garuda_policy_probe(&w), 0);
+}
+
 /* The same where the sleep is 0 and the exact records' alone open the window (a small
  * censored record took the sleep to 0): a wake past that opening is late too. It was
  * taken for a censored find (the window was looked for in sleep_ns only), and halved

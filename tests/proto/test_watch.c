@@ -139,10 +139,17 @@ Test(watch, schedule_yields_exactly_the_due_words)
 	uint32_t o = garuda_watch_owner(&s.w, 1);
 	arm(&s, o, 0, 1, 5 * MS);   /* sleeps 5 ms */
 	arm(&s, o, 1, 1, 50 * MS);  /* sleeps 50 ms */
-	/* nothing is due before 5 ms: the watcher sleeps until then */
+	/* nothing is due before word 0's probe, 3/4 of its 5 ms (policy.h): the watcher
+	 * sleeps until then, looks at word 0 alone, and sleeps to its deadline */
 	cr_assert_eq(step(&s, 100), 0);
-	uint64_t next = garuda_watch_next(&s.w, s.now);
-	cr_assert_eq(next, s.now + 5 * MS, "next %llu", (unsigned long long)(next - s.now));
+	uint64_t t0 = s.now, next = garuda_watch_next(&s.w, s.now);
+	cr_assert_eq(next, t0 + 5 * MS * 3 / 4, "next %llu", (unsigned long long)(next - s.now));
+	s.now = next;
+	garuda_watch_woke(&s.w, s.now);
+	cr_assert_eq(step(&s, 100), 1);
+	cr_assert_eq(garuda_watch_word_key(&s.w, s.due[0]), 1);
+	next = garuda_watch_next(&s.w, s.now);
+	cr_assert_eq(next, t0 + 5 * MS, "next %llu", (unsigned long long)(next - t0));
 	s.now = next;
 	garuda_watch_woke(&s.w, s.now);
 	/* word 0's deadline: it alone (its window opens: spin on it) */
@@ -155,9 +162,10 @@ Test(watch, schedule_yields_exactly_the_due_words)
 	s.now += 2 * US;
 	cr_assert_eq(step(&s, 100), 1);
 	cr_assert_eq(s.fired_total, 1);
-	/* then word 1 alone, at its deadline, not before */
+	/* then word 1 alone, at its probe, not before */
 	next = garuda_watch_next(&s.w, s.now);
-	cr_assert_eq(next, 1 * S + 50 * MS);
+	cr_assert_eq(t0, 1 * S);
+	cr_assert_eq(next, 1 * S + 50 * MS * 3 / 4);
 	cr_assert_eq(garuda_watch_count(&s.w), 1);
 	sim_fini(&s);
 }
@@ -175,9 +183,11 @@ Test(watch, gives_way_after_a_find_only_when_no_spin_comes_next)
 		arm(&s, o, 0, 1, 5 * MS);
 		if (c < 2)
 			arm(&s, o, 1, 1, c == 0 ? 55 * MS : 5 * MS);
-		s.now = garuda_watch_next(&s.w, s.now);
-		garuda_watch_woke(&s.w, s.now);
-		step(&s, 100); /* the window opens: nothing landed yet */
+		for (int probe = 0; probe < 2; probe++) { /* word 0's probe, then its window */
+			s.now = garuda_watch_next(&s.w, s.now);
+			garuda_watch_woke(&s.w, s.now);
+			step(&s, 100); /* the window opens: nothing landed yet */
+		}
 		cr_assert_eq(s.fired_total, 0);
 		cr_assert_not(garuda_watch_gives_way(&s.w, s.now), "case %d: spinning", c);
 		s.value[0] = 1;
