@@ -94,9 +94,14 @@ uint64_t garuda_policy_resume(const struct garuda_policy_wait *w);
  * 0: none (QUEUED, or a shorter way). The watcher (watch.h) looks at a wait slept
  * toward its window there first; a find by the wake aimed at the opening after it is
  * a near miss (late, garuda_policy_find), one by the probe a kernel that got shorter
- * (censored). A wake's cost (~15 us of CPU) is the probe's price: a wait of 2 ms or
- * more pays it once. */
-#define GARUDA_POLICY_PROBE_MIN_NS 2000000ull
+ * (censored). A wake's cost (~15 us of CPU) is the probe's price: a wait of 4 ms or
+ * more pays it once. Not shorter: a host's timer stall longer than a quarter of the
+ * way (0.5 ms of a 2 ms kernel's, seen 2 in ~1,000 timed wakes here) puts the probe's
+ * wake in the window late, a second wake exposed to it before every window (the 2 ms
+ * x 4 queued cell's p99 5.1x poll's with a 2 ms bound, docs/plans.md "The probe"),
+ * while a near miss's halving costs a 2 ms point ~5 extra looks a wait, a 10 ms
+ * point ~25. */
+#define GARUDA_POLICY_PROBE_MIN_NS 4000000ull
 uint64_t garuda_policy_probe(const struct garuda_policy_wait *w);
 
 /* Its spin window holds t; else *open_at is its opening if after t (UINT64_MAX:

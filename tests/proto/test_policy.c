@@ -103,7 +103,7 @@ Test(policy, a_wake_at_a_later_window_is_measured_from_the_window)
 	cr_assert_eq(f.kind, GARUDA_FIND_LATE);
 }
 
-/* A wait slept toward a window 2 ms or more away is looked at once on the way, 3/4 of
+/* A wait slept toward a window 4 ms or more away is looked at once on the way, 3/4 of
  * it (its probe). A find by the wake aimed at the opening after the probe saw it
  * unfinished is a near miss: the store landed in the way's last quarter, where the
  * kernels' spread puts some (timed wakes end early_ns early, so about half of those
@@ -131,15 +131,14 @@ Test(policy, a_near_miss_after_the_probe_is_late_a_find_by_the_probe_censored)
 	f = garuda_policy_find(&w, &early, 7612 * US, 100 * US, true);
 	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED, "kind %d", f.kind);
 	cr_assert_eq(f.ns, 7612 * US);
-	/* a look after the probe but before the wake aimed at the opening (a ladder look
-	 * of a halved deadline): censored */
+	/* a look after the probe that came before the wake aimed at the opening: censored */
 	f = garuda_policy_find(&w, &early, 9000 * US, 8800 * US, true);
 	cr_assert_eq(f.kind, GARUDA_FIND_CENSORED, "kind %d", f.kind);
 	/* spinning, exact as ever */
 	f = garuda_policy_find(&w, &early, 10210 * US, 10208 * US, false);
 	cr_assert_eq(f.kind, GARUDA_FIND_EXACT);
 	/* a way shorter than GARUDA_POLICY_PROBE_MIN_NS has no probe, and a queued wait none */
-	garuda_policy_wait_init(&w, 1, 1, 0, 0, 1900 * US, 1900 * US);
+	garuda_policy_wait_init(&w, 1, 1, 0, 0, 3900 * US, 3900 * US);
 	cr_assert_eq(garuda_policy_probe(&w), 0);
 	garuda_policy_wait_init(&w, 1, 1, 0, 0, 10 * MS, 10 * MS);
 	garuda_policy_wait_queue(&w);
