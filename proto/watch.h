@@ -11,7 +11,8 @@
  * are queued behind it, stream order), and waits in one of three places:
  *   - SPIN: its head is in its spin window: looked at every step;
  *   - AT: its head's deadline (or window) is ahead: a timer, in its owner's min-heap
- *     of times (its earliest one entry in the watcher's heap), O(log n); or
+ *     of times (its earliest one entry in the watcher's heap), O(log n); a way of
+ *     GARUDA_POLICY_PROBE_MIN_NS or more first at its probe (policy.h), 3/4 of it; or
  *     (+predict) its window has closed less than its prediction's uncertainty
  *     (sleep/backoff_div) ago: a timer every GARUDA_WATCH_FINE_NS, for at most
  *     GARUDA_WATCH_FINE_WORDS words of a session at once (the rest: LEVEL);
