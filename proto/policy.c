@@ -105,6 +105,16 @@ static bool given_up(const struct garuda_policy_wait *w, const struct garuda_pol
 
 /* ---------------------------------------------------------------- the find */
 
+/* now is the wake aimed at w's opening (resume) or later, and the look before it
+ * (prev_pass) was w's probe or later: its store landed in the way's last quarter
+ * (garuda_policy_find). Only a find after a sleep asks (not a spinning one's). */
+static bool near_miss(const struct garuda_policy_wait *w, const struct garuda_policy_tuning *t,
+		      uint64_t now, uint64_t prev_pass, uint64_t resume)
+{
+	uint64_t probe = garuda_policy_probe(w);
+	return probe && add_sat(now, t->early_ns) >= resume && add_sat(prev_pass, t->early_ns) >= probe;
+}
+
 struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 				      const struct garuda_policy_tuning *t, uint64_t now,
 				      uint64_t prev_pass, bool slept)
@@ -145,10 +155,9 @@ struct garuda_find garuda_policy_find(const struct garuda_policy_wait *w,
 	bool exact = seen && (!slept || lower);
 	/* (a window that opens past its start: sleep_ns, or the exact records' sleep alone
 	 * when a small censored record took the sleep to 0) */
-	uint64_t resume = garuda_policy_resume(w), probe = garuda_policy_probe(w);
-	bool near = probe && seen && add_sat(now, t->early_ns) >= resume &&
-		    add_sat(prev_pass, t->early_ns) >= probe;
-	if (!exact && slept && resume > start && (now > resume || near))
+	uint64_t resume = garuda_policy_resume(w);
+	if (!exact && slept && resume > start &&
+	    (now > resume || (seen && near_miss(w, t, now, prev_pass, resume))))
 		return (struct garuda_find){ GARUDA_FIND_LATE, now > start ? now - start : 0 };
 	uint64_t at = lower ? max_u64(prev_pass, start) : now;
 	enum garuda_find_kind kind = lower ? GARUDA_FIND_LOWER
