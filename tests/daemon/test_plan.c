@@ -551,6 +551,7 @@ Test(plan, a_run_of_late_finds_is_recorded_censored)
 	struct gd_seg s;
 	struct garuda_ready rd;
 	start_trained(&d, &c, &s, 2, 250, TRAINED_PLAN);
+	cr_assert_eq(point_records(&d, 0), 1, "the training's completion is the point's one record");
 	double pred, censored;
 	point_state(&d, 0, &pred, &censored);
 	cr_assert_eq(censored, 0, "the training's completion is a lower bound, not censored");
