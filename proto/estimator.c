@@ -52,12 +52,29 @@ static bool min_of(const struct garuda_estimator *e, uint32_t skip, uint64_t *ou
 	return any;
 }
 
-bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *out_ns)
+_Static_assert(GARUDA_PLAN_WINDOW_MAX <= 32, "censored_slots has a bit per ring slot");
+
+/* The slots the prediction and the sleep skip: every lower bound an exact record came
+ * after (a lower bound is consistent with the exact records above it, and one far
+ * below them, from a look a host stall delayed, would otherwise hold the deadline that
+ * far early for a whole window). Newest first from the ring's next slot. */
+static uint32_t superseded(const struct garuda_estimator *e)
 {
-	return min_of(e, 0, out_ns);
+	uint32_t skip = 0, slot = e->next, exact = ~(e->censored_slots | e->lower_slots);
+	bool after = false; /* an exact record newer than this slot */
+	for (uint32_t i = 0; i < e->count; i++) {
+		slot = slot ? slot - 1 : e->window - 1;
+		if (after && (e->lower_slots >> slot & 1))
+			skip |= 1u << slot;
+		after = after || (exact >> slot & 1);
+	}
+	return skip;
 }
 
-_Static_assert(GARUDA_PLAN_WINDOW_MAX <= 32, "censored_slots has a bit per ring slot");
+bool garuda_estimator_prediction_ns(const struct garuda_estimator *e, uint64_t *out_ns)
+{
+	return min_of(e, superseded(e), out_ns);
+}
 
 enum kind { EXACT, LOWER, CENSORED };
 
@@ -152,7 +169,7 @@ static uint64_t sleep_of(const struct garuda_estimator *e, uint32_t skip, uint64
 
 uint64_t garuda_estimator_horizon_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, 0, e->margin_ns, UINT64_MAX);
+	return sleep_of(e, superseded(e), e->margin_ns, UINT64_MAX);
 }
 
 uint64_t garuda_estimator_exact_horizon_ns(const struct garuda_estimator *e)
@@ -162,7 +179,7 @@ uint64_t garuda_estimator_exact_horizon_ns(const struct garuda_estimator *e)
 
 uint64_t garuda_estimator_sleep_ns(const struct garuda_estimator *e)
 {
-	return sleep_of(e, 0, e->margin_ns, e->max_sleep_ns);
+	return sleep_of(e, superseded(e), e->margin_ns, e->max_sleep_ns);
 }
 
 uint64_t garuda_estimator_exact_sleep_ns(const struct garuda_estimator *e)

@@ -4,7 +4,8 @@
  * times are uint64_t nanoseconds (the plan's microseconds are converted once, at
  * init). The state is a fixed ring of the last `window` (<= GARUDA_PLAN_WINDOW_MAX)
  * records; the rules (docs/plans.md):
- *   - prediction = the minimum of the records in the window (none: no prediction);
+ *   - prediction = the minimum of the records in the window, but the lower bounds an
+ *     exact record came after (below; none: no prediction);
  *   - record_exact(residual): the residual (completion - wait start, observed by a
  *     poll that was already running when the work finished) is recorded as is;
  *   - record_censored(wake): a wake that found the work already done records
@@ -14,7 +15,10 @@
  *   - sleep = prediction - margin; 0 (do not sleep) when there is no record, when
  *     prediction <= margin or when the result is below min_sleep; at most max_sleep.
  *   - record_lower(lower) (an addition to the seed): a lower bound of a residual (a
- *     completion found by a look that came late), recorded as is, like an exact one;
+ *     completion found by a look that came late), recorded as is, like an exact one,
+ *     until an exact record comes after it: from then on the prediction and the sleep
+ *     skip it (the exact records above it say more; one far below them, from a look a
+ *     host stall delayed, held the deadline that early for a whole window);
  *   - exact sleep (an addition to the seed, for the second look and the spin window,
  *     docs/plans.md "The second look" and "Lower bounds"): the minimum of the exact
  *     records alone, and of the newest uncensored record when it is a lower bound, less the exact
@@ -72,8 +76,9 @@ void garuda_estimator_record_exact_ns(struct garuda_estimator *e, uint64_t resid
 
 /* A lower bound of a residual: the work was done by a look that came late (the watcher
  * was not spinning on it, or was preempted), ns = the previous look that saw it not
- * done - wait start. It counts as an exact record for the prediction and the sleep;
- * for the exact sleep only while no exact record or lower bound came after it (below). */
+ * done - wait start. It counts as an exact record for the prediction and the sleep
+ * while no exact record came after it; for the exact sleep only while no exact record
+ * or lower bound came after it (below). */
 void garuda_estimator_record_lower_ns(struct garuda_estimator *e, uint64_t lower_ns);
 
 /* A censored wake: the wait's wake - wait start, in ns, when the work was already done. */
